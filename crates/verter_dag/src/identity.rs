@@ -1,0 +1,449 @@
+//! Identities: the names every layer uses for files, their versions, the work
+//! done on them and what that work waits for (SPEC §3).
+//!
+//! This module owns the only allocators of [`Incarnation`] and
+//! [`SubmissionLifetime`] values. It never reads a clock and never touches
+//! shared state other than those two counters.
+//!
+//! # Invariants
+//! 1. Incarnations are unique within the process and increase monotonically:
+//!    [`Incarnation::allocate`] is the only constructor
+//!    (`incarnations_are_unique_across_threads`).
+//! 2. A [`SourceVersion`] orders incarnation first, so every version of a
+//!    successor object orders after every version of its predecessor
+//!    (`successor_at_generation_zero_orders_after_predecessor`).
+//! 3. [`Generation::advance`] never wraps: at the maximum it refuses with
+//!    [`GenerationExhausted`] and leaves the value unchanged
+//!    (`exhausted_generation_refuses_and_is_unchanged`).
+//! 4. Equal identities hash equally (`identity_hash_agrees_with_eq`).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::error::GenerationExhausted;
+
+/// The canonical path of a file: the key every layer uses for it.
+///
+/// Cheap to clone (an `Arc<str>`). Two canonicals are equal when their text
+/// is equal; canonicalisation (resolving symlinks, `..`) is the loader's job.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Canonical(Arc<str>);
+
+impl Canonical {
+    /// Wraps an already canonical path.
+    pub fn new(path: impl Into<Arc<str>>) -> Self {
+        Self(path.into())
+    }
+
+    /// The path as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Canonical {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Canonical {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for Canonical {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Canonical {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Canonical {
+    fn from(path: &str) -> Self {
+        Self::new(path)
+    }
+}
+
+impl From<String> for Canonical {
+    fn from(path: String) -> Self {
+        Self::new(path)
+    }
+}
+
+/// The next incarnation to hand out. Starts at 1 so that no real incarnation
+/// is zero, which keeps a zeroed value recognisable in a debugger.
+static NEXT_INCARNATION: AtomicU64 = AtomicU64::new(1);
+
+/// The process-unique id of one file object.
+///
+/// A file object replaced for any reason (removal then re-add, reset,
+/// language re-home) gets a new incarnation, so work admitted for the old
+/// object can never be mistaken for work on its successor, even at the same
+/// generation with the same bytes. Never reused within a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Incarnation(u64);
+
+impl Incarnation {
+    /// Allocates a fresh incarnation, greater than every one allocated before
+    /// it in this process. This is the only constructor.
+    ///
+    /// # Panics
+    /// After 2^64 - 1 allocations, which no process reaches.
+    pub fn allocate() -> Self {
+        // `Relaxed` suffices: uniqueness and monotonicity come from the
+        // atomic read-modify-write itself; no other memory is published.
+        let id = NEXT_INCARNATION.fetch_add(1, Ordering::Relaxed);
+        assert!(id != u64::MAX, "incarnation counter exhausted");
+        Self(id)
+    }
+
+    /// The raw value, for display and tracing only.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Incarnation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "i{}", self.0)
+    }
+}
+
+/// A per-object counter of source versions.
+///
+/// Every new file object starts at [`Generation::ZERO`]; each source change
+/// advances it by one with checked arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Generation(u64);
+
+impl Generation {
+    /// The first generation of every file object.
+    pub const ZERO: Self = Self(0);
+    /// The last generation; advancing past it is refused.
+    pub const MAX: Self = Self(u64::MAX);
+
+    /// A generation with the given raw value. Meant for tests, fixtures and
+    /// decoding; live objects advance with [`Generation::advance`].
+    pub const fn new(raw: u64) -> Self {
+        Self(raw)
+    }
+
+    /// The raw value.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+
+    /// The generation after this one, or [`GenerationExhausted`].
+    pub fn next(self) -> Result<Self, GenerationExhausted> {
+        self.0
+            .checked_add(1)
+            .map(Self)
+            .ok_or(GenerationExhausted { current: self })
+    }
+
+    /// Advances this generation by one. At [`Generation::MAX`] it refuses
+    /// with [`GenerationExhausted`] and leaves the value unchanged.
+    pub fn advance(&mut self) -> Result<Self, GenerationExhausted> {
+        *self = self.next()?;
+        Ok(*self)
+    }
+}
+
+impl fmt::Display for Generation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "g{}", self.0)
+    }
+}
+
+/// One version of one file object: `(incarnation, generation)`.
+///
+/// Ordered incarnation first (the field order makes the derived `Ord` do
+/// that), so a successor's versions order after every version of its
+/// predecessor and never compare equal to them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SourceVersion {
+    /// The file object the version belongs to.
+    pub incarnation: Incarnation,
+    /// The version within that object.
+    pub generation: Generation,
+}
+
+impl SourceVersion {
+    /// A version of `incarnation` at `generation`.
+    pub fn new(incarnation: Incarnation, generation: Generation) -> Self {
+        Self {
+            incarnation,
+            generation,
+        }
+    }
+}
+
+impl fmt::Display for SourceVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.incarnation, self.generation)
+    }
+}
+
+/// The next submission lifetime to hand out.
+static NEXT_LIFETIME: AtomicU64 = AtomicU64::new(1);
+
+/// What a request is bound to when it is submitted.
+///
+/// A lifetime starts with a file's first object, survives a language re-home
+/// (which replaces the object but keeps the lifetime) and ends when the file
+/// is removed or reset. A request whose lifetime ended before it was admitted
+/// is answered rather than admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SubmissionLifetime(u64);
+
+impl SubmissionLifetime {
+    /// Allocates a fresh lifetime, unique within the process. This is the
+    /// only constructor.
+    ///
+    /// # Panics
+    /// After 2^64 - 1 allocations, which no process reaches.
+    pub fn allocate() -> Self {
+        // `Relaxed`: uniqueness comes from the atomic read-modify-write.
+        let id = NEXT_LIFETIME.fetch_add(1, Ordering::Relaxed);
+        assert!(id != u64::MAX, "submission lifetime counter exhausted");
+        Self(id)
+    }
+
+    /// The raw value, for display and tracing only.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// A hash naming one artifact profile (build options, target, ...). The host
+/// gives it meaning; the scheduler only compares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ProfileHash(pub u64);
+
+impl fmt::Display for ProfileHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "p{:x}", self.0)
+    }
+}
+
+/// Which stage of a file is wanted: `Source` (bytes loaded and parsed),
+/// `Analysis` (facts about the file) or `Artifact(profile)` (an output built
+/// from the analysis and other files' analyses).
+///
+/// Stages are ordered `Source < Analysis < Artifact(_)`; a dependency edge
+/// only ever points from a higher stage to a strictly lower one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TargetStage {
+    /// The file's bytes, loaded and parsed.
+    Source,
+    /// Facts about the file.
+    Analysis,
+    /// An output for one profile.
+    Artifact(ProfileHash),
+}
+
+impl TargetStage {
+    /// The stage's rank: 0 for Source, 1 for Analysis, 2 for every Artifact.
+    /// Edges must point from a higher rank to a strictly lower one.
+    pub fn rank(self) -> u8 {
+        match self {
+            Self::Source => 0,
+            Self::Analysis => 1,
+            Self::Artifact(_) => 2,
+        }
+    }
+}
+
+impl fmt::Display for TargetStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Source => f.write_str("Source"),
+            Self::Analysis => f.write_str("Analysis"),
+            Self::Artifact(profile) => write!(f, "Artifact({profile})"),
+        }
+    }
+}
+
+/// One file object at one generation: the part of every file identity that
+/// says *which bytes* work is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileIdentity {
+    /// The file.
+    pub canonical: Canonical,
+    /// The file object.
+    pub incarnation: Incarnation,
+    /// The source version within that object.
+    pub generation: Generation,
+}
+
+impl FileIdentity {
+    /// The identity of `canonical`'s object `incarnation` at `generation`.
+    pub fn new(canonical: Canonical, incarnation: Incarnation, generation: Generation) -> Self {
+        Self {
+            canonical,
+            incarnation,
+            generation,
+        }
+    }
+
+    /// The `(incarnation, generation)` pair.
+    pub fn version(&self) -> SourceVersion {
+        SourceVersion::new(self.incarnation, self.generation)
+    }
+
+    /// This file identity at `stage`.
+    pub fn at(self, stage: TargetStage) -> DepKey {
+        DepKey { file: self, stage }
+    }
+}
+
+impl fmt::Display for FileIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}#{}{}",
+            self.canonical, self.incarnation, self.generation
+        )
+    }
+}
+
+/// A file identity plus a stage: what a consumer is gated on, and the
+/// identity of the work that produces it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DepKey {
+    /// The file object and generation.
+    pub file: FileIdentity,
+    /// The stage of that file.
+    pub stage: TargetStage,
+}
+
+impl fmt::Display for DepKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.stage, self.file)
+    }
+}
+
+/// An opaque id the host gives a cache; the scheduler only compares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SchedulerCacheId(pub u64);
+
+/// The one dedupe identity of a piece of work. No second key type exists:
+/// waiter groups, the ready queue and completions all use this.
+///
+/// Work on a file is keyed by the same [`DepKey`] its consumers wait on
+/// (SPEC §16.4: one file identity shape plus a stage).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WorkNodeIdentity {
+    /// A stage (Source, Analysis or an Artifact profile) of one file object
+    /// at one generation.
+    File(DepKey),
+    /// A host-defined cache node.
+    CacheNode {
+        /// The host's cache.
+        cache_id: SchedulerCacheId,
+        /// The key within that cache, hashed by the host.
+        key_hash: u64,
+    },
+}
+
+impl WorkNodeIdentity {
+    /// The Source, Analysis or Artifact stage of `file`.
+    pub fn file_stage(file: FileIdentity, stage: TargetStage) -> Self {
+        Self::File(DepKey { file, stage })
+    }
+
+    /// The file identity and stage, if this is file work.
+    pub fn as_dep_key(&self) -> Option<&DepKey> {
+        match self {
+            Self::File(key) => Some(key),
+            Self::CacheNode { .. } => None,
+        }
+    }
+
+    /// The file identity, if this is file work.
+    pub fn file(&self) -> Option<&FileIdentity> {
+        self.as_dep_key().map(|key| &key.file)
+    }
+}
+
+impl From<DepKey> for WorkNodeIdentity {
+    fn from(key: DepKey) -> Self {
+        Self::File(key)
+    }
+}
+
+impl fmt::Display for WorkNodeIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::File(key) => fmt::Display::fmt(key, f),
+            Self::CacheNode { cache_id, key_hash } => {
+                write!(f, "CacheNode {}:{key_hash:x}", cache_id.0)
+            }
+        }
+    }
+}
+
+/// How urgently work is wanted. Ordered `Low < Normal < High < Critical`.
+///
+/// A dependency runs at the highest priority of everything that waits on it
+/// (priority inheritance). Ready work leaves by weighted round robin across
+/// the priority lanes, so `Low` work is delayed but never starved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Priority {
+    /// Background work: runs when nothing more urgent is ready, and at its
+    /// lane's share when something is.
+    Low,
+    /// The default.
+    #[default]
+    Normal,
+    /// Work a user is waiting for.
+    High,
+    /// Work on the critical path of something a user is waiting for.
+    Critical,
+}
+
+impl Priority {
+    /// Every priority, lowest first.
+    pub const ALL: [Self; 4] = [Self::Low, Self::Normal, Self::High, Self::Critical];
+
+    /// The lane index, 0 for `Low` up to 3 for `Critical`.
+    pub fn lane(self) -> usize {
+        self as usize
+    }
+}
+
+/// A clonable one-shot cancellation latch. Cancelling is idempotent and
+/// visible to every clone on every thread.
+#[derive(Debug, Clone, Default)]
+pub struct CancellationToken(Arc<AtomicBool>);
+
+impl CancellationToken {
+    /// A token that is not cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancels the token. Returns `true` for the call that cancelled it and
+    /// `false` for every later call.
+    pub fn cancel(&self) -> bool {
+        // `Release` pairs with the `Acquire` in `is_cancelled`, so whatever
+        // the canceller wrote before cancelling is visible to an observer.
+        !self.0.swap(true, Ordering::Release)
+    }
+
+    /// Whether any clone of this token was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests;

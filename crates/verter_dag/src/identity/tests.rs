@@ -1,0 +1,185 @@
+use std::collections::HashSet;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Barrier};
+
+use super::*;
+
+#[test]
+fn incarnations_are_unique_across_threads() {
+    const THREADS: usize = 8;
+    const PER_THREAD: usize = 10_000;
+    let start = Arc::new(Barrier::new(THREADS));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let start = Arc::clone(&start);
+            std::thread::spawn(move || {
+                start.wait();
+                (0..PER_THREAD)
+                    .map(|_| Incarnation::allocate())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    for worker in workers {
+        let allocated = worker.join().expect("allocator thread panicked");
+        // Within one thread, allocation order is increasing order.
+        assert!(allocated.windows(2).all(|pair| pair[0] < pair[1]));
+        for incarnation in allocated {
+            assert!(seen.insert(incarnation), "{incarnation} allocated twice");
+        }
+    }
+    assert_eq!(seen.len(), THREADS * PER_THREAD);
+}
+
+#[test]
+fn successor_at_generation_zero_orders_after_predecessor() {
+    let predecessor = Incarnation::allocate();
+    let successor = Incarnation::allocate();
+    let old_late = SourceVersion::new(predecessor, Generation::MAX);
+    let new_first = SourceVersion::new(successor, Generation::ZERO);
+    assert!(new_first > old_late);
+    assert_ne!(
+        SourceVersion::new(predecessor, Generation::ZERO),
+        SourceVersion::new(successor, Generation::ZERO)
+    );
+    // Within one object, generations order the versions.
+    assert!(
+        SourceVersion::new(predecessor, Generation::new(2))
+            > SourceVersion::new(predecessor, Generation::new(1))
+    );
+}
+
+#[test]
+fn generation_advance_counts_up_from_zero() {
+    let mut generation = Generation::default();
+    assert_eq!(generation, Generation::ZERO);
+    assert_eq!(generation.advance(), Ok(Generation::new(1)));
+    assert_eq!(generation.advance(), Ok(Generation::new(2)));
+    assert_eq!(generation.get(), 2);
+}
+
+#[test]
+fn exhausted_generation_refuses_and_is_unchanged() {
+    let mut generation = Generation::new(u64::MAX - 1);
+    assert_eq!(generation.advance(), Ok(Generation::MAX));
+    let refused = generation.advance();
+    assert_eq!(
+        refused,
+        Err(GenerationExhausted {
+            current: Generation::MAX
+        })
+    );
+    assert_eq!(generation, Generation::MAX);
+    assert_eq!(
+        refused.unwrap_err().to_string(),
+        "generation g18446744073709551615 cannot advance: the counter is exhausted"
+    );
+}
+
+#[test]
+fn cancellation_is_idempotent_and_visible_across_threads() {
+    let token = CancellationToken::new();
+    let observer = token.clone();
+    assert!(!observer.is_cancelled());
+    let (cancelled_tx, cancelled_rx) = std::sync::mpsc::channel();
+    let canceller = std::thread::spawn(move || {
+        let first = token.cancel();
+        cancelled_tx.send(()).expect("test thread is listening");
+        (first, token.cancel())
+    });
+    cancelled_rx.recv().expect("canceller reports");
+    assert!(observer.is_cancelled());
+    let (first, second) = canceller.join().expect("canceller panicked");
+    assert!(first, "the first cancel reports that it cancelled");
+    assert!(!second, "a second cancel is a no-op");
+    assert!(!observer.cancel());
+    assert!(observer.is_cancelled());
+}
+
+#[test]
+fn submission_lifetimes_are_unique() {
+    let lifetimes: HashSet<_> = (0..1000).map(|_| SubmissionLifetime::allocate()).collect();
+    assert_eq!(lifetimes.len(), 1000);
+}
+
+fn hash_of<T: Hash>(value: &T) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+#[test]
+fn identity_hash_agrees_with_eq() {
+    let incarnation = Incarnation::allocate();
+    let file = |path: &str, generation| {
+        FileIdentity::new(
+            Canonical::from(path),
+            incarnation,
+            Generation::new(generation),
+        )
+    };
+    // Built from separately allocated strings: equality is by content.
+    let a = WorkNodeIdentity::file_stage(file("a.rs", 1), TargetStage::Analysis);
+    let a_again =
+        WorkNodeIdentity::file_stage(file(&String::from("a.rs"), 1), TargetStage::Analysis);
+    assert_eq!(a, a_again);
+    assert_eq!(hash_of(&a), hash_of(&a_again));
+
+    let distinct = [
+        a.clone(),
+        WorkNodeIdentity::file_stage(file("a.rs", 2), TargetStage::Analysis),
+        WorkNodeIdentity::file_stage(file("b.rs", 1), TargetStage::Analysis),
+        WorkNodeIdentity::file_stage(file("a.rs", 1), TargetStage::Source),
+        WorkNodeIdentity::file_stage(file("a.rs", 1), TargetStage::Artifact(ProfileHash(7))),
+        WorkNodeIdentity::file_stage(file("a.rs", 1), TargetStage::Artifact(ProfileHash(8))),
+        WorkNodeIdentity::CacheNode {
+            cache_id: SchedulerCacheId(1),
+            key_hash: 9,
+        },
+    ];
+    let set: HashSet<_> = distinct.iter().cloned().collect();
+    assert_eq!(set.len(), distinct.len());
+    for identity in &distinct {
+        assert!(set.contains(identity));
+    }
+    // Another incarnation at the same canonical and generation is another identity.
+    let successor = FileIdentity::new(
+        Canonical::from("a.rs"),
+        Incarnation::allocate(),
+        Generation::new(1),
+    );
+    assert!(!set.contains(&WorkNodeIdentity::file_stage(
+        successor,
+        TargetStage::Analysis
+    )));
+}
+
+#[test]
+fn stage_rank_orders_source_below_analysis_below_artifacts() {
+    assert!(TargetStage::Source.rank() < TargetStage::Analysis.rank());
+    assert!(TargetStage::Analysis.rank() < TargetStage::Artifact(ProfileHash(0)).rank());
+    assert_eq!(
+        TargetStage::Artifact(ProfileHash(1)).rank(),
+        TargetStage::Artifact(ProfileHash(2)).rank()
+    );
+}
+
+#[test]
+fn priorities_are_ordered_and_map_to_lanes() {
+    assert!(Priority::Low < Priority::Normal);
+    assert!(Priority::High < Priority::Critical);
+    assert_eq!(Priority::default(), Priority::Normal);
+    let lanes: Vec<_> = Priority::ALL.iter().map(|p| p.lane()).collect();
+    assert_eq!(lanes, [0, 1, 2, 3]);
+}
+
+#[test]
+fn canonical_clones_share_text_and_display_it() {
+    let path = Canonical::from("src/lib.rs");
+    let clone = path.clone();
+    assert_eq!(path, clone);
+    assert_eq!(path.as_str(), "src/lib.rs");
+    assert_eq!(format!("{path} {path:?}"), r#"src/lib.rs "src/lib.rs""#);
+}

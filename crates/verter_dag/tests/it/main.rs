@@ -1,0 +1,3 @@
+//! The public behaviour of `verter_dag`, through its public API only.
+
+mod identities;

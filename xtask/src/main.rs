@@ -1,0 +1,58 @@
+//! verter's automation, run as `cargo xtask <task>`.
+//!
+//! Each task is Rust so it runs wherever cargo does. `cargo xtask` alone
+//! lists the tasks. Every check is also exercised by `#[test]`s, so
+//! `cargo test` enforces the checks' own behaviour.
+
+mod guard;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const TASKS: &str = "\
+tasks:
+  guard    check that every crate names only the crates its layer allows
+           (manifests, Rust paths, docs); reads [workspace.metadata.layers]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("guard") => run_guard(&workspace_root()),
+        None | Some("help" | "--help" | "-h") => {
+            println!("{TASKS}");
+            ExitCode::SUCCESS
+        }
+        Some(other) => {
+            eprintln!("unknown task `{other}`\n{TASKS}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The workspace root: xtask lives one level below it.
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits inside the workspace")
+        .to_path_buf()
+}
+
+fn run_guard(root: &Path) -> ExitCode {
+    match guard::guard(root) {
+        Ok(report) if report.findings.is_empty() => {
+            println!("{}", report.summary());
+            ExitCode::SUCCESS
+        }
+        Ok(report) => {
+            for finding in &report.findings {
+                println!("{finding}");
+            }
+            eprintln!("guard: {} layering violation(s)", report.findings.len());
+            ExitCode::FAILURE
+        }
+        Err(err) => {
+            eprintln!("guard: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
