@@ -1,7 +1,9 @@
-//! The typed errors of this crate's public operations. Every variant says
-//! what was refused and leaves the state it refers to unchanged.
+//! The typed errors and failures of this crate's public operations. Every
+//! refusal says what was refused and leaves the state it refers to unchanged.
 
-use crate::identity::Generation;
+use std::sync::Arc;
+
+use crate::identity::{Canonical, DepKey, Generation, WorkNodeIdentity};
 
 /// A [`Generation`] cannot advance: its counter is at its maximum.
 ///
@@ -12,4 +14,71 @@ use crate::identity::Generation;
 pub struct GenerationExhausted {
     /// The generation that could not advance.
     pub current: Generation,
+}
+
+/// The error a producer failed with, as the layer above reported it. The
+/// DAG stores and forwards it; it never inspects it.
+pub type FailureCause = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a waiter or a consumer was answered without a value.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum DagFailure {
+    /// A newer source update superseded the generation a pinned request
+    /// carried its text for.
+    #[error("superseded by a newer version of {canonical}")]
+    Superseded {
+        /// The file.
+        canonical: Canonical,
+    },
+    /// The file was removed or the scheduler reset.
+    #[error("{canonical} was removed or reset")]
+    Shutdown {
+        /// The file.
+        canonical: Canonical,
+    },
+    /// The work was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// The producer itself failed.
+    #[error("{work} failed")]
+    Failed {
+        /// The work that failed.
+        work: WorkNodeIdentity,
+        /// The failure the layer above reported.
+        #[source]
+        cause: FailureCause,
+    },
+    /// A dependency failed or can never complete.
+    #[error("dependency {dep} failed")]
+    DependencyFailed {
+        /// The dependency.
+        dep: DepKey,
+        /// Why it failed.
+        #[source]
+        cause: Arc<DagFailure>,
+    },
+}
+
+/// Why [`crate::SchedulerDag::link`] refused an edge.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinkError {
+    /// Edges must point from a higher stage to a strictly lower one
+    /// (Artifact → Analysis → Source), which makes a wait cycle impossible.
+    #[error(
+        "{consumer} may not wait on {dep}: edges point from a higher stage to a strictly lower one"
+    )]
+    RankViolation {
+        /// The would-be consumer.
+        consumer: WorkNodeIdentity,
+        /// The would-be dependency.
+        dep: DepKey,
+    },
+    /// The consumer is not admitted work (or is already running or done).
+    #[error("{consumer} is not admitted work waiting for its dependencies")]
+    ConsumerNotGated {
+        /// The would-be consumer.
+        consumer: WorkNodeIdentity,
+    },
 }

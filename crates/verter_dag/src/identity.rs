@@ -92,6 +92,10 @@ static NEXT_INCARNATION: AtomicU64 = AtomicU64::new(1);
 pub struct Incarnation(u64);
 
 impl Incarnation {
+    /// Above every allocated incarnation (`allocate` never hands it out): the
+    /// bound that sweeps every version of a file.
+    pub(crate) const SWEEP_ALL: Self = Self(u64::MAX);
+
     /// Allocates a fresh incarnation, greater than every one allocated before
     /// it in this process. This is the only constructor.
     ///

@@ -1,0 +1,118 @@
+use super::*;
+use crate::identity::{FileIdentity, Generation, Incarnation, TargetStage};
+
+fn file(path: &str, incarnation: Incarnation, generation: u64) -> FileIdentity {
+    FileIdentity::new(
+        Canonical::from(path),
+        incarnation,
+        Generation::new(generation),
+    )
+}
+
+fn artifact(f: &FileIdentity) -> WorkNodeIdentity {
+    WorkNodeIdentity::File(f.clone().at(TargetStage::Artifact(crate::ProfileHash(1))))
+}
+
+#[test]
+fn link_and_unlink_touch_both_sides() {
+    let inc = Incarnation::allocate();
+    let (a, b) = (file("a.rs", inc, 0), file("b.rs", inc, 0));
+    let consumer = artifact(&a);
+    let dep = b.at(TargetStage::Analysis);
+    let mut edges = DepEdges::default();
+    assert!(edges.link(&consumer, &dep));
+    assert!(!edges.link(&consumer, &dep), "a second link is a no-op");
+    assert_eq!(edges.remaining(&consumer), 1);
+    assert_eq!(edges.waiters_of(&dep), std::slice::from_ref(&consumer));
+    assert!(edges.unlink(&consumer, &dep));
+    assert!(!edges.unlink(&consumer, &dep));
+    assert_eq!(edges.remaining(&consumer), 0);
+    assert!(edges.waiters_of(&dep).is_empty());
+    assert_eq!(edges.occupancy().edges, 0);
+    assert_eq!(edges.occupancy().keys, 0);
+}
+
+#[test]
+fn waiters_are_released_in_link_order() {
+    let inc = Incarnation::allocate();
+    let dep = file("lib.rs", inc, 0).at(TargetStage::Analysis);
+    let consumers: Vec<_> = ["c.rs", "a.rs", "b.rs"]
+        .iter()
+        .map(|p| artifact(&file(p, inc, 0)))
+        .collect();
+    let mut edges = DepEdges::default();
+    for consumer in &consumers {
+        edges.link(consumer, &dep);
+    }
+    assert_eq!(edges.take_waiters(&dep), consumers);
+    for consumer in &consumers {
+        assert_eq!(edges.remaining(consumer), 0);
+    }
+}
+
+#[test]
+fn file_index_tracks_keys_with_waiters() {
+    let old = Incarnation::allocate();
+    let new = Incarnation::allocate();
+    let consumer = artifact(&file("a.rs", old, 0));
+    let b_old = file("b.rs", old, 5).at(TargetStage::Analysis);
+    let b_new = file("b.rs", new, 0).at(TargetStage::Analysis);
+    let mut edges = DepEdges::default();
+    edges.link(&consumer, &b_old);
+    edges.link(&consumer, &b_new);
+    let b = Canonical::from("b.rs");
+    // Across incarnations, ordered incarnation first: the successor's g0 is
+    // above the predecessor's g5.
+    assert_eq!(
+        edges.keys_below(&b, b_new.file.version()),
+        std::slice::from_ref(&b_old)
+    );
+    let mut all = edges.keys_of_file(&b);
+    all.sort();
+    assert_eq!(all, [b_old.clone(), b_new.clone()]);
+    edges.take_waiters(&b_old);
+    assert!(edges.keys_below(&b, b_new.file.version()).is_empty());
+    edges.remove_consumer(&consumer);
+    assert!(edges.keys_of_file(&b).is_empty());
+    assert_eq!(
+        edges.occupancy(),
+        EdgeOccupancy {
+            capacity: edges.occupancy().capacity,
+            ..Default::default()
+        }
+    );
+}
+
+#[test]
+fn removing_a_consumer_unlinks_only_its_edges() {
+    let inc = Incarnation::allocate();
+    let dep = file("lib.rs", inc, 0).at(TargetStage::Analysis);
+    let other = file("util.rs", inc, 0).at(TargetStage::Analysis);
+    let a = artifact(&file("a.rs", inc, 0));
+    let b = artifact(&file("b.rs", inc, 0));
+    let mut edges = DepEdges::default();
+    edges.link(&a, &dep);
+    edges.link(&a, &other);
+    edges.link(&b, &dep);
+    let mut removed = edges.remove_consumer(&a);
+    removed.sort();
+    let mut expected = vec![dep.clone(), other.clone()];
+    expected.sort();
+    assert_eq!(removed, expected);
+    assert_eq!(edges.waiters_of(&dep), std::slice::from_ref(&b));
+    assert!(edges.waiters_of(&other).is_empty());
+    assert_eq!(edges.occupancy().edges, 1);
+}
+
+#[test]
+fn clear_releases_backing_storage() {
+    let inc = Incarnation::allocate();
+    let mut edges = DepEdges::default();
+    for i in 0..100 {
+        let consumer = artifact(&file(&format!("c{i}.rs"), inc, 0));
+        edges.link(&consumer, &file("lib.rs", inc, 0).at(TargetStage::Analysis));
+    }
+    assert!(edges.occupancy().capacity > 0);
+    edges.clear_and_release();
+    assert_eq!(edges.occupancy(), EdgeOccupancy::default());
+}

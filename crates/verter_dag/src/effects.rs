@@ -1,0 +1,107 @@
+//! What a DAG operation asks its caller to do after unlocking: answer
+//! waiters, fire dedupe-joiner events, wake pumps for newly ready work, and
+//! stop work that was cancelled while running.
+//!
+//! Nothing here runs anything. The DAG returns these values from each
+//! operation; the layer above carries them out after its lock guard drops,
+//! because an answer or a joiner callback may re-enter the scheduler.
+
+use crate::error::DagFailure;
+use crate::identity::{DepKey, Priority, WorkNodeIdentity};
+use crate::ready::{AdmissionId, ResourceClass};
+
+/// The id of one registered request waiter, allocated by the DAG.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WaiterId(pub(crate) u64);
+
+impl WaiterId {
+    /// The raw value, for tracing.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// What a request waiter does when a newer edit supersedes the generation it
+/// waits on (SPEC §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WaitPolicy {
+    /// A request without source text: it follows its file to the newest
+    /// generation.
+    Follow,
+    /// A request that carried source text: a newer source update answers it
+    /// `Superseded`. It still follows a language re-home (same lifetime).
+    Pinned,
+}
+
+/// One answer to deliver to one waiter.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// Who to answer.
+    pub waiter: WaiterId,
+    /// The work the answer is about: after following, the newest version.
+    pub key: DepKey,
+    /// `Ok` when `key`'s work is done (the caller reads its output), or why
+    /// it can never be.
+    pub outcome: Result<(), DagFailure>,
+}
+
+/// A request joined an existing waiter group instead of admitting work. The
+/// caller fires it after unlocking: its callback may re-enter the scheduler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DedupJoinerEvent {
+    /// The shared work.
+    pub key: DepKey,
+    /// The joiner.
+    pub waiter: WaiterId,
+    /// Members of the group, the joiner included.
+    pub group_size: usize,
+}
+
+/// Work handed to a worker: its carried identity and admission. Not `Clone`:
+/// it is consumed by exactly one completion, failure or refusal, which is
+/// what releases its capacity reservation exactly once.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a dispatch holds a capacity reservation until it is completed, failed or refused"]
+pub struct Dispatch {
+    /// The work, with the identity it was admitted under.
+    pub identity: WorkNodeIdentity,
+    /// Which admission of that identity this is.
+    pub admission: AdmissionId,
+    /// The budget it draws on.
+    pub class: ResourceClass,
+    /// Its effective priority when dequeued.
+    pub priority: Priority,
+}
+
+/// The effects of one DAG operation, for the caller to run after unlocking.
+#[derive(Debug, Default)]
+#[must_use = "effects must be carried out after the lock is released, or waiters hang"]
+pub struct Effects {
+    /// Waiters to answer, in the order the DAG decided them.
+    pub answers: Vec<Answer>,
+    /// Dedupe joins to report.
+    pub joiners: Vec<DedupJoinerEvent>,
+    /// Work items that became ready: pumps to wake.
+    pub newly_ready: usize,
+    /// Work that was running when it was cancelled or retired: its result
+    /// will be refused; the caller may signal it to stop early.
+    pub abandoned_running: Vec<WorkNodeIdentity>,
+}
+
+impl Effects {
+    /// Whether there is nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.answers.is_empty()
+            && self.joiners.is_empty()
+            && self.newly_ready == 0
+            && self.abandoned_running.is_empty()
+    }
+
+    /// Appends `other`'s effects after this one's.
+    pub fn merge(&mut self, other: Effects) {
+        self.answers.extend(other.answers);
+        self.joiners.extend(other.joiners);
+        self.newly_ready += other.newly_ready;
+        self.abandoned_running.extend(other.abandoned_running);
+    }
+}

@@ -1,0 +1,135 @@
+use super::*;
+use crate::identity::{Canonical, FileIdentity, Generation, Incarnation, TargetStage};
+
+fn work(i: usize) -> WorkNodeIdentity {
+    WorkNodeIdentity::File(
+        FileIdentity::new(
+            Canonical::from(format!("f{i}.rs")),
+            Incarnation::allocate(),
+            Generation::ZERO,
+        )
+        .at(TargetStage::Analysis),
+    )
+}
+
+#[test]
+fn pending_counts_match_membership() {
+    let mut queue = ReadyQueue::new(DEFAULT_LANE_WEIGHTS);
+    let items: Vec<_> = (0..6).map(work).collect();
+    for (i, item) in items.iter().enumerate() {
+        queue.insert(item.clone(), ResourceClass::Cpu, Priority::ALL[i % 4]);
+    }
+    assert_eq!(queue.pending_counts(ResourceClass::Cpu), [2, 2, 1, 1]);
+    assert_eq!(queue.len(ResourceClass::Io), 0);
+    queue.raise(&items[0], Priority::Critical);
+    assert_eq!(queue.pending_counts(ResourceClass::Cpu), [1, 2, 1, 2]);
+    queue.raise(&items[3], Priority::Low); // never lowers
+    assert_eq!(queue.pending_counts(ResourceClass::Cpu), [1, 2, 1, 2]);
+    assert!(queue.remove(&items[1]));
+    assert!(!queue.remove(&items[1]));
+    assert_eq!(queue.pending_counts(ResourceClass::Cpu), [1, 1, 1, 2]);
+    let mut popped = 0;
+    while queue.pop(ResourceClass::Cpu).is_some() {
+        popped += 1;
+    }
+    assert_eq!(popped, 5);
+    assert_eq!(queue.pending_counts(ResourceClass::Cpu), [0; 4]);
+}
+
+#[test]
+fn low_priority_is_never_starved() {
+    let mut queue = ReadyQueue::new(DEFAULT_LANE_WEIGHTS);
+    let mut next = 0;
+    let mut add = |queue: &mut ReadyQueue, priority| {
+        queue.insert(work(next), ResourceClass::Cpu, priority);
+        next += 1;
+    };
+    for _ in 0..10 {
+        add(&mut queue, Priority::Low);
+    }
+    // Keep the Critical lane permanently busy: refill after every pick.
+    let mut picks = [0usize; 4];
+    for _ in 0..150 {
+        add(&mut queue, Priority::Critical);
+        let (_, priority) = queue.pop(ResourceClass::Cpu).expect("work is ready");
+        picks[priority.lane()] += 1;
+    }
+    // Weights 1:8 → Low gets one pick in nine while both lanes have work.
+    assert!(
+        picks[0] >= 10,
+        "low lane picked {} times: {picks:?}",
+        picks[0]
+    );
+    assert!(picks[3] >= 8 * 10, "{picks:?}");
+}
+
+#[test]
+fn higher_lanes_go_first_when_weights_tie_break() {
+    let mut queue = ReadyQueue::new(DEFAULT_LANE_WEIGHTS);
+    let low = work(0);
+    let high = work(1);
+    queue.insert(low.clone(), ResourceClass::Cpu, Priority::Low);
+    queue.insert(high.clone(), ResourceClass::Cpu, Priority::High);
+    assert_eq!(queue.pop(ResourceClass::Cpu), Some((high, Priority::High)));
+    assert_eq!(queue.pop(ResourceClass::Cpu), Some((low, Priority::Low)));
+    assert_eq!(queue.pop(ResourceClass::Cpu), None);
+}
+
+#[test]
+fn classes_are_independent() {
+    let mut queue = ReadyQueue::new(DEFAULT_LANE_WEIGHTS);
+    queue.insert(work(0), ResourceClass::Io, Priority::Normal);
+    assert_eq!(queue.pop(ResourceClass::Cpu), None);
+    assert!(queue.pop(ResourceClass::Io).is_some());
+}
+
+#[test]
+fn stale_entries_are_skipped_and_compacted() {
+    let mut queue = ReadyQueue::new(DEFAULT_LANE_WEIGHTS);
+    let keep = work(0);
+    queue.insert(keep.clone(), ResourceClass::Cpu, Priority::Normal);
+    // Churn one identity through remove/insert many times: stale entries pile
+    // up behind `keep` until compaction drops them.
+    let churn = work(1);
+    for _ in 0..1000 {
+        queue.insert(churn.clone(), ResourceClass::Cpu, Priority::Normal);
+        queue.remove(&churn);
+    }
+    assert!(
+        queue.backing_entries() <= 2 + 64 + 1,
+        "{}",
+        queue.backing_entries()
+    );
+    assert_eq!(
+        queue.pop(ResourceClass::Cpu),
+        Some((keep, Priority::Normal))
+    );
+    assert_eq!(queue.pop(ResourceClass::Cpu), None);
+}
+
+#[test]
+fn ledger_releases_each_reservation_once() {
+    let mut ledger = CapacityLedger::new(2, 1);
+    assert!(ledger.has_room(ResourceClass::Cpu));
+    ledger.reserve(ResourceClass::Cpu, AdmissionId(1));
+    ledger.reserve(ResourceClass::Cpu, AdmissionId(2));
+    assert!(!ledger.has_room(ResourceClass::Cpu));
+    ledger.reserve(ResourceClass::Io, AdmissionId(3));
+    assert!(!ledger.has_room(ResourceClass::Io));
+    assert_eq!(ledger.snapshot().in_use(), 3);
+    assert!(ledger.release(AdmissionId(1)));
+    assert!(
+        !ledger.release(AdmissionId(1)),
+        "a second release is refused"
+    );
+    assert!(ledger.has_room(ResourceClass::Cpu));
+    assert!(ledger.holds(AdmissionId(2)));
+    assert!(ledger.release(AdmissionId(2)) && ledger.release(AdmissionId(3)));
+    assert_eq!(ledger.snapshot().in_use(), 0);
+}
+
+#[test]
+#[should_panic(expected = "capacity budgets must be at least 1")]
+fn a_zero_budget_is_refused() {
+    let _ = CapacityLedger::new(0, 1);
+}
