@@ -13,6 +13,10 @@
 //! no worker ever waits on a job that only its own pool could run
 //! (`nested_cpu_waits_from_a_full_host_batch_complete`, integration).
 //!
+//! Pumped work may itself wait, which nests another pump loop on the same
+//! stack; the driver keeps each pass bounded, and the nesting depth is at
+//! most the depth of the wait chain.
+//!
 //! # Invariants
 //! 1. On a `CpuWorker` or `Inline` thread, `wait_or_drive` pumps until the
 //!    value is there, checking the cell before every pump

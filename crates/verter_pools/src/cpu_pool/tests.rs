@@ -157,3 +157,23 @@ fn no_cpu_worker_outlives_its_pool() {
         );
     });
 }
+
+#[test]
+fn dropping_the_cpu_pool_on_its_own_worker_detaches_instead_of_deadlocking() {
+    with_watchdog("cpu self drop", || {
+        let pool = Arc::new(SchedulerCpuPool::new(2, 0).expect("build the pool"));
+        let (dropped_tx, dropped_rx) = crossbeam_channel::bounded(1);
+        let (handed_tx, handed_rx) = crossbeam_channel::bounded::<Arc<SchedulerCpuPool>>(1);
+        pool.try_submit(OwnerCommand::<Cpu>::new(move || {
+            let last = handed_rx.recv().expect("the test hands over its handle");
+            drop(last);
+            dropped_tx.send(()).expect("the test listens");
+        }))
+        .expect("a permit is free");
+        // The command now holds the last handle: the pool drops on its worker.
+        handed_tx.send(pool).expect("the command listens");
+        dropped_rx
+            .recv_timeout(WATCHDOG)
+            .expect("the drop on a worker returned");
+    });
+}
