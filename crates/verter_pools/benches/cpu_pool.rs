@@ -84,7 +84,7 @@ impl Countdown {
 mod latency {
     use super::*;
 
-    #[divan::bench(sample_count = 200, sample_size = 20)]
+    #[divan::bench(sample_count = 1000, sample_size = 20)]
     fn verter_try_submit(bencher: Bencher) {
         let pool = verter_pool(16);
         let (signal, started_rx) = crossbeam_channel::bounded(1);
@@ -94,7 +94,7 @@ mod latency {
         });
     }
 
-    #[divan::bench(sample_count = 200, sample_size = 20)]
+    #[divan::bench(sample_count = 1000, sample_size = 20)]
     fn rayon_spawn(bencher: Bencher) {
         let pool = rayon_pool();
         let (signal, started_rx) = crossbeam_channel::bounded(1);
@@ -108,7 +108,7 @@ mod latency {
 mod throughput {
     use super::*;
 
-    #[divan::bench(sample_count = 100, sample_size = 1)]
+    #[divan::bench(sample_count = 500, sample_size = 1)]
     fn verter_try_submit(bencher: Bencher) {
         let pool = verter_pool(2 * BATCH);
         let (countdown, done_rx) = Countdown::new();
@@ -121,7 +121,7 @@ mod throughput {
         });
     }
 
-    #[divan::bench(sample_count = 100, sample_size = 1)]
+    #[divan::bench(sample_count = 500, sample_size = 1)]
     fn rayon_spawn(bencher: Bencher) {
         let pool = rayon_pool();
         let (countdown, done_rx) = Countdown::new();
