@@ -33,6 +33,9 @@ use crate::worker_threads::{ThreadHooks, WorkerSpec, WorkerThreads, build_rayon_
 /// Its workers are [`CallerKind::CpuWorker`]: when one waits for another
 /// piece of work it drives the scheduler (`wait_or_drive`) instead of
 /// parking, so a wait can never starve the pool it runs on.
+///
+/// Dropping the pool runs every command it accepted, then joins every
+/// worker; a command that never returns therefore keeps the drop waiting.
 pub struct SchedulerCpuPool {
     /// Declared before `workers` on purpose: fields drop in order, and the
     /// rayon pool must be told to terminate before its threads are joined.

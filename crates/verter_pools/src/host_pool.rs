@@ -23,6 +23,9 @@ pub const HOST_WORKER_STACK_SIZE: usize = 8 * 1024 * 1024;
 
 /// The host's coordinator pool: runs batch items that submit stage work and
 /// park until it is answered.
+///
+/// Dropping the pool joins every worker, after any `install` running on it
+/// has returned.
 pub struct HostCpuPool {
     /// Declared before `workers` on purpose: fields drop in order, and the
     /// rayon pool must be told to terminate before its threads are joined.
