@@ -1,0 +1,339 @@
+//! The state behind the publication lock: every file's history, the GC
+//! candidate list, the lease registry and the counters, with the
+//! single-threaded operations on them (record, roll back, commit, read, GC).
+//!
+//! This module never locks, never calls out and never drops a payload on the
+//! success paths: reclaimed and replaced entries are handed back to the
+//! directory, which drops them after unlocking. (A transition that panics is
+//! rolled back while unwinding, and the entries it had recorded are dropped
+//! there.)
+//!
+//! # Invariants
+//! 1. A file's `candidate` flag is set exactly when it is listed once in
+//!    `candidates`; every file whose history `needs_gc` is listed. So GC,
+//!    which visits only the list, sees every entry it could reclaim
+//!    (`gc_visits_only_files_with_something_to_reclaim`).
+//! 2. The counters (`retained_versions`, `retained_bytes`, `tracked_files`)
+//!    equal what the histories hold after every operation, including a
+//!    rollback (`counters_agree_with_the_histories_after_a_rollback`).
+//! 3. A version recorded for a file is not older than the file's newest
+//!    retained version, so no reader ever sees a file's version go backwards
+//!    (`an_older_version_is_refused_and_nothing_is_published`).
+//! 4. Recording does not change what any epoch up to `self.epoch` reads: a
+//!    change is stamped with the next epoch, and `self.epoch` advances to it
+//!    only on commit (`a_rolled_back_transition_leaves_every_read_unchanged`).
+
+use std::collections::HashMap;
+use std::mem;
+
+use verter_dag::{Canonical, SourceVersion};
+
+use crate::epoch::Epoch;
+use crate::history::{Body, Entry, History};
+use crate::lease::{DirectoryId, LeaseRegistry, SchedulerSourceRoot};
+use crate::source_state::SourceState;
+use crate::stats::{GcReport, SourceRootConfig, SourceRootStats};
+
+/// How to undo one recorded change.
+#[derive(Debug)]
+pub(crate) struct Undo<T> {
+    canonical: Canonical,
+    /// The entry the change replaced, when the same file was recorded
+    /// earlier in the same transition.
+    replaced: Option<Entry<T>>,
+}
+
+/// Everything the publication lock guards.
+#[derive(Debug)]
+pub(crate) struct Store<T> {
+    /// The epoch of the newest committed snapshot.
+    epoch: Epoch,
+    histories: HashMap<Canonical, History<T>>,
+    /// Files GC must visit (invariant 1).
+    candidates: Vec<Canonical>,
+    leases: LeaseRegistry,
+    config: SourceRootConfig,
+    retained_versions: usize,
+    retained_bytes: usize,
+    tracked_files: usize,
+    /// Superseding changes since the last GC (automatic GC's trigger).
+    pending_garbage: usize,
+    /// Entries the last GC kept in listed files (automatic GC's amortiser).
+    kept_by_last_gc: usize,
+    visited_entries: u64,
+    gc_runs: u64,
+    reclaimed_versions: u64,
+    /// The undo log's buffer, lent to each transition so that a publication
+    /// does not allocate one.
+    undo_buffer: Vec<Undo<T>>,
+}
+
+impl<T> Store<T> {
+    pub(crate) fn new(directory: DirectoryId, config: SourceRootConfig) -> Self {
+        Self {
+            epoch: Epoch::INITIAL,
+            histories: HashMap::new(),
+            candidates: Vec::new(),
+            leases: LeaseRegistry::new(directory),
+            config,
+            retained_versions: 0,
+            retained_bytes: 0,
+            tracked_files: 0,
+            pending_garbage: 0,
+            kept_by_last_gc: 0,
+            visited_entries: 0,
+            gc_runs: 0,
+            reclaimed_versions: 0,
+            undo_buffer: Vec::new(),
+        }
+    }
+
+    /// The epoch of the newest committed snapshot.
+    pub(crate) fn epoch(&self) -> Epoch {
+        self.epoch
+    }
+
+    /// A root at the current epoch. Visits no history entry.
+    pub(crate) fn capture(&mut self) -> SchedulerSourceRoot {
+        self.leases.capture(self.epoch)
+    }
+
+    /// Lends the undo buffer to a transition.
+    pub(crate) fn take_undo_buffer(&mut self) -> Vec<Undo<T>> {
+        mem::take(&mut self.undo_buffer)
+    }
+
+    /// Takes the undo buffer back, empty.
+    pub(crate) fn return_undo_buffer(&mut self, mut buffer: Vec<Undo<T>>) {
+        buffer.clear();
+        self.undo_buffer = buffer;
+    }
+
+    /// Records one change, stamped `epoch` (the next epoch), and logs how to
+    /// undo it.
+    ///
+    /// # Panics
+    /// If `version` is older than the file's newest retained version
+    /// (invariant 3); nothing is recorded then.
+    pub(crate) fn record(
+        &mut self,
+        epoch: Epoch,
+        canonical: Canonical,
+        version: SourceVersion,
+        body: Body<T>,
+        undo: &mut Vec<Undo<T>>,
+    ) {
+        debug_assert_eq!(epoch, self.epoch.next());
+        let key = canonical.clone();
+        let history = self.histories.entry(canonical).or_default();
+        let entry = Entry {
+            epoch,
+            version,
+            body,
+        };
+        let is_absent = entry.is_absent();
+        let mut replaced = None;
+        match history.entries.last_mut() {
+            Some(newest) => {
+                self.visited_entries += 1;
+                assert!(
+                    version >= newest.version,
+                    "source version {version} of {key} is older than its newest recorded \
+                     version {}: publishing it would let a reader see the file go back in time; \
+                     publish only versions of the live file object",
+                    newest.version
+                );
+                if newest.epoch == epoch {
+                    // Recorded earlier in this transition: the last change wins.
+                    self.retained_bytes = self.retained_bytes - newest.bytes() + entry.bytes();
+                    replaced = Some(mem::replace(newest, entry));
+                } else {
+                    self.retained_versions += 1;
+                    self.retained_bytes += entry.bytes();
+                    self.pending_garbage += 1;
+                    history.entries.push(entry);
+                }
+            }
+            None => {
+                self.tracked_files += 1;
+                self.retained_versions += 1;
+                self.retained_bytes += entry.bytes();
+                if is_absent {
+                    self.pending_garbage += 1;
+                }
+                history.entries.push(entry);
+            }
+        }
+        if history.needs_gc() && !history.candidate {
+            history.candidate = true;
+            self.candidates.push(key.clone());
+        }
+        undo.push(Undo {
+            canonical: key,
+            replaced,
+        });
+    }
+
+    /// Undoes every change in `undo` (stamped `epoch`), newest first.
+    pub(crate) fn rollback(&mut self, epoch: Epoch, undo: &mut Vec<Undo<T>>) {
+        while let Some(Undo {
+            canonical,
+            replaced,
+        }) = undo.pop()
+        {
+            let Some(history) = self.histories.get_mut(&canonical) else {
+                debug_assert!(false, "a recorded file has no history");
+                continue;
+            };
+            if let Some(undone) = history.entries.pop_if(|newest| newest.epoch == epoch) {
+                self.retained_versions -= 1;
+                self.retained_bytes -= undone.bytes();
+                match replaced {
+                    Some(previous) => {
+                        self.retained_versions += 1;
+                        self.retained_bytes += previous.bytes();
+                        history.entries.push(previous);
+                    }
+                    None if history.entries.is_empty() => self.tracked_files -= 1,
+                    None => {}
+                }
+            }
+            // An emptied history stays in the map, listed, until GC drops it.
+            if history.needs_gc() && !history.candidate {
+                history.candidate = true;
+                self.candidates.push(canonical);
+            }
+        }
+    }
+
+    /// Commits the changes in `undo` as the snapshot `epoch` (if there are
+    /// any) and runs an automatic GC when one is due. Returns the entries
+    /// that left the store, for the caller to drop after unlocking.
+    pub(crate) fn commit(&mut self, epoch: Epoch, undo: &mut Vec<Undo<T>>) -> Vec<Entry<T>> {
+        if undo.is_empty() {
+            return Vec::new();
+        }
+        debug_assert_eq!(epoch, self.epoch.next());
+        self.epoch = epoch;
+        let mut garbage: Vec<Entry<T>> = undo.drain(..).filter_map(|it| it.replaced).collect();
+        if let Some(every) = self.config.gc_every
+            && self.pending_garbage >= every.get().max(self.kept_by_last_gc)
+        {
+            // Part of this publication: a file forgotten here reads `Unknown`
+            // from `epoch` on, which no earlier snapshot is affected by.
+            self.collect(&mut garbage);
+        }
+        garbage
+    }
+
+    /// An explicit GC. Returns its report and the entries that left the
+    /// store, for the caller to drop after unlocking.
+    pub(crate) fn gc(&mut self) -> (GcReport, Vec<Entry<T>>) {
+        let mut garbage = Vec::new();
+        let mut report = self.collect(&mut garbage);
+        if report.forgotten_files > 0 {
+            // The snapshot now reads `Unknown` where the last one read
+            // `Absent`: it gets an epoch of its own.
+            self.epoch = self.epoch.next();
+            report.epoch = self.epoch;
+        }
+        (report, garbage)
+    }
+
+    /// Frees every listed entry no reader reads and forgets removed files
+    /// every live root reads as `Unknown`. Readers are the live roots and
+    /// the current epoch. Moves what it frees into `garbage`.
+    fn collect(&mut self, garbage: &mut Vec<Entry<T>>) -> GcReport {
+        let live = self.leases.live_epochs();
+        let newest_live = live.last().copied();
+        let mut readers = live;
+        if readers.last() != Some(&self.epoch) {
+            readers.push(self.epoch);
+        }
+        let mut report = GcReport::default();
+        let freed_before = garbage.len();
+        let mut kept_in_listed = 0;
+        for canonical in mem::take(&mut self.candidates) {
+            let Some(history) = self.histories.get_mut(&canonical) else {
+                debug_assert!(false, "a listed file has no history");
+                continue;
+            };
+            report.visited_files += 1;
+            let mut visited = 0;
+            let freed_here = garbage.len();
+            history.prune(&readers, garbage, &mut visited);
+            report.visited_entries += visited;
+            for entry in &garbage[freed_here..] {
+                report.reclaimed_bytes += entry.bytes();
+            }
+            // Forget a removal that is older than the current snapshot and
+            // that no live root reads: every live root reads `Unknown` here
+            // already (older entries were just pruned, so none reads them).
+            let forget = match history.entries.as_slice() {
+                [] => true,
+                [only] => {
+                    only.is_absent()
+                        && only.epoch < self.epoch
+                        && newest_live.is_none_or(|newest| newest < only.epoch)
+                }
+                _ => false,
+            };
+            if forget {
+                if let Some(mut forgotten) = self.histories.remove(&canonical) {
+                    if !forgotten.entries.is_empty() {
+                        report.forgotten_files += 1;
+                        self.tracked_files -= 1;
+                    }
+                    garbage.append(&mut forgotten.entries);
+                }
+            } else if history.needs_gc() {
+                kept_in_listed += history.entries.len();
+                self.candidates.push(canonical);
+            } else {
+                history.candidate = false;
+            }
+        }
+        // Forgotten removals leave too, but they are not superseded versions.
+        let left = garbage.len() - freed_before;
+        report.reclaimed_versions = left - report.forgotten_files;
+        self.retained_versions -= left;
+        self.visited_entries += report.visited_entries;
+        self.reclaimed_versions += report.reclaimed_versions as u64;
+        self.gc_runs += 1;
+        self.pending_garbage = 0;
+        self.kept_by_last_gc = kept_in_listed;
+        self.retained_bytes -= report.reclaimed_bytes;
+        report.epoch = self.epoch;
+        report
+    }
+
+    /// The current figures.
+    pub(crate) fn stats(&self) -> SourceRootStats {
+        let (live_roots, leased_epochs) = self.leases.live_counts();
+        SourceRootStats {
+            epoch: self.epoch,
+            tracked_files: self.tracked_files,
+            retained_versions: self.retained_versions,
+            retained_bytes: self.retained_bytes,
+            live_roots,
+            leased_epochs,
+            gc_candidates: self.candidates.len(),
+            gc_runs: self.gc_runs,
+            reclaimed_versions: self.reclaimed_versions,
+            visited_entries: self.visited_entries,
+        }
+    }
+}
+
+impl<T: Clone> Store<T> {
+    /// What `canonical` reads as of `epoch`.
+    pub(crate) fn read(&mut self, epoch: Epoch, canonical: &str) -> SourceState<T> {
+        self.histories
+            .get(canonical)
+            .and_then(|history| history.read(epoch, &mut self.visited_entries))
+            .map_or(SourceState::Unknown, Entry::to_state)
+    }
+}
+
+#[cfg(test)]
+mod tests;
