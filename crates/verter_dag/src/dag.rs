@@ -23,12 +23,16 @@
 //!    the unchecked insert is private (`submit_refuses_a_stale_or_foreign_witness`).
 //! 2. A producer exists as soon as it is named: admitting or linking work
 //!    ensures the stages it needs, in the same call
-//!    (`linking_to_an_unadmitted_producer_creates_it`).
+//!    (`linking_to_an_unadmitted_producer_creates_it`), and no consumer is
+//!    ever gated on a producer that does not exist: one that fails as it is
+//!    created fails its consumer
+//!    (`a_producer_that_fails_as_it_is_created_fails_its_consumer`).
 //! 3. Edges point from a higher stage to a strictly lower one, so no wait
 //!    cycle can form (`link_refuses_an_edge_that_breaks_stage_rank`).
 //! 4. Every registered waiter is answered exactly once: by completion,
 //!    failure, cancellation, supersession, removal or reset
-//!    (`every_waiter_is_answered_exactly_once_*`, and the model test).
+//!    (`every_waiter_is_answered_exactly_once_on_removal`, and the model test
+//!    `the_dag_agrees_with_its_reference_model_after_every_step`).
 //! 5. Retirement sweeps one canonical's records below a version and touches
 //!    no other file's records except to move their edges and blocker
 //!    references onto the live version (`retiring_one_file_touches_no_other_file`).
@@ -636,7 +640,9 @@ impl SchedulerDag {
 
     /// Admits a host-defined cache node at `priority`, waiting on `deps`
     /// (file stages). Already admitted nodes are left as they are. A
-    /// dependency that already failed fails the node at once.
+    /// dependency that already failed, or whose file is not live, fails the
+    /// node at once; the call still succeeds, and its effects include those
+    /// of the dependencies it linked before (e.g. producers made ready).
     pub fn submit_cache_node(
         &mut self,
         identity: WorkNodeIdentity,
@@ -653,6 +659,11 @@ impl SchedulerDag {
         }
         self.insert_node(identity.clone(), priority);
         for dep in deps {
+            if !self.nodes.contains_key(&identity) {
+                // An earlier dependency failed the node: there is nothing
+                // left to link, and the effects so far must still be run.
+                break;
+            }
             self.link_inner(&identity, dep, &mut effects)?;
         }
         self.settle(&identity, &mut effects);
@@ -1167,10 +1178,20 @@ impl SchedulerDag {
             }
             Some(_) => self.raise(&producer, consumer_priority),
             None if self.is_live(&dep.file) => {
-                self.ensure_file_node(&dep, consumer_priority, effects);
-                if self.is_done(&producer) {
-                    return Ok(LinkOutcome::AlreadySatisfied);
+                // Link before creating the producer: if it fails as it is
+                // created (one of its own dependencies already failed), the
+                // failure reaches this consumer through the edge, instead of
+                // leaving it gated on a producer that no longer exists.
+                self.edges.link(consumer, &dep);
+                if self.ready.remove(consumer) {
+                    self.node_mut(consumer).state = NodeState::Gated;
                 }
+                self.ensure_file_node(&dep, consumer_priority, effects);
+                return Ok(if self.nodes.contains_key(consumer) {
+                    LinkOutcome::Linked
+                } else {
+                    LinkOutcome::Failed
+                });
             }
             None => {
                 let failure = Arc::new(DagFailure::Shutdown {

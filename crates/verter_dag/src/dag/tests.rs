@@ -801,3 +801,75 @@ fn a_cache_node_waits_on_file_stages() {
     assert_eq!(h.log.last(), Some(&cache));
     h.assert_quiescent();
 }
+
+#[test]
+fn a_producer_that_fails_as_it_is_created_fails_its_consumer() {
+    let mut h = Harness::new();
+    let (a, b) = (h.add("a.rs"), h.add("b.rs"));
+    // a's Source fails and stays resident; a's Analysis is not admitted.
+    h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    let load = h.dequeue(ResourceClass::Io).expect("a's Source is ready");
+    let (current, effects) = h.dag.fail(load, Arc::new(ExecutorSaidNo));
+    assert!(current);
+    h.absorb(effects);
+    let a_analysis = a.clone().at(TargetStage::Analysis);
+    assert!(
+        !h.dag
+            .is_admitted(&WorkNodeIdentity::File(a_analysis.clone()))
+    );
+    // Admitting a's Artifact creates its Analysis, which fails at once: the
+    // Artifact fails with it instead of waiting on a producer that is gone.
+    let own = h.request(&a, P, WaitPolicy::Follow);
+    assert!(
+        matches!(h.outcome(own), Err(DagFailure::DependencyFailed { dep, .. }) if *dep == a_analysis),
+        "{:?}",
+        h.outcome(own)
+    );
+    assert!(!h.dag.is_admitted(&work(&a, P)));
+    // The same through a link: b's Artifact names a's Analysis as a blocker.
+    let other = h.request(&b, P, WaitPolicy::Follow);
+    let effects = h
+        .dag
+        .record_blockers(&b, [a_analysis.clone()])
+        .expect("b is live");
+    h.absorb(effects);
+    assert!(
+        matches!(h.outcome(other), Err(DagFailure::DependencyFailed { dep, .. }) if *dep == a_analysis),
+        "{:?}",
+        h.outcome(other)
+    );
+    assert!(h.dag.consumers_of(&a_analysis).is_empty());
+    assert!(!h.dag.is_admitted(&work(&b, P)));
+    h.run();
+    h.assert_quiescent();
+}
+
+#[test]
+fn a_cache_node_on_a_dead_dependency_fails_and_keeps_the_effects_so_far() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let gone = h.add("gone.rs");
+    let effects = h.dag.remove_object(&gone.canonical);
+    h.absorb(effects);
+    let cache = WorkNodeIdentity::CacheNode {
+        cache_id: crate::SchedulerCacheId(3),
+        key_hash: 5,
+    };
+    let dead = gone.at(TargetStage::Source);
+    let effects = h
+        .dag
+        .submit_cache_node(
+            cache.clone(),
+            Priority::Normal,
+            [a.clone().at(TargetStage::Source), dead.clone(), dead],
+        )
+        .expect("a dead dependency fails the node, not the call");
+    // a's Source was created and made ready before the node failed: the
+    // caller must still hear about it, or no pump wakes for it.
+    assert_eq!(effects.newly_ready, 1);
+    h.absorb(effects);
+    assert!(!h.dag.is_admitted(&cache));
+    assert_eq!(h.dag.ready_len(ResourceClass::Io), 1);
+    h.run();
+    h.assert_quiescent();
+}

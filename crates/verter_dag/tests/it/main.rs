@@ -1,3 +1,4 @@
 //! The public behaviour of `verter_dag`, through its public API only.
 
 mod identities;
+mod model;
