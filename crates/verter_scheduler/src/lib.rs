@@ -1,9 +1,107 @@
-//! The scheduler facade: `Scheduler`, its file nodes, the driver thread, the
-//! submission API and the traits a host implements (`SourceLoader`,
-//! `StageExecutor`).
+//! The scheduler facade: [`Scheduler`], its file nodes, the driver thread,
+//! the submission API and the two traits a host implements
+//! ([`SourceLoader`], [`StageExecutor`]).
 //!
-//! This crate owns the one DAG lock. Every file state transition and every
-//! admission happens under it; executor calls, loader I/O, host callbacks and
-//! waiter wakes never do.
+//! A host asks for a file at a stage — `Source` (loaded and parsed),
+//! `Analysis`, or `Artifact(profile)` — and the scheduler loads (on the I/O
+//! pool), parses and computes (on the CPU pool), runs each piece of work once
+//! however many ask, throws away work a newer edit made stale, and never
+//! publishes a stale result. With [`Scheduler::new_inline`] it runs with no
+//! threads at all, deterministically, on whoever waits.
 //!
-//! Nothing is implemented here yet; the scheduler facade issue delivers it.
+//! # One lifecycle authority
+//! Every file state transition and every admission happens under one DAG
+//! lock, in one hold that also publishes to the source root. Executor calls,
+//! loader I/O, hooks, answers and channel sends never run under it. Work
+//! carries the identity it was admitted under (canonical, incarnation,
+//! generation, stage, admission); completion compares that carried identity
+//! with the live node and publishes nothing when it is stale.
+//!
+//! # What a waiter gets when the world moves under it
+//!
+//! | while it waits | a request without source text | a request that carried source text |
+//! |---|---|---|
+//! | a newer edit supersedes its generation | follows the file to the newest generation | `Superseded` |
+//! | its language is re-homed | follows the replacement | follows the replacement (same lifetime) |
+//! | the file is removed, or `reset()` | `Shutdown` | `Shutdown` |
+//! | a dependency fails or is missing | `DependencyFailed` | `DependencyFailed` |
+//!
+//! Every request is answered exactly once, with a value or a typed
+//! [`RequestError`]: no request ever hangs.
+//!
+//! # Stages and demand
+//! A Source request is answered once the Source stage's dependency facts are
+//! integrated, and then work stops. Analysis runs only when demanded: by an
+//! Analysis or Artifact request, by a consumer gated on it, or by another
+//! file's blocker record naming it. A dependency the scheduler has never
+//! seen is ingested (its Source admitted) when a parsed source names it.
+//!
+//! ```text
+//!            forward deps (ingest only)
+//!   a.rs ───────────────────────────────▶ b.rs
+//!
+//!   Artifact(a) ──▶ Analysis(a) ──▶ Source(a)
+//!        │
+//!        └── blocker ──▶ Analysis(m) ──▶ Source(m)      (edges point to a lower stage)
+//! ```
+//!
+//! # Example
+//! ```
+//! use std::sync::Arc;
+//! use verter_dag::{Canonical, ProfileHash, TargetStage};
+//! use verter_scheduler::*;
+//!
+//! struct Files;
+//! impl SourceLoader for Files {
+//!     fn realpath(&self, path: &str) -> Result<Canonical, LoadError> { Ok(Canonical::from(path)) }
+//!     fn exists(&self, _: &Canonical) -> bool { true }
+//!     fn load(&self, path: &Canonical) -> Result<Arc<str>, LoadError> { Ok(format!("text of {path}").into()) }
+//!     fn classify(&self, _: &Canonical) -> Language { Language::new("text") }
+//! }
+//!
+//! struct WordCount;
+//! impl StageExecutor for WordCount {
+//!     type Source = Vec<String>;
+//!     type Analysis = usize;
+//!     type Artifact = String;
+//!     fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<String>, ExecutorError> {
+//!         Ok(input.text.split_whitespace().map(str::to_owned).collect())
+//!     }
+//!     fn extract_deps(&self, _: &SourceInput<'_>, _: &Vec<String>) -> SourceDeps { SourceDeps::default() }
+//!     fn execute_analysis(&self, source: &SourceSnapshot<Vec<String>>) -> Result<usize, ExecutorError> {
+//!         Ok(source.parsed.len())
+//!     }
+//!     fn execute_artifact(&self, _: ProfileHash, analysis: &AnalysisSnapshot<usize>,
+//!                         _: &[Arc<AnalysisSnapshot<usize>>]) -> Result<String, ExecutorError> {
+//!         Ok(format!("{} words", analysis.data))
+//!     }
+//! }
+//!
+//! let scheduler = Scheduler::new_inline(SchedulerConfig::default(), Files, WordCount);
+//! let handle = scheduler.submit_request(Request::new("a.txt", TargetStage::Artifact(ProfileHash(0))));
+//! let output = scheduler.wait(&handle).expect("built");
+//! assert_eq!(output.as_artifact().unwrap().data, "3 words");
+//! ```
+
+mod config;
+mod driver;
+mod error;
+mod exec;
+mod handle;
+mod hooks;
+mod node;
+mod scheduler;
+mod snapshot;
+mod traits;
+
+pub use config::SchedulerConfig;
+pub use error::{ExecutorError, LoadError, RequestError};
+pub use handle::{BatchHandle, CompletionHandle, Request};
+pub use hooks::{HookPoint, Hooks, NoHooks, SchedulerEvent};
+pub use node::{FileNode, NodeView};
+pub use scheduler::{QuiescenceReport, Scheduler, SchedulerCounters};
+pub use snapshot::{
+    AnalysisSnapshot, ArtifactSnapshot, RequestResult, SourceSnapshot, SourceText, StageOutput,
+    content_hash,
+};
+pub use traits::{Language, SourceDeps, SourceInput, SourceLoader, StageExecutor};

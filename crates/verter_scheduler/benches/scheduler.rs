@@ -1,0 +1,140 @@
+//! Scheduler overhead with a no-op executor (`cargo bench -p verter_scheduler`):
+//! a cold build of 10k files through all three stages (threaded, 2 CPU
+//! threads, and inline), one stage admit→complete, and `invalidate` end to
+//! end.
+
+use std::sync::Arc;
+
+use verter_dag::{Canonical, Priority, ProfileHash, TargetStage};
+use verter_scheduler::{
+    AnalysisSnapshot, ExecutorError, Language, LoadError, Request, Scheduler, SchedulerConfig,
+    SourceDeps, SourceInput, SourceLoader, SourceSnapshot, StageExecutor,
+};
+
+fn main() {
+    divan::main();
+}
+
+const ARTIFACT: TargetStage = TargetStage::Artifact(ProfileHash(1));
+
+/// Every path exists and holds a one-word text.
+struct NoopLoader;
+
+impl SourceLoader for NoopLoader {
+    fn realpath(&self, path: &str) -> Result<Canonical, LoadError> {
+        Ok(Canonical::from(path))
+    }
+    fn exists(&self, _: &Canonical) -> bool {
+        true
+    }
+    fn load(&self, _: &Canonical) -> Result<Arc<str>, LoadError> {
+        Ok(Arc::from("x"))
+    }
+    fn classify(&self, _: &Canonical) -> Language {
+        Language::new("noop")
+    }
+}
+
+/// Does no work at all: what remains is the scheduler's own cost.
+struct Noop;
+
+impl StageExecutor for Noop {
+    type Source = ();
+    type Analysis = ();
+    type Artifact = ();
+    fn execute_source(&self, _: &SourceInput<'_>) -> Result<(), ExecutorError> {
+        Ok(())
+    }
+    fn extract_deps(&self, _: &SourceInput<'_>, _: &()) -> SourceDeps {
+        SourceDeps::default()
+    }
+    fn execute_analysis(&self, _: &SourceSnapshot<()>) -> Result<(), ExecutorError> {
+        Ok(())
+    }
+    fn execute_artifact(
+        &self,
+        _: ProfileHash,
+        _: &AnalysisSnapshot<()>,
+        _: &[Arc<AnalysisSnapshot<()>>],
+    ) -> Result<(), ExecutorError> {
+        Ok(())
+    }
+}
+
+fn config() -> SchedulerConfig {
+    let mut config = SchedulerConfig::with_threads(2, 1);
+    config.idle_repump = None;
+    config
+}
+
+fn paths(n: usize) -> Vec<Request> {
+    (0..n)
+        .map(|i| Request::new(format!("src/f{i}.rs"), ARTIFACT))
+        .collect()
+}
+
+/// 10k files, all three stages each, on 2 CPU threads and 1 I/O thread.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn cold_10k_files_threaded(bencher: divan::Bencher) {
+    bencher
+        .with_inputs(|| {
+            let config = config();
+            let (cpu, io) = config.build_pools().expect("pools");
+            (
+                Scheduler::new(config, NoopLoader, Noop, cpu, io),
+                paths(10_000),
+            )
+        })
+        .bench_values(|(scheduler, requests)| {
+            let batch = scheduler.submit_batch_atomic(requests);
+            for result in scheduler.wait_batch(&batch) {
+                result.expect("built");
+            }
+            scheduler
+        });
+}
+
+/// The same build with no threads: the scheduler's cost on one core.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn cold_10k_files_inline(bencher: divan::Bencher) {
+    bencher
+        .with_inputs(|| {
+            (
+                Scheduler::new_inline(config(), NoopLoader, Noop),
+                paths(10_000),
+            )
+        })
+        .bench_values(|(scheduler, requests)| {
+            let batch = scheduler.submit_batch_atomic(requests);
+            for result in scheduler.wait_batch(&batch) {
+                result.expect("built");
+            }
+            scheduler
+        });
+}
+
+/// `invalidate` of one file whose three stages are done, end to end
+/// (canonicalise, lock, bump and sweep, unlock), in a scheduler of 1k files.
+#[divan::bench(sample_count = 50, sample_size = 200)]
+fn invalidate_one_built_file(bencher: divan::Bencher) {
+    let scheduler = Scheduler::new_inline(config(), NoopLoader, Noop);
+    let batch = scheduler.submit_batch_atomic(paths(1_000));
+    for result in scheduler.wait_batch(&batch) {
+        result.expect("built");
+    }
+    bencher.bench_local(|| scheduler.invalidate("src/f7.rs").expect("known"));
+}
+
+/// One Source request on a fresh file admitted, run and answered inline.
+#[divan::bench(sample_count = 20, sample_size = 500)]
+fn one_source_stage_inline(bencher: divan::Bencher) {
+    let scheduler = Scheduler::new_inline(config(), NoopLoader, Noop);
+    let mut next = 0usize;
+    bencher.bench_local(|| {
+        next += 1;
+        let handle = scheduler.submit_request(
+            Request::new(format!("g{next}.rs"), TargetStage::Source).priority(Priority::High),
+        );
+        scheduler.wait(&handle).expect("parsed");
+    });
+}

@@ -1,0 +1,91 @@
+//! `SchedulerConfig`: budgets, inbox size, the idle re-pump backstop and the
+//! test seam, each with a documented default.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use verter_dag::DagConfig;
+use verter_pools::{PoolError, SchedulerCpuPool, SchedulerIoPool};
+
+use crate::hooks::{Hooks, NoHooks};
+
+/// How a scheduler is sized and wired.
+#[derive(Clone)]
+pub struct SchedulerConfig {
+    /// Stage CPU threads the host's pool should have. Default: the machine's
+    /// available parallelism.
+    pub cpu_threads: usize,
+    /// I/O threads the host's pool should have. Default: 2.
+    pub io_threads: usize,
+    /// DAG budgets: how much CPU and I/O work may run at once. Default: the
+    /// thread counts above (one running stage per thread).
+    pub dag: DagConfig,
+    /// Bounded capacity of the submission inbox. Default: 1024.
+    pub inbox_capacity: usize,
+    /// How often the driver re-pumps when it saw no wake-up: a backstop for
+    /// lost wake-ups, never needed for correctness (every test passes with it
+    /// `None`). Default: 50 ms.
+    pub idle_repump: Option<Duration>,
+    /// Pause points and events for tests; a no-op by default.
+    pub hooks: Arc<dyn Hooks>,
+}
+
+impl std::fmt::Debug for SchedulerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerConfig")
+            .field("cpu_threads", &self.cpu_threads)
+            .field("io_threads", &self.io_threads)
+            .field("dag", &self.dag)
+            .field("inbox_capacity", &self.inbox_capacity)
+            .field("idle_repump", &self.idle_repump)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        let cpu_threads = std::thread::available_parallelism().map_or(2, usize::from);
+        Self::with_threads(cpu_threads, 2)
+    }
+}
+
+impl SchedulerConfig {
+    /// The default configuration for `cpu_threads` stage threads and
+    /// `io_threads` I/O threads (both at least 1).
+    pub fn with_threads(cpu_threads: usize, io_threads: usize) -> Self {
+        let cpu_threads = cpu_threads.max(1);
+        let io_threads = io_threads.max(1);
+        Self {
+            cpu_threads,
+            io_threads,
+            dag: DagConfig {
+                cpu_budget: cpu_threads,
+                io_budget: io_threads,
+                ..DagConfig::default()
+            },
+            inbox_capacity: 1024,
+            idle_repump: Some(Duration::from_millis(50)),
+            hooks: Arc::new(NoHooks),
+        }
+    }
+
+    /// The transport capacity a CPU pool needs for this configuration: every
+    /// reserved stage plus one finishing task per thread.
+    pub fn cpu_transport_capacity(&self) -> usize {
+        self.dag.cpu_budget + self.cpu_threads
+    }
+
+    /// The queue capacity an I/O pool needs for this configuration.
+    pub fn io_queue_capacity(&self) -> usize {
+        self.dag.io_budget + self.io_threads
+    }
+
+    /// Builds the stage CPU pool and I/O pool this configuration expects.
+    /// Hosts may build their own, as long as their capacities are at least
+    /// [`Self::cpu_transport_capacity`] and [`Self::io_queue_capacity`].
+    pub fn build_pools(&self) -> Result<(Arc<SchedulerCpuPool>, Arc<SchedulerIoPool>), PoolError> {
+        let cpu = SchedulerCpuPool::new(self.cpu_threads, self.cpu_transport_capacity())?;
+        let io = SchedulerIoPool::new(self.io_threads, self.io_queue_capacity())?;
+        Ok((Arc::new(cpu), Arc::new(io)))
+    }
+}

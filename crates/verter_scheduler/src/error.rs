@@ -1,0 +1,138 @@
+//! The typed errors of the scheduler's public API: what a request is
+//! answered with when it gets no value, and what host code reports.
+
+use std::sync::Arc;
+
+use verter_dag::{Canonical, DepKey};
+
+/// Why a request was answered without a value. Every waiter gets exactly one
+/// answer: a value or one of these.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// A newer source update superseded the text this request carried.
+    #[error("superseded by a newer version of {path}")]
+    Superseded {
+        /// The file.
+        path: Canonical,
+    },
+    /// The file was removed, the scheduler was reset, or it shut down.
+    #[error("{path} was removed, reset or shut down")]
+    Shutdown {
+        /// The file.
+        path: Canonical,
+    },
+    /// The work was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// The file has no backing source.
+    #[error("{path} has no backing source")]
+    SourceMissing {
+        /// The file.
+        path: Canonical,
+    },
+    /// The loader failed to read the file.
+    #[error("loading {path} failed: {message}")]
+    LoadFailed {
+        /// The file.
+        path: Canonical,
+        /// What the loader said.
+        message: Arc<str>,
+    },
+    /// The executor returned an error.
+    #[error("{stage} of {path} failed: {message}")]
+    ExecutorFailed {
+        /// The file.
+        path: Canonical,
+        /// The stage that failed.
+        stage: Arc<str>,
+        /// What the executor said.
+        message: Arc<str>,
+    },
+    /// The executor (or loader) panicked; the scheduler caught it.
+    #[error("{stage} of {path} panicked: {message}")]
+    ExecutorPanicked {
+        /// The file.
+        path: Canonical,
+        /// The stage that panicked.
+        stage: Arc<str>,
+        /// The panic payload, if it was a string.
+        message: Arc<str>,
+    },
+    /// A dependency failed or can never complete.
+    #[error("dependency {dep} failed")]
+    DependencyFailed {
+        /// The dependency.
+        dep: DepKey,
+        /// Why it failed.
+        #[source]
+        cause: Arc<RequestError>,
+    },
+    /// A host-built DAG has a cycle.
+    #[error("dependency cycle: {}", path.iter().map(ToString::to_string).collect::<Vec<_>>().join(" -> "))]
+    DependencyCycle {
+        /// The cycle, first node repeated at the end.
+        path: Vec<Canonical>,
+    },
+    /// The file object's generation counter is exhausted.
+    #[error("{path} cannot take another source version: its generation counter is exhausted")]
+    GenerationExhausted {
+        /// The file.
+        path: Canonical,
+    },
+}
+
+/// What a [`crate::SourceLoader`] reports when it cannot do its job.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// Nothing backs the path.
+    #[error("{path} does not exist")]
+    Missing {
+        /// The path as given.
+        path: String,
+    },
+    /// The bytes are not UTF-8.
+    #[error("{path} is not UTF-8")]
+    NotUtf8 {
+        /// The path.
+        path: String,
+    },
+    /// Any other I/O failure.
+    #[error("reading {path} failed: {message}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The underlying error.
+        message: String,
+    },
+}
+
+/// What a [`crate::StageExecutor`] reports when a stage fails.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ExecutorError {
+    /// What went wrong, for humans.
+    pub message: Arc<str>,
+}
+
+impl ExecutorError {
+    /// An error with `message`.
+    pub fn msg(message: impl Into<Arc<str>>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+impl RequestError {
+    pub(crate) fn from_load(path: &Canonical, error: &LoadError) -> Self {
+        match error {
+            LoadError::Missing { .. } => Self::SourceMissing { path: path.clone() },
+            other => Self::LoadFailed {
+                path: path.clone(),
+                message: other.to_string().into(),
+            },
+        }
+    }
+}

@@ -1,0 +1,709 @@
+//! Dispatch and execution: moving ready work out of the DAG into jobs,
+//! running each job outside the lock, and completing it under the lock only
+//! if its carried identity is still current.
+//!
+//! # Protocol of one job
+//! 1. *Dispatch* (under the lock): `dequeue_ready` reserves capacity and
+//!    yields a [`Dispatch`] carrying (canonical, incarnation, generation,
+//!    stage) and its admission; the job captures its inputs (text, parsed
+//!    source, analyses) from the published views in the same hold.
+//! 2. *Queue* (after unlock): the job goes on its class's queue and a token
+//!    goes to the matching pool. Any token, or a driving waiter, pops any
+//!    job, so a job never waits for one particular thread.
+//! 3. *Run* (no lock): the loader (I/O pool) or the executor (CPU pool),
+//!    inside a panic boundary. Source also runs `extract_deps` and resolves
+//!    the dependencies' paths here.
+//! 4. *Complete* (one lock hold): compare the carried identity with the live
+//!    node (`SchedulerDag::is_current`). A current completion publishes its
+//!    output and consumes its facts; a stale one publishes and consumes
+//!    nothing, and its reservation is released either way.
+//!
+//! Parsing never runs on an I/O thread: a Source load finishes by moving
+//! its work to the CPU class (`continue_on`), and the parse is a CPU job.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use verter_dag::{
+    Canonical, DepKey, Dispatch, Effects, FileIdentity, ProfileHash, ResourceClass, TargetStage,
+    WorkNodeIdentity,
+};
+use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
+
+use crate::error::RequestError;
+use crate::hooks::{HookPoint, SchedulerEvent};
+use crate::node::FileNode;
+use crate::scheduler::{KnownText, Locked, Mode, PostWork, Scheduler, panic_message};
+use crate::snapshot::{
+    AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot, SourceText, content_hash,
+};
+use crate::traits::{Language, SourceInput, StageExecutor};
+
+/// A dispatched piece of work with the inputs it captured at dispatch.
+pub(crate) struct Job<E: StageExecutor> {
+    dispatch: Dispatch,
+    node: Arc<FileNode<E>>,
+    work: Work<E>,
+}
+
+enum Work<E: StageExecutor> {
+    /// Read the file's bytes (I/O).
+    Load,
+    /// Parse the known text (CPU).
+    Parse(Arc<SourceText>),
+    /// Analyse the parsed source (CPU).
+    Analysis(Arc<SourceSnapshot<E::Source>>),
+    /// Build an artifact (CPU).
+    Artifact {
+        profile: ProfileHash,
+        analysis: Arc<AnalysisSnapshot<E::Analysis>>,
+        blockers: Vec<Arc<AnalysisSnapshot<E::Analysis>>>,
+    },
+}
+
+/// A dependency named by a parsed source, resolved outside the lock.
+struct ResolvedDep {
+    canonical: Canonical,
+    language: Language,
+}
+
+fn class_index(class: ResourceClass) -> usize {
+    match class {
+        ResourceClass::Cpu => 0,
+        ResourceClass::Io => 1,
+    }
+}
+
+fn stage_name(identity: &WorkNodeIdentity) -> &'static str {
+    match identity.as_dep_key().map(|key| key.stage) {
+        Some(TargetStage::Source) => "Source",
+        Some(TargetStage::Analysis) => "Analysis",
+        Some(TargetStage::Artifact(_)) => "Artifact",
+        None => "CacheNode",
+    }
+}
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// Moves every ready piece of work the budgets allow into jobs, then
+    /// queues them (and, threaded, hands each pool one token per job).
+    /// Returns how many jobs were queued.
+    pub(crate) fn dispatch_ready(&self) -> usize {
+        let mut post = PostWork::default();
+        let jobs = {
+            let mut locked = self.locked.lock();
+            self.take_jobs(&mut locked, &mut post)
+        };
+        let queued = jobs.len();
+        for job in jobs {
+            self.queue_job(job);
+        }
+        // `take_jobs` only produces post-work for failures found at dispatch.
+        post.dispatch = false;
+        self.run_post(post);
+        queued
+    }
+
+    fn take_jobs(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> Vec<Job<E>> {
+        let mut jobs = Vec::new();
+        loop {
+            let mut progressed = false;
+            if let Some(dispatch) = locked.dag.dequeue_ready(ResourceClass::Io) {
+                progressed = true;
+                let file = dispatch
+                    .identity
+                    .file()
+                    .cloned()
+                    .expect("I/O work is file work");
+                if locked
+                    .texts
+                    .get(&file.canonical)
+                    .is_some_and(|known| known.text.version == file.version())
+                {
+                    // The text is already known (an upsert): no I/O needed.
+                    let effects = locked.dag.continue_on(dispatch, ResourceClass::Cpu);
+                    self.absorb(locked, effects, post);
+                } else {
+                    match self.live_node(&file) {
+                        Some(node) => jobs.push(Job {
+                            dispatch,
+                            node,
+                            work: Work::Load,
+                        }),
+                        None => self.refuse(locked, dispatch, post),
+                    }
+                }
+            }
+            if let Some(dispatch) = locked.dag.dequeue_ready(ResourceClass::Cpu) {
+                progressed = true;
+                match self.cpu_job(locked, dispatch) {
+                    Ok(job) => jobs.push(job),
+                    Err((dispatch, error)) => {
+                        let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
+                        self.absorb(locked, effects, post);
+                    }
+                }
+            }
+            if !progressed {
+                return jobs;
+            }
+        }
+    }
+
+    /// The published node of `file`'s object, if it is still that object.
+    fn live_node(&self, file: &FileIdentity) -> Option<Arc<FileNode<E>>> {
+        let node = self.nodes.get(&file.canonical)?;
+        (node.incarnation() == file.incarnation).then(|| Arc::clone(&node))
+    }
+
+    fn refuse(&self, locked: &mut Locked<E>, dispatch: Dispatch, post: &mut PostWork<E>) {
+        let identity = dispatch.identity.clone();
+        let (_, effects) = locked.dag.complete(dispatch);
+        post.events.push(SchedulerEvent::DidRefuseStale(identity));
+        self.absorb(locked, effects, post);
+        Self::capacity_released(locked, post);
+    }
+
+    /// A dispatch came back and returned its reservation: ready work that
+    /// was waiting for capacity must be dispatched now, or it would wait for
+    /// a wake-up that never comes.
+    fn capacity_released(locked: &Locked<E>, post: &mut PostWork<E>) {
+        if locked.dag.ready_len(ResourceClass::Cpu) + locked.dag.ready_len(ResourceClass::Io) > 0 {
+            post.dispatch = true;
+        }
+    }
+
+    /// Captures a CPU job's inputs from the published views, under the lock.
+    fn cpu_job(
+        &self,
+        locked: &mut Locked<E>,
+        dispatch: Dispatch,
+    ) -> Result<Job<E>, (Dispatch, RequestError)> {
+        let internal = |dispatch: Dispatch, what: &str| {
+            let path = dispatch
+                .identity
+                .file()
+                .map_or_else(|| Canonical::from(""), |file| file.canonical.clone());
+            let error = RequestError::ExecutorFailed {
+                path,
+                stage: stage_name(&dispatch.identity).into(),
+                message: format!("scheduler invariant broken: {what}").into(),
+            };
+            (dispatch, error)
+        };
+        let Some(key) = dispatch.identity.as_dep_key().cloned() else {
+            return Err(internal(
+                dispatch,
+                "cache nodes have no executor in this facade",
+            ));
+        };
+        let Some(node) = self.live_node(&key.file) else {
+            return Err(internal(dispatch, "dispatched work has no live node"));
+        };
+        let view = node.view();
+        let work = match key.stage {
+            TargetStage::Source => match locked.texts.get(&key.file.canonical) {
+                Some(known) if known.text.version == key.file.version() => {
+                    Work::Parse(Arc::clone(&known.text))
+                }
+                _ => {
+                    return Err(internal(
+                        dispatch,
+                        "a parse was dispatched without its text",
+                    ));
+                }
+            },
+            TargetStage::Analysis => match (&view.source, view.generation == key.file.generation) {
+                (Some(source), true) => Work::Analysis(Arc::clone(source)),
+                _ => {
+                    return Err(internal(
+                        dispatch,
+                        "Analysis was dispatched before its Source",
+                    ));
+                }
+            },
+            TargetStage::Artifact(profile) => {
+                let analysis = match (&view.analysis, view.generation == key.file.generation) {
+                    (Some(analysis), true) => Arc::clone(analysis),
+                    _ => {
+                        return Err(internal(
+                            dispatch,
+                            "an Artifact was dispatched before its Analysis",
+                        ));
+                    }
+                };
+                let blockers = locked
+                    .dag
+                    .blockers_of(&key.file)
+                    .iter()
+                    .filter_map(|blocker| self.committed_analysis(blocker))
+                    .collect();
+                Work::Artifact {
+                    profile,
+                    analysis,
+                    blockers,
+                }
+            }
+        };
+        Ok(Job {
+            dispatch,
+            node,
+            work,
+        })
+    }
+
+    fn committed_analysis(&self, key: &DepKey) -> Option<Arc<AnalysisSnapshot<E::Analysis>>> {
+        let node = self.live_node(&key.file)?;
+        let view = node.view();
+        (view.generation == key.file.generation)
+            .then(|| view.analysis.clone())
+            .flatten()
+    }
+
+    fn queue_job(&self, job: Job<E>) {
+        let class = job.dispatch.class;
+        self.jobs[class_index(class)].push(job);
+        let Mode::Threaded { cpu, io } = &self.mode else {
+            return; // inline: the pumping caller runs it
+        };
+        let me = self.me.clone();
+        let run = move || {
+            if let Some(scheduler) = me.upgrade() {
+                scheduler.run_queued(class);
+            }
+        };
+        // A full pool already holds enough pending tokens to pop every queued
+        // job (its capacity covers the DAG budget plus one finishing task per
+        // thread), so a refused token loses nothing.
+        match class {
+            ResourceClass::Cpu => {
+                let _ = cpu.try_submit(OwnerCommand::new(run));
+            }
+            ResourceClass::Io => {
+                let _ = io.try_submit(OwnerCommand::new(run));
+            }
+        }
+    }
+
+    /// Pops and runs one queued job of `class`, if any.
+    pub(crate) fn run_queued(&self, class: ResourceClass) -> bool {
+        match self.jobs[class_index(class)].pop() {
+            Some(job) => {
+                self.run_job(job);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// One pump pass: admit the inbox, dispatch ready work, and — on a thread
+    /// allowed to run stage work — run one queued job. Returns whether it
+    /// did anything.
+    pub(crate) fn pump_pass(&self) -> bool {
+        let mut progressed = self.drain_inbox() > 0;
+        progressed |= self.dispatch_ready() > 0;
+        match (&self.mode, CallerKind::current()) {
+            (Mode::Inline, _) => {
+                progressed |=
+                    self.run_queued(ResourceClass::Io) || self.run_queued(ResourceClass::Cpu);
+            }
+            (Mode::Threaded { .. }, CallerKind::CpuWorker) => {
+                progressed |= self.run_queued(ResourceClass::Cpu);
+            }
+            _ => {}
+        }
+        progressed
+    }
+
+    fn run_job(&self, job: Job<E>) {
+        let Job {
+            dispatch,
+            node,
+            work,
+        } = job;
+        let identity = dispatch.identity.clone();
+        let hooks = &self.config.hooks;
+        // Work for a retired object or a superseded generation is refused
+        // without running the executor.
+        let file = identity.file().cloned().expect("jobs are file work");
+        if node.is_retired() || node.view().generation != file.generation {
+            self.complete_stale(dispatch);
+            return;
+        }
+        hooks.pause(HookPoint::AfterDispatch, &identity, dispatch.class);
+        hooks.on_event(&match work {
+            Work::Load => SchedulerEvent::WillLoad(identity.clone()),
+            _ => SchedulerEvent::WillExecute(identity.clone()),
+        });
+        let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
+        let _span = span.enter();
+        match work {
+            Work::Load => self.run_load(dispatch, &file),
+            Work::Parse(text) => self.run_parse(dispatch, &node, text),
+            Work::Analysis(source) => {
+                self.counters.analysis_runs.fetch_add(1, Ordering::Relaxed);
+                let result =
+                    catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&source)));
+                let output = self.stage_result(&file, "Analysis", result).map(|data| {
+                    Arc::new(AnalysisSnapshot {
+                        canonical: file.canonical.clone(),
+                        version: file.version(),
+                        data,
+                    })
+                });
+                self.finish(dispatch, &node, output, |view, analysis| {
+                    view.analysis = Some(analysis)
+                });
+            }
+            Work::Artifact {
+                profile,
+                analysis,
+                blockers,
+            } => {
+                self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    self.executor
+                        .execute_artifact(profile, &analysis, &blockers)
+                }));
+                let output = self.stage_result(&file, "Artifact", result).map(|data| {
+                    Arc::new(ArtifactSnapshot {
+                        canonical: file.canonical.clone(),
+                        version: file.version(),
+                        profile,
+                        data,
+                    })
+                });
+                self.finish(dispatch, &node, output, move |view, artifact| {
+                    view.artifacts.retain(|a| a.profile != profile);
+                    view.artifacts.push(artifact);
+                });
+            }
+        }
+    }
+
+    /// Turns an executor call's outcome (with its panic boundary) into a
+    /// typed result.
+    fn stage_result<T>(
+        &self,
+        file: &FileIdentity,
+        stage: &str,
+        result: std::thread::Result<Result<T, crate::error::ExecutorError>>,
+    ) -> Result<T, RequestError> {
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(RequestError::ExecutorFailed {
+                path: file.canonical.clone(),
+                stage: stage.into(),
+                message: error.message,
+            }),
+            Err(payload) => {
+                self.counters
+                    .executor_panics
+                    .fetch_add(1, Ordering::Relaxed);
+                Err(RequestError::ExecutorPanicked {
+                    path: file.canonical.clone(),
+                    stage: stage.into(),
+                    message: panic_message(&*payload).into(),
+                })
+            }
+        }
+    }
+
+    fn complete_stale(&self, dispatch: Dispatch) {
+        let mut post = PostWork::default();
+        {
+            let mut locked = self.locked.lock();
+            self.refuse(&mut locked, dispatch, &mut post);
+        }
+        self.run_post(post);
+    }
+
+    /// Completes Analysis or Artifact work: publishes `output` into the view
+    /// with `publish` and completes, or fails, or refuses when stale.
+    fn finish<T>(
+        &self,
+        dispatch: Dispatch,
+        node: &FileNode<E>,
+        output: Result<T, RequestError>,
+        publish: impl FnOnce(&mut crate::node::NodeView<E>, T),
+    ) {
+        let identity = dispatch.identity.clone();
+        self.config
+            .hooks
+            .pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
+        let generation = identity.file().expect("file work").generation;
+        let mut post = PostWork::default();
+        {
+            let mut locked = self.locked.lock();
+            if !locked.dag.is_current(&dispatch) {
+                self.refuse(&mut locked, dispatch, &mut post);
+            } else {
+                match output {
+                    Ok(value) => {
+                        let published = node.update_view(generation, |view| publish(view, value));
+                        debug_assert!(published, "a current dispatch matches the node's view");
+                        let (_, effects) = locked.dag.complete(dispatch);
+                        post.events.push(SchedulerEvent::DidComplete(identity));
+                        self.absorb(&mut locked, effects, &mut post);
+                    }
+                    Err(error) => {
+                        let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
+                        post.events.push(SchedulerEvent::DidFail(identity));
+                        self.absorb(&mut locked, effects, &mut post);
+                    }
+                }
+                Self::capacity_released(&locked, &mut post);
+            }
+        }
+        self.run_post(post);
+    }
+
+    /// The I/O half of Source: read the bytes, then hand the parse to CPU.
+    fn run_load(&self, dispatch: Dispatch, file: &FileIdentity) {
+        self.counters.loads.fetch_add(1, Ordering::Relaxed);
+        let result = catch_unwind(AssertUnwindSafe(|| self.loader.load(&file.canonical)));
+        let identity = dispatch.identity.clone();
+        self.config
+            .hooks
+            .pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
+        let mut post = PostWork::default();
+        {
+            let mut locked = self.locked.lock();
+            if !locked.dag.is_current(&dispatch) {
+                self.refuse(&mut locked, dispatch, &mut post);
+            } else {
+                let outcome = match result {
+                    Ok(Ok(text)) => Ok(text),
+                    Ok(Err(error)) => Err(RequestError::from_load(&file.canonical, &error)),
+                    Err(payload) => {
+                        self.counters
+                            .executor_panics
+                            .fetch_add(1, Ordering::Relaxed);
+                        Err(RequestError::LoadFailed {
+                            path: file.canonical.clone(),
+                            message: format!("load panicked: {}", panic_message(&*payload)).into(),
+                        })
+                    }
+                };
+                match outcome {
+                    Ok(text) => {
+                        let source = Arc::new(SourceText {
+                            canonical: file.canonical.clone(),
+                            version: file.version(),
+                            hash: content_hash(&text),
+                            text,
+                        });
+                        locked.texts.insert(
+                            file.canonical.clone(),
+                            KnownText {
+                                text: source,
+                                published: false,
+                            },
+                        );
+                        let effects = locked.dag.continue_on(dispatch, ResourceClass::Cpu);
+                        self.absorb(&mut locked, effects, &mut post);
+                    }
+                    Err(error) => {
+                        let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
+                        post.events.push(SchedulerEvent::DidFail(identity));
+                        self.absorb(&mut locked, effects, &mut post);
+                    }
+                }
+                Self::capacity_released(&locked, &mut post);
+            }
+        }
+        self.run_post(post);
+    }
+
+    /// The CPU half of Source: parse, extract dependencies and resolve their
+    /// paths outside the lock; then, in one lock hold and only if still
+    /// current, publish and consume everything (SPEC §6).
+    fn run_parse(&self, dispatch: Dispatch, node: &Arc<FileNode<E>>, text: Arc<SourceText>) {
+        self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
+        let file = dispatch.identity.file().cloned().expect("file work");
+        let input = SourceInput {
+            canonical: &file.canonical,
+            incarnation: file.incarnation,
+            generation: file.generation,
+            language: node.language(),
+            text: &text.text,
+        };
+        let parsed = catch_unwind(AssertUnwindSafe(|| self.executor.execute_source(&input)));
+        let parsed = self.stage_result(&file, "Source", parsed);
+        let deps = parsed.as_ref().ok().map(|parsed| {
+            let deps = catch_unwind(AssertUnwindSafe(|| {
+                self.executor.extract_deps(&input, parsed)
+            }));
+            self.resolve_deps(&file, deps)
+        });
+        let outcome = match (parsed, deps) {
+            (Ok(parsed), Some(Ok(deps))) => Ok((parsed, deps)),
+            (Err(error), _) | (_, Some(Err(error))) => Err(error),
+            (Ok(_), None) => unreachable!("dependencies are extracted for every parse"),
+        };
+        let identity = dispatch.identity.clone();
+        self.config
+            .hooks
+            .pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
+        let mut post = PostWork::default();
+        {
+            let mut locked = self.locked.lock();
+            if !locked.dag.is_current(&dispatch) {
+                // Stale: publish nothing, consume nothing (no forward edges,
+                // no blocker drain, no ingest).
+                self.refuse(&mut locked, dispatch, &mut post);
+            } else {
+                match outcome {
+                    Ok((parsed, (forward, blockers))) => {
+                        self.commit_source(
+                            &mut locked,
+                            dispatch,
+                            node,
+                            text,
+                            parsed,
+                            forward,
+                            blockers,
+                            &mut post,
+                        );
+                    }
+                    Err(error) => {
+                        let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
+                        post.events.push(SchedulerEvent::DidFail(identity));
+                        self.absorb(&mut locked, effects, &mut post);
+                    }
+                }
+                Self::capacity_released(&locked, &mut post);
+            }
+        }
+        self.run_post(post);
+    }
+
+    /// Resolves the paths a source named (loader calls: outside the lock).
+    fn resolve_deps(
+        &self,
+        file: &FileIdentity,
+        deps: std::thread::Result<crate::traits::SourceDeps>,
+    ) -> Result<(Vec<ResolvedDep>, Vec<ResolvedDep>), RequestError> {
+        let deps = deps.map_err(|payload| {
+            self.counters
+                .executor_panics
+                .fetch_add(1, Ordering::Relaxed);
+            RequestError::ExecutorPanicked {
+                path: file.canonical.clone(),
+                stage: "extract_deps".into(),
+                message: panic_message(&*payload).into(),
+            }
+        })?;
+        let resolve = |paths: Vec<String>| -> Result<Vec<ResolvedDep>, RequestError> {
+            let mut resolved: Vec<ResolvedDep> = Vec::with_capacity(paths.len());
+            for path in paths {
+                // A path nothing backs still gets a canonical: its load then
+                // fails as missing, which is a typed, terminal failure.
+                let canonical = self
+                    .canonicalize(&path)
+                    .unwrap_or_else(|_| Canonical::from(path.as_str()));
+                if canonical == file.canonical || resolved.iter().any(|d| d.canonical == canonical)
+                {
+                    continue;
+                }
+                let language = self.classify(&canonical)?;
+                resolved.push(ResolvedDep {
+                    canonical,
+                    language,
+                });
+            }
+            Ok(resolved)
+        };
+        Ok((resolve(deps.forward)?, resolve(deps.blockers)?))
+    }
+
+    /// Under the lock, for a current Source completion: publish the parsed
+    /// snapshot and the text, ingest forward dependencies, record blockers,
+    /// and complete (which admits Analysis if it is demanded).
+    #[allow(clippy::too_many_arguments)]
+    fn commit_source(
+        &self,
+        locked: &mut Locked<E>,
+        dispatch: Dispatch,
+        node: &Arc<FileNode<E>>,
+        text: Arc<SourceText>,
+        parsed: E::Source,
+        forward: Vec<ResolvedDep>,
+        blockers: Vec<ResolvedDep>,
+        post: &mut PostWork<E>,
+    ) {
+        let identity = dispatch.identity.clone();
+        let file = identity.file().cloned().expect("file work");
+        // The text, if it came from the loader, enters the source root now.
+        if let Some(known) = locked.texts.get_mut(&file.canonical)
+            && known.text.version == file.version()
+            && !known.published
+        {
+            known.published = true;
+            self.publish_present(&known.text);
+        }
+        // Forward dependencies: ensure each file the scheduler has never seen
+        // (atomic ensure) and admit its Source.
+        for dep in &forward {
+            if let Some(effects) = self.ingest(locked, dep) {
+                self.absorb(locked, effects, post);
+            }
+        }
+        // Blockers: ensure their objects too, then replace the record.
+        let mut blocker_keys = Vec::with_capacity(blockers.len());
+        for dep in &blockers {
+            if let Some(effects) = self.ingest(locked, dep) {
+                self.absorb(locked, effects, post);
+            }
+            if let Some(live) = locked.dag.live_file(&dep.canonical) {
+                blocker_keys.push(live.at(TargetStage::Analysis));
+            }
+        }
+        let snapshot = Arc::new(SourceSnapshot {
+            text,
+            language: node.language().clone(),
+            parsed,
+            forward_deps: forward.into_iter().map(|d| d.canonical).collect(),
+            blockers: blockers.into_iter().map(|d| d.canonical).collect(),
+        });
+        if let Some(effects) = locked.dag.record_blockers(&file, blocker_keys) {
+            self.absorb(locked, effects, post);
+        }
+        let published = node.update_view(file.generation, |view| view.source = Some(snapshot));
+        debug_assert!(published, "a current dispatch matches the node's view");
+        let (_, effects) = locked.dag.complete(dispatch);
+        post.events.push(SchedulerEvent::DidComplete(identity));
+        self.absorb(locked, effects, post);
+    }
+
+    /// Under the lock: ensures `dep`'s object and node exist (entry-or-insert)
+    /// and, for a new one, admits its Source. `None` when it already existed.
+    fn ingest(&self, locked: &mut Locked<E>, dep: &ResolvedDep) -> Option<Effects> {
+        if self.nodes.contains_key(&dep.canonical) {
+            return None;
+        }
+        let (object, created) = locked.dag.ensure_object(&dep.canonical);
+        debug_assert!(created, "an unpublished canonical has no live object");
+        let node = Arc::new(FileNode::new(
+            dep.canonical.clone(),
+            object.incarnation,
+            object.lifetime,
+            dep.language.clone(),
+            object.generation,
+        ));
+        self.nodes.insert(dep.canonical.clone(), node);
+        let live = locked.dag.live_file(&dep.canonical)?;
+        let identity = WorkNodeIdentity::File(live.clone().at(TargetStage::Source));
+        locked.dag.submit_file(&live, &identity)
+    }
+}
+
+impl<E: StageExecutor> PumpDriver for Scheduler<E> {
+    fn pump_once(&self) -> PumpOutcome {
+        if self.pump_pass() {
+            PumpOutcome::Progressed
+        } else {
+            PumpOutcome::Idle
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Requests and the handles that answer them.
+//!
+//! A [`CompletionHandle`] is answered exactly once, with a value or a typed
+//! error. It can be waited on ([`crate::Scheduler::wait`]), polled
+//! ([`CompletionHandle::try_result`]), waited on with a timeout, or awaited
+//! as a `Future` without any async runtime in this crate.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use verter_dag::{Priority, TargetStage};
+use verter_pools::WaitCell;
+
+use crate::snapshot::RequestResult;
+use crate::traits::{Language, StageExecutor};
+
+/// A request for one stage of one file.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The path, canonicalised by the loader at submission.
+    pub path: String,
+    /// The stage wanted.
+    pub stage: TargetStage,
+    /// How urgently.
+    pub priority: Priority,
+    /// New source text: the request then carries a source update (and is
+    /// answered `Superseded` if a newer update overtakes it).
+    pub text: Option<Arc<str>>,
+    /// The language to process the file as; a different one from the file's
+    /// current language re-homes it.
+    pub language: Option<Language>,
+}
+
+impl Request {
+    /// A request for `stage` of `path` at normal priority.
+    pub fn new(path: impl Into<String>, stage: TargetStage) -> Self {
+        Self {
+            path: path.into(),
+            stage,
+            priority: Priority::Normal,
+            text: None,
+            language: None,
+        }
+    }
+
+    /// The same request at `priority`.
+    pub fn priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// The same request carrying new source `text`.
+    pub fn text(mut self, text: impl Into<Arc<str>>) -> Self {
+        self.text = Some(text.into());
+        self
+    }
+
+    /// The same request naming `language`.
+    pub fn language(mut self, language: Language) -> Self {
+        self.language = Some(language);
+        self
+    }
+}
+
+/// The answer to one request, once it exists.
+pub struct CompletionHandle<E: StageExecutor> {
+    pub(crate) cell: Arc<WaitCell<RequestResult<E>>>,
+}
+
+impl<E: StageExecutor> Clone for CompletionHandle<E> {
+    fn clone(&self) -> Self {
+        Self {
+            cell: Arc::clone(&self.cell),
+        }
+    }
+}
+
+impl<E: StageExecutor> std::fmt::Debug for CompletionHandle<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompletionHandle")
+            .field("answered", &self.cell.is_set())
+            .finish()
+    }
+}
+
+impl<E: StageExecutor> CompletionHandle<E> {
+    pub(crate) fn new() -> Self {
+        Self {
+            cell: Arc::new(WaitCell::new()),
+        }
+    }
+
+    /// The answer, if there is one yet. Never blocks, never pumps.
+    pub fn try_result(&self) -> Option<RequestResult<E>> {
+        self.cell.try_get()
+    }
+
+    /// Whether the request has been answered.
+    pub fn is_answered(&self) -> bool {
+        self.cell.is_set()
+    }
+
+    /// Parks until answered or `timeout` passes. Never pumps: on an inline
+    /// scheduler use [`crate::Scheduler::wait`], which does.
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<RequestResult<E>> {
+        self.cell.wait_timeout(timeout)
+    }
+}
+
+impl<E: StageExecutor> Future for CompletionHandle<E> {
+    type Output = RequestResult<E>;
+
+    /// Ready once the request is answered. A threaded scheduler answers on
+    /// its own threads; an inline one needs someone to pump it.
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.cell.poll_get(cx)
+    }
+}
+
+/// The handles of a batch, in input order.
+pub struct BatchHandle<E: StageExecutor> {
+    pub(crate) handles: Vec<CompletionHandle<E>>,
+}
+
+impl<E: StageExecutor> std::fmt::Debug for BatchHandle<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchHandle")
+            .field("len", &self.handles.len())
+            .finish()
+    }
+}
+
+impl<E: StageExecutor> BatchHandle<E> {
+    /// One handle per input, in input order.
+    pub fn handles(&self) -> &[CompletionHandle<E>] {
+        &self.handles
+    }
+
+    /// How many requests the batch holds.
+    pub fn len(&self) -> usize {
+        self.handles.len()
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.handles.is_empty()
+    }
+}

@@ -1,0 +1,54 @@
+//! The one test seam: a [`Hooks`] trait the scheduler calls at named points.
+//! Production uses [`NoHooks`]; tests pause work at a point (to place an
+//! operation exactly inside a window) or record events.
+//!
+//! Hooks are called outside the DAG lock, always. A hook may block (that is
+//! what a pause is) and may call back into the scheduler.
+
+use verter_dag::{DepKey, ResourceClass, WorkNodeIdentity};
+
+/// Where a hook can pause the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookPoint {
+    /// A worker took dispatched work and is about to run it.
+    AfterDispatch,
+    /// The work ran; the worker is about to take the lock to complete it.
+    BeforeCompletion,
+}
+
+/// What the scheduler reports to hooks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchedulerEvent {
+    /// A request joined an existing waiter group.
+    DidJoin(DepKey),
+    /// A Source is about to be loaded (the I/O half of the stage).
+    WillLoad(WorkNodeIdentity),
+    /// A stage's executor is about to run (for Source: the parse).
+    WillExecute(WorkNodeIdentity),
+    /// Work completed and was published.
+    DidComplete(WorkNodeIdentity),
+    /// Work failed.
+    DidFail(WorkNodeIdentity),
+    /// A completion was refused as stale: nothing was published.
+    DidRefuseStale(WorkNodeIdentity),
+}
+
+/// Test seams. Every method has a no-op default.
+pub trait Hooks: Send + Sync + 'static {
+    /// Called at `point` for `work` running in `class` (a Source is loaded
+    /// in `Io` and parsed in `Cpu`); may block until the test releases it.
+    fn pause(&self, point: HookPoint, work: &WorkNodeIdentity, class: ResourceClass) {
+        let _ = (point, work, class);
+    }
+
+    /// Called for each event, outside the lock.
+    fn on_event(&self, event: &SchedulerEvent) {
+        let _ = event;
+    }
+}
+
+/// The production hooks: nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHooks;
+
+impl Hooks for NoHooks {}

@@ -1,0 +1,115 @@
+//! The two traits a host implements: [`SourceLoader`] (where bytes come
+//! from) and [`StageExecutor`] (what each stage computes).
+//!
+//! The scheduler calls both only outside its DAG lock, on its pools (or the
+//! inline pump), and wraps every call in a panic boundary: a panic becomes
+//! `RequestError::ExecutorPanicked` (or `LoadFailed`) for that work alone.
+
+use std::fmt;
+use std::sync::Arc;
+
+use verter_dag::{Canonical, Generation, Incarnation, ProfileHash};
+
+use crate::error::{ExecutorError, LoadError};
+use crate::snapshot::{AnalysisSnapshot, SourceSnapshot};
+
+/// The language a file is processed as. A request naming another language
+/// than the file's current one re-homes the file (a new object, new
+/// incarnation, same submission lifetime).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Language(Arc<str>);
+
+impl Language {
+    /// A language named `name`.
+    pub fn new(name: impl Into<Arc<str>>) -> Self {
+        Self(name.into())
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Language {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where sources come from. Called outside the DAG lock; `load` runs on the
+/// I/O pool, the others on the submitting thread or a stage worker.
+pub trait SourceLoader: Send + Sync + 'static {
+    /// The canonical form of `path` (e.g. resolving symlinks). A path that
+    /// does not exist may still be given a canonical form; `load` then
+    /// reports it missing.
+    fn realpath(&self, path: &str) -> Result<Canonical, LoadError>;
+
+    /// Whether something backs `canonical`.
+    fn exists(&self, canonical: &Canonical) -> bool;
+
+    /// The text of `canonical`.
+    fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError>;
+
+    /// The language `canonical` is processed as when a request names none.
+    fn classify(&self, canonical: &Canonical) -> Language;
+}
+
+/// The input of the Source stage: one file object at one generation.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceInput<'a> {
+    /// The file.
+    pub canonical: &'a Canonical,
+    /// The file object.
+    pub incarnation: Incarnation,
+    /// The source version.
+    pub generation: Generation,
+    /// The language it is processed as.
+    pub language: &'a Language,
+    /// Its text.
+    pub text: &'a str,
+}
+
+/// What a parsed source says about other files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceDeps {
+    /// Files this file names (imports, child modules): the scheduler ingests
+    /// each one it has never seen and admits its Source. They gate nothing.
+    pub forward: Vec<String>,
+    /// Files whose Analysis this file's Artifacts must wait for (e.g. a macro
+    /// defined elsewhere).
+    pub blockers: Vec<String>,
+}
+
+/// What each stage computes. Called outside the DAG lock, on the CPU pool
+/// (or the inline pump); panics are caught.
+pub trait StageExecutor: Send + Sync + 'static {
+    /// The parsed source.
+    type Source: Send + Sync + 'static;
+    /// The facts Analysis produces.
+    type Analysis: Send + Sync + 'static;
+    /// The output an Artifact produces.
+    type Artifact: Send + Sync + 'static;
+
+    /// Parses `input`.
+    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Self::Source, ExecutorError>;
+
+    /// The dependencies `source` names. Pure: it runs outside the lock
+    /// between parsing and the Source commit.
+    fn extract_deps(&self, input: &SourceInput<'_>, source: &Self::Source) -> SourceDeps;
+
+    /// Analyses a parsed source.
+    fn execute_analysis(
+        &self,
+        source: &SourceSnapshot<Self::Source>,
+    ) -> Result<Self::Analysis, ExecutorError>;
+
+    /// Builds the Artifact of `profile` from the file's analysis and the
+    /// analyses of its blockers (at the versions it was gated on).
+    fn execute_artifact(
+        &self,
+        profile: ProfileHash,
+        analysis: &AnalysisSnapshot<Self::Analysis>,
+        blockers: &[Arc<AnalysisSnapshot<Self::Analysis>>],
+    ) -> Result<Self::Artifact, ExecutorError>;
+}

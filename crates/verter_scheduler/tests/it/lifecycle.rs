@@ -1,0 +1,175 @@
+//! Lifecycle: remove, re-home, reset and teardown racing with requests.
+
+use std::sync::Arc;
+
+use verter_dag::{Canonical, Generation, TargetStage};
+use verter_scheduler::{HookPoint, Language, Request, RequestError};
+
+use crate::support::*;
+
+/// ```text
+/// test thread (inline scheduler)
+/// submit Analysis(a.rs): prepared with a.rs's lifetime, queued
+/// remove(a.rs)
+/// wait: the queued request is admitted after the removal
+/// then: Shutdown, nothing ran for the removed object, ledger 0
+/// ```
+#[test]
+fn a_request_prepared_before_a_removal_is_answered_shutdown() {
+    let files = MemFiles::with(&[("a.rs", "x")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+    scheduler.wait(&first).expect("parsed");
+    let runs_before = executor.runs.lock().len();
+    let queued = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    scheduler.remove("a.rs").expect("removed");
+    assert!(matches!(
+        scheduler.wait(&queued),
+        Err(RequestError::Shutdown { .. })
+    ));
+    assert_eq!(executor.runs.lock().len(), runs_before, "no work ran");
+    assert!(scheduler.node(&Canonical::from("a.rs")).is_none());
+    assert!(
+        scheduler.try_get_source("a.rs").is_none(),
+        "the root says Absent"
+    );
+    assert_quiescent(&scheduler, &[&first, &queued]);
+}
+
+#[test]
+fn removal_answers_running_work_shutdown_and_releases_capacity() {
+    watchdog("remove running", || {
+        let files = MemFiles::with(&[("a.rs", "x y")]);
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        let gate = hooks.hold("a.rs", "Analysis", HookPoint::BeforeCompletion);
+        let handle = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+        gate.wait_arrival();
+        assert_eq!(scheduler.ledger().cpu_in_use, 1);
+        scheduler.remove("a.rs").expect("removed");
+        assert!(matches!(
+            scheduler.wait(&handle),
+            Err(RequestError::Shutdown { .. })
+        ));
+        gate.open();
+        // The refused completion returns its reservation; wait for it through
+        // the event that reports it.
+        let events = hooks.subscribe();
+        while scheduler.ledger().in_use() > 0 {
+            let _ = events.recv_timeout(std::time::Duration::from_secs(60));
+        }
+        assert_eq!(scheduler.counters().stale_completion_refusals, 1);
+        // A successor starts at generation 0 with a new incarnation.
+        let again = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+        let source = scheduler.wait(&again).expect("re-added");
+        assert_eq!(source.version().generation, Generation::ZERO);
+        assert_quiescent(&scheduler, &[&handle, &again]);
+    });
+}
+
+/// ```text
+/// test thread (inline scheduler)
+/// a.rs exists as "rust"
+/// submit Source(a.rs, language "text")   queued: re-homes on admission
+/// submit upsert(a.rs, "new")             queued with a.rs's lifetime
+/// wait: the re-home is admitted, then the update, which reaches the
+///   replacement (same lifetime, new incarnation)
+/// ```
+#[test]
+fn an_update_queued_behind_a_rehome_reaches_the_replacement() {
+    let files = MemFiles::with(&[("a.rs", "old")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let created = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+    let original = scheduler.wait(&created).expect("parsed").version();
+    let rehome = scheduler
+        .submit_request(Request::new("a.rs", TargetStage::Source).language(Language::new("text")));
+    let update = scheduler.upsert("a.rs", "new text", Default::default());
+    let updated = scheduler
+        .wait(&update)
+        .expect("the update reaches the replacement");
+    let updated = updated.as_source().expect("source");
+    assert!(updated.version().incarnation > original.incarnation);
+    assert_eq!(updated.language, Language::new("text"));
+    assert_eq!(&*updated.text.text, "new text");
+    // The re-home request followed its file to the newest generation.
+    let rehomed = scheduler.wait(&rehome).expect("follows");
+    assert_eq!(rehomed.version(), updated.version());
+    let node = scheduler.node(&Canonical::from("a.rs")).expect("published");
+    assert_eq!(node.incarnation(), updated.version().incarnation);
+    assert_quiescent(&scheduler, &[&created, &rehome, &update]);
+}
+
+#[test]
+fn reset_answers_every_waiter_and_empties_occupancy() {
+    watchdog("reset", || {
+        let files = MemFiles::with(&[("a.rs", "use b.rs"), ("b.rs", "x"), ("c.rs", "y")]);
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        let gate = hooks.hold("c.rs", "Load", HookPoint::AfterDispatch);
+        let built = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+        scheduler.wait(&built).expect("built");
+        let held = scheduler.submit_request(Request::new("c.rs", TargetStage::Analysis));
+        gate.wait_arrival();
+        let root = scheduler.capture_root();
+        scheduler.reset();
+        assert!(matches!(
+            scheduler.wait(&held),
+            Err(RequestError::Shutdown { .. })
+        ));
+        gate.open();
+        let occupancy = scheduler.dependency_occupancy();
+        assert!(occupancy.is_empty(), "{occupancy:?}");
+        assert!(scheduler.try_get_source("a.rs").is_none());
+        // A root captured before the reset still reads what it saw.
+        assert_eq!(
+            scheduler
+                .try_get_source_at(&root, "a.rs")
+                .map(|s| s.text.to_string()),
+            Some("use b.rs".to_owned())
+        );
+        let events = hooks.subscribe();
+        while scheduler.ledger().in_use() > 0 {
+            let _ = events.recv_timeout(std::time::Duration::from_secs(60));
+        }
+        assert_quiescent(&scheduler, &[&built, &held]);
+    });
+}
+
+#[test]
+fn dropping_the_scheduler_after_another_pump_took_the_wake_stops_the_driver() {
+    watchdog("teardown", || {
+        let files = MemFiles::with(&[("a.rs", "x")]);
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        // A request whose inbox item this thread drains itself, so the
+        // driver's inbox wake is consumed elsewhere.
+        let handle = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+        scheduler.run_until_idle();
+        scheduler.wait(&handle).expect("parsed");
+        // Dropping joins the driver: it must wake on its teardown channel.
+        drop(scheduler);
+    });
+}
+
+#[test]
+fn dropping_the_scheduler_answers_requests_still_waiting() {
+    watchdog("drop answers", || {
+        let files = MemFiles::with(&[("a.rs", "x")]);
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = inline(&files, &executor, &hooks);
+        let handle = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+        drop(scheduler);
+        assert!(matches!(
+            handle.try_result(),
+            Some(Err(RequestError::Shutdown { .. }))
+        ));
+    });
+}

@@ -1,0 +1,12 @@
+//! The public behaviour of the scheduler, one module per area, each test
+//! named after the rule it pins. Every test runs with the idle re-pump
+//! disabled (so a lost wake-up fails by watchdog instead of hiding behind a
+//! clock) and ends with every handle answered and the ledger at zero.
+
+mod support;
+
+mod inline;
+mod lifecycle;
+mod stages;
+mod submission;
+mod supersede;

@@ -1,0 +1,206 @@
+//! Submission: dedupe, batches, the bounded inbox.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Barrier};
+
+use verter_dag::{Canonical, TargetStage};
+use verter_scheduler::{HookPoint, Request, Scheduler, SchedulerEvent};
+
+use crate::support::*;
+
+#[test]
+fn identical_concurrent_requests_run_each_stage_once() {
+    watchdog("dedupe", || {
+        let files = MemFiles::with(&[("a.rs", "one two three")]);
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        let events = hooks.subscribe();
+        // Hold the load so every request is admitted while the work is live.
+        let gate = hooks.hold("a.rs", "Load", HookPoint::AfterDispatch);
+        const CALLERS: usize = 100;
+        let start = Arc::new(Barrier::new(8));
+        let submitters: Vec<_> = (0..8)
+            .map(|t| {
+                let scheduler = Arc::clone(&scheduler);
+                let start = Arc::clone(&start);
+                std::thread::spawn(move || {
+                    start.wait();
+                    (0..CALLERS / 8 + usize::from(t < CALLERS % 8))
+                        .map(|_| {
+                            scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let handles: Vec<_> = submitters
+            .into_iter()
+            .flat_map(|s| s.join().expect("submitter"))
+            .collect();
+        assert_eq!(handles.len(), CALLERS);
+        gate.wait_arrival();
+        // Every request but the first joins the group: wait for 99 joins.
+        let mut joins = 0;
+        while joins < CALLERS - 1 {
+            if let SchedulerEvent::DidJoin(_) = events.recv().expect("events flow") {
+                joins += 1;
+            }
+        }
+        gate.open();
+        let outputs: Vec<_> = handles
+            .iter()
+            .map(|h| scheduler.wait(h).expect("analysed"))
+            .collect();
+        let first = outputs[0].as_analysis().expect("analysis").clone();
+        assert!(
+            outputs
+                .iter()
+                .all(|o| Arc::ptr_eq(o.as_analysis().unwrap(), &first))
+        );
+        assert_eq!(first.data, 3);
+        assert_eq!(executor.runs_of("a.rs", "Source"), 1);
+        assert_eq!(executor.runs_of("a.rs", "Analysis"), 1);
+        assert_eq!(scheduler.counters().dedupe_joins, (CALLERS - 1) as u64);
+        assert_quiescent(&scheduler, &handles.iter().collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn an_atomic_batch_is_never_seen_half_admitted() {
+    watchdog("atomic batch", || {
+        let names: Vec<String> = (0..16).map(|i| format!("f{i}.rs")).collect();
+        let files = MemFiles::default();
+        for name in &names {
+            files.write(name, "x");
+        }
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        // At the first stage run of the batch, count the batch's published nodes.
+        let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let slot: SchedulerSlot = Default::default();
+        slot.set(Arc::downgrade(&scheduler)).ok();
+        {
+            let (seen, slot, names) = (Arc::clone(&seen), Arc::clone(&slot), names.clone());
+            let _ = executor.on_source.set(Box::new(move |_path| {
+                let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
+                let published = names
+                    .iter()
+                    .filter(|n| scheduler.node(&Canonical::from(n.as_str())).is_some())
+                    .count();
+                seen.lock().push(published);
+            }));
+        }
+        let batch = scheduler.submit_batch_atomic(
+            names
+                .iter()
+                .map(|n| Request::new(n.as_str(), TargetStage::Source))
+                .collect(),
+        );
+        let results = scheduler.wait_batch(&batch);
+        assert_eq!(results.len(), names.len());
+        for (result, name) in results.iter().zip(&names) {
+            let source = result.as_ref().expect("parsed");
+            assert_eq!(
+                source.as_source().unwrap().canonical().as_str(),
+                name,
+                "input order"
+            );
+        }
+        let seen = seen.lock();
+        assert_eq!(seen.len(), names.len());
+        assert!(seen.iter().all(|n| *n == names.len()), "{seen:?}");
+        assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn a_tiny_inbox_loses_no_request_and_stays_within_capacity() {
+    watchdog("inbox", || {
+        let files = MemFiles::default();
+        for i in 0..50 {
+            files.write(&format!("f{i}.rs"), "a b");
+        }
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let mut config = test_config(Arc::clone(&hooks));
+        config.inbox_capacity = 4;
+        let scheduler = threaded_with(&files, &executor, config);
+        let start = Arc::new(Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let scheduler = Arc::clone(&scheduler);
+                let start = Arc::clone(&start);
+                std::thread::spawn(move || {
+                    start.wait();
+                    let handles: Vec<_> = (0..625)
+                        .map(|i| {
+                            let path = format!("f{}.rs", (t * 7 + i) % 50);
+                            scheduler.submit_request(Request::new(path, TargetStage::Analysis))
+                        })
+                        .collect();
+                    for handle in &handles {
+                        scheduler.wait(handle).expect("analysed");
+                    }
+                    handles.len()
+                })
+            })
+            .collect();
+        let answered: usize = threads
+            .into_iter()
+            .map(|t| t.join().expect("submitter"))
+            .sum();
+        assert_eq!(answered, 5_000);
+        let counters = scheduler.counters();
+        assert_eq!(counters.submits, 5_000);
+        assert!(counters.inbox_depth_max <= 4, "{counters:?}");
+        // Each file was parsed and analysed once.
+        let runs = executor.runs.lock();
+        let distinct: HashSet<_> = runs.iter().map(|r| (r.path.clone(), r.stage)).collect();
+        assert_eq!(distinct.len(), runs.len());
+        drop(runs);
+        assert_quiescent(&scheduler, &[]);
+    });
+}
+
+#[test]
+fn an_inline_submitter_with_a_full_inbox_does_not_deadlock() {
+    watchdog("inline inbox", || {
+        let files = MemFiles::default();
+        for i in 0..20 {
+            files.write(&format!("f{i}.rs"), "a");
+        }
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let mut config = test_config(Arc::clone(&hooks));
+        config.inbox_capacity = 2;
+        let scheduler = Scheduler::new_inline(config, files.clone(), executor.clone());
+        let handles: Vec<_> = (0..20)
+            .map(|i| {
+                scheduler.submit_request(Request::new(format!("f{i}.rs"), TargetStage::Source))
+            })
+            .collect();
+        assert!(scheduler.counters().inbox_depth_max <= 2);
+        for handle in &handles {
+            scheduler.wait(handle).expect("parsed");
+        }
+        assert_quiescent(&scheduler, &handles.iter().collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn a_batch_of_nothing_and_bad_paths_are_answered() {
+    let files = MemFiles::default();
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let empty = scheduler.submit_batch_atomic(Vec::new());
+    assert!(scheduler.wait_batch(&empty).is_empty());
+    let missing = scheduler.submit_request(Request::new("nowhere.rs", TargetStage::Source));
+    assert!(matches!(
+        scheduler.wait(&missing),
+        Err(verter_scheduler::RequestError::SourceMissing { .. })
+    ));
+    assert_quiescent(&scheduler, &[&missing]);
+}

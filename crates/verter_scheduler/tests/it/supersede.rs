@@ -1,0 +1,105 @@
+//! Supersession: a newer edit makes running work stale; the stale completion
+//! publishes nothing and every waiter is moved on or answered.
+
+use std::sync::Arc;
+
+use verter_dag::{Canonical, TargetStage};
+use verter_scheduler::{HookPoint, Request, RequestError, SchedulerEvent};
+
+use crate::support::*;
+
+/// ```text
+/// test thread                              stage worker
+/// upsert a.rs "v1" (g0), request Analysis ─▶ parse of g0 runs, then waits at
+///                                            BeforeCompletion
+/// upsert a.rs "v2" (g1): g0 retired,
+///   the "v1" upsert answered Superseded
+/// gate.open() ────────────────────────────▶ g0 completion refused as stale
+/// then: nothing published at g0, the plain request follows to g1, ledger 0
+/// ```
+#[test]
+fn an_upsert_while_source_runs_refuses_the_stale_completion() {
+    watchdog("supersede", || {
+        let files = MemFiles::default();
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        let gate = hooks.hold("a.rs", "Source", HookPoint::BeforeCompletion);
+        let v1 = scheduler.upsert("a.rs", "one", Default::default());
+        let plain = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+        let stale = gate.wait_arrival();
+        let v2 = scheduler.upsert("a.rs", "two words", Default::default());
+        assert!(matches!(
+            scheduler.wait(&v1),
+            Err(RequestError::Superseded { .. })
+        ));
+        gate.open();
+        let analysis = scheduler.wait(&plain).expect("follows to g1");
+        let analysis = analysis.as_analysis().expect("analysis");
+        assert_eq!(analysis.version.generation.get(), 1);
+        assert_eq!(analysis.data, 2, "built from the newer text");
+        let source = scheduler.wait(&v2).expect("parsed");
+        assert_eq!(&*source.as_source().unwrap().text.text, "two words");
+        let counters = scheduler.counters();
+        assert_eq!(counters.stale_completion_refusals, 1);
+        assert!(
+            hooks
+                .events
+                .lock()
+                .contains(&SchedulerEvent::DidRefuseStale(stale.clone())),
+            "the refusal was reported"
+        );
+        // g0's parse ran once and published nothing; the view is g1's.
+        let node = scheduler.node(&Canonical::from("a.rs")).expect("published");
+        assert_eq!(node.view().generation.get(), 1);
+        assert_eq!(
+            node.view()
+                .source
+                .as_ref()
+                .map(|s| s.version().generation.get()),
+            Some(1)
+        );
+        assert_eq!(executor.runs_of("a.rs", "Analysis"), 1);
+        assert_quiescent(&scheduler, &[&v1, &v2, &plain]);
+    });
+}
+
+/// ```text
+/// test thread                              stage worker
+/// request Source(a.rs) ───────────────────▶ parse runs, waits at
+///                                            BeforeCompletion (not integrated)
+/// request Source(a.rs) again: joins the
+///   live Source work, is not answered
+/// gate.open() ────────────────────────────▶ commit integrates and answers both
+/// ```
+#[test]
+fn a_request_in_the_readiness_window_joins_the_live_source() {
+    watchdog("readiness", || {
+        let files = MemFiles::with(&[("a.rs", "import b.rs"), ("b.rs", "")]);
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        let events = hooks.subscribe();
+        let gate = hooks.hold("a.rs", "Source", HookPoint::BeforeCompletion);
+        let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+        gate.wait_arrival();
+        let second = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+        loop {
+            if let SchedulerEvent::DidJoin(key) = events.recv().expect("events flow") {
+                assert_eq!(key.file.canonical.as_str(), "a.rs");
+                break;
+            }
+        }
+        assert!(!second.is_answered(), "answered before integration");
+        assert!(!first.is_answered());
+        gate.open();
+        let first = scheduler.wait(&first).expect("parsed");
+        let second = scheduler.wait(&second).expect("parsed");
+        let source = second.as_source().expect("source");
+        assert!(Arc::ptr_eq(first.as_source().unwrap(), source));
+        // Integrated with it: the forward dependency was ingested.
+        assert_eq!(source.forward_deps, [Canonical::from("b.rs")]);
+        assert!(scheduler.node(&Canonical::from("b.rs")).is_some());
+        assert_eq!(executor.runs_of("a.rs", "Source"), 1);
+    });
+}
