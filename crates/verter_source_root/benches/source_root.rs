@@ -53,13 +53,41 @@ fn directory_with_history(
     (directory, pin, files, object)
 }
 
-/// One publication of one changed file, with automatic GC at its default
-/// threshold (its amortised cost is included).
+/// One publication of one changed file among `files` files, each with one
+/// retained version and no live root; automatic GC at its default threshold
+/// (its amortised cost is included).
 #[divan::bench(args = HISTORY_SIZES, sample_count = 100, sample_size = 1_000)]
-fn publish_one_change(bencher: Bencher, versions: usize) {
+fn publish_one_change(bencher: Bencher, files: usize) {
+    let directory = SchedulerSourceDirectory::new();
+    let object = Incarnation::allocate();
+    let files = self::files(files);
+    directory.publish_transition(|tx| {
+        for file in &files {
+            let version = SourceVersion::new(object, Generation::ZERO);
+            tx.present(file.clone(), version, ContentHash(0), 0, 1024);
+        }
+    });
+    publish_round_robin(bencher, &directory, &files, object, 0);
+}
+
+/// The same while a long-lived root pins an older version of every file
+/// (`versions / 2` files with two versions each): every automatic GC must
+/// look at the pinned entries again, which the amortised trigger pays for.
+#[divan::bench(args = HISTORY_SIZES, sample_count = 100, sample_size = 1_000)]
+fn publish_one_change_while_pinned(bencher: Bencher, versions: usize) {
     let (directory, _pin, files, object) =
         directory_with_history(versions, SourceRootConfig::default());
-    let mut generation = 1;
+    publish_round_robin(bencher, &directory, &files, object, 1);
+}
+
+/// Publishes one change per iteration, to each file in turn.
+fn publish_round_robin(
+    bencher: Bencher,
+    directory: &SchedulerSourceDirectory<u64>,
+    files: &[Canonical],
+    object: Incarnation,
+    mut generation: u64,
+) {
     let mut next_file = 0;
     bencher.bench_local(|| {
         generation += 1;

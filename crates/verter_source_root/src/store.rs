@@ -9,8 +9,8 @@
 //! there.)
 //!
 //! # Invariants
-//! 1. A file's `candidate` flag is set exactly when it is listed once in
-//!    `candidates`; every file whose history `needs_gc` is listed. So GC,
+//! 1. A file's `candidate` flag is set exactly when its slot is listed once
+//!    in `candidates`; every file whose history `needs_gc` is listed. So GC,
 //!    which visits only the list, sees every entry it could reclaim
 //!    (`gc_visits_only_files_with_something_to_reclaim`).
 //! 2. The counters (`retained_versions`, `retained_bytes`, `tracked_files`)
@@ -19,7 +19,9 @@
 //! 3. A version recorded for a file is not older than the file's newest
 //!    retained version, so no reader ever sees a file's version go backwards
 //!    (`an_older_version_is_refused_and_nothing_is_published`).
-//! 4. Recording does not change what any epoch up to `self.epoch` reads: a
+//! 4. `slots` maps exactly the canonicals whose records are in `files`, each
+//!    to its own slot (`slots_and_records_agree_after_forgetting_and_reuse`).
+//! 5. Recording does not change what any epoch up to `self.epoch` reads: a
 //!    change is stamped with the next epoch, and `self.epoch` advances to it
 //!    only on commit (`a_rolled_back_transition_leaves_every_read_unchanged`).
 
@@ -34,23 +36,41 @@ use crate::lease::{DirectoryId, LeaseRegistry, SchedulerSourceRoot};
 use crate::source_state::SourceState;
 use crate::stats::{GcReport, SourceRootConfig, SourceRootStats};
 
+/// Where a file's record lives in `Store::files`. Stable while the file is
+/// tracked; reused after GC forgets the file.
+type Slot = usize;
+
 /// How to undo one recorded change.
 #[derive(Debug)]
 pub(crate) struct Undo<T> {
-    canonical: Canonical,
+    slot: Slot,
     /// The entry the change replaced, when the same file was recorded
     /// earlier in the same transition.
     replaced: Option<Entry<T>>,
 }
 
+/// One tracked file.
+#[derive(Debug)]
+struct FileRecord<T> {
+    canonical: Canonical,
+    history: History<T>,
+}
+
 /// Everything the publication lock guards.
+///
+/// Files live in a slab (`files`) addressed by slot; `slots` maps each
+/// canonical to its slot. Publication hashes the path once; GC and rollback
+/// address files by slot and never hash.
 #[derive(Debug)]
 pub(crate) struct Store<T> {
     /// The epoch of the newest committed snapshot.
     epoch: Epoch,
-    histories: HashMap<Canonical, History<T>>,
+    slots: HashMap<Canonical, Slot>,
+    /// `None` exactly at the slots listed in `free_slots`.
+    files: Vec<Option<FileRecord<T>>>,
+    free_slots: Vec<Slot>,
     /// Files GC must visit (invariant 1).
-    candidates: Vec<Canonical>,
+    candidates: Vec<Slot>,
     leases: LeaseRegistry,
     config: SourceRootConfig,
     retained_versions: usize,
@@ -72,7 +92,9 @@ impl<T> Store<T> {
     pub(crate) fn new(directory: DirectoryId, config: SourceRootConfig) -> Self {
         Self {
             epoch: Epoch::INITIAL,
-            histories: HashMap::new(),
+            slots: HashMap::new(),
+            files: Vec::new(),
+            free_slots: Vec::new(),
             candidates: Vec::new(),
             leases: LeaseRegistry::new(directory),
             config,
@@ -109,6 +131,45 @@ impl<T> Store<T> {
         self.undo_buffer = buffer;
     }
 
+    /// The record at a slot that is in use.
+    fn file_mut(files: &mut [Option<FileRecord<T>>], slot: Slot) -> &mut FileRecord<T> {
+        files[slot]
+            .as_mut()
+            .expect("a slot in use holds a file record")
+    }
+
+    /// The slot of `canonical`, allocating an empty record if it has none.
+    fn ensure_slot(&mut self, canonical: Canonical) -> Slot {
+        match self.slots.entry(canonical) {
+            std::collections::hash_map::Entry::Occupied(occupied) => *occupied.get(),
+            std::collections::hash_map::Entry::Vacant(vacant) => {
+                let record = Some(FileRecord {
+                    canonical: vacant.key().clone(),
+                    history: History::default(),
+                });
+                let slot = match self.free_slots.pop() {
+                    Some(slot) => {
+                        self.files[slot] = record;
+                        slot
+                    }
+                    None => {
+                        self.files.push(record);
+                        self.files.len() - 1
+                    }
+                };
+                *vacant.insert(slot)
+            }
+        }
+    }
+
+    /// Lists `slot` for GC if its history needs it and it is not listed.
+    fn list_if_needed(candidates: &mut Vec<Slot>, slot: Slot, history: &mut History<T>) {
+        if history.needs_gc() && !history.candidate {
+            history.candidate = true;
+            candidates.push(slot);
+        }
+    }
+
     /// Records one change, stamped `epoch` (the next epoch), and logs how to
     /// undo it.
     ///
@@ -124,8 +185,8 @@ impl<T> Store<T> {
         undo: &mut Vec<Undo<T>>,
     ) {
         debug_assert_eq!(epoch, self.epoch.next());
-        let key = canonical.clone();
-        let history = self.histories.entry(canonical).or_default();
+        let slot = self.ensure_slot(canonical);
+        let FileRecord { canonical, history } = Self::file_mut(&mut self.files, slot);
         let entry = Entry {
             epoch,
             version,
@@ -138,7 +199,7 @@ impl<T> Store<T> {
                 self.visited_entries += 1;
                 assert!(
                     version >= newest.version,
-                    "source version {version} of {key} is older than its newest recorded \
+                    "source version {version} of {canonical} is older than its newest recorded \
                      version {}: publishing it would let a reader see the file go back in time; \
                      publish only versions of the live file object",
                     newest.version
@@ -164,27 +225,14 @@ impl<T> Store<T> {
                 history.entries.push(entry);
             }
         }
-        if history.needs_gc() && !history.candidate {
-            history.candidate = true;
-            self.candidates.push(key.clone());
-        }
-        undo.push(Undo {
-            canonical: key,
-            replaced,
-        });
+        Self::list_if_needed(&mut self.candidates, slot, history);
+        undo.push(Undo { slot, replaced });
     }
 
     /// Undoes every change in `undo` (stamped `epoch`), newest first.
     pub(crate) fn rollback(&mut self, epoch: Epoch, undo: &mut Vec<Undo<T>>) {
-        while let Some(Undo {
-            canonical,
-            replaced,
-        }) = undo.pop()
-        {
-            let Some(history) = self.histories.get_mut(&canonical) else {
-                debug_assert!(false, "a recorded file has no history");
-                continue;
-            };
+        while let Some(Undo { slot, replaced }) = undo.pop() {
+            let history = &mut Self::file_mut(&mut self.files, slot).history;
             if let Some(undone) = history.entries.pop_if(|newest| newest.epoch == epoch) {
                 self.retained_versions -= 1;
                 self.retained_bytes -= undone.bytes();
@@ -198,11 +246,8 @@ impl<T> Store<T> {
                     None => {}
                 }
             }
-            // An emptied history stays in the map, listed, until GC drops it.
-            if history.needs_gc() && !history.candidate {
-                history.candidate = true;
-                self.candidates.push(canonical);
-            }
+            // An emptied record keeps its slot, listed, until GC frees it.
+            Self::list_if_needed(&mut self.candidates, slot, history);
         }
     }
 
@@ -215,7 +260,13 @@ impl<T> Store<T> {
         }
         debug_assert_eq!(epoch, self.epoch.next());
         self.epoch = epoch;
-        let mut garbage: Vec<Entry<T>> = undo.drain(..).filter_map(|it| it.replaced).collect();
+        let mut garbage = Vec::new();
+        for step in undo.drain(..) {
+            // Entries replaced within the transition leave the store now.
+            if let Some(replaced) = step.replaced {
+                garbage.push(replaced);
+            }
+        }
         if let Some(every) = self.config.gc_every
             && self.pending_garbage >= every.get().max(self.kept_by_last_gc)
         {
@@ -253,11 +304,8 @@ impl<T> Store<T> {
         let mut report = GcReport::default();
         let freed_before = garbage.len();
         let mut kept_in_listed = 0;
-        for canonical in mem::take(&mut self.candidates) {
-            let Some(history) = self.histories.get_mut(&canonical) else {
-                debug_assert!(false, "a listed file has no history");
-                continue;
-            };
+        for slot in mem::take(&mut self.candidates) {
+            let history = &mut Self::file_mut(&mut self.files, slot).history;
             report.visited_files += 1;
             let mut visited = 0;
             let freed_here = garbage.len();
@@ -279,16 +327,17 @@ impl<T> Store<T> {
                 _ => false,
             };
             if forget {
-                if let Some(mut forgotten) = self.histories.remove(&canonical) {
-                    if !forgotten.entries.is_empty() {
-                        report.forgotten_files += 1;
-                        self.tracked_files -= 1;
-                    }
-                    garbage.append(&mut forgotten.entries);
+                let mut forgotten = self.files[slot].take().expect("a listed slot is in use");
+                self.slots.remove(&forgotten.canonical);
+                self.free_slots.push(slot);
+                if !forgotten.history.entries.is_empty() {
+                    report.forgotten_files += 1;
+                    self.tracked_files -= 1;
                 }
+                garbage.append(&mut forgotten.history.entries);
             } else if history.needs_gc() {
                 kept_in_listed += history.entries.len();
-                self.candidates.push(canonical);
+                self.candidates.push(slot);
             } else {
                 history.candidate = false;
             }
@@ -328,9 +377,15 @@ impl<T> Store<T> {
 impl<T: Clone> Store<T> {
     /// What `canonical` reads as of `epoch`.
     pub(crate) fn read(&mut self, epoch: Epoch, canonical: &str) -> SourceState<T> {
-        self.histories
-            .get(canonical)
-            .and_then(|history| history.read(epoch, &mut self.visited_entries))
+        let Some(&slot) = self.slots.get(canonical) else {
+            return SourceState::Unknown;
+        };
+        let history = &self.files[slot]
+            .as_ref()
+            .expect("a mapped slot is in use")
+            .history;
+        history
+            .read(epoch, &mut self.visited_entries)
             .map_or(SourceState::Unknown, Entry::to_state)
     }
 }

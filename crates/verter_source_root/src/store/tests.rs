@@ -36,12 +36,22 @@ fn publish(
     garbage
 }
 
-/// Checks invariants 1 and 2 by recomputing everything from the histories.
+/// Checks invariants 1, 2 and 4 by recomputing everything from the records.
 fn audit(store: &Store<u64>) {
     let mut versions = 0;
     let mut bytes = 0;
     let mut tracked = 0;
-    for (canonical, history) in &store.histories {
+    let in_use = store.files.iter().filter(|record| record.is_some()).count();
+    assert_eq!(store.slots.len(), in_use, "mapped canonicals");
+    assert_eq!(
+        store.free_slots.len(),
+        store.files.len() - in_use,
+        "free slots"
+    );
+    for (canonical, &slot) in &store.slots {
+        let record = store.files[slot].as_ref().expect("a mapped slot is in use");
+        assert_eq!(&record.canonical, canonical, "slot {slot}");
+        let history = &record.history;
         versions += history.entries.len();
         bytes += history.entries.iter().map(Entry::bytes).sum::<usize>();
         tracked += usize::from(!history.entries.is_empty());
@@ -52,11 +62,7 @@ fn audit(store: &Store<u64>) {
                 .all(|pair| pair[0].epoch < pair[1].epoch),
             "{canonical}: entries out of epoch order"
         );
-        let listed = store
-            .candidates
-            .iter()
-            .filter(|it| *it == canonical)
-            .count();
+        let listed = store.candidates.iter().filter(|it| **it == slot).count();
         assert_eq!(
             listed,
             usize::from(history.candidate),
@@ -69,6 +75,21 @@ fn audit(store: &Store<u64>) {
     assert_eq!(store.retained_versions, versions, "retained versions");
     assert_eq!(store.retained_bytes, bytes, "retained bytes");
     assert_eq!(store.tracked_files, tracked, "tracked files");
+}
+
+/// The canonicals of the listed files.
+fn listed(store: &Store<u64>) -> Vec<Canonical> {
+    store
+        .candidates
+        .iter()
+        .map(|&slot| {
+            store.files[slot]
+                .as_ref()
+                .expect("listed slot in use")
+                .canonical
+                .clone()
+        })
+        .collect()
 }
 
 fn version(incarnation: Incarnation, generation: u64) -> SourceVersion {
@@ -109,7 +130,7 @@ fn gc_visits_only_files_with_something_to_reclaim() {
     assert_eq!(garbage.len(), 1);
     // The removal is the current snapshot's own: it stays listed, unforgotten.
     assert_eq!(report.forgotten_files, 0);
-    assert_eq!(store.candidates, [Canonical::from("removed.rs")]);
+    assert_eq!(listed(&store), [Canonical::from("removed.rs")]);
     audit(&store);
 }
 
@@ -167,7 +188,7 @@ fn counters_agree_with_the_histories_after_a_rollback() {
     // them as forgotten files.
     let (report, _garbage) = store.gc();
     assert_eq!(report.forgotten_files, 0);
-    assert_eq!(store.histories.len(), 1);
+    assert_eq!(store.slots.len(), 1);
     audit(&store);
 }
 
@@ -323,4 +344,52 @@ fn automatic_gc_is_off_without_a_threshold() {
     }
     assert_eq!(store.gc_runs, 0);
     assert_eq!(store.retained_versions, 100);
+}
+
+#[test]
+fn slots_and_records_agree_after_forgetting_and_reuse() {
+    let mut store = store(None);
+    let object = Incarnation::allocate();
+    let files = ["a.rs", "b.rs", "c.rs"];
+    publish(
+        &mut store,
+        files
+            .iter()
+            .map(|file| (*file, version(object, 0), present(0, 1)))
+            .collect(),
+    );
+    publish(
+        &mut store,
+        vec![
+            ("a.rs", version(object, 0), Body::Absent),
+            ("b.rs", version(object, 0), Body::Absent),
+        ],
+    );
+    // A later snapshot, so the removals are no longer the current one's own.
+    publish(
+        &mut store,
+        vec![("c.rs", version(object, 1), present(1, 1))],
+    );
+    let (report, _garbage) = store.gc();
+    assert_eq!(report.forgotten_files, 2);
+    assert_eq!(store.free_slots.len(), 2);
+    audit(&store);
+    // New files reuse the freed slots; the survivor keeps its own.
+    let c_slot = store.slots["c.rs"];
+    publish(
+        &mut store,
+        vec![
+            ("d.rs", version(object, 0), present(2, 1)),
+            ("e.rs", version(object, 0), present(3, 1)),
+        ],
+    );
+    assert!(store.free_slots.is_empty());
+    assert_eq!(store.files.len(), 3);
+    assert_eq!(store.slots["c.rs"], c_slot);
+    assert_eq!(
+        store.read(store.epoch(), "d.rs").hash(),
+        Some(ContentHash(2))
+    );
+    assert_eq!(store.read(store.epoch(), "a.rs"), SourceState::Unknown);
+    audit(&store);
 }
