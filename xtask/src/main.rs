@@ -5,6 +5,7 @@
 //! `cargo test` enforces the checks' own behaviour.
 
 mod guard;
+mod readme;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -686,6 +686,12 @@ impl SchedulerDag {
         Ok((outcome, effects))
     }
 
+    /// Raises admitted `identity`, and everything it waits on, to at least
+    /// `priority` (priority inheritance). Never lowers a priority.
+    pub fn raise_priority(&mut self, identity: &WorkNodeIdentity, priority: Priority) {
+        self.raise(identity, priority);
+    }
+
     /// Removes the edge `consumer → dep` (e.g. a dependency that is no longer
     /// needed). The consumer becomes ready if that was its last dependency.
     pub fn unlink(&mut self, consumer: &WorkNodeIdentity, dep: &DepKey) -> Effects {
@@ -1499,12 +1505,42 @@ impl SchedulerDag {
         // 3. Blocker records: owners below the bound lose theirs; references
         //    to retired versions move to the live version (or are dropped).
         self.blockers.retire_owners_below(canonical, bound);
+        let mut affected_owners: Vec<FileIdentity> = Vec::new();
         for (owner, old) in self.blockers.references_below(canonical, bound) {
             match &live {
                 Some(live) => self
                     .blockers
                     .repoint(&owner, &old, live.clone().at(old.stage)),
                 None => self.blockers.remove_key(&owner, &old),
+            }
+            if !affected_owners.contains(&owner) {
+                affected_owners.push(owner);
+            }
+        }
+        // 4. Artifacts built (or being built) on a retired blocker version are
+        //    stale: drop them, and re-admit those that have waiters, gated on
+        //    the blockers' live versions. Their waiters keep waiting on the
+        //    same key; a running build's completion is refused (its admission
+        //    is gone).
+        affected_owners.sort();
+        for owner in affected_owners {
+            if !self.is_live(&owner) {
+                continue;
+            }
+            for artifact in self.artifact_nodes_of(&owner) {
+                let done = self.is_done(&artifact);
+                self.drop_node(&artifact, &mut effects);
+                if done {
+                    effects.invalidated.push(artifact.clone());
+                }
+                let key = artifact
+                    .as_dep_key()
+                    .expect("artifact nodes are file work")
+                    .clone();
+                if self.groups.contains_key(&key) {
+                    let priority = self.group_priority(&key);
+                    self.ensure_file_node(&key, priority, &mut effects);
+                }
             }
         }
         self.drop_file_if_empty(canonical);

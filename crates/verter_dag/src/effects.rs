@@ -86,6 +86,10 @@ pub struct Effects {
     /// Work that was running when it was cancelled or retired: its result
     /// will be refused; the caller may signal it to stop early.
     pub abandoned_running: Vec<WorkNodeIdentity>,
+    /// Done work dropped because something it was built from changed (an
+    /// Artifact whose blocker was edited or removed): the caller must stop
+    /// serving its output.
+    pub invalidated: Vec<WorkNodeIdentity>,
 }
 
 impl Effects {
@@ -95,6 +99,7 @@ impl Effects {
             && self.joiners.is_empty()
             && self.newly_ready == 0
             && self.abandoned_running.is_empty()
+            && self.invalidated.is_empty()
     }
 
     /// Appends `other`'s effects after this one's.
@@ -103,5 +108,6 @@ impl Effects {
         self.joiners.extend(other.joiners);
         self.newly_ready += other.newly_ready;
         self.abandoned_running.extend(other.abandoned_running);
+        self.invalidated.extend(other.invalidated);
     }
 }

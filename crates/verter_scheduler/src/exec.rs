@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use verter_dag::{
-    Canonical, DepKey, Dispatch, Effects, FileIdentity, ProfileHash, ResourceClass, TargetStage,
-    WorkNodeIdentity,
+    Canonical, DepKey, Dispatch, Effects, FileIdentity, Priority, ProfileHash, ResourceClass,
+    TargetStage, WorkNodeIdentity,
 };
 use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
 
@@ -232,12 +232,19 @@ impl<E: StageExecutor> Scheduler<E> {
                         ));
                     }
                 };
-                let blockers = locked
-                    .dag
-                    .blockers_of(&key.file)
-                    .iter()
-                    .filter_map(|blocker| self.committed_analysis(blocker))
-                    .collect();
+                let mut blockers = Vec::new();
+                for blocker in locked.dag.blockers_of(&key.file) {
+                    match self.committed_analysis(&blocker) {
+                        Some(analysis) => blockers.push(analysis),
+                        None => {
+                            return Err(internal(
+                                dispatch,
+                                "an Artifact was dispatched before a blocker's Analysis",
+                            ));
+                        }
+                    }
+                }
+                blockers.sort_by(|a, b| a.canonical.cmp(&b.canonical));
                 Work::Artifact {
                     profile,
                     analysis,
@@ -351,8 +358,8 @@ impl<E: StageExecutor> Scheduler<E> {
                         data,
                     })
                 });
-                self.finish(dispatch, &node, output, |view, analysis| {
-                    view.analysis = Some(analysis)
+                self.finish(dispatch, &node, output, &[], |view, analysis| {
+                    view.analysis = Some(analysis);
                 });
             }
             Work::Artifact {
@@ -373,7 +380,17 @@ impl<E: StageExecutor> Scheduler<E> {
                         data,
                     })
                 });
-                self.finish(dispatch, &node, output, move |view, artifact| {
+                let inputs: Vec<FileIdentity> = blockers
+                    .iter()
+                    .map(|b| {
+                        FileIdentity::new(
+                            b.canonical.clone(),
+                            b.version.incarnation,
+                            b.version.generation,
+                        )
+                    })
+                    .collect();
+                self.finish(dispatch, &node, output, &inputs, move |view, artifact| {
                     view.artifacts.retain(|a| a.profile != profile);
                     view.artifacts.push(artifact);
                 });
@@ -425,6 +442,7 @@ impl<E: StageExecutor> Scheduler<E> {
         dispatch: Dispatch,
         node: &FileNode<E>,
         output: Result<T, RequestError>,
+        inputs: &[FileIdentity],
         publish: impl FnOnce(&mut crate::node::NodeView<E>, T),
     ) {
         let identity = dispatch.identity.clone();
@@ -438,6 +456,13 @@ impl<E: StageExecutor> Scheduler<E> {
             if !locked.dag.is_current(&dispatch) {
                 self.refuse(&mut locked, dispatch, &mut post);
             } else {
+                // A current dispatch was built from inputs that are all live now:
+                // a blocker edit would have made the dispatch stale, so
+                // publishing otherwise would publish a stale result.
+                assert!(
+                    inputs.iter().all(|input| locked.dag.is_live(input)),
+                    "{identity} is current but was built from a retired input"
+                );
                 match output {
                     Ok(value) => {
                         let published = node.update_view(generation, |view| publish(view, value));
@@ -644,15 +669,16 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         // Forward dependencies: ensure each file the scheduler has never seen
         // (atomic ensure) and admit its Source.
+        let inherited = locked.dag.highest_priority_for_file(&file.canonical);
         for dep in &forward {
-            if let Some(effects) = self.ingest(locked, dep) {
+            if let Some(effects) = self.ingest(locked, dep, inherited) {
                 self.absorb(locked, effects, post);
             }
         }
         // Blockers: ensure their objects too, then replace the record.
         let mut blocker_keys = Vec::with_capacity(blockers.len());
         for dep in &blockers {
-            if let Some(effects) = self.ingest(locked, dep) {
+            if let Some(effects) = self.ingest(locked, dep, inherited) {
                 self.absorb(locked, effects, post);
             }
             if let Some(live) = locked.dag.live_file(&dep.canonical) {
@@ -678,7 +704,12 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Under the lock: ensures `dep`'s object and node exist (entry-or-insert)
     /// and, for a new one, admits its Source. `None` when it already existed.
-    fn ingest(&self, locked: &mut Locked<E>, dep: &ResolvedDep) -> Option<Effects> {
+    fn ingest(
+        &self,
+        locked: &mut Locked<E>,
+        dep: &ResolvedDep,
+        priority: Option<Priority>,
+    ) -> Option<Effects> {
         if self.nodes.contains_key(&dep.canonical) {
             return None;
         }
@@ -694,7 +725,12 @@ impl<E: StageExecutor> Scheduler<E> {
         self.nodes.insert(dep.canonical.clone(), node);
         let live = locked.dag.live_file(&dep.canonical)?;
         let identity = WorkNodeIdentity::File(live.clone().at(TargetStage::Source));
-        locked.dag.submit_file(&live, &identity)
+        let effects = locked.dag.submit_file(&live, &identity);
+        // Priority inheritance, read from the consumer's own index.
+        if let Some(priority) = priority {
+            locked.dag.raise_priority(&identity, priority);
+        }
+        effects
     }
 }
 

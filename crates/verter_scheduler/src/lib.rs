@@ -93,6 +93,7 @@ mod node;
 mod scheduler;
 mod snapshot;
 mod traits;
+mod witness;
 
 pub use config::SchedulerConfig;
 pub use error::{ExecutorError, LoadError, RequestError};
@@ -105,3 +106,4 @@ pub use snapshot::{
     content_hash,
 };
 pub use traits::{Language, SourceDeps, SourceInput, SourceLoader, StageExecutor};
+pub use witness::{SourceWitness, WaitGraphOccupancy, WitnessError};

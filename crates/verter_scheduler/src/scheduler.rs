@@ -746,6 +746,19 @@ impl<E: StageExecutor> Scheduler<E> {
         for joiner in effects.joiners {
             post.events.push(SchedulerEvent::DidJoin(joiner.key));
         }
+        // Artifacts built on a blocker version that changed stop being served.
+        for work in effects.invalidated {
+            if let Some(key) = work.as_dep_key()
+                && let TargetStage::Artifact(profile) = key.stage
+                && let Some(node) = self.nodes.get(&key.file.canonical)
+                && node.incarnation() == key.file.incarnation
+            {
+                node.update_view(key.file.generation, |view| {
+                    view.artifacts
+                        .retain(|artifact| artifact.profile != profile);
+                });
+            }
+        }
         if effects.newly_ready > 0 {
             post.dispatch = true;
         }
@@ -1033,10 +1046,24 @@ pub(crate) fn request_error(failure: &DagFailure) -> RequestError {
                 stage: "work".into(),
                 message: cause.to_string().into(),
             }),
-        DagFailure::DependencyFailed { dep, cause } => RequestError::DependencyFailed {
-            dep: dep.clone(),
-            cause: Arc::new(request_error(cause)),
-        },
+        DagFailure::DependencyFailed { dep, cause } => {
+            // A stage failing because a lower stage of the same file failed is
+            // one failure of that file: report its root cause, so a consumer
+            // of a missing file sees `DependencyFailed { dep, SourceMissing }`.
+            let mut cause = cause;
+            while let DagFailure::DependencyFailed {
+                dep: inner,
+                cause: inner_cause,
+            } = &**cause
+                && inner.file == dep.file
+            {
+                cause = inner_cause;
+            }
+            RequestError::DependencyFailed {
+                dep: dep.clone(),
+                cause: Arc::new(request_error(cause)),
+            }
+        }
         other => RequestError::ExecutorFailed {
             path: Canonical::from(""),
             stage: "dag".into(),

@@ -873,3 +873,70 @@ fn a_cache_node_on_a_dead_dependency_fails_and_keeps_the_effects_so_far() {
     h.run();
     h.assert_quiescent();
 }
+
+#[test]
+fn a_blocker_edit_invalidates_a_done_artifact_built_on_it() {
+    let mut h = Harness::new();
+    let (a, m) = (h.add("a.rs"), h.add("macros.rs"));
+    let first = h.request(&a, P, WaitPolicy::Follow);
+    let effects = h
+        .dag
+        .record_blockers(&a, [m.clone().at(TargetStage::Analysis)])
+        .expect("live");
+    h.absorb(effects);
+    h.run();
+    assert!(h.outcome(first).is_ok());
+    assert!(h.dag.is_done(&work(&a, P)));
+    let (m1, effects) = h
+        .dag
+        .advance_generation(&m.canonical, m.incarnation)
+        .expect("live");
+    assert_eq!(effects.invalidated, [work(&a, P)]);
+    h.absorb(effects);
+    assert!(
+        !h.dag.is_admitted(&work(&a, P)),
+        "the stale artifact is gone"
+    );
+    // A new request rebuilds it on the blocker's new version.
+    h.log.clear();
+    let second = h.request(&a, P, WaitPolicy::Follow);
+    h.run();
+    assert!(h.outcome(second).is_ok());
+    assert_eq!(
+        h.log,
+        [
+            work(&m1, TargetStage::Source),
+            work(&m1, TargetStage::Analysis),
+            work(&a, P)
+        ]
+    );
+    h.assert_quiescent();
+}
+
+#[test]
+fn a_blocker_edit_restarts_a_running_artifact_and_its_waiters_follow() {
+    let mut h = Harness::new();
+    let (a, m) = (h.add("a.rs"), h.add("macros.rs"));
+    let waiter = h.request(&a, P, WaitPolicy::Pinned);
+    let effects = h
+        .dag
+        .record_blockers(&a, [m.clone().at(TargetStage::Analysis)])
+        .expect("live");
+    h.absorb(effects);
+    let running = h.run_until(&work(&a, P));
+    let (m1, effects) = h
+        .dag
+        .advance_generation(&m.canonical, m.incarnation)
+        .expect("live");
+    assert_eq!(effects.abandoned_running, [work(&a, P)]);
+    h.absorb(effects);
+    assert!(!h.answers.contains_key(&waiter), "the waiter keeps waiting");
+    let (current, effects) = h.dag.complete(running);
+    assert!(!current, "the build on the old blocker version is refused");
+    h.absorb(effects);
+    h.run();
+    assert!(h.outcome(waiter).is_ok());
+    assert!(h.log.contains(&work(&m1, TargetStage::Analysis)));
+    assert_eq!(h.dag.counters().stale_completion_refusals, 1);
+    h.assert_quiescent();
+}

@@ -54,13 +54,11 @@ fn removal_answers_running_work_shutdown_and_releases_capacity() {
             scheduler.wait(&handle),
             Err(RequestError::Shutdown { .. })
         ));
-        gate.open();
-        // The refused completion returns its reservation; wait for it through
-        // the event that reports it.
+        // The refused completion returns its reservation; wait for the
+        // event that reports it.
         let events = hooks.subscribe();
-        while scheduler.ledger().in_use() > 0 {
-            let _ = events.recv_timeout(std::time::Duration::from_secs(60));
-        }
+        gate.open();
+        await_event(&events, is_refusal);
         assert_eq!(scheduler.counters().stale_completion_refusals, 1);
         // A successor starts at generation 0 with a new incarnation.
         let again = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
@@ -122,6 +120,7 @@ fn reset_answers_every_waiter_and_empties_occupancy() {
             scheduler.wait(&held),
             Err(RequestError::Shutdown { .. })
         ));
+        let events = hooks.subscribe();
         gate.open();
         let occupancy = scheduler.dependency_occupancy();
         assert!(occupancy.is_empty(), "{occupancy:?}");
@@ -133,10 +132,7 @@ fn reset_answers_every_waiter_and_empties_occupancy() {
                 .map(|s| s.text.to_string()),
             Some("use b.rs".to_owned())
         );
-        let events = hooks.subscribe();
-        while scheduler.ledger().in_use() > 0 {
-            let _ = events.recv_timeout(std::time::Duration::from_secs(60));
-        }
+        await_event(&events, is_refusal);
         assert_quiescent(&scheduler, &[&built, &held]);
     });
 }

@@ -5,8 +5,10 @@
 
 mod support;
 
+mod deps;
 mod inline;
 mod lifecycle;
+mod soak;
 mod stages;
 mod submission;
 mod supersede;

@@ -33,7 +33,9 @@ fn an_upsert_while_source_runs_refuses_the_stale_completion() {
             scheduler.wait(&v1),
             Err(RequestError::Superseded { .. })
         ));
+        let events = hooks.subscribe();
         gate.open();
+        await_event(&events, is_refusal);
         let analysis = scheduler.wait(&plain).expect("follows to g1");
         let analysis = analysis.as_analysis().expect("analysis");
         assert_eq!(analysis.version.generation.get(), 1);

@@ -357,3 +357,24 @@ pub(crate) fn assert_quiescent(
 
 /// A weak reference the executor can use to look at the scheduler.
 pub(crate) type SchedulerSlot = Arc<OnceLock<Weak<Scheduler<LineExecutor>>>>;
+
+/// Blocks until `events` delivers one matching `wanted` (under a watchdog).
+#[track_caller]
+pub(crate) fn await_event(
+    events: &Receiver<SchedulerEvent>,
+    wanted: impl Fn(&SchedulerEvent) -> bool,
+) {
+    loop {
+        let event = events
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the awaited event never came");
+        if wanted(&event) {
+            return;
+        }
+    }
+}
+
+/// Whether `event` reports a refused stale completion.
+pub(crate) fn is_refusal(event: &SchedulerEvent) -> bool {
+    matches!(event, SchedulerEvent::DidRefuseStale(_))
+}

@@ -1,0 +1,63 @@
+//! A 20-line host: a loader, an executor, and one request on two threads.
+use std::sync::Arc;
+use verter_dag::{Canonical, ProfileHash, TargetStage};
+use verter_scheduler::*;
+
+struct Disk;
+impl SourceLoader for Disk {
+    fn realpath(&self, p: &str) -> Result<Canonical, LoadError> {
+        Ok(Canonical::from(p))
+    }
+    fn exists(&self, _: &Canonical) -> bool {
+        true
+    }
+    fn load(&self, p: &Canonical) -> Result<Arc<str>, LoadError> {
+        Ok(format!("fn {p}").into())
+    }
+    fn classify(&self, _: &Canonical) -> Language {
+        Language::new("text")
+    }
+}
+
+struct Lines;
+impl StageExecutor for Lines {
+    type Source = usize;
+    type Analysis = usize;
+    type Artifact = String;
+    fn execute_source(&self, i: &SourceInput<'_>) -> Result<usize, ExecutorError> {
+        Ok(i.text.len())
+    }
+    fn extract_deps(&self, _: &SourceInput<'_>, _: &usize) -> SourceDeps {
+        SourceDeps::default()
+    }
+    fn execute_analysis(&self, s: &SourceSnapshot<usize>) -> Result<usize, ExecutorError> {
+        Ok(s.parsed * 2)
+    }
+    fn execute_artifact(
+        &self,
+        _: ProfileHash,
+        a: &AnalysisSnapshot<usize>,
+        _: &[Arc<AnalysisSnapshot<usize>>],
+    ) -> Result<String, ExecutorError> {
+        Ok(format!("{} -> {}", a.canonical, a.data))
+    }
+}
+
+fn main() {
+    let config = SchedulerConfig::with_threads(2, 1);
+    let (cpu, io) = config.build_pools().expect("pools");
+    let scheduler = Scheduler::new(config, Disk, Lines, cpu, io);
+    let handle = scheduler.submit_request(Request::new(
+        "main.rs",
+        TargetStage::Artifact(ProfileHash(0)),
+    ));
+    println!(
+        "{}",
+        scheduler
+            .wait(&handle)
+            .expect("built")
+            .as_artifact()
+            .unwrap()
+            .data
+    );
+}

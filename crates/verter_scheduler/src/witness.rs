@@ -1,0 +1,202 @@
+//! Witnesses (SPEC §10): proof of which file object and generation a source
+//! snapshot came from, and the artifact commits they fence.
+//!
+//! A [`SourceWitness`] is minted only by [`Scheduler::try_get_witnessed_source`],
+//! together with the text it witnesses. [`Scheduler::commit_artifact`]
+//! publishes only into the live, unretired object the witness came from, at
+//! exactly that generation; [`Scheduler::remove_artifact_not_newer_than`]
+//! evicts only from that object, only artifacts no newer than the witness.
+//! A witness of a removed, reset or re-homed object is rejected even when the
+//! successor serves the same bytes at the same generation: the incarnation
+//! differs, and it is compared under the DAG lock.
+
+use std::sync::Arc;
+
+use verter_dag::{Canonical, FileIdentity, Generation, Incarnation, ProfileHash, SourceVersion};
+
+use crate::node::FileNode;
+use crate::scheduler::Scheduler;
+use crate::snapshot::{ArtifactSnapshot, SourceText};
+use crate::traits::StageExecutor;
+
+/// Which file object and generation a source snapshot came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SourceWitness {
+    file: FileIdentity,
+}
+
+impl SourceWitness {
+    /// The file.
+    pub fn canonical(&self) -> &Canonical {
+        &self.file.canonical
+    }
+
+    /// The object the snapshot came from.
+    pub fn incarnation(&self) -> Incarnation {
+        self.file.incarnation
+    }
+
+    /// The generation the snapshot came from.
+    pub fn generation(&self) -> Generation {
+        self.file.generation
+    }
+
+    /// `(incarnation, generation)`.
+    pub fn version(&self) -> SourceVersion {
+        self.file.version()
+    }
+}
+
+/// Why a witnessed operation was refused. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WitnessError {
+    /// The witnessed object was removed, reset or re-homed.
+    #[error("the witnessed object of {path} is gone (removed, reset or re-homed)")]
+    ObjectGone {
+        /// The file.
+        path: Canonical,
+    },
+    /// The object moved on to a newer generation.
+    #[error("{path} moved on from the witnessed generation {witnessed} to {live}")]
+    Superseded {
+        /// The file.
+        path: Canonical,
+        /// The witnessed generation.
+        witnessed: Generation,
+        /// The live generation.
+        live: Generation,
+    },
+}
+
+/// How many waiters and wait-for relations the scheduler holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitGraphOccupancy {
+    /// Request waiters registered and not yet answered.
+    pub request_waiters: usize,
+    /// Waiter groups (distinct pieces of work with request waiters).
+    pub groups: usize,
+    /// Admitted work gated on at least one dependency.
+    pub gated_consumers: usize,
+    /// Dependency edges (consumer → producer).
+    pub edges: usize,
+    /// Producers with at least one gated consumer.
+    pub producers_with_waiters: usize,
+}
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// The text of `path`'s live version, if it is known, with a witness of
+    /// the object and generation it belongs to.
+    pub fn try_get_witnessed_source(&self, path: &str) -> Option<(Arc<SourceText>, SourceWitness)> {
+        let canonical = self.canonicalize(path).ok()?;
+        let locked = self.locked.lock();
+        let live = locked.dag.live_file(&canonical)?;
+        let known = locked.texts.get(&canonical)?;
+        (known.text.version == live.version())
+            .then(|| (Arc::clone(&known.text), SourceWitness { file: live }))
+    }
+
+    /// The text `witness` was minted with, if its object is still live at
+    /// that generation (the host's publication fence gets the same answer as
+    /// [`Self::commit_artifact`] would).
+    pub fn try_get_source_for_witness(&self, witness: &SourceWitness) -> Option<Arc<SourceText>> {
+        let locked = self.locked.lock();
+        if !locked.dag.is_live(&witness.file) {
+            return None;
+        }
+        let known = locked.texts.get(&witness.file.canonical)?;
+        (known.text.version == witness.version()).then(|| Arc::clone(&known.text))
+    }
+
+    /// Publishes `data` as the `profile` artifact of the object `witness` came
+    /// from, at the witnessed generation. Refused unless that object is live
+    /// and still at that generation.
+    pub fn commit_artifact(
+        &self,
+        witness: &SourceWitness,
+        profile: ProfileHash,
+        data: E::Artifact,
+    ) -> Result<Arc<ArtifactSnapshot<E::Artifact>>, WitnessError> {
+        let locked = self.locked.lock();
+        let node = self.witnessed_node(&locked.dag, witness)?;
+        let live = locked
+            .dag
+            .live_file(&witness.file.canonical)
+            .expect("a witnessed node is live");
+        if live.generation != witness.generation() {
+            return Err(WitnessError::Superseded {
+                path: witness.file.canonical.clone(),
+                witnessed: witness.generation(),
+                live: live.generation,
+            });
+        }
+        let artifact = Arc::new(ArtifactSnapshot {
+            canonical: witness.file.canonical.clone(),
+            version: witness.version(),
+            profile,
+            data,
+        });
+        let published = node.update_view(witness.generation(), |view| {
+            view.artifacts.retain(|a| a.profile != profile);
+            view.artifacts.push(Arc::clone(&artifact));
+        });
+        debug_assert!(published, "a live node's view is at its live generation");
+        Ok(artifact)
+    }
+
+    /// Evicts the `profile` artifact of the object `witness` came from, if it
+    /// is no newer than the witnessed generation. Returns whether one was
+    /// evicted; refused for a witness of a removed, reset or re-homed object.
+    pub fn remove_artifact_not_newer_than(
+        &self,
+        witness: &SourceWitness,
+        profile: ProfileHash,
+    ) -> Result<bool, WitnessError> {
+        let locked = self.locked.lock();
+        let node = self.witnessed_node(&locked.dag, witness)?;
+        let view = node.view();
+        let evict = view.artifact(profile).is_some_and(|artifact| {
+            artifact.version.incarnation == witness.incarnation()
+                && artifact.version.generation <= witness.generation()
+        });
+        if evict {
+            node.update_view(view.generation, |view| {
+                view.artifacts.retain(|a| a.profile != profile);
+            });
+        }
+        Ok(evict)
+    }
+
+    /// The published node of the witnessed object, if it is that object.
+    fn witnessed_node(
+        &self,
+        dag: &verter_dag::SchedulerDag,
+        witness: &SourceWitness,
+    ) -> Result<Arc<FileNode<E>>, WitnessError> {
+        let gone = || WitnessError::ObjectGone {
+            path: witness.file.canonical.clone(),
+        };
+        let object = dag.object(&witness.file.canonical).ok_or_else(gone)?;
+        if object.incarnation != witness.incarnation() {
+            return Err(gone());
+        }
+        let node = self.node(&witness.file.canonical).ok_or_else(gone)?;
+        if node.incarnation() != witness.incarnation() || node.is_retired() {
+            return Err(gone());
+        }
+        Ok(node)
+    }
+
+    /// Waiters and wait-for relations held now.
+    pub fn wait_graph_occupancy(&self) -> WaitGraphOccupancy {
+        let locked = self.locked.lock();
+        let occupancy = locked.dag.dependency_occupancy();
+        WaitGraphOccupancy {
+            request_waiters: occupancy.waiters,
+            groups: occupancy.groups,
+            gated_consumers: occupancy.edges.consumers,
+            edges: occupancy.edges.edges,
+            producers_with_waiters: occupancy.edges.keys,
+        }
+    }
+}
