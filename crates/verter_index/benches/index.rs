@@ -1,0 +1,227 @@
+//! Indexing this workspace's own `crates/*/src` (`cargo bench -p verter_index`):
+//! the same files, the same `RustIndexer` calls, through a threaded scheduler
+//! (2 CPU threads, 1 I/O thread) and through a plain 2-thread `rayon` pool
+//! with no scheduler at all. The ratio of the two is the scheduler's cost
+//! (and, for the full index, what its gating buys back).
+//!
+//! - `*_parse_analysis`: read + parse + Analysis of every file. The
+//!   scheduler walks `mod` children from the crate roots and requests
+//!   Analysis; rayon maps over the known file list.
+//! - `*_full_index`: the above plus every Artifact (use resolution against
+//!   the blockers' analyses). The scheduler runs `index_roots`; rayon runs
+//!   two phases (all analyses, then all artifacts).
+//!
+//! Each sample starts from a fresh indexer and scheduler (built outside the
+//! timed region) and counts files, so divan reports files/s.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use divan::counter::ItemsCount;
+use rayon::prelude::*;
+use verter_dag::{Canonical, Generation, Incarnation, SourceVersion, TargetStage};
+use verter_index::{
+    FileIndex, FsLoader, INDEX_PROFILE, RustIndexer, RustSource, index_roots, package_roots,
+    realpath,
+};
+use verter_scheduler::{
+    AnalysisSnapshot, Language, Request, Scheduler, SchedulerConfig, SourceInput, SourceSnapshot,
+    SourceText, StageExecutor, content_hash,
+};
+
+fn main() {
+    divan::main();
+}
+
+/// The workspace's crate roots (every `crates/*` package) and the files
+/// reachable from them, found once by an inline index.
+struct Workload {
+    roots: Vec<PathBuf>,
+    files: Vec<String>,
+}
+
+fn workload() -> &'static Workload {
+    static WORKLOAD: std::sync::OnceLock<Workload> = std::sync::OnceLock::new();
+    WORKLOAD.get_or_init(|| {
+        let crates = realpath(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..")).expect("crates/");
+        let mut packages: Vec<PathBuf> = std::fs::read_dir(&crates)
+            .expect("read crates/")
+            .map(|entry| entry.expect("entry").path())
+            .collect();
+        packages.sort();
+        let roots: Vec<PathBuf> = packages
+            .iter()
+            .filter_map(|package| package_roots(package).ok())
+            .flatten()
+            .collect();
+        let scheduler = Scheduler::new_inline(config(), FsLoader, RustIndexer::new());
+        let index = index_roots(&scheduler, &roots).expect("the roots exist");
+        assert!(index.failures.is_empty(), "{:?}", index.failures);
+        let files = index.files.iter().map(|file| file.path.clone()).collect();
+        Workload { roots, files }
+    })
+}
+
+fn config() -> SchedulerConfig {
+    let mut config = SchedulerConfig::with_threads(2, 1);
+    config.idle_repump = None;
+    config
+}
+
+fn threaded() -> Arc<Scheduler<RustIndexer>> {
+    let config = config();
+    let (cpu, io) = config.build_pools().expect("pools");
+    Scheduler::new(config, FsLoader, RustIndexer::new(), cpu, io)
+}
+
+fn rayon_pool() -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .expect("a rayon pool")
+}
+
+/// Walks `mod` children from the roots, requesting Analysis of each file.
+fn scheduler_analyses(scheduler: &Scheduler<RustIndexer>, roots: &[PathBuf]) -> usize {
+    let mut seen = HashSet::new();
+    let mut sources = VecDeque::new();
+    let mut analyses = Vec::new();
+    let mut submit = |path: String, sources: &mut VecDeque<_>| {
+        if seen.insert(path.clone()) {
+            sources.push_back(
+                scheduler.submit_request(Request::new(path.clone(), TargetStage::Source)),
+            );
+            analyses.push(scheduler.submit_request(Request::new(path, TargetStage::Analysis)));
+        }
+    };
+    for root in roots {
+        submit(root.to_string_lossy().into_owned(), &mut sources);
+    }
+    while let Some(source) = sources.pop_front() {
+        let output = scheduler.wait(&source).expect("parses");
+        for child in &output.as_source().expect("a source").forward_deps {
+            submit(child.to_string(), &mut sources);
+        }
+    }
+    for handle in &analyses {
+        scheduler.wait(handle).expect("analyses");
+    }
+    analyses.len()
+}
+
+/// An analysis and the blocker files its source named.
+type Analysed = (Arc<AnalysisSnapshot<FileIndex>>, Vec<PathBuf>);
+
+/// Reads, parses and analyses one file with `indexer`, as the stages would.
+fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
+    let canonical = Canonical::from(path);
+    let text: Arc<str> = std::fs::read_to_string(path).expect("readable").into();
+    let language = Language::new("rust");
+    let version = SourceVersion::new(Incarnation::allocate(), Generation::ZERO);
+    let input = SourceInput {
+        canonical: &canonical,
+        incarnation: version.incarnation,
+        generation: version.generation,
+        language: &language,
+        text: &text,
+    };
+    let parsed: RustSource = indexer.execute_source(&input).expect("parses");
+    let blockers = parsed.blockers.clone();
+    let snapshot = SourceSnapshot {
+        text: Arc::new(SourceText {
+            canonical: canonical.clone(),
+            version,
+            hash: content_hash(&text),
+            text: Arc::clone(&text),
+        }),
+        language,
+        forward_deps: Vec::new(),
+        blockers: Vec::new(),
+        parsed,
+    };
+    let analysis = indexer.execute_analysis(&snapshot).expect("analyses");
+    let analysis = Arc::new(AnalysisSnapshot {
+        canonical,
+        version,
+        data: analysis,
+    });
+    (analysis, blockers)
+}
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn scheduler_parse_analysis(bencher: divan::Bencher) {
+    let workload = workload();
+    bencher
+        .counter(ItemsCount::new(workload.files.len()))
+        .with_inputs(threaded)
+        .bench_values(|scheduler| {
+            let analysed = scheduler_analyses(&scheduler, &workload.roots);
+            assert_eq!(analysed, workload.files.len());
+            scheduler // dropped outside the timed region
+        });
+}
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn rayon_parse_analysis(bencher: divan::Bencher) {
+    let workload = workload();
+    let pool = rayon_pool();
+    bencher
+        .counter(ItemsCount::new(workload.files.len()))
+        .with_inputs(RustIndexer::new)
+        .bench_values(|indexer| {
+            let analyses: Vec<_> = pool.install(|| {
+                workload
+                    .files
+                    .par_iter()
+                    .map(|path| parse_and_analyse(&indexer, path))
+                    .collect()
+            });
+            (indexer, analyses)
+        });
+}
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn scheduler_full_index(bencher: divan::Bencher) {
+    let workload = workload();
+    bencher
+        .counter(ItemsCount::new(workload.files.len()))
+        .with_inputs(threaded)
+        .bench_values(|scheduler| {
+            let index = index_roots(&scheduler, &workload.roots).expect("indexed");
+            assert_eq!(index.files.len(), workload.files.len());
+            (scheduler, index)
+        });
+}
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn rayon_full_index(bencher: divan::Bencher) {
+    let workload = workload();
+    let pool = rayon_pool();
+    bencher
+        .counter(ItemsCount::new(workload.files.len()))
+        .with_inputs(RustIndexer::new)
+        .bench_values(|indexer| {
+            let artifacts: Vec<_> = pool.install(|| {
+                let analysed: HashMap<String, _> = workload
+                    .files
+                    .par_iter()
+                    .map(|path| (path.clone(), parse_and_analyse(&indexer, path)))
+                    .collect();
+                analysed
+                    .par_iter()
+                    .map(|(_, (analysis, blocker_files))| {
+                        let blockers: Vec<_> = blocker_files
+                            .iter()
+                            .filter_map(|file| analysed.get(&*file.to_string_lossy()))
+                            .map(|(blocker, _)| Arc::clone(blocker))
+                            .collect();
+                        indexer
+                            .execute_artifact(INDEX_PROFILE, analysis, &blockers)
+                            .expect("resolves")
+                    })
+                    .collect()
+            });
+            (indexer, artifacts)
+        });
+}

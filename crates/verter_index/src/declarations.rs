@@ -1,0 +1,169 @@
+//! The declarations table: which parsed file declared which child module
+//! file (`mod name;`), and where that puts the child in its crate.
+//!
+//! It is how `#[path]` reaches module paths: a file's location is the one its
+//! declaring parent gave it when a parent was parsed first — as auto-ingest
+//! guarantees, since a child is only discovered through its parent — and its
+//! layout location otherwise. It is a cache of facts Source stages computed,
+//! never a second dependency graph: the scheduler's edges stay the only ones.
+//! Nothing here parses, touches the file system, or calls back.
+//!
+//! # Invariants
+//! 1. A parent's declarations are replaced whole each time it is parsed; a
+//!    reader sees the old set or the new one for each child, never a child
+//!    the parent no longer declares after the replacement returned
+//!    (`reparsing_a_parent_replaces_its_declarations`).
+//! 2. When several parents declare one child, the lexicographically smallest
+//!    parent path wins, whatever order they were parsed in
+//!    (`loom_the_smallest_parent_wins_in_any_order`).
+//! 3. Every operation holds the table's one lock for a bounded, I/O-free
+//!    section; nothing is called under it.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::layout::ModuleLocation;
+use crate::model::CratePath;
+use crate::sync::Mutex;
+
+/// One child a parent declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Declared {
+    /// The child file, canonical.
+    pub child: PathBuf,
+    /// Where the declaration puts it.
+    pub location: ModuleLocation,
+    /// Whether the file existed when the parent was parsed.
+    pub exists: bool,
+}
+
+/// One declaration as the module index holds it.
+type ModuleEntry = (PathBuf, CratePath, PathBuf); // (parent, parent's module, child)
+
+#[derive(Debug, Default)]
+struct Table {
+    /// The truth: what each parent declared at its last parse.
+    by_parent: HashMap<PathBuf, (CratePath, Vec<Declared>)>,
+    /// Index: child → the parents declaring it, sorted.
+    by_child: HashMap<PathBuf, BTreeSet<PathBuf>>,
+    /// Index: (crate root, module) → declarations of an existing file for it.
+    by_module: HashMap<(PathBuf, CratePath), BTreeSet<ModuleEntry>>,
+}
+
+/// The table; see the module docs.
+pub(crate) struct Declarations {
+    table: Mutex<Table>,
+}
+
+impl Default for Declarations {
+    fn default() -> Self {
+        Self {
+            table: Mutex::new(Table::default()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Declarations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let table = self.table.lock();
+        f.debug_struct("Declarations")
+            .field("parents", &table.by_parent.len())
+            .field("children", &table.by_child.len())
+            .finish()
+    }
+}
+
+impl Declarations {
+    /// Replaces what `parent` (at `parent_location`) declares with `declared`
+    /// (invariant 1).
+    pub(crate) fn record(
+        &self,
+        parent: &Path,
+        parent_location: &ModuleLocation,
+        declared: Vec<Declared>,
+    ) {
+        let mut table = self.table.lock();
+        let table = &mut *table;
+        if let Some((old_module, old)) = table.by_parent.remove(parent) {
+            for old in old {
+                if let Some(parents) = table.by_child.get_mut(&old.child) {
+                    parents.remove(parent);
+                    if parents.is_empty() {
+                        table.by_child.remove(&old.child);
+                    }
+                }
+                let key = (
+                    old.location.crate_root.clone(),
+                    old.location.module_path.clone(),
+                );
+                if let Some(entries) = table.by_module.get_mut(&key) {
+                    entries.remove(&(parent.to_path_buf(), old_module.clone(), old.child.clone()));
+                    if entries.is_empty() {
+                        table.by_module.remove(&key);
+                    }
+                }
+            }
+        }
+        if declared.is_empty() {
+            return;
+        }
+        let parent_module = parent_location.module_path.clone();
+        for child in &declared {
+            table
+                .by_child
+                .entry(child.child.clone())
+                .or_default()
+                .insert(parent.to_path_buf());
+            if child.exists {
+                table
+                    .by_module
+                    .entry((
+                        child.location.crate_root.clone(),
+                        child.location.module_path.clone(),
+                    ))
+                    .or_default()
+                    .insert((
+                        parent.to_path_buf(),
+                        parent_module.clone(),
+                        child.child.clone(),
+                    ));
+            }
+        }
+        table
+            .by_parent
+            .insert(parent.to_path_buf(), (parent_module, declared));
+    }
+
+    /// The location the smallest declaring parent gave `child`, if any parent
+    /// declared it (invariant 2).
+    pub(crate) fn location_of(&self, child: &Path) -> Option<ModuleLocation> {
+        let table = self.table.lock();
+        let parent = table.by_child.get(child)?.first()?;
+        let (_, declared) = table.by_parent.get(parent)?;
+        declared
+            .iter()
+            .find(|declared| declared.child == child)
+            .map(|declared| declared.location.clone())
+    }
+
+    /// The existing file that `module` of the crate rooted at `crate_root`
+    /// was declared at by a file whose module is `within` or one of its
+    /// ancestors (the smallest such parent wins).
+    pub(crate) fn declared_module(
+        &self,
+        crate_root: &Path,
+        module: &CratePath,
+        within: &CratePath,
+    ) -> Option<PathBuf> {
+        let table = self.table.lock();
+        table
+            .by_module
+            .get(&(crate_root.to_path_buf(), module.clone()))?
+            .iter()
+            .find(|(_, parent_module, _)| within.starts_with(parent_module))
+            .map(|(_, _, child)| child.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,126 @@
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+fn location(module: &str, mod_rs: bool) -> ModuleLocation {
+    ModuleLocation {
+        module_path: CratePath::from_segments(module.split("::").skip(1)),
+        crate_root: PathBuf::from("/p/src/lib.rs"),
+        root_dir: PathBuf::from("/p/src"),
+        mod_rs,
+    }
+}
+
+fn declared(child: &str, module: &str) -> Declared {
+    Declared {
+        child: PathBuf::from(child),
+        location: location(module, true),
+        exists: true,
+    }
+}
+
+#[cfg(not(verter_loom))]
+#[test]
+fn reparsing_a_parent_replaces_its_declarations() {
+    let table = Declarations::default();
+    let lib = Path::new("/p/src/lib.rs");
+    table.record(
+        lib,
+        &location("crate", true),
+        vec![declared("/p/src/x.rs", "crate::x")],
+    );
+    assert_eq!(
+        table
+            .location_of(Path::new("/p/src/x.rs"))
+            .map(|l| l.module_path.to_string()),
+        Some("crate::x".to_owned())
+    );
+    table.record(
+        lib,
+        &location("crate", true),
+        vec![declared("/p/src/y.rs", "crate::y")],
+    );
+    assert_eq!(table.location_of(Path::new("/p/src/x.rs")), None);
+    assert!(table.location_of(Path::new("/p/src/y.rs")).is_some());
+    let x = CratePath::from_segments(["x"]);
+    assert_eq!(table.declared_module(lib, &x, &CratePath::root()), None);
+    table.record(lib, &location("crate", true), Vec::new());
+    assert_eq!(table.location_of(Path::new("/p/src/y.rs")), None);
+}
+
+#[cfg(not(verter_loom))]
+#[test]
+fn a_declared_module_is_found_only_from_within_its_declarers_module() {
+    let table = Declarations::default();
+    let a = Path::new("/p/src/a.rs");
+    table.record(
+        a,
+        &location("crate::a", false),
+        vec![declared("/p/src/odd/b.rs", "crate::a::b")],
+    );
+    let b = CratePath::from_segments(["a", "b"]);
+    let crate_root = Path::new("/p/src/lib.rs");
+    let inside = CratePath::from_segments(["a", "b", "c"]);
+    let elsewhere = CratePath::from_segments(["z"]);
+    assert_eq!(
+        table.declared_module(crate_root, &b, &inside),
+        Some(PathBuf::from("/p/src/odd/b.rs"))
+    );
+    assert_eq!(table.declared_module(crate_root, &b, &elsewhere), None);
+    assert_eq!(
+        table.declared_module(Path::new("/other/lib.rs"), &b, &inside),
+        None
+    );
+}
+
+#[cfg(not(verter_loom))]
+#[test]
+fn a_missing_child_has_a_location_but_names_no_module_file() {
+    let table = Declarations::default();
+    let lib = Path::new("/p/src/lib.rs");
+    let mut gone = declared("/p/src/gone.rs", "crate::gone");
+    gone.exists = false;
+    table.record(lib, &location("crate", true), vec![gone]);
+    assert!(table.location_of(Path::new("/p/src/gone.rs")).is_some());
+    let module = CratePath::from_segments(["gone"]);
+    assert_eq!(
+        table.declared_module(lib, &module, &CratePath::root()),
+        None
+    );
+}
+
+/// Two parents declare one child with different module paths, in either
+/// order, while a third thread looks it up: the reader sees nothing or one
+/// of the two, and afterwards the smallest parent's wins.
+#[cfg(verter_loom)]
+#[test]
+fn loom_the_smallest_parent_wins_in_any_order() {
+    loom::model(|| {
+        let table = std::sync::Arc::new(Declarations::default());
+        let child = Path::new("/p/src/shared.rs");
+        let spawn_record = |parent: &'static str, module: &'static str| {
+            let table = std::sync::Arc::clone(&table);
+            loom::thread::spawn(move || {
+                table.record(
+                    Path::new(parent),
+                    &location("crate", true),
+                    vec![declared("/p/src/shared.rs", module)],
+                );
+            })
+        };
+        let first = spawn_record("/p/src/b.rs", "crate::from_b");
+        let second = spawn_record("/p/src/a.rs", "crate::from_a");
+        let seen = table.location_of(child).map(|l| l.module_path.to_string());
+        assert!(
+            matches!(
+                seen.as_deref(),
+                None | Some("crate::from_a" | "crate::from_b")
+            ),
+            "{seen:?}"
+        );
+        first.join().expect("first parent recorded");
+        second.join().expect("second parent recorded");
+        let settled = table.location_of(child).map(|l| l.module_path.to_string());
+        assert_eq!(settled.as_deref(), Some("crate::from_a"));
+    });
+}

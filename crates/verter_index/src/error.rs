@@ -1,0 +1,39 @@
+//! [`IndexError`]: what the crate's own API (finding crate roots, walking a
+//! crate through a scheduler, writing JSON) reports. Per-file failures are
+//! not errors of the API: they are the scheduler's typed answers, recorded
+//! in the index beside the files that built.
+
+use std::path::PathBuf;
+
+/// Why the indexer's API could not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IndexError {
+    /// The path does not exist.
+    #[error("{} does not exist", path.display())]
+    Missing {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// Nothing under the path is a Rust crate root.
+    #[error(
+        "{} is not a Rust source tree: no Cargo.toml with src/lib.rs, src/main.rs or src/bin/*.rs, and not a .rs file",
+        path.display()
+    )]
+    NotACrate {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// Reading the file system failed.
+    #[error("reading {} failed", path.display())]
+    Io {
+        /// The path being read.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Serialising the index failed.
+    #[error("writing the index as JSON failed")]
+    Json(#[source] serde_json::Error),
+}

@@ -1,0 +1,218 @@
+//! [`RustIndexer`]: the scheduler's [`StageExecutor`] for Rust sources.
+//!
+//! - **Source** parses with `syn` and keeps a `Send + Sync` [`RustSource`]:
+//!   the file's location in its crate, items, `mod` declarations with their
+//!   resolved child files, flattened `use`s and blocker files. Choosing
+//!   between `foo.rs` and `foo/mod.rs` and finding the crate directory stats
+//!   the file system (never reads it) on the CPU pool.
+//! - **`extract_deps`** is pure: forward = every `mod` child file,
+//!   blockers = the files rule 2 of `resolve` picked.
+//! - **Analysis** is the file's [`FileIndex`]; **Artifact** resolves its uses
+//!   against it and its blockers' analyses ([`FileArtifact`]).
+//!
+//! A syntax error fails the Source stage of that file alone, with
+//! `file:line:col: message`; the scheduler goes on with the other files.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use verter_dag::ProfileHash;
+use verter_scheduler::{
+    AnalysisSnapshot, ExecutorError, SourceDeps, SourceInput, SourceSnapshot, StageExecutor,
+};
+
+use crate::declarations::{Declarations, Declared};
+use crate::layout::{self, ModuleLocation};
+use crate::loader::{path_text, realpath};
+use crate::model::{CratePath, FileArtifact, FileIndex, Item, ModDecl, UseDecl};
+use crate::resolve::{self, BlockerContext};
+use crate::summary;
+
+/// The Source stage's output for one Rust file: everything later stages
+/// need, without the `syn` tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RustSource {
+    /// Where the file sits in its crate.
+    pub location: ModuleLocation,
+    /// Its item table, in source order.
+    pub items: Vec<Item>,
+    /// Its `mod name;` declarations, with their child files.
+    pub mods: Vec<ModDecl>,
+    /// Its `use` leaves, in source order.
+    pub uses: Vec<UseDecl>,
+    /// The files whose analyses its Artifact needs, canonical and sorted.
+    pub blockers: Vec<PathBuf>,
+}
+
+/// Indexes Rust sources. Holds the declarations table (see
+/// [`RustIndexer::new`]); share one indexer per scheduler.
+#[derive(Debug, Default)]
+pub struct RustIndexer {
+    declarations: Declarations,
+}
+
+impl RustIndexer {
+    /// An indexer with an empty declarations table.
+    ///
+    /// The table remembers, per parsed file, the child modules it declared
+    /// and where that puts each child in its crate, so that a file reached
+    /// through `#[path]` gets the module path its parent gave it. A file
+    /// parsed before any parent declared it gets the module path its
+    /// location implies; submitting crate roots and letting the scheduler
+    /// ingest their `mod` children always parses parents first.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+fn is_file(path: &Path) -> bool {
+    path.is_file()
+}
+
+/// `path` canonicalised when possible, else as it is.
+fn canonical(path: PathBuf) -> PathBuf {
+    realpath(&path).unwrap_or(path)
+}
+
+impl StageExecutor for RustIndexer {
+    type Source = RustSource;
+    type Analysis = FileIndex;
+    type Artifact = FileArtifact;
+
+    fn execute_source(&self, input: &SourceInput<'_>) -> Result<RustSource, ExecutorError> {
+        let file = Path::new(input.canonical.as_str());
+        let summary = summary::parse(input.canonical.as_str(), input.text)?;
+        let location = self
+            .declarations
+            .location_of(file)
+            .unwrap_or_else(|| layout::locate(file, &is_file));
+
+        let mods: Vec<ModDecl> = summary
+            .mods
+            .iter()
+            .map(|raw| {
+                let candidates = layout::child_candidates(
+                    file,
+                    location.mod_rs,
+                    &raw.scope,
+                    &raw.name,
+                    raw.path_attr.as_deref(),
+                );
+                let (child, exists) = layout::pick_existing(candidates, &is_file);
+                ModDecl {
+                    name: raw.name.clone(),
+                    scope: raw.scope.clone(),
+                    line: raw.line,
+                    path_attr: raw.path_attr.clone(),
+                    file: canonical(child),
+                    exists,
+                }
+            })
+            .collect();
+        self.declarations.record(
+            file,
+            &location,
+            mods.iter()
+                .map(|decl| Declared {
+                    child: decl.file.clone(),
+                    location: layout::child_location(
+                        &location,
+                        &decl.scope,
+                        &decl.name,
+                        &decl.file,
+                        decl.path_attr.is_some(),
+                    ),
+                    exists: decl.exists,
+                })
+                .collect(),
+        );
+
+        let uses: Vec<UseDecl> = summary
+            .uses
+            .into_iter()
+            .map(|raw| {
+                let scope_module = location.module_path.join(&raw.scope);
+                let local = resolve::local_path(
+                    &raw.path,
+                    &scope_module,
+                    summary.local_names.get(&raw.scope),
+                );
+                UseDecl {
+                    path: raw.path,
+                    alias: raw.alias,
+                    line: raw.line,
+                    scope: raw.scope,
+                    visibility: raw.visibility,
+                    local,
+                }
+            })
+            .collect();
+
+        let own_modules: HashSet<CratePath> = summary
+            .local_names
+            .keys()
+            .map(|scope| location.module_path.join(scope))
+            .collect();
+        let declared = |module: &CratePath| {
+            self.declarations
+                .declared_module(&location.crate_root, module, &location.module_path)
+        };
+        let blockers = resolve::blocker_files(
+            &BlockerContext {
+                file,
+                location: &location,
+                own_modules: &own_modules,
+                declared: &declared,
+                is_file: &is_file,
+            },
+            &uses,
+        );
+        let mut blockers: Vec<PathBuf> = blockers
+            .into_iter()
+            .map(canonical)
+            .filter(|blocker| blocker != file)
+            .collect();
+        blockers.sort();
+        blockers.dedup();
+
+        Ok(RustSource {
+            location,
+            items: summary.items,
+            mods,
+            uses,
+            blockers,
+        })
+    }
+
+    fn extract_deps(&self, _input: &SourceInput<'_>, source: &RustSource) -> SourceDeps {
+        SourceDeps {
+            forward: source
+                .mods
+                .iter()
+                .map(|decl| path_text(&decl.file))
+                .collect(),
+            blockers: source.blockers.iter().map(|file| path_text(file)).collect(),
+        }
+    }
+
+    fn execute_analysis(
+        &self,
+        source: &SourceSnapshot<RustSource>,
+    ) -> Result<FileIndex, ExecutorError> {
+        Ok(FileIndex {
+            module_path: source.parsed.location.module_path.clone(),
+            items: source.parsed.items.clone(),
+            uses: source.parsed.uses.clone(),
+        })
+    }
+
+    fn execute_artifact(
+        &self,
+        _profile: ProfileHash,
+        analysis: &AnalysisSnapshot<FileIndex>,
+        blockers: &[Arc<AnalysisSnapshot<FileIndex>>],
+    ) -> Result<FileArtifact, ExecutorError> {
+        Ok(resolve::resolve_file(analysis, blockers))
+    }
+}

@@ -1,0 +1,306 @@
+//! Indexing whole crates through a scheduler: finding crate roots
+//! ([`package_roots`], [`discover_crate_roots`]), walking each root's module
+//! tree ([`index_roots`]) and the resulting [`Index`], serialisable to JSON.
+//!
+//! The walk only submits requests and reads answers; every load, parse and
+//! resolution is the scheduler's work with a [`RustIndexer`]. A file that
+//! fails (missing, unreadable, unparsable, or blocked on a file that failed)
+//! is recorded with its typed error and the walk goes on.
+//!
+//! # Protocol of [`index_roots`]
+//! 1. Submit `Source`, `Analysis` and `Artifact(INDEX_PROFILE)` of every
+//!    root.
+//! 2. Wait for the oldest unanswered `Source`; for each of its forward
+//!    dependencies (its `mod` children) not seen before, submit the same
+//!    three requests. Repeat until no `Source` is unanswered. Children are
+//!    submitted as soon as their parent is parsed, so the scheduler always
+//!    has the whole known frontier to work on.
+//! 3. Wait for every `Analysis` and `Artifact`, in submission order; record
+//!    an entry or a failure per file; sort both by path.
+//!
+//! Waiting for each file's Analysis as well as its Artifact is what makes
+//! the walk end at quiescence: when a blocker fails, the scheduler answers
+//! the blocked file's Artifact at once, while that file's own Analysis may
+//! still be running. Every stage the walk caused has finished when
+//! [`index_roots`] returns.
+
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use serde::{Serialize, Serializer};
+use verter_dag::{ProfileHash, TargetStage};
+use verter_scheduler::{Request, RequestError, Scheduler};
+
+use crate::error::IndexError;
+use crate::executor::RustIndexer;
+use crate::loader::{path_text, realpath};
+use crate::model::FileArtifact;
+
+/// The artifact profile the index is built under.
+pub const INDEX_PROFILE: ProfileHash = ProfileHash(0x1de7);
+
+/// One file that indexed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileEntry {
+    /// The file, canonical (or relative, after [`Index::relative_to`]).
+    pub path: String,
+    /// Its module path, items and resolved uses.
+    #[serde(flatten)]
+    pub artifact: FileArtifact,
+}
+
+/// One file that did not.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileFailure {
+    /// The file, canonical (or relative, after [`Index::relative_to`]).
+    pub path: String,
+    /// What the scheduler answered; serialised as its message.
+    #[serde(serialize_with = "as_message")]
+    pub error: RequestError,
+}
+
+fn as_message<S: Serializer>(error: &RequestError, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(error)
+}
+
+/// The index of one or more crates: every file reached from the roots.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Index {
+    /// Files that indexed, sorted by path.
+    pub files: Vec<FileEntry>,
+    /// Files that failed, sorted by path.
+    pub failures: Vec<FileFailure>,
+}
+
+impl Index {
+    /// Items across all files.
+    pub fn item_count(&self) -> usize {
+        self.files
+            .iter()
+            .map(|file| file.artifact.items.len())
+            .sum()
+    }
+
+    /// Uses that resolved, across all files.
+    pub fn resolved_count(&self) -> usize {
+        self.files.iter().map(|file| file.artifact.resolved).sum()
+    }
+
+    /// Uses that did not, across all files.
+    pub fn unresolved_count(&self) -> usize {
+        self.files.iter().map(|file| file.artifact.unresolved).sum()
+    }
+
+    /// Rewrites every path under `base` (files, failures and use targets) to
+    /// be relative to it; other paths stay as they are. Error messages keep
+    /// the paths they were written with.
+    pub fn relative_to(&mut self, base: &Path) {
+        let relative = |path: &mut String| {
+            if let Ok(stripped) = Path::new(path.as_str()).strip_prefix(base) {
+                *path = path_text(stripped);
+            }
+        };
+        for file in &mut self.files {
+            relative(&mut file.path);
+            for target in file
+                .artifact
+                .uses
+                .iter_mut()
+                .filter_map(|u| u.target.as_mut())
+            {
+                relative(&mut target.file);
+            }
+        }
+        for failure in &mut self.failures {
+            relative(&mut failure.path);
+        }
+    }
+
+    /// The index as pretty-printed JSON.
+    ///
+    /// # Errors
+    /// [`IndexError::Json`] if serialisation fails (it does not for the
+    /// types here; the error is kept rather than a panic).
+    pub fn to_json(&self) -> Result<String, IndexError> {
+        serde_json::to_string_pretty(self).map_err(IndexError::Json)
+    }
+}
+
+/// Indexes every file reachable from `roots` (crate root files) through
+/// `mod` declarations, with `scheduler` (see the module docs for the
+/// protocol). Works on inline and threaded schedulers alike.
+///
+/// # Errors
+/// [`IndexError::Missing`] if a root does not exist, [`IndexError::Io`] if
+/// it cannot be canonicalised. Failures of individual files are recorded in
+/// [`Index::failures`], not returned.
+pub fn index_roots(
+    scheduler: &Scheduler<RustIndexer>,
+    roots: &[impl AsRef<Path>],
+) -> Result<Index, IndexError> {
+    let artifact = TargetStage::Artifact(INDEX_PROFILE);
+    let mut seen = HashSet::new();
+    let mut sources = VecDeque::new();
+    let mut artifacts = Vec::new();
+    let mut submit = |path: String, sources: &mut VecDeque<_>| {
+        if seen.insert(path.clone()) {
+            let request = |stage| scheduler.submit_request(Request::new(path.clone(), stage));
+            sources.push_back(request(TargetStage::Source));
+            let analysis = request(TargetStage::Analysis);
+            let artifact = request(artifact);
+            artifacts.push((path, analysis, artifact));
+        }
+    };
+    let mut canonical_roots = Vec::with_capacity(roots.len());
+    for root in roots {
+        let root = root.as_ref();
+        if !root.exists() {
+            return Err(IndexError::Missing {
+                path: root.to_path_buf(),
+            });
+        }
+        let canonical = realpath(root).map_err(|source| IndexError::Io {
+            path: root.to_path_buf(),
+            source,
+        })?;
+        canonical_roots.push(path_text(&canonical));
+    }
+    for root in canonical_roots {
+        submit(root, &mut sources);
+    }
+    while let Some(source) = sources.pop_front() {
+        let Ok(output) = scheduler.wait(&source) else {
+            continue; // the Artifact answers with the same failure
+        };
+        if let Some(source) = output.as_source() {
+            for child in &source.forward_deps {
+                submit(child.to_string(), &mut sources);
+            }
+        }
+    }
+    let mut index = Index::default();
+    for (path, analysis, artifact) in artifacts {
+        // Its outcome is the Artifact's too (or its cause); see the module docs.
+        let _ = scheduler.wait(&analysis);
+        match scheduler.wait(&artifact) {
+            Ok(output) => match output.as_artifact() {
+                Some(artifact) => index.files.push(FileEntry {
+                    path,
+                    artifact: artifact.data.clone(),
+                }),
+                None => unreachable!("an Artifact request is answered with an artifact"),
+            },
+            Err(error) => index.failures.push(FileFailure { path, error }),
+        }
+    }
+    index.files.sort_by(|a, b| a.path.cmp(&b.path));
+    index.failures.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(index)
+}
+
+/// The crate root files of the package at `package_dir`: `src/lib.rs`,
+/// `src/main.rs`, `src/bin/*.rs` and `src/bin/*/main.rs`, sorted.
+///
+/// # Errors
+/// [`IndexError::Missing`] if `package_dir` does not exist,
+/// [`IndexError::NotACrate`] if it has no `Cargo.toml` or no root,
+/// [`IndexError::Io`] if `src/bin` cannot be read.
+pub fn package_roots(package_dir: &Path) -> Result<Vec<PathBuf>, IndexError> {
+    if !package_dir.exists() {
+        return Err(IndexError::Missing {
+            path: package_dir.to_path_buf(),
+        });
+    }
+    let not_a_crate = || IndexError::NotACrate {
+        path: package_dir.to_path_buf(),
+    };
+    if !package_dir.join("Cargo.toml").is_file() {
+        return Err(not_a_crate());
+    }
+    let src = package_dir.join("src");
+    let mut roots: Vec<PathBuf> = ["lib.rs", "main.rs"]
+        .into_iter()
+        .map(|name| src.join(name))
+        .filter(|root| root.is_file())
+        .collect();
+    let bin = src.join("bin");
+    if bin.is_dir() {
+        let mut bins = Vec::new();
+        for entry in std::fs::read_dir(&bin).map_err(|source| IndexError::Io {
+            path: bin.clone(),
+            source,
+        })? {
+            let path = entry
+                .map_err(|source| IndexError::Io {
+                    path: bin.clone(),
+                    source,
+                })?
+                .path();
+            if path.extension().is_some_and(|ext| ext == "rs") && path.is_file() {
+                bins.push(path);
+            } else if path.join("main.rs").is_file() {
+                bins.push(path.join("main.rs"));
+            }
+        }
+        bins.sort();
+        roots.extend(bins);
+    }
+    if roots.is_empty() {
+        return Err(not_a_crate());
+    }
+    Ok(roots)
+}
+
+/// Every crate root under `path`: `path` itself if it is a `.rs` file, else
+/// the [`package_roots`] of every directory with a `Cargo.toml` at or below
+/// it (skipping `target` and hidden directories), sorted.
+///
+/// # Errors
+/// [`IndexError::Missing`] if `path` does not exist, [`IndexError::NotACrate`]
+/// if no root is found, [`IndexError::Io`] if a directory cannot be read.
+pub fn discover_crate_roots(path: &Path) -> Result<Vec<PathBuf>, IndexError> {
+    if !path.exists() {
+        return Err(IndexError::Missing {
+            path: path.to_path_buf(),
+        });
+    }
+    if path.is_file() {
+        return if path.extension().is_some_and(|ext| ext == "rs") {
+            Ok(vec![path.to_path_buf()])
+        } else {
+            Err(IndexError::NotACrate {
+                path: path.to_path_buf(),
+            })
+        };
+    }
+    let mut roots = Vec::new();
+    let mut pending = vec![path.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        if dir.join("Cargo.toml").is_file() {
+            match package_roots(&dir) {
+                Ok(found) => roots.extend(found),
+                Err(IndexError::NotACrate { .. }) => {} // e.g. a virtual manifest
+                Err(other) => return Err(other),
+            }
+        }
+        let io = |source| IndexError::Io {
+            path: dir.clone(),
+            source,
+        };
+        for entry in std::fs::read_dir(&dir).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let name = entry.file_name();
+            let skipped = name == "target" || name.to_string_lossy().starts_with('.');
+            if !skipped && entry.file_type().map_err(io)?.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    roots.sort();
+    if roots.is_empty() {
+        return Err(IndexError::NotACrate {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(roots)
+}

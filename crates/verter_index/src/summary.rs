@@ -1,0 +1,401 @@
+//! Parsing one file with `syn` and boiling the tree down to a `Send + Sync`
+//! summary: its items (inline modules' included, with their scope), its
+//! `mod name;` declarations and its flattened `use` trees, each with a line.
+//!
+//! `syn` trees are not `Send`, so nothing of the tree outlives [`parse`]. This
+//! module knows nothing of files, crates or other modules: resolving paths is
+//! the caller's job.
+//!
+//! # Invariants
+//! 1. A syntax error is reported as `path:line:col: message`, 1-based
+//!    (`a_syntax_error_names_its_file_line_and_column`).
+//! 2. Every `use` leaf appears once, in source order, with the line of its
+//!    leaf (`nested_use_groups_flatten_to_one_leaf_each`).
+//! 3. The thread's span table never grows without bound: after
+//!    [`SPAN_BUDGET_BYTES`] of parsed text on one thread, the thread's
+//!    `proc_macro2` spans are invalidated (after this parse's tree is
+//!    dropped). Code that keeps its own `proc_macro2` spans on a stage
+//!    worker thread must not rely on them across a Source stage.
+
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+
+use proc_macro2::Span;
+use verter_scheduler::ExecutorError;
+
+use crate::model::{Item, ItemKind, Visibility};
+
+/// How much text one thread parses before its span table is cleared
+/// (invariant 3).
+pub(crate) const SPAN_BUDGET_BYTES: usize = 64 << 20;
+
+thread_local! {
+    /// Text parsed on this thread since its spans were last invalidated.
+    static PARSED_BYTES: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A `mod name;` declaration before its file is resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RawMod {
+    pub name: String,
+    pub scope: Vec<String>,
+    pub line: u32,
+    pub path_attr: Option<String>,
+}
+
+/// A flattened `use` leaf before its path is resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RawUse {
+    pub path: Vec<String>,
+    pub alias: Option<String>,
+    pub line: u32,
+    pub scope: Vec<String>,
+    pub visibility: Visibility,
+}
+
+/// What one file says, without the tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Summary {
+    pub items: Vec<Item>,
+    pub mods: Vec<RawMod>,
+    pub uses: Vec<RawUse>,
+    /// Per inline scope (the file's top level is `[]`), the names a bare
+    /// path may start with: declared modules and items, not imports.
+    pub local_names: HashMap<Vec<String>, HashSet<String>>,
+}
+
+/// Parses `text` (the file `path`, for messages) and summarises it.
+pub(crate) fn parse(path: &str, text: &str) -> Result<Summary, ExecutorError> {
+    let summary = match syn::parse_file(text) {
+        Ok(file) => {
+            let mut summary = Summary::default();
+            summary.local_names.insert(Vec::new(), HashSet::new());
+            summary.items_in(&file.items, &mut Vec::new());
+            Ok(summary)
+        }
+        Err(error) => {
+            let start = error.span().start();
+            Err(ExecutorError::msg(format!(
+                "{path}:{}:{}: {error}",
+                start.line,
+                start.column + 1
+            )))
+        }
+    };
+    // The tree (and every span in it) is gone: clearing the table is safe.
+    PARSED_BYTES.with(|parsed| {
+        let total = parsed.get() + text.len();
+        if total >= SPAN_BUDGET_BYTES {
+            proc_macro2::extra::invalidate_current_thread_spans();
+            parsed.set(0);
+        } else {
+            parsed.set(total);
+        }
+    });
+    summary
+}
+
+fn line(span: Span) -> u32 {
+    u32::try_from(span.start().line).unwrap_or(u32::MAX)
+}
+
+impl Summary {
+    fn items_in(&mut self, items: &[syn::Item], scope: &mut Vec<String>) {
+        for item in items {
+            self.item(item, scope);
+        }
+    }
+
+    fn push(
+        &mut self,
+        scope: &[String],
+        name: String,
+        kind: ItemKind,
+        span: Span,
+        vis: Visibility,
+    ) {
+        if !matches!(kind, ItemKind::Use | ItemKind::Impl | ItemKind::ExternCrate) {
+            self.local_names
+                .entry(scope.to_vec())
+                .or_default()
+                .insert(name.clone());
+        }
+        self.items.push(Item {
+            name,
+            scope: scope.to_vec(),
+            kind,
+            line: line(span),
+            visibility: vis,
+        });
+    }
+
+    fn named(
+        &mut self,
+        scope: &[String],
+        ident: &syn::Ident,
+        kind: ItemKind,
+        vis: &syn::Visibility,
+    ) {
+        self.push(
+            scope,
+            ident.to_string(),
+            kind,
+            ident.span(),
+            visibility(vis),
+        );
+    }
+
+    fn item(&mut self, item: &syn::Item, scope: &mut Vec<String>) {
+        use syn::Item as I;
+        match item {
+            I::Const(it) => self.named(scope, &it.ident, ItemKind::Const, &it.vis),
+            I::Enum(it) => self.named(scope, &it.ident, ItemKind::Enum, &it.vis),
+            I::ExternCrate(it) => {
+                let name = it.rename.as_ref().map_or(&it.ident, |(_, alias)| alias);
+                self.named(scope, name, ItemKind::ExternCrate, &it.vis);
+            }
+            I::Fn(it) => self.named(scope, &it.sig.ident, ItemKind::Fn, &it.vis),
+            I::ForeignMod(it) => {
+                for foreign in &it.items {
+                    match foreign {
+                        syn::ForeignItem::Fn(f) => {
+                            self.named(scope, &f.sig.ident, ItemKind::Fn, &f.vis);
+                        }
+                        syn::ForeignItem::Static(s) => {
+                            self.named(scope, &s.ident, ItemKind::Static, &s.vis);
+                        }
+                        syn::ForeignItem::Type(t) => {
+                            self.named(scope, &t.ident, ItemKind::Type, &t.vis);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            I::Impl(it) => {
+                let self_ty = type_name(&it.self_ty);
+                let name = match &it.trait_ {
+                    Some((negative, path, _)) => format!(
+                        "{}{} for {self_ty}",
+                        if negative.is_some() { "!" } else { "" },
+                        path_tail(path)
+                    ),
+                    None => self_ty,
+                };
+                let span = it.impl_token.span;
+                self.push(scope, name, ItemKind::Impl, span, Visibility::Private);
+            }
+            I::Macro(it) => {
+                if let Some(ident) = &it.ident {
+                    let exported = it.attrs.iter().any(|a| a.path().is_ident("macro_export"));
+                    let vis = if exported {
+                        Visibility::Public
+                    } else {
+                        Visibility::Private
+                    };
+                    self.push(scope, ident.to_string(), ItemKind::Macro, ident.span(), vis);
+                }
+            }
+            I::Mod(it) => {
+                self.named(scope, &it.ident, ItemKind::Mod, &it.vis);
+                match &it.content {
+                    Some((_, items)) => {
+                        scope.push(it.ident.to_string());
+                        self.local_names.entry(scope.clone()).or_default();
+                        self.items_in(items, scope);
+                        scope.pop();
+                    }
+                    None => self.mods.push(RawMod {
+                        name: it.ident.to_string(),
+                        scope: scope.clone(),
+                        line: line(it.ident.span()),
+                        path_attr: path_attr(&it.attrs),
+                    }),
+                }
+            }
+            I::Static(it) => self.named(scope, &it.ident, ItemKind::Static, &it.vis),
+            I::Struct(it) => self.named(scope, &it.ident, ItemKind::Struct, &it.vis),
+            I::Trait(it) => self.named(scope, &it.ident, ItemKind::Trait, &it.vis),
+            I::TraitAlias(it) => self.named(scope, &it.ident, ItemKind::Trait, &it.vis),
+            I::Type(it) => self.named(scope, &it.ident, ItemKind::Type, &it.vis),
+            I::Union(it) => self.named(scope, &it.ident, ItemKind::Union, &it.vis),
+            I::Use(it) => {
+                let vis = visibility(&it.vis);
+                let mut prefix = Vec::new();
+                if it.leading_colon.is_some() {
+                    prefix.push(String::new());
+                }
+                let first = self.uses.len();
+                flatten(&it.tree, &mut prefix, &mut |path, alias, span| {
+                    self.uses.push(RawUse {
+                        path,
+                        alias,
+                        line: line(span),
+                        scope: scope.clone(),
+                        visibility: vis.clone(),
+                    });
+                });
+                if vis != Visibility::Private {
+                    let leaves = self.uses[first..].to_vec();
+                    for leaf in leaves {
+                        let name = leaf.alias.clone().or_else(|| leaf.path.last().cloned());
+                        match name {
+                            Some(name) if name != "*" && name != "_" && !name.is_empty() => {
+                                self.items.push(Item {
+                                    name,
+                                    scope: scope.clone(),
+                                    kind: ItemKind::Use,
+                                    line: leaf.line,
+                                    visibility: vis.clone(),
+                                });
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Calls `leaf(path, alias, span)` for every leaf of `tree`, in source order
+/// (invariant 2). A `self` leaf is folded into its prefix.
+pub(crate) fn flatten(
+    tree: &syn::UseTree,
+    prefix: &mut Vec<String>,
+    leaf: &mut dyn FnMut(Vec<String>, Option<String>, Span),
+) {
+    match tree {
+        syn::UseTree::Path(path) => {
+            prefix.push(path.ident.to_string());
+            flatten(&path.tree, prefix, leaf);
+            prefix.pop();
+        }
+        syn::UseTree::Name(name) => {
+            leaf(leaf_path(prefix, &name.ident), None, name.ident.span());
+        }
+        syn::UseTree::Rename(rename) => leaf(
+            leaf_path(prefix, &rename.ident),
+            Some(rename.rename.to_string()),
+            rename.ident.span(),
+        ),
+        syn::UseTree::Glob(glob) => {
+            let mut path = prefix.clone();
+            path.push("*".to_owned());
+            leaf(path, None, glob.star_token.span);
+        }
+        syn::UseTree::Group(group) => {
+            for tree in &group.items {
+                flatten(tree, prefix, leaf);
+            }
+        }
+    }
+}
+
+fn leaf_path(prefix: &[String], ident: &syn::Ident) -> Vec<String> {
+    let mut path = prefix.to_vec();
+    if ident != "self" || prefix.is_empty() {
+        path.push(ident.to_string());
+    }
+    path
+}
+
+fn visibility(vis: &syn::Visibility) -> Visibility {
+    match vis {
+        syn::Visibility::Public(_) => Visibility::Public,
+        syn::Visibility::Inherited => Visibility::Private,
+        syn::Visibility::Restricted(restricted) => {
+            let path = &restricted.path;
+            if restricted.in_token.is_none() && path.is_ident("crate") {
+                Visibility::Crate
+            } else if restricted.in_token.is_none() && path.is_ident("super") {
+                Visibility::Super
+            } else if path.is_ident("self") {
+                Visibility::Private
+            } else {
+                Visibility::InPath(path_text(path))
+            }
+        }
+    }
+}
+
+/// The `#[path = "…"]` value among `attrs`.
+fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
+    attrs.iter().find_map(|attr| match &attr.meta {
+        syn::Meta::NameValue(nv) if nv.path.is_ident("path") => match &nv.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(value),
+                ..
+            }) => Some(value.value()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+fn path_text(path: &syn::Path) -> String {
+    let segments: Vec<String> = path
+        .segments
+        .iter()
+        .map(|segment| segment.ident.to_string())
+        .collect();
+    let joined = segments.join("::");
+    if path.leading_colon.is_some() {
+        format!("::{joined}")
+    } else {
+        joined
+    }
+}
+
+fn path_tail(path: &syn::Path) -> String {
+    path.segments
+        .last()
+        .map_or_else(|| "_".to_owned(), |segment| segment.ident.to_string())
+}
+
+/// A short, readable name of a type: the last path segment, without generics.
+fn type_name(ty: &syn::Type) -> String {
+    match ty {
+        syn::Type::Path(path) => path_tail(&path.path),
+        syn::Type::Reference(reference) => format!(
+            "&{}{}",
+            if reference.mutability.is_some() {
+                "mut "
+            } else {
+                ""
+            },
+            type_name(&reference.elem)
+        ),
+        syn::Type::Ptr(ptr) => format!(
+            "*{} {}",
+            if ptr.mutability.is_some() {
+                "mut"
+            } else {
+                "const"
+            },
+            type_name(&ptr.elem)
+        ),
+        syn::Type::Slice(slice) => format!("[{}]", type_name(&slice.elem)),
+        syn::Type::Array(array) => format!("[{}; _]", type_name(&array.elem)),
+        syn::Type::Paren(paren) => type_name(&paren.elem),
+        syn::Type::Group(group) => type_name(&group.elem),
+        syn::Type::Tuple(tuple) => {
+            let parts: Vec<String> = tuple.elems.iter().map(type_name).collect();
+            format!("({})", parts.join(", "))
+        }
+        syn::Type::TraitObject(object) => object
+            .bounds
+            .iter()
+            .find_map(|bound| match bound {
+                syn::TypeParamBound::Trait(bound) => {
+                    Some(format!("dyn {}", path_tail(&bound.path)))
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| "dyn _".to_owned()),
+        _ => "_".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

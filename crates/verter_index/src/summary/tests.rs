@@ -1,0 +1,164 @@
+use super::*;
+
+fn summary(text: &str) -> Summary {
+    parse("f.rs", text).expect("parses")
+}
+
+fn uses(text: &str) -> Vec<String> {
+    summary(text)
+        .uses
+        .iter()
+        .map(|leaf| {
+            let alias = leaf
+                .alias
+                .as_ref()
+                .map(|a| format!(" as {a}"))
+                .unwrap_or_default();
+            let scope = if leaf.scope.is_empty() {
+                String::new()
+            } else {
+                format!(" in {}", leaf.scope.join("::"))
+            };
+            format!("{}:{}{alias}{scope}", leaf.line, leaf.path.join("::"))
+        })
+        .collect()
+}
+
+#[test]
+fn nested_use_groups_flatten_to_one_leaf_each() {
+    let text =
+        "use a::{b, c::{d as e, self}, f::*};\nuse ::g::h;\nuse {i, j::k};\nuse l::m\n    ::n;\n";
+    assert_eq!(
+        uses(text),
+        [
+            "1:a::b",
+            "1:a::c::d as e",
+            "1:a::c",
+            "1:a::f::*",
+            "2:::g::h",
+            "3:i",
+            "3:j::k",
+            "5:l::m::n"
+        ]
+    );
+}
+
+#[test]
+fn a_self_leaf_keeps_its_alias_and_uses_in_inline_modules_keep_their_scope() {
+    let text =
+        "use a::b::{self as c};\nmod m {\n    use super::x;\n    mod n { use crate::y; }\n}\n";
+    assert_eq!(
+        uses(text),
+        ["1:a::b as c", "3:super::x in m", "4:crate::y in m::n"]
+    );
+}
+
+#[test]
+fn items_carry_kind_line_visibility_and_inline_scope() {
+    let text = "\
+pub fn f() {}
+pub(crate) struct S;
+pub(super) enum E { A }
+pub(in crate::a) union U { x: u8 }
+pub(self) trait T {}
+type A = u8;
+const C: u8 = 0;
+static ST: u8 = 0;
+mod child;
+pub mod inline {
+    pub fn g() {}
+}
+#[macro_export]
+macro_rules! mac { () => {} }
+macro_rules! local { () => {} }
+impl T for S {}
+impl<X> S {}
+extern crate alloc as heap;
+pub use inline::g as h;
+pub(crate) use crate::{x, y::*};
+use private::Thing;
+extern \"C\" { fn ext(); static EXT: u8; }
+";
+    let items: Vec<String> = summary(text)
+        .items
+        .iter()
+        .map(|item| {
+            let scope: String = item.scope.iter().map(|s| format!("{s}::")).collect();
+            format!(
+                "{} {} {} {scope}{}",
+                item.line, item.visibility, item.kind, item.name
+            )
+        })
+        .collect();
+    assert_eq!(
+        items,
+        [
+            "1 pub fn f",
+            "2 pub(crate) struct S",
+            "3 pub(super) enum E",
+            "4 pub(in crate::a) union U",
+            "5 private trait T",
+            "6 private type A",
+            "7 private const C",
+            "8 private static ST",
+            "9 private mod child",
+            "10 pub mod inline",
+            "11 pub fn inline::g",
+            "14 pub macro mac",
+            "15 private macro local",
+            "16 private impl T for S",
+            "17 private impl S",
+            "18 private extern_crate heap",
+            "19 pub use h",
+            "20 pub(crate) use x",
+            "22 private fn ext",
+            "22 private static EXT",
+        ]
+    );
+}
+
+#[test]
+fn mod_declarations_keep_their_scope_and_path_attribute() {
+    let text = "mod a;\n#[path = \"x/y.rs\"]\nmod b;\nmod c {\n    mod d;\n}\n";
+    let mods = summary(text).mods;
+    let rendered: Vec<(String, Vec<String>, u32, Option<String>)> = mods
+        .into_iter()
+        .map(|m| (m.name, m.scope, m.line, m.path_attr))
+        .collect();
+    assert_eq!(
+        rendered,
+        [
+            ("a".to_owned(), vec![], 1, None),
+            ("b".to_owned(), vec![], 3, Some("x/y.rs".to_owned())),
+            ("d".to_owned(), vec!["c".to_owned()], 5, None),
+        ]
+    );
+}
+
+#[test]
+fn local_names_are_declarations_per_scope_not_imports() {
+    let s = summary("mod a;\nfn f() {}\nuse std::x;\npub use y::z;\nmod m { struct S; }\n");
+    let mut top: Vec<&String> = s.local_names[&Vec::new()].iter().collect();
+    top.sort();
+    assert_eq!(top, ["a", "f", "m"]);
+    let inner: Vec<&String> = s.local_names[&vec!["m".to_owned()]].iter().collect();
+    assert_eq!(inner, ["S"]);
+}
+
+#[test]
+fn a_syntax_error_names_its_file_line_and_column() {
+    let error = parse("src/x.rs", "fn ok() {}\nfn broken(a: ) {}\n").expect_err("does not parse");
+    assert!(
+        error.message.starts_with("src/x.rs:2:14: "),
+        "{}",
+        error.message
+    );
+    let lex = parse("src/y.rs", "fn f() {\n").expect_err("unbalanced");
+    assert!(lex.message.starts_with("src/y.rs:"), "{}", lex.message);
+}
+
+#[test]
+fn a_shebang_and_inner_attributes_do_not_shift_lines() {
+    let s = summary("#!/usr/bin/env run\n#![allow(dead_code)]\nfn f() {}\n");
+    assert_eq!(s.items[0].line, 3);
+}

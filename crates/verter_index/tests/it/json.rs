@@ -1,0 +1,62 @@
+//! The index as JSON (what a host writes with `--out index.json`).
+
+use serde_json::{Value, json};
+
+use crate::support::{fixture, index_package, inline_scheduler};
+
+fn file<'a>(index: &'a Value, path: &str) -> &'a Value {
+    index["files"]
+        .as_array()
+        .expect("files is an array")
+        .iter()
+        .find(|file| file["path"] == path)
+        .unwrap_or_else(|| panic!("{path} is in the index"))
+}
+
+#[test]
+fn the_index_serialises_to_json_with_relative_paths() {
+    let dir = fixture("tree");
+    let index = index_package(&inline_scheduler(), &dir);
+    let value: Value = serde_json::from_str(&index.to_json().expect("json")).expect("valid json");
+    let lib = file(&value, "src/lib.rs");
+    assert_eq!(lib["module_path"], "crate");
+    assert_eq!(lib["resolved"], 3);
+    assert_eq!(lib["unresolved"], 1);
+    assert_eq!(
+        lib["items"][0],
+        json!({ "name": "shapes", "scope": [], "kind": "mod", "line": 2, "visibility": "pub" })
+    );
+    assert_eq!(
+        lib["uses"][0],
+        json!({
+            "path": "shapes::Circle",
+            "alias": null,
+            "line": 7,
+            "target": { "file": "src/shapes/mod.rs", "line": 3 },
+        })
+    );
+    assert_eq!(lib["uses"][1]["target"], Value::Null);
+    assert_eq!(value["failures"], json!([]));
+}
+
+#[test]
+fn a_failure_serialises_as_its_path_and_message() {
+    let dir = fixture("faults");
+    let index = index_package(&inline_scheduler(), &dir);
+    let value: Value = serde_json::from_str(&index.to_json().expect("json")).expect("valid json");
+    let failures = value["failures"].as_array().expect("failures is an array");
+    let paths: Vec<&str> = failures.iter().filter_map(|f| f["path"].as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "src/binary.rs",
+            "src/blocked.rs",
+            "src/broken.rs",
+            "src/gone.rs"
+        ]
+    );
+    for failure in failures {
+        let message = failure["error"].as_str().expect("the error is a message");
+        assert!(message.starts_with("dependency "), "{message}");
+    }
+}
