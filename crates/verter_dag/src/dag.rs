@@ -820,6 +820,30 @@ impl SchedulerDag {
         })
     }
 
+    /// Like [`Self::dequeue_ready`], but ignores the budget: for a thread that
+    /// holds a reservation and is blocked inside its work waiting on other
+    /// work. It lends its own idle slot to the work it runs inline, so the
+    /// number of threads actually running stays within the budget even though
+    /// the ledger shows one more reservation. The reservation is released
+    /// exactly once, like any other.
+    pub fn dequeue_ready_lent(&mut self, class: ResourceClass) -> Option<Dispatch> {
+        let (identity, priority) = self.ready.pop(class)?;
+        let node = self
+            .nodes
+            .get_mut(&identity)
+            .expect("ready members are resident nodes");
+        debug_assert!(matches!(node.state, NodeState::Ready));
+        node.state = NodeState::Running;
+        self.ledger.reserve_lent(class, node.admission);
+        self.counters.dequeued += 1;
+        Some(Dispatch {
+            identity,
+            admission: node.admission,
+            class,
+            priority,
+        })
+    }
+
     /// Whether `dispatch` is still the current admission of live work: the
     /// carried identity and admission are compared with the resident node,
     /// and file work's object must be live at the carried version.

@@ -291,6 +291,14 @@ impl CapacityLedger {
         self.in_use[class.index()] += 1;
     }
 
+    /// Reserves one unit of `class` for `admission` beyond the budget: a
+    /// blocked holder lends its slot (see `SchedulerDag::dequeue_ready_lent`).
+    pub(crate) fn reserve_lent(&mut self, class: ResourceClass, admission: AdmissionId) {
+        let previous = self.reservations.insert(admission, class);
+        assert!(previous.is_none(), "admission {admission:?} reserved twice");
+        self.in_use[class.index()] += 1;
+    }
+
     /// Releases `admission`'s reservation. Returns `false` when it holds none
     /// (already released), so a second release is harmless and visible.
     pub(crate) fn release(&mut self, admission: AdmissionId) -> bool {

@@ -21,6 +21,7 @@
 //! Parsing never runs on an I/O thread: a Source load finishes by moving
 //! its work to the CPU class (`continue_on`), and the parse is a CPU job.
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -39,6 +40,21 @@ use crate::snapshot::{
     AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot, SourceText, content_hash,
 };
 use crate::traits::{Language, SourceInput, StageExecutor};
+
+thread_local! {
+    /// How many jobs this thread is inside (an executor may wait, and so
+    /// pump and run another job, while running one).
+    static JOB_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Leaves one level of [`JOB_DEPTH`] when dropped (also on unwind).
+struct JobDepth;
+
+impl Drop for JobDepth {
+    fn drop(&mut self) {
+        JOB_DEPTH.with(|depth| depth.set(depth.get() - 1));
+    }
+}
 
 /// A dispatched piece of work with the inputs it captured at dispatch.
 pub(crate) struct Job<E: StageExecutor> {
@@ -304,25 +320,81 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// One pump pass: admit the inbox, dispatch ready work, and — on a thread
-    /// allowed to run stage work — run one queued job. Returns whether it
-    /// did anything.
+    /// allowed to run stage work — run one queued job. A thread blocked
+    /// inside a job (an executor waiting on other work) also runs ready work
+    /// on its own idle slot when the budget is spent, so nested waits cannot
+    /// deadlock on capacity. Returns whether it did anything.
     pub(crate) fn pump_pass(&self) -> bool {
         let mut progressed = self.drain_inbox() > 0;
         progressed |= self.dispatch_ready() > 0;
+        let nested = JOB_DEPTH.with(Cell::get) > 0;
         match (&self.mode, CallerKind::current()) {
             (Mode::Inline, _) => {
-                progressed |=
-                    self.run_queued(ResourceClass::Io) || self.run_queued(ResourceClass::Cpu);
+                let ran = self.run_queued(ResourceClass::Io) || self.run_queued(ResourceClass::Cpu);
+                progressed |= ran
+                    || (nested
+                        && (self.run_lent(ResourceClass::Cpu) || self.run_lent(ResourceClass::Io)));
             }
             (Mode::Threaded { .. }, CallerKind::CpuWorker) => {
-                progressed |= self.run_queued(ResourceClass::Cpu);
+                let ran = self.run_queued(ResourceClass::Cpu);
+                progressed |= ran || (nested && self.run_lent(ResourceClass::Cpu));
             }
             _ => {}
         }
         progressed
     }
 
+    /// Runs one ready piece of work of `class` on this (blocked) thread's
+    /// lent slot, beyond the budget. Returns whether it ran anything.
+    fn run_lent(&self, class: ResourceClass) -> bool {
+        let mut post = PostWork::default();
+        let job = {
+            let mut locked = self.locked.lock();
+            match locked.dag.dequeue_ready_lent(class) {
+                None => None,
+                Some(dispatch) => match class {
+                    ResourceClass::Cpu => match self.cpu_job(&mut locked, dispatch) {
+                        Ok(job) => Some(job),
+                        Err((dispatch, error)) => {
+                            let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
+                            self.absorb(&mut locked, effects, &mut post);
+                            None
+                        }
+                    },
+                    ResourceClass::Io => {
+                        let file = dispatch
+                            .identity
+                            .file()
+                            .cloned()
+                            .expect("I/O work is file work");
+                        match self.live_node(&file) {
+                            Some(node) => Some(Job {
+                                dispatch,
+                                node,
+                                work: Work::Load,
+                            }),
+                            None => {
+                                self.refuse(&mut locked, dispatch, &mut post);
+                                None
+                            }
+                        }
+                    }
+                },
+            }
+        };
+        self.run_post(post);
+        match job {
+            Some(job) => {
+                self.run_job(job);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn run_job(&self, job: Job<E>) {
+        JOB_DEPTH.with(|depth| depth.set(depth.get() + 1));
+        let _depth = JobDepth;
         let Job {
             dispatch,
             node,

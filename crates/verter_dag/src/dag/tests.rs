@@ -940,3 +940,36 @@ fn a_blocker_edit_restarts_a_running_artifact_and_its_waiters_follow() {
     assert_eq!(h.dag.counters().stale_completion_refusals, 1);
     h.assert_quiescent();
 }
+
+#[test]
+fn a_blocked_holder_can_lend_its_slot_and_the_ledger_stays_exact() {
+    let mut h = Harness::with(DagConfig {
+        cpu_budget: 1,
+        io_budget: 1,
+        ..DagConfig::default()
+    });
+    let (a, b) = (h.add("a.rs"), h.add("b.rs"));
+    h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
+    h.request(&b, TargetStage::Analysis, WaitPolicy::Follow);
+    let outer = h.run_until(&work(&a, TargetStage::Analysis));
+    // b's Analysis is ready (run_until ran its Source) but the budget is
+    // spent by a's Analysis, which now blocks on it.
+    assert_eq!(h.dag.ready_len(ResourceClass::Cpu), 1);
+    assert!(h.dequeue(ResourceClass::Cpu).is_none(), "budget spent");
+    let lent = h
+        .dag
+        .dequeue_ready_lent(ResourceClass::Cpu)
+        .expect("lent slot");
+    assert_eq!(lent.identity, work(&b, TargetStage::Analysis));
+    assert_eq!(
+        h.dag.ledger().cpu_in_use,
+        2,
+        "the lent reservation is counted"
+    );
+    let (_, effects) = h.dag.complete(lent);
+    h.absorb(effects);
+    let (_, effects) = h.dag.complete(outer);
+    h.absorb(effects);
+    h.run();
+    h.assert_quiescent();
+}

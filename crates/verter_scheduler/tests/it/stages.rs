@@ -146,3 +146,70 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
         std::thread::park();
     }
 }
+
+/// ```text
+/// CPU worker 1: parse outer0.rs ─▶ waits on Source(inner0..3) ─▶ drives: runs
+/// CPU worker 2: parse outer1.rs ─▶ waits on Source(inner4..7) ─▶   queued parses
+/// ```
+/// Both stage workers block inside an executor on work only the CPU pool can
+/// run; they drive the scheduler instead of parking, so it completes.
+#[test]
+fn executors_that_wait_on_other_work_from_every_cpu_worker_do_not_deadlock() {
+    watchdog("nested waits", || {
+        let files = MemFiles::default();
+        for i in 0..8 {
+            files.write(&format!("inner{i}.rs"), "x");
+        }
+        files.write("outer0.rs", "o");
+        files.write("outer1.rs", "o");
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        let slot: SchedulerSlot = Default::default();
+        slot.set(Arc::downgrade(&scheduler)).ok();
+        let waited_on = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        {
+            let (slot, waited_on) = (Arc::clone(&slot), Arc::clone(&waited_on));
+            let _ = executor.on_source.set(Box::new(move |path| {
+                let Some(index) = path
+                    .strip_prefix("outer")
+                    .and_then(|p| p.strip_suffix(".rs"))
+                else {
+                    return;
+                };
+                let index: usize = index.parse().expect("outerN.rs");
+                let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
+                let handles: Vec<_> = (index * 4..index * 4 + 4)
+                    .map(|i| {
+                        scheduler.submit_request(Request::new(
+                            format!("inner{i}.rs"),
+                            TargetStage::Source,
+                        ))
+                    })
+                    .collect();
+                for handle in &handles {
+                    scheduler.wait(handle).expect("inner parsed");
+                }
+                waited_on
+                    .lock()
+                    .push((path.to_owned(), CallerKind::current()));
+            }));
+        }
+        let outers = scheduler.submit_batch(vec![
+            Request::new("outer0.rs", TargetStage::Source),
+            Request::new("outer1.rs", TargetStage::Source),
+        ]);
+        for result in scheduler.wait_batch(&outers) {
+            result.expect("outer parsed");
+        }
+        let waited_on = waited_on.lock();
+        assert_eq!(waited_on.len(), 2);
+        assert!(
+            waited_on
+                .iter()
+                .all(|(_, kind)| *kind == CallerKind::CpuWorker)
+        );
+        drop(waited_on);
+        assert_quiescent(&scheduler, &outers.handles().iter().collect::<Vec<_>>());
+    });
+}
