@@ -18,12 +18,18 @@
 //!    file or one of its ancestors, then the file layout convention. The
 //!    file itself is never its own blocker (`the_longest_existing_module_prefix_is_the_blocker`).
 //! 3. **Resolution.** A local path resolves, in the file's own analysis and
-//!    then its blockers' (sorted by path), to: a file whose module is the
-//!    path (line 1); else an item whose full path is the path (a glob only
-//!    to an inline `mod` or an `enum`); else, for a non-glob, the `enum`
-//!    its prefix names (a variant import). Impl blocks never match.
-//!    Re-exports are not chased: a `pub use` is itself a target. Everything
-//!    else is unresolved (`uses_resolve_to_files_items_and_enums_in_that_order`).
+//!    then its blockers' (sorted by path), to the first of: a file whose
+//!    module is the path (line 1); an item whose full path is the path (a
+//!    glob only to an inline `mod`, an `enum` or a re-export); a `use`
+//!    binding of that name in that module, whatever its visibility (a
+//!    module's imports are visible to its descendants); for a non-glob, the
+//!    `enum`, re-export or binding its prefix names when that prefix is not
+//!    a module (a variant import, or a path through an imported name). A
+//!    `use` never resolves through its own binding; impl blocks never match. Imports
+//!    are not chased further: the `use` line is the target. Everything
+//!    else is unresolved, and so are items a macro generates and modules
+//!    declared inside macro invocations, which are never expanded
+//!    (`uses_resolve_to_files_items_bindings_and_enums_in_that_order`).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -176,13 +182,57 @@ pub(crate) fn lookup(
                 .map(|item| target(file, item.line))
         })
     };
+    // A `use` binds its name in its module, visibly to the module and its
+    // descendants, whatever its visibility.
+    let binding_at = |wanted: &CratePath| {
+        candidates.iter().find_map(|(file, index)| {
+            index
+                .uses
+                .iter()
+                .find(|leaf| {
+                    binding_name(leaf).is_some_and(|name| {
+                        let bound = index.module_path.join(&leaf.scope).join(&[name]);
+                        // `use crate::a::X;` inside `crate::a` binds nothing new.
+                        bound == *wanted && leaf.local.as_ref() != Some(&bound)
+                    })
+                })
+                .map(|leaf| target(file, leaf.line))
+        })
+    };
     if glob {
-        return item_at(path, &|kind| matches!(kind, ItemKind::Mod | ItemKind::Enum));
+        return item_at(path, &|kind| {
+            matches!(kind, ItemKind::Mod | ItemKind::Enum | ItemKind::Use)
+        })
+        .or_else(|| binding_at(path));
     }
-    item_at(path, &|kind| kind != ItemKind::Impl).or_else(|| {
-        let owner = path.parent().filter(|owner| !owner.is_root())?;
-        item_at(&owner, &|kind| kind == ItemKind::Enum)
-    })
+    item_at(path, &|kind| kind != ItemKind::Impl)
+        .or_else(|| binding_at(path))
+        .or_else(|| {
+            // Through a name that is not a module: an enum's variant, or a
+            // path through an imported name.
+            let owner = path.parent().filter(|owner| !owner.is_root())?;
+            let is_module = candidates
+                .iter()
+                .any(|(_, index)| index.module_path == owner)
+                || item_at(&owner, &|kind| kind == ItemKind::Mod).is_some();
+            if is_module {
+                return None;
+            }
+            item_at(&owner, &|kind| {
+                matches!(kind, ItemKind::Enum | ItemKind::Use)
+            })
+            .or_else(|| binding_at(&owner))
+        })
+}
+
+/// The name a `use` leaf binds: its alias or last segment; `None` for a
+/// glob or `_`.
+fn binding_name(leaf: &UseDecl) -> Option<&str> {
+    let name = leaf
+        .alias
+        .as_deref()
+        .or(leaf.path.last().map(String::as_str))?;
+    (name != "*" && name != "_" && !name.is_empty()).then_some(name)
 }
 
 #[cfg(test)]

@@ -154,7 +154,7 @@ fn snapshot(
 }
 
 #[test]
-fn uses_resolve_to_files_items_and_enums_in_that_order() {
+fn uses_resolve_to_files_items_bindings_and_enums_in_that_order() {
     let mut glob = leaf("crate::shapes::*", "crate::shapes");
     glob.path = segments("crate::shapes::*");
     let mut enum_glob = leaf("crate::shapes::Kind::*", "crate::shapes::Kind");
@@ -180,6 +180,14 @@ fn uses_resolve_to_files_items_and_enums_in_that_order() {
                 "crate::inner::Thing for Hidden",
             ),
             leaf("crate::shapes::Missing", "crate::shapes::Missing"),
+            leaf("crate::shapes::Private", "crate::shapes::Private"),
+            leaf("crate::shapes::Either::Left", "crate::shapes::Either::Left"),
+            leaf(
+                "crate::shapes::Circle::Inner",
+                "crate::shapes::Circle::Inner",
+            ),
+            leaf("crate::shapes::Looped", "crate::shapes::Looped"),
+            leaf("crate::Missing", "crate::Missing"),
             UseDecl {
                 local: None,
                 ..leaf("std::sync::Arc", "crate")
@@ -193,7 +201,21 @@ fn uses_resolve_to_files_items_and_enums_in_that_order() {
             item("Circle", &[], ItemKind::Use, 2),
             item("Kind", &[], ItemKind::Enum, 5),
         ],
-        Vec::new(),
+        vec![
+            UseDecl {
+                alias: Some("Private".to_owned()),
+                ..leaf("other::Thing", "crate::other::Thing")
+            },
+            UseDecl {
+                line: 8,
+                local: None,
+                ..leaf("either::Either", "crate")
+            },
+            UseDecl {
+                line: 9,
+                ..leaf("crate::shapes::Looped", "crate::shapes::Looped")
+            },
+        ],
     );
     let artifact = resolve_file(&own, &[shapes]);
     let targets: Vec<(String, Option<(String, u32)>)> = artifact
@@ -228,9 +250,24 @@ fn uses_resolve_to_files_items_and_enums_in_that_order() {
             ("self::inner".to_owned(), at("/p/src/lib.rs", 3)),
             ("crate::inner::Thing for Hidden".to_owned(), None),
             ("crate::shapes::Missing".to_owned(), None),
+            (
+                "crate::shapes::Private".to_owned(),
+                at("/p/src/shapes.rs", 1)
+            ),
+            (
+                "crate::shapes::Either::Left".to_owned(),
+                at("/p/src/shapes.rs", 8)
+            ),
+            (
+                "crate::shapes::Circle::Inner".to_owned(),
+                at("/p/src/shapes.rs", 2)
+            ),
+            ("crate::shapes::Looped".to_owned(), None),
+            // The file's own `use crate::shapes::Missing` binds `crate::Missing`.
+            ("crate::Missing".to_owned(), at("/p/src/lib.rs", 1)),
             ("std::sync::Arc".to_owned(), None),
         ]
     );
-    assert_eq!((artifact.resolved, artifact.unresolved), (7, 3));
+    assert_eq!((artifact.resolved, artifact.unresolved), (11, 4));
     assert_eq!(artifact.items, own.data.items);
 }

@@ -53,7 +53,7 @@ fn editing_one_module_reruns_only_it_and_the_artifacts_blocked_on_it() {
         (1, 1, 3),
         "one parse, one analysis, three artifacts (strings.rs, lib.rs, circle.rs)"
     );
-    assert!(after.contains("item  16 pub fn mumble"), "{after}");
+    assert!(after.contains("pub fn mumble"), "{after}");
     assert_eq!(
         before
             .lines()
