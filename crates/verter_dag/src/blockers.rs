@@ -16,7 +16,8 @@
 //! 3. Nothing scans all owners: owner removal follows `owners_by_file`, key
 //!    removal follows `refs` of that key's canonical.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::identity::{Canonical, DepKey, FileIdentity, SourceVersion};
 
@@ -244,7 +245,7 @@ impl BlockerRegistry {
     /// reverse index must equal. Used by tests and debug assertions.
     #[cfg(test)]
     pub(crate) fn recount(&self) -> HashMap<DepKey, usize> {
-        let mut counts = HashMap::new();
+        let mut counts = HashMap::default();
         for keys in self.by_owner.values() {
             for key in keys {
                 *counts.entry(key.clone()).or_insert(0) += 1;

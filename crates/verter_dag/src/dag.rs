@@ -43,7 +43,8 @@
 //!    dependency is dropped, so a later request re-links and sees the
 //!    dependency's current state (`a_failed_producer_fails_every_consumer`).
 
-use std::collections::{BTreeMap, HashMap};
+use crate::hash::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::blockers::{BlockerOccupancy, BlockerRegistry};
@@ -339,9 +340,9 @@ impl SchedulerDag {
     /// lane would starve.
     pub fn new(config: DagConfig) -> Self {
         Self {
-            files: HashMap::new(),
-            nodes: HashMap::new(),
-            groups: HashMap::new(),
+            files: HashMap::default(),
+            nodes: HashMap::default(),
+            groups: HashMap::default(),
             edges: DepEdges::default(),
             blockers: BlockerRegistry::default(),
             ready: ReadyQueue::new(config.lane_weights),
@@ -501,9 +502,9 @@ impl SchedulerDag {
             .collect();
         running.sort();
         effects.abandoned_running = running;
-        self.files = HashMap::new();
-        self.nodes = HashMap::new();
-        self.groups = HashMap::new();
+        self.files = HashMap::default();
+        self.nodes = HashMap::default();
+        self.groups = HashMap::default();
         self.edges.clear_and_release();
         self.blockers.clear_and_release();
         self.ready.clear_and_release();

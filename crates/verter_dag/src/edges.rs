@@ -17,7 +17,8 @@
 //!    it follows the consumer's own map or the key's own map
 //!    (`removing_a_consumer_unlinks_only_its_edges`).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
+use std::collections::BTreeMap;
 
 use crate::identity::{Canonical, DepKey, SourceVersion, WorkNodeIdentity};
 

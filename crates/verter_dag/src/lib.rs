@@ -92,6 +92,7 @@ mod dag;
 mod edges;
 mod effects;
 mod error;
+mod hash;
 mod identity;
 mod ready;
 

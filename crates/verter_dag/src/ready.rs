@@ -23,7 +23,8 @@
 //! 4. A reservation is released at most once; in-use never exceeds the
 //!    budget and never goes negative (`ledger_releases_each_reservation_once`).
 
-use std::collections::{HashMap, VecDeque};
+use crate::hash::HashMap;
+use std::collections::VecDeque;
 
 use crate::identity::{Priority, WorkNodeIdentity};
 
@@ -86,7 +87,7 @@ impl ReadyQueue {
         );
         Self {
             classes: Default::default(),
-            members: HashMap::new(),
+            members: HashMap::default(),
             weights,
             next_ticket: 0,
         }
@@ -274,7 +275,7 @@ impl CapacityLedger {
         Self {
             budget: [cpu_budget, io_budget],
             in_use: [0, 0],
-            reservations: HashMap::new(),
+            reservations: HashMap::default(),
         }
     }
 

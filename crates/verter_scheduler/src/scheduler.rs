@@ -22,7 +22,6 @@
 //!    the generation for new text (the only place a request does) with its
 //!    sweep, register the waiter, then admit the work.
 
-use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -47,6 +46,10 @@ use crate::hooks::SchedulerEvent;
 use crate::node::FileNode;
 use crate::snapshot::{RequestResult, SourceText, content_hash};
 use crate::traits::{Language, SourceLoader, StageExecutor};
+
+/// The scheduler's hash tables use foldhash's per-process seeded hasher
+/// (SipHash dominated the cold-build profile).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The cell a waiter is answered through.
 pub(crate) type AnswerCell<E> = Arc<WaitCell<RequestResult<E>>>;
@@ -209,7 +212,7 @@ pub struct Scheduler<E: StageExecutor> {
     pub(crate) locked: Mutex<Locked<E>>,
     /// Written only under the DAG lock; read without it by preparation and
     /// readers. A reader may see a node being retired: admission revalidates.
-    pub(crate) nodes: DashMap<Canonical, Arc<FileNode<E>>>,
+    pub(crate) nodes: DashMap<Canonical, Arc<FileNode<E>>, foldhash::fast::RandomState>,
     /// Written only under the DAG lock (publication lock ranks below it).
     pub(crate) source_root: SchedulerSourceDirectory<Arc<SourceText>>,
     pub(crate) inbox_tx: Sender<Submission<E>>,
@@ -300,14 +303,14 @@ impl<E: StageExecutor> Scheduler<E> {
             me: me.clone(),
             locked: Mutex::new(Locked {
                 dag: SchedulerDag::new(config.dag),
-                waiters: HashMap::new(),
-                texts: HashMap::new(),
+                waiters: HashMap::default(),
+                texts: HashMap::default(),
             }),
             config,
             loader,
             executor,
             mode,
-            nodes: DashMap::new(),
+            nodes: DashMap::default(),
             source_root: SchedulerSourceDirectory::new(),
             inbox_tx,
             inbox_rx,
@@ -877,7 +880,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     tx.absent(node.canonical().clone(), node.version());
                 }
             });
-            locked.texts = HashMap::new();
+            locked.texts = HashMap::default();
             self.absorb(&mut locked, effects, &mut post);
             debug_assert!(locked.waiters.is_empty(), "reset answers every waiter");
         }
