@@ -23,7 +23,6 @@ use rayon::prelude::*;
 use verter_dag::{Canonical, Generation, Incarnation, SourceVersion, TargetStage};
 use verter_index::{
     FileIndex, FsLoader, INDEX_PROFILE, RustIndexer, RustSource, index_roots, package_roots,
-    realpath,
 };
 use verter_scheduler::{
     AnalysisSnapshot, Language, Request, Scheduler, SchedulerConfig, SourceInput, SourceSnapshot,
@@ -44,7 +43,12 @@ struct Workload {
 fn workload() -> &'static Workload {
     static WORKLOAD: std::sync::OnceLock<Workload> = std::sync::OnceLock::new();
     WORKLOAD.get_or_init(|| {
-        let crates = realpath(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..")).expect("crates/");
+        // The parent of this package, not canonicalised first: a checkout
+        // whose package directory is a symlink still measures its own tree.
+        let crates = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("crates/")
+            .to_path_buf();
         let mut packages: Vec<PathBuf> = std::fs::read_dir(&crates)
             .expect("read crates/")
             .map(|entry| entry.expect("entry").path())

@@ -47,6 +47,15 @@ pub struct RustSource {
 
 /// Indexes Rust sources. Holds the declarations table (see
 /// [`RustIndexer::new`]); share one indexer per scheduler.
+///
+/// # Thread-local spans
+/// `syn` locates tokens through `proc_macro2`'s per-thread span table,
+/// which grows with every parse. After 64 MiB of text parsed on one thread,
+/// the Source stage clears that thread's table (once its own tree is gone),
+/// so a long-running host does not grow without bound. Other code that
+/// keeps `proc_macro2` spans alive on a thread that runs Source stages (a
+/// stage worker, or the caller of an inline scheduler) must not use them
+/// after such a stage.
 #[derive(Debug, Default)]
 pub struct RustIndexer {
     declarations: Declarations,

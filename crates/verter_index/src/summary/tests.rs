@@ -162,3 +162,30 @@ fn a_shebang_and_inner_attributes_do_not_shift_lines() {
     let s = summary("#!/usr/bin/env run\n#![allow(dead_code)]\nfn f() {}\n");
     assert_eq!(s.items[0].line, 3);
 }
+
+#[test]
+fn the_span_table_is_cleared_after_the_budget_and_lines_stay_right() {
+    // A fresh thread starts with an empty table and counter.
+    std::thread::spawn(|| {
+        let padding = "// padding\n".repeat(100);
+        let text = format!("{padding}fn after_padding() {{}}\n");
+        let mut cleared = 0;
+        let mut previous = 0;
+        for _ in 0..(3 * SPAN_BUDGET_BYTES / text.len() + 1) {
+            let parsed = parse("f.rs", &text).expect("parses");
+            assert_eq!(
+                parsed.items[0].line, 101,
+                "the line is right after every clear"
+            );
+            let now = PARSED_BYTES.with(std::cell::Cell::get);
+            assert!(now < SPAN_BUDGET_BYTES);
+            if now < previous {
+                cleared += 1;
+            }
+            previous = now;
+        }
+        assert!(cleared >= 2, "the table was cleared {cleared} times");
+    })
+    .join()
+    .expect("the parsing thread finished");
+}
