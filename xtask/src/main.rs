@@ -4,6 +4,7 @@
 //! lists the tasks. Every check is also exercised by `#[test]`s, so
 //! `cargo test` enforces the checks' own behaviour.
 
+mod bench;
 mod guard;
 mod readme;
 
@@ -13,12 +14,21 @@ use std::process::ExitCode;
 const TASKS: &str = "\
 tasks:
   guard    check that every crate names only the crates its layer allows
-           (manifests, Rust paths, docs); reads [workspace.metadata.layers]";
+           (manifests, Rust paths, docs); reads [workspace.metadata.layers]
+  bench    run verter vs salsa, rayon, tokio and rewrite docs/benchmarks.md's
+           tables; --quick runs the correctness pass only (CI smoke test)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("guard") => run_guard(&workspace_root()),
+        Some("bench") => match bench::run(&workspace_root(), &args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("bench: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
         None | Some("help" | "--help" | "-h") => {
             println!("{TASKS}");
             ExitCode::SUCCESS

@@ -1,0 +1,105 @@
+//! The `verter_bench` binary: runs one workload on one system per process
+//! (so each peak RSS is that system's own) and prints `result key=value`
+//! lines; `quick` runs the whole correctness pass in one process.
+//!
+//! ```text
+//! verter_bench w1 --system verter --threads 2 --n 10000 --c 0 --iterations 3
+//! verter_bench w2 --system salsa --threads 1 --n 10000 --c 0 --iterations 3
+//! verter_bench w3 --system verter --threads 2 --n 10000 --c 0 --edits 2000
+//! verter_bench w4 --system tokio --threads 2 --n 10000 --c 10 --factor 10
+//! verter_bench quick [--n 1000] [--edits 200]
+//! ```
+//!
+//! Owns argument parsing only; the workloads live in the library.
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use verter_bench::overload::{OverloadShape, w4};
+use verter_bench::quick;
+use verter_bench::storm::{StormShape, w3};
+use verter_bench::workloads::{Shape, SystemKind, w1, w2};
+
+const USAGE: &str = "usage: verter_bench (w1|w2|w3|w4) --system (verter|salsa|rayon|tokio) \
+[--threads 2] [--n 1000] [--c 0] [--iterations 3] [--edits 2000] [--factor 10]
+       verter_bench quick [--n 1000] [--edits 200]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((workload, rest)) = args.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let options = match parse_options(rest) {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("{message}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let number = |key: &str, default: usize| -> usize {
+        options
+            .get(key)
+            .map_or(Some(default), |value| value.parse().ok())
+            .unwrap_or_else(|| panic!("--{key} takes a number\n{USAGE}"))
+    };
+    let system = options.get("system").map(|name| {
+        SystemKind::parse(name).unwrap_or_else(|| panic!("unknown system `{name}`\n{USAGE}"))
+    });
+    let shape = |system: SystemKind| Shape {
+        system,
+        threads: number("threads", 2),
+        files: number("n", 1_000),
+        spin_us: number("c", 0) as u64,
+        iterations: number("iterations", 3),
+    };
+    let records = match (workload.as_str(), system) {
+        ("quick", _) => {
+            let (files, edits) = (number("n", 1_000), number("edits", 200));
+            quick::with_watchdog("the quick pass", Duration::from_secs(600), move || {
+                quick::run(files, edits)
+            })
+        }
+        ("w1", Some(system)) => vec![w1(shape(system))],
+        ("w2", Some(system)) => w2(shape(system)),
+        ("w3", Some(system)) => vec![w3(StormShape {
+            system,
+            threads: number("threads", 2),
+            files: number("n", 1_000),
+            spin_us: number("c", 0) as u64,
+            edits: number("edits", 2_000),
+        })],
+        ("w4", Some(system)) => vec![w4(OverloadShape {
+            system,
+            threads: number("threads", 2),
+            files: number("n", 1_000),
+            spin_us: number("c", 0) as u64,
+            factor: number("factor", 10),
+        })],
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    for record in records {
+        println!("{}", record.line());
+    }
+    ExitCode::SUCCESS
+}
+
+/// `--key value` pairs.
+fn parse_options(args: &[String]) -> Result<HashMap<String, String>, String> {
+    let mut options = HashMap::new();
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let key = flag
+            .strip_prefix("--")
+            .ok_or_else(|| format!("unexpected argument `{flag}`"))?;
+        let value = args
+            .next()
+            .ok_or_else(|| format!("--{key} needs a value"))?;
+        options.insert(key.to_owned(), value.clone());
+    }
+    Ok(options)
+}

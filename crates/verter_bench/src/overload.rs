@@ -1,0 +1,275 @@
+//! W4, overload (verter and the tokio baseline): on a cold project, a client
+//! submits `factor` requests per file (shuffled, seeded) as fast as it can,
+//! far more than the system can run at once, and each request is timed
+//! from its submission to its answer. Figures: latency p50/p99, the deepest
+//! queue seen, requests coalesced onto work already admitted, peak RSS.
+//!
+//! The tokio side is a pull-based hand-written scheduler: one
+//! `tokio::sync::OnceCell` per analysis and per artifact (so concurrent
+//! requests coalesce), kernels behind a `Semaphore`, one task per request.
+//!
+//! Owns both clients and the answer timing (answers are awaited as futures
+//! on a separate thread, so a late `wait` never inflates a latency). Every
+//! answer is compared with the reference build.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{OnceCell, Semaphore};
+use tokio::task::JoinSet;
+use verter_scheduler::Request;
+
+use crate::generator::{GenConfig, Project, Sources};
+use crate::kernel::{Analysis, Kernels, reference_build};
+use crate::report::{Record, proc_status_kib, quantile};
+use crate::rng::Rng;
+use crate::verter_runner::{ARTIFACT, VerterSystem, artifact_of};
+use crate::workloads::SystemKind;
+
+/// The shape of one overload run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverloadShape {
+    /// verter or tokio.
+    pub system: SystemKind,
+    /// Worker threads.
+    pub threads: usize,
+    /// Files.
+    pub files: usize,
+    /// Kernel spin in µs.
+    pub spin_us: u64,
+    /// Requests per file.
+    pub factor: usize,
+}
+
+/// Every file `factor` times, shuffled.
+fn request_order(sources: &Sources, factor: usize) -> Vec<Arc<str>> {
+    let mut order: Vec<Arc<str>> = (0..factor).flat_map(|_| sources.keys().cloned()).collect();
+    let mut rng = Rng::new(0x0_4e44);
+    for index in (1..order.len()).rev() {
+        order.swap(index, rng.below(index + 1));
+    }
+    order
+}
+
+/// What one overload run measured.
+struct Measured {
+    latencies: Vec<Duration>,
+    wall: Duration,
+    max_queue: usize,
+    coalesced: u64,
+}
+
+impl Measured {
+    fn record(&self, shape: OverloadShape, requests: usize) -> Record {
+        Record::new()
+            .field("workload", "w4")
+            .field("system", shape.system.name())
+            .field("threads", shape.threads)
+            .field("n", shape.files)
+            .field("c", shape.spin_us)
+            .field("requests", requests)
+            .micros("wall_us", self.wall)
+            .micros("p50_us", quantile(&self.latencies, 0.5))
+            .micros("p99_us", quantile(&self.latencies, 0.99))
+            .field("max_queue", self.max_queue)
+            .field("coalesced", self.coalesced)
+            .field("peak_rss_kib", proc_status_kib("VmHWM").unwrap_or(0))
+    }
+}
+
+/// Runs one overload measurement.
+///
+/// # Panics
+/// If `shape.system` is not verter or tokio, or on any wrong answer.
+pub fn w4(shape: OverloadShape) -> Record {
+    let sources = Project::generate(GenConfig::new(shape.files)).sources();
+    let reference = reference_build(&sources);
+    let order = request_order(&sources, shape.factor);
+    let measured = match shape.system {
+        SystemKind::Verter => verter_overload(shape, &sources, &order, &reference),
+        SystemKind::Tokio => tokio_overload(shape, &sources, &order, &reference),
+        other => panic!("W4 runs verter and tokio only, not {}", other.name()),
+    };
+    assert_eq!(
+        measured.latencies.len(),
+        order.len(),
+        "every request is answered"
+    );
+    measured.record(shape, order.len())
+}
+
+fn verter_overload(
+    shape: OverloadShape,
+    sources: &Sources,
+    order: &[Arc<str>],
+    reference: &HashMap<Arc<str>, u64>,
+) -> Measured {
+    let system = VerterSystem::new(shape.threads, shape.spin_us);
+    system.load_world(sources);
+    let scheduler = Arc::clone(system.scheduler());
+    let (answer_tx, mut answer_rx) =
+        tokio::sync::mpsc::unbounded_channel::<(Arc<str>, _, Instant)>();
+    // Answers are awaited as futures on their own thread: each latency ends
+    // when the answer is set, however late anyone would have called `wait`.
+    let waiter = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a current-thread runtime");
+        runtime.block_on(async move {
+            let mut answers = JoinSet::new();
+            while let Some((path, handle, submitted)) = answer_rx.recv().await {
+                answers.spawn(async move {
+                    let hash = artifact_of(&path, handle.await);
+                    (submitted.elapsed(), path, hash)
+                });
+            }
+            answers.join_all().await
+        })
+    });
+    let start = Instant::now();
+    let mut max_queue = 0;
+    for (index, path) in order.iter().enumerate() {
+        let submitted = Instant::now();
+        let handle = scheduler.submit_request(Request::new(path.as_ref(), ARTIFACT));
+        answer_tx
+            .send((Arc::clone(path), handle, submitted))
+            .expect("the waiter thread is running");
+        if index % 256 == 0 {
+            max_queue = max_queue.max(scheduler.ready_queue_depth());
+        }
+    }
+    drop(answer_tx);
+    let answers = waiter.join().expect("the waiter thread panicked");
+    let wall = start.elapsed();
+    let counters = system.counters();
+    let mut latencies = Vec::with_capacity(answers.len());
+    for (latency, path, hash) in answers {
+        assert_eq!(Some(&hash), reference.get(&path), "verter W4: {path}");
+        latencies.push(latency);
+    }
+    Measured {
+        latencies,
+        wall,
+        max_queue: max_queue.max(counters.inbox_depth_max),
+        coalesced: counters.dedupe_joins,
+    }
+}
+
+/// The pull-based tokio scheduler of W4.
+struct Pull {
+    sources: HashMap<Arc<str>, Arc<str>>,
+    analyses: HashMap<Arc<str>, OnceCell<Arc<Analysis>>>,
+    artifacts: HashMap<Arc<str>, OnceCell<u64>>,
+    semaphore: Semaphore,
+    kernels: Kernels,
+    artifact_inits: AtomicU64,
+    queued: AtomicUsize,
+    max_queued: AtomicUsize,
+}
+
+impl Pull {
+    async fn permit(&self) -> tokio::sync::SemaphorePermit<'_> {
+        let queued = self.queued.fetch_add(1, Ordering::Relaxed) + 1;
+        self.max_queued.fetch_max(queued, Ordering::Relaxed);
+        let permit = self.semaphore.acquire().await.expect("never closed");
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+        permit
+    }
+
+    async fn analysis(&self, path: &Arc<str>) -> Arc<Analysis> {
+        let cell = &self.analyses[path];
+        Arc::clone(
+            cell.get_or_init(|| async {
+                let _permit = self.permit().await;
+                Arc::new(self.kernels.analysis(&self.sources[path]))
+            })
+            .await,
+        )
+    }
+
+    async fn artifact(&self, path: &Arc<str>) -> u64 {
+        *self.artifacts[path]
+            .get_or_init(|| async {
+                self.artifact_inits.fetch_add(1, Ordering::Relaxed);
+                let own = self.analysis(path).await;
+                let mut imports = Vec::with_capacity(own.imports.len());
+                for import in &own.imports {
+                    imports.push((Arc::clone(import), self.analysis(import).await.digest));
+                }
+                let _permit = self.permit().await;
+                self.kernels.artifact(
+                    own.digest,
+                    imports
+                        .iter()
+                        .map(|(import, digest)| (import.as_ref(), *digest)),
+                )
+            })
+            .await
+    }
+}
+
+fn tokio_overload(
+    shape: OverloadShape,
+    sources: &Sources,
+    order: &[Arc<str>],
+    reference: &HashMap<Arc<str>, u64>,
+) -> Measured {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(shape.threads.max(1))
+        .build()
+        .expect("building the tokio runtime");
+    let pull = Arc::new(Pull {
+        sources: sources
+            .iter()
+            .map(|(path, text)| (Arc::clone(path), Arc::clone(text)))
+            .collect(),
+        analyses: sources
+            .keys()
+            .map(|path| (Arc::clone(path), OnceCell::new()))
+            .collect(),
+        artifacts: sources
+            .keys()
+            .map(|path| (Arc::clone(path), OnceCell::new()))
+            .collect(),
+        semaphore: Semaphore::new(shape.threads.max(1)),
+        kernels: Kernels::new(shape.spin_us),
+        artifact_inits: AtomicU64::new(0),
+        queued: AtomicUsize::new(0),
+        max_queued: AtomicUsize::new(0),
+    });
+    let start = Instant::now();
+    let tasks: Vec<_> = order
+        .iter()
+        .map(|path| {
+            let (pull, path, submitted) = (Arc::clone(&pull), Arc::clone(path), Instant::now());
+            runtime.spawn(async move {
+                let hash = pull.artifact(&path).await;
+                (submitted.elapsed(), path, hash)
+            })
+        })
+        .collect();
+    let answers = runtime.block_on(async {
+        let mut answers = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            answers.push(task.await.expect("a request task panicked"));
+        }
+        answers
+    });
+    let wall = start.elapsed();
+    let mut latencies = Vec::with_capacity(answers.len());
+    for (latency, path, hash) in answers {
+        assert_eq!(Some(&hash), reference.get(&path), "tokio W4: {path}");
+        latencies.push(latency);
+    }
+    Measured {
+        latencies,
+        wall,
+        max_queue: pull.max_queued.load(Ordering::Relaxed),
+        coalesced: order.len() as u64 - pull.artifact_inits.load(Ordering::Relaxed),
+    }
+}
+
+#[cfg(test)]
+mod tests;

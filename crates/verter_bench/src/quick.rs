@@ -1,0 +1,80 @@
+//! The quick correctness pass: every system through every workload at a
+//! small size, checking only correctness (equal hashes, every request
+//! answered) — never timing. `cargo xtask bench --quick` and the crate's
+//! integration test run it.
+//!
+//! Owns the list of what the quick pass covers and the watchdog that turns
+//! a hang into a failure. Never measures anything it reports as a figure.
+
+use std::time::Duration;
+
+use crate::overload::{OverloadShape, w4};
+use crate::report::Record;
+use crate::storm::{StormShape, w3};
+use crate::workloads::{Shape, SystemKind, w1, w2};
+
+/// Runs every system through W1, W2, W3 and W4 on `files` files (W3 with
+/// `edits` edits) and returns their records. Panics on any wrong answer.
+pub fn run(files: usize, edits: usize) -> Vec<Record> {
+    let mut records = Vec::new();
+    for system in SystemKind::ALL {
+        for threads in [1, 2] {
+            let shape = Shape {
+                system,
+                threads,
+                files,
+                spin_us: 0,
+                iterations: 1,
+            };
+            records.push(w1(shape));
+            records.extend(w2(shape));
+        }
+    }
+    for system in [SystemKind::Verter, SystemKind::Salsa] {
+        records.push(w3(StormShape {
+            system,
+            threads: 2,
+            files,
+            spin_us: 0,
+            edits,
+        }));
+    }
+    for system in [SystemKind::Verter, SystemKind::Tokio] {
+        records.push(w4(OverloadShape {
+            system,
+            threads: 2,
+            files,
+            spin_us: 0,
+            factor: 10,
+        }));
+    }
+    records
+}
+
+/// Runs `body` on its own thread and panics with `what` if it has not
+/// finished within `limit`: a deadlock fails instead of stalling CI.
+///
+/// # Panics
+/// If `body` panics (its panic is re-raised) or outlives `limit`.
+pub fn with_watchdog<T: Send + 'static>(
+    what: &str,
+    limit: Duration,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+    let worker = std::thread::spawn(move || {
+        let value = body();
+        let _ = done_tx.send(());
+        value
+    });
+    match done_rx.recv_timeout(limit) {
+        Ok(()) => worker.join().expect("the watched body finished"),
+        Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+            panic!("{what} did not finish within {limit:?}: a request hangs or a system deadlocked")
+        }
+        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => match worker.join() {
+            Ok(value) => value,
+            Err(payload) => std::panic::resume_unwind(payload),
+        },
+    }
+}

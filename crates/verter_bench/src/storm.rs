@@ -1,0 +1,346 @@
+//! W3, the edit storm (verter and salsa, the two incremental systems that
+//! can take edits while building): an editor applies Zipf-distributed edits
+//! (10 % change imports, 2 % remove a file, 2 % add one, the rest change a
+//! body) while a background builder keeps requesting every artifact, and
+//! after each edit a foreground client requests the open file (the file
+//! just edited) at high priority and waits for it.
+//!
+//! Owns the storm's threads and its figures: foreground latency
+//! percentiles, how long each edit call blocks, wasted work, RSS along the
+//! way and after reset. Every foreground answer is checked against the
+//! reference hash of the sources at that moment (no stale result), and the
+//! final state against a cold build of the final sources.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use verter_dag::Priority;
+use verter_scheduler::Request;
+
+use crate::generator::{Change, GenConfig, Project, Sources, path_of};
+use crate::kernel::{reference_artifact, reference_build};
+use crate::report::{Record, proc_status_kib, quantile};
+use crate::rng::Zipf;
+use crate::salsa_runner::{SalsaSystem, artifact, catch_cancelled};
+use crate::system::System;
+use crate::verter_runner::{ARTIFACT, VerterSystem, artifact_of};
+use crate::workloads::{SystemKind, assert_hashes};
+
+/// The shape of one storm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StormShape {
+    /// verter or salsa.
+    pub system: SystemKind,
+    /// Worker threads (salsa: one background handle plus the foreground).
+    pub threads: usize,
+    /// Files.
+    pub files: usize,
+    /// Kernel spin in µs.
+    pub spin_us: u64,
+    /// Edits applied.
+    pub edits: usize,
+}
+
+/// The editor's script: the next edit's changes and the open file after it.
+struct Editor {
+    project: Project,
+    sources: Sources,
+    zipf: Zipf,
+}
+
+impl Editor {
+    fn new(files: usize) -> Self {
+        let project = Project::generate(GenConfig {
+            seed: 0x5707,
+            ..GenConfig::new(files)
+        });
+        let sources = project.sources();
+        Self {
+            zipf: Zipf::new(files, 1.0),
+            project,
+            sources,
+        }
+    }
+
+    /// Draws and applies (to the model) the next edit.
+    fn next(&mut self) -> (Vec<Change>, Option<Arc<str>>) {
+        let ids = self.project.ids();
+        let id = ids[self.zipf.sample(self.project.rng()) % ids.len()];
+        let roll = self.project.rng().below(100);
+        let (changes, open) = if roll < 10 {
+            (self.project.edit_imports(id), Some(path_of(id)))
+        } else if roll < 12 && ids.len() > 16 {
+            let changes = self.project.remove(id);
+            let open = changes.first().and_then(|change| match change {
+                Change::Write { path, .. } => Some(Arc::clone(path)),
+                Change::Remove { .. } => None,
+            });
+            (changes, open)
+        } else if roll < 14 {
+            let (added, changes) = self.project.add();
+            (changes, Some(path_of(added)))
+        } else {
+            (self.project.edit_body(id), Some(path_of(id)))
+        };
+        for change in &changes {
+            change.apply_to(&mut self.sources);
+        }
+        (changes, open)
+    }
+
+    fn paths(&self) -> Vec<Arc<str>> {
+        self.sources.keys().cloned().collect()
+    }
+}
+
+/// What both storms measure.
+#[derive(Default)]
+struct Figures {
+    foreground: Vec<Duration>,
+    edit_block: Vec<Duration>,
+    rss_kib: Vec<(usize, u64)>,
+}
+
+impl Figures {
+    fn checkpoint(&mut self, edits_done: usize, total: usize) {
+        let marks = [total / 4, total / 2, total];
+        if marks.contains(&edits_done) {
+            self.rss_kib
+                .push((edits_done, proc_status_kib("VmRSS").unwrap_or(0)));
+        }
+    }
+
+    fn record(&self, shape: StormShape) -> Record {
+        let mut record = Record::new()
+            .field("workload", "w3")
+            .field("system", shape.system.name())
+            .field("threads", shape.threads)
+            .field("n", shape.files)
+            .field("c", shape.spin_us)
+            .field("edits", shape.edits)
+            .field("foreground_requests", self.foreground.len())
+            .micros("fg_p50_us", quantile(&self.foreground, 0.5))
+            .micros("fg_p95_us", quantile(&self.foreground, 0.95))
+            .micros("fg_p99_us", quantile(&self.foreground, 0.99))
+            .micros("edit_block_p50_us", quantile(&self.edit_block, 0.5))
+            .micros("edit_block_p99_us", quantile(&self.edit_block, 0.99))
+            .micros(
+                "edit_block_max_us",
+                self.edit_block.iter().max().copied().unwrap_or_default(),
+            );
+        for (edits, kib) in &self.rss_kib {
+            record = record.field(&format!("rss_after_{edits}_kib"), kib);
+        }
+        record
+    }
+}
+
+/// Runs one storm and returns its record.
+///
+/// # Panics
+/// If `shape.system` is not verter or salsa, or on any wrong answer.
+pub fn w3(shape: StormShape) -> Record {
+    match shape.system {
+        SystemKind::Verter => verter_storm(shape),
+        SystemKind::Salsa => salsa_storm(shape),
+        other => panic!("W3 runs verter and salsa only, not {}", other.name()),
+    }
+}
+
+fn verter_storm(shape: StormShape) -> Record {
+    let mut editor = Editor::new(shape.files);
+    let mut system = VerterSystem::new(shape.threads, shape.spin_us);
+    let built = system.cold(&editor.sources, None);
+    assert_hashes(
+        "verter W3 cold",
+        &built.hashes,
+        &reference_build(&editor.sources),
+    );
+    let scheduler = Arc::clone(system.scheduler());
+    let live = Arc::new(RwLock::new(editor.paths()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (passes, failed_answers) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let builder = {
+        let (scheduler, live, stop) =
+            (Arc::clone(&scheduler), Arc::clone(&live), Arc::clone(&stop));
+        let (passes, failed_answers) = (Arc::clone(&passes), Arc::clone(&failed_answers));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                let requests = live
+                    .read()
+                    .iter()
+                    .map(|path| Request::new(path.as_ref(), ARTIFACT))
+                    .collect();
+                let batch = scheduler.submit_batch(requests);
+                // Answers for files removed meanwhile are errors; they are
+                // still answers (nothing hangs), which is what is checked.
+                let failed = scheduler
+                    .wait_batch(&batch)
+                    .iter()
+                    .filter(|result| result.is_err())
+                    .count();
+                failed_answers.fetch_add(failed as u64, Ordering::Relaxed);
+                passes.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let before = system.counters();
+    let mut figures = Figures::default();
+    for edit in 1..=shape.edits {
+        let (changes, open) = editor.next();
+        *live.write() = editor.paths();
+        let start = Instant::now();
+        for change in &changes {
+            system.apply(change);
+        }
+        figures.edit_block.push(start.elapsed());
+        if let Some(open) = open {
+            let start = Instant::now();
+            let handle = scheduler
+                .submit_request(Request::new(open.as_ref(), ARTIFACT).priority(Priority::High));
+            let hash = artifact_of(&open, scheduler.wait(&handle));
+            figures.foreground.push(start.elapsed());
+            assert_eq!(
+                hash,
+                reference_artifact(&editor.sources, &open),
+                "verter W3 edit {edit}: the open file {open} was answered with a stale artifact"
+            );
+        }
+        figures.checkpoint(edit, shape.edits);
+    }
+    stop.store(true, Ordering::Release);
+    builder.join().expect("the background builder panicked");
+    let after = system.counters();
+    let paths = editor.paths();
+    let built = system.request(&paths, None);
+    assert_hashes(
+        "verter W3 final",
+        &built.hashes,
+        &reference_build(&editor.sources),
+    );
+    let started = (after.source_runs + after.analysis_runs + after.artifact_runs)
+        - (before.source_runs + before.analysis_runs + before.artifact_runs);
+    let wasted = after.stale_completion_refusals - before.stale_completion_refusals;
+    scheduler.reset();
+    let rss_reset = proc_status_kib("VmRSS").unwrap_or(0);
+    figures
+        .record(shape)
+        .field("builder_passes", passes.load(Ordering::Relaxed))
+        .field(
+            "builder_failed_answers",
+            failed_answers.load(Ordering::Relaxed),
+        )
+        .field("started", started)
+        .field("wasted", wasted)
+        .field(
+            "wasted_percent",
+            format!("{:.2}", 100.0 * wasted as f64 / started.max(1) as f64),
+        )
+        .field("rss_after_reset_kib", rss_reset)
+}
+
+fn salsa_storm(shape: StormShape) -> Record {
+    let mut editor = Editor::new(shape.files);
+    let mut system = SalsaSystem::new(1, shape.spin_us, false);
+    let built = system.cold(&editor.sources, None);
+    assert_hashes(
+        "salsa W3 cold",
+        &built.hashes,
+        &reference_build(&editor.sources),
+    );
+    let (passes, cancelled) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (snapshot_tx, snapshot_rx) = crossbeam_channel::unbounded::<Snapshot>();
+    let builder = {
+        let (passes, cancelled) = (Arc::clone(&passes), Arc::clone(&cancelled));
+        std::thread::spawn(move || {
+            while let Ok(mut snapshot) = snapshot_rx.recv() {
+                // Only the newest handle is worth building on; older ones
+                // are dropped at once so the editor's next write can go on.
+                while let Ok(newer) = snapshot_rx.try_recv() {
+                    snapshot = newer;
+                }
+                let Snapshot { db, project, files } = snapshot;
+                let pass = catch_cancelled(std::panic::AssertUnwindSafe(|| {
+                    for file in files.iter() {
+                        let _ = artifact(&db, project, *file);
+                    }
+                }));
+                drop(db);
+                match pass {
+                    Some(()) => passes.fetch_add(1, Ordering::Relaxed),
+                    None => cancelled.fetch_add(1, Ordering::Relaxed),
+                };
+            }
+        })
+    };
+    let snapshot = |system: &SalsaSystem, editor: &Editor| Snapshot {
+        db: system.db().clone(),
+        project: system.project(),
+        files: Arc::new(
+            editor
+                .sources
+                .keys()
+                .map(|path| system.file(path).expect("every live path is an input"))
+                .collect(),
+        ),
+    };
+    snapshot_tx
+        .send(snapshot(&system, &editor))
+        .expect("the builder is running");
+    let executions_before = system.kernels().stats.executions();
+    let mut figures = Figures::default();
+    for edit in 1..=shape.edits {
+        let (changes, open) = editor.next();
+        // salsa's write cancels the builder and waits for its handle.
+        let start = Instant::now();
+        for change in &changes {
+            system.apply(change);
+        }
+        figures.edit_block.push(start.elapsed());
+        snapshot_tx
+            .send(snapshot(&system, &editor))
+            .expect("the builder is running");
+        if let Some(open) = open {
+            let start = Instant::now();
+            let file = system.file(&open).expect("the open file is an input");
+            let hash = artifact(system.db(), system.project(), file);
+            figures.foreground.push(start.elapsed());
+            assert_eq!(
+                hash,
+                reference_artifact(&editor.sources, &open),
+                "salsa W3 edit {edit}: the open file {open} was answered with a stale artifact"
+            );
+        }
+        figures.checkpoint(edit, shape.edits);
+    }
+    drop(snapshot_tx);
+    builder.join().expect("the background builder panicked");
+    let executions = system.kernels().stats.executions() - executions_before;
+    let paths = editor.paths();
+    let built = system.request(&paths, None);
+    assert_hashes(
+        "salsa W3 final",
+        &built.hashes,
+        &reference_build(&editor.sources),
+    );
+    drop(system);
+    let rss_reset = proc_status_kib("VmRSS").unwrap_or(0);
+    figures
+        .record(shape)
+        .field("builder_passes", passes.load(Ordering::Relaxed))
+        .field("builder_cancelled", cancelled.load(Ordering::Relaxed))
+        .field("executions", executions)
+        .field("rss_after_reset_kib", rss_reset)
+}
+
+/// A database handle for the background builder, with what it builds.
+struct Snapshot {
+    db: crate::salsa_runner::BenchDatabase,
+    project: crate::salsa_runner::ProjectFiles,
+    files: Arc<Vec<crate::salsa_runner::SourceFile>>,
+}
+
+#[cfg(test)]
+mod tests;

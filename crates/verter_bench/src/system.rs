@@ -1,0 +1,52 @@
+//! The one interface every measured system implements, so workloads are
+//! written once: load sources and build everything cold, apply an edit,
+//! request artifacts (one of them first, at high priority).
+//!
+//! Owns the interface and what a build returns. Never measures: workloads
+//! time the calls.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::generator::{Change, Sources};
+use crate::kernel::Kernels;
+
+/// What a build answered.
+#[derive(Debug, Default)]
+pub struct Built {
+    /// Each requested artifact's hash, by path.
+    pub hashes: HashMap<Arc<str>, u64>,
+    /// When the urgent path's artifact was answered, from the start of the
+    /// call; `None` when no path was urgent.
+    pub first: Option<Duration>,
+}
+
+/// A system measured side by side.
+pub trait System {
+    /// Its name in tables, e.g. `verter` or `salsa`.
+    fn name(&self) -> &'static str;
+
+    /// How many worker threads it computes on.
+    fn threads(&self) -> usize;
+
+    /// The kernels it runs (with their counters).
+    fn kernels(&self) -> &Kernels;
+
+    /// Takes `sources` (the system holds nothing yet) and builds every
+    /// artifact. `urgent`, if given, is requested at high priority while
+    /// the whole build runs at normal priority.
+    fn cold(&mut self, sources: &Sources, urgent: Option<&Arc<str>>) -> Built;
+
+    /// Applies one editor change. Returns once the system has taken it (it
+    /// need not have rebuilt anything).
+    fn apply(&mut self, change: &Change);
+
+    /// Requests the artifacts of `paths` (and of `urgent`, first and at high
+    /// priority, if given) and waits for all of them.
+    fn request(&mut self, paths: &[Arc<str>], urgent: Option<&Arc<str>>) -> Built;
+
+    /// The system's own count of nodes it touched so far (executed,
+    /// verified or answered); what it means is said in `docs/benchmarks.md`.
+    fn touched(&self) -> u64;
+}

@@ -1,0 +1,265 @@
+//! verter, measured through `verter_scheduler`: the Source stage parses the
+//! `import` lines (the first half of the Analysis kernel) and names them as
+//! blockers; Analysis digests the text; each Artifact receives its blockers'
+//! analyses. Sources arrive as text on the requests (no I/O hop); the loader
+//! serves the same in-memory sources for anything ingested otherwise.
+//!
+//! Owns the executor, the loader and the adapter to [`System`]. Never
+//! changes how verter schedules: it only calls its public API.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::RwLock;
+use verter_dag::{Canonical, Priority, ProfileHash, TargetStage};
+use verter_scheduler::{
+    AnalysisSnapshot, ExecutorError, Language, LoadError, Request, RequestResult, Scheduler,
+    SchedulerConfig, SchedulerCounters, SourceDeps, SourceInput, SourceLoader, SourceSnapshot,
+    StageExecutor,
+};
+
+use crate::generator::{Change, Sources};
+use crate::kernel::Kernels;
+use crate::system::{Built, System};
+
+/// The one artifact profile the benchmarks build.
+pub const ARTIFACT: TargetStage = TargetStage::Artifact(ProfileHash(1));
+
+/// The in-memory sources the loader reads.
+#[derive(Clone, Default)]
+struct World {
+    files: Arc<RwLock<HashMap<Arc<str>, Arc<str>>>>,
+    language: Option<Language>,
+}
+
+impl SourceLoader for World {
+    fn realpath(&self, path: &str) -> Result<Canonical, LoadError> {
+        Ok(Canonical::from(path))
+    }
+
+    fn exists(&self, canonical: &Canonical) -> bool {
+        self.files.read().contains_key(canonical.as_str())
+    }
+
+    fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
+        self.files
+            .read()
+            .get(canonical.as_str())
+            .cloned()
+            .ok_or_else(|| LoadError::Missing {
+                path: canonical.to_string(),
+            })
+    }
+
+    fn classify(&self, _: &Canonical) -> Language {
+        self.language
+            .clone()
+            .unwrap_or_else(|| Language::new("generated"))
+    }
+}
+
+/// The bench kernels as a verter executor.
+pub struct BenchExecutor {
+    kernels: Kernels,
+}
+
+impl StageExecutor for BenchExecutor {
+    type Source = Vec<Arc<str>>;
+    type Analysis = u64;
+    type Artifact = u64;
+
+    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<Arc<str>>, ExecutorError> {
+        Ok(Kernels::parse_imports(input.text))
+    }
+
+    fn extract_deps(&self, _: &SourceInput<'_>, imports: &Vec<Arc<str>>) -> SourceDeps {
+        SourceDeps {
+            forward: Vec::new(),
+            blockers: imports.iter().map(|import| import.to_string()).collect(),
+        }
+    }
+
+    fn execute_analysis(
+        &self,
+        source: &SourceSnapshot<Vec<Arc<str>>>,
+    ) -> Result<u64, ExecutorError> {
+        let analysis = self
+            .kernels
+            .finish_analysis(&source.text.text, source.parsed.clone());
+        Ok(analysis.digest)
+    }
+
+    fn execute_artifact(
+        &self,
+        _: ProfileHash,
+        analysis: &AnalysisSnapshot<u64>,
+        blockers: &[Arc<AnalysisSnapshot<u64>>],
+    ) -> Result<u64, ExecutorError> {
+        Ok(self.kernels.artifact(
+            analysis.data,
+            blockers
+                .iter()
+                .map(|blocker| (blocker.canonical.as_str(), blocker.data)),
+        ))
+    }
+}
+
+/// verter on `threads` CPU threads (plus its driver and one I/O thread).
+pub struct VerterSystem {
+    scheduler: Arc<Scheduler<BenchExecutor>>,
+    world: World,
+    threads: usize,
+}
+
+impl VerterSystem {
+    /// A fresh scheduler on `threads` CPU threads whose kernels spin
+    /// `spin_us` µs.
+    ///
+    /// # Panics
+    /// If the pools cannot be built (the machine refuses threads).
+    pub fn new(threads: usize, spin_us: u64) -> Self {
+        let config = SchedulerConfig::with_threads(threads, 1);
+        let (cpu, io) = config.build_pools().expect("building verter's pools");
+        let world = World {
+            language: Some(Language::new("generated")),
+            ..World::default()
+        };
+        let executor = BenchExecutor {
+            kernels: Kernels::new(spin_us),
+        };
+        let scheduler = Scheduler::new(config, world.clone(), executor, cpu, io);
+        Self {
+            scheduler,
+            world,
+            threads,
+        }
+    }
+
+    /// The scheduler, for workloads that read its counters.
+    pub fn scheduler(&self) -> &Arc<Scheduler<BenchExecutor>> {
+        &self.scheduler
+    }
+
+    /// Puts `sources` where the loader reads them, without requesting
+    /// anything: requests without text then load through the I/O pool.
+    pub fn load_world(&self, sources: &Sources) {
+        let mut files = self.world.files.write();
+        for (path, text) in sources {
+            files.insert(Arc::clone(path), Arc::clone(text));
+        }
+    }
+
+    /// The scheduler's counters.
+    pub fn counters(&self) -> SchedulerCounters {
+        self.scheduler.counters()
+    }
+}
+
+/// The artifact hash of an answer.
+///
+/// # Panics
+/// If the request failed: every request of a closed project must build.
+pub fn artifact_of(path: &str, result: RequestResult<BenchExecutor>) -> u64 {
+    match result {
+        Ok(output) => {
+            output
+                .as_artifact()
+                .unwrap_or_else(|| panic!("{path}: an artifact request answered another stage"))
+                .data
+        }
+        Err(error) => panic!("verter failed to build {path}: {error}"),
+    }
+}
+
+impl System for VerterSystem {
+    fn name(&self) -> &'static str {
+        "verter"
+    }
+
+    fn threads(&self) -> usize {
+        self.threads
+    }
+
+    fn kernels(&self) -> &Kernels {
+        &self.scheduler.executor().kernels
+    }
+
+    fn cold(&mut self, sources: &Sources, urgent: Option<&Arc<str>>) -> Built {
+        let start = Instant::now();
+        self.load_world(sources);
+        let requests = sources
+            .iter()
+            .map(|(path, text)| Request::new(path.as_ref(), ARTIFACT).text(Arc::clone(text)))
+            .collect();
+        let batch = self.scheduler.submit_batch_atomic(requests);
+        let first = urgent.map(|path| {
+            let handle = self
+                .scheduler
+                .submit_request(Request::new(path.as_ref(), ARTIFACT).priority(Priority::High));
+            let _ = artifact_of(path, self.scheduler.wait(&handle));
+            start.elapsed()
+        });
+        let hashes = sources
+            .keys()
+            .zip(self.scheduler.wait_batch(&batch))
+            .map(|(path, result)| (Arc::clone(path), artifact_of(path, result)))
+            .collect();
+        Built { hashes, first }
+    }
+
+    fn apply(&mut self, change: &Change) {
+        match change {
+            Change::Write { path, text } => {
+                self.world
+                    .files
+                    .write()
+                    .insert(Arc::clone(path), Arc::clone(text));
+                let _source = self
+                    .scheduler
+                    .upsert(path, Arc::clone(text), Priority::High);
+            }
+            Change::Remove { path } => {
+                self.world.files.write().remove(path);
+                self.scheduler
+                    .remove(path)
+                    .expect("a generated path canonicalises");
+            }
+        }
+    }
+
+    fn request(&mut self, paths: &[Arc<str>], urgent: Option<&Arc<str>>) -> Built {
+        let start = Instant::now();
+        let urgent_handle = urgent.map(|path| {
+            self.scheduler
+                .submit_request(Request::new(path.as_ref(), ARTIFACT).priority(Priority::High))
+        });
+        let batch = (!paths.is_empty()).then(|| {
+            self.scheduler.submit_batch_atomic(
+                paths
+                    .iter()
+                    .map(|path| Request::new(path.as_ref(), ARTIFACT))
+                    .collect(),
+            )
+        });
+        let mut hashes = HashMap::with_capacity(paths.len() + 1);
+        let first = urgent.zip(urgent_handle).map(|(path, handle)| {
+            hashes.insert(
+                Arc::clone(path),
+                artifact_of(path, self.scheduler.wait(&handle)),
+            );
+            start.elapsed()
+        });
+        if let Some(batch) = batch {
+            for (path, result) in paths.iter().zip(self.scheduler.wait_batch(&batch)) {
+                hashes.insert(Arc::clone(path), artifact_of(path, result));
+            }
+        }
+        Built { hashes, first }
+    }
+
+    fn touched(&self) -> u64 {
+        let counters = self.scheduler.counters();
+        counters.submits + counters.source_runs + counters.analysis_runs + counters.artifact_runs
+    }
+}

@@ -1,0 +1,323 @@
+//! The workloads, written once against [`System`]: W1 cold build, W2
+//! one-file edits; W3 (edit storm) lives in [`crate::storm`] and W4
+//! (overload) in [`crate::overload`].
+//!
+//! Owns what is measured and the correctness check every measurement ends
+//! with: the system's artifact hashes must equal a serial cold build of the
+//! final sources, and every request must be answered. A mismatch panics
+//! (the binary exits non-zero); nothing here asserts on timing.
+//!
+//! # Invariants
+//! 1. Every workload compares every system's final hashes with
+//!    [`reference_build`] of the final sources
+//!    (`every_system_agrees_with_the_reference_on_w1_and_w2`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::generator::{GenConfig, Project, Sources, path_of};
+use crate::kernel::{Kernels, reference_build, serial_kernel_time};
+use crate::rayon_runner::RayonSystem;
+use crate::report::{Record, median, proc_status_kib};
+use crate::salsa_runner::SalsaSystem;
+use crate::system::System;
+use crate::tokio_runner::TokioSystem;
+use crate::verter_runner::VerterSystem;
+
+/// Which system to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SystemKind {
+    /// verter through `verter_scheduler`.
+    Verter,
+    /// salsa 0.28.
+    Salsa,
+    /// rayon two-phase `par_iter`.
+    Rayon,
+    /// The hand-written tokio scheduler.
+    Tokio,
+}
+
+impl SystemKind {
+    /// Every system, verter first.
+    pub const ALL: [Self; 4] = [Self::Verter, Self::Salsa, Self::Rayon, Self::Tokio];
+
+    /// Its name on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Verter => "verter",
+            Self::Salsa => "salsa",
+            Self::Rayon => "rayon",
+            Self::Tokio => "tokio",
+        }
+    }
+
+    /// The system named `name`, if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// A fresh instance on `threads` threads with kernels spinning
+    /// `spin_us` µs. `count` asks salsa to count touched queries (an event
+    /// callback, off for cold-build timing).
+    pub fn make(self, threads: usize, spin_us: u64, count: bool) -> Box<dyn System> {
+        match self {
+            Self::Verter => Box::new(VerterSystem::new(threads, spin_us)),
+            Self::Salsa => Box::new(SalsaSystem::new(threads, spin_us, count)),
+            Self::Rayon => Box::new(RayonSystem::new(threads, spin_us)),
+            Self::Tokio => Box::new(TokioSystem::new(threads, spin_us)),
+        }
+    }
+}
+
+/// The shape of one measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// The system.
+    pub system: SystemKind,
+    /// Worker threads.
+    pub threads: usize,
+    /// Files.
+    pub files: usize,
+    /// Kernel spin in µs.
+    pub spin_us: u64,
+    /// Timed repetitions.
+    pub iterations: usize,
+}
+
+impl Shape {
+    fn record(&self, workload: &str) -> Record {
+        Record::new()
+            .field("workload", workload)
+            .field("system", self.system.name())
+            .field("threads", self.threads)
+            .field("n", self.files)
+            .field("c", self.spin_us)
+    }
+}
+
+/// Panics unless `hashes` holds exactly `expected` (every path, every hash).
+///
+/// # Panics
+/// On the first missing, extra or different hash, naming the path.
+pub fn assert_hashes(
+    what: &str,
+    hashes: &HashMap<Arc<str>, u64>,
+    expected: &HashMap<Arc<str>, u64>,
+) {
+    for (path, hash) in expected {
+        match hashes.get(path) {
+            Some(got) if got == hash => {}
+            Some(got) => panic!(
+                "{what}: {path} has hash {got:x}, a cold build of the final sources gives {hash:x}"
+            ),
+            None => panic!("{what}: {path} was not answered"),
+        }
+    }
+    assert_eq!(
+        hashes.len(),
+        expected.len(),
+        "{what}: answers for paths that are not sources"
+    );
+}
+
+/// The path the urgent request names: a file three quarters into the
+/// sorted sources (neither first nor last in any system's build order).
+pub fn urgent_path(sources: &Sources) -> Arc<str> {
+    sources
+        .keys()
+        .nth(sources.len() * 3 / 4)
+        .cloned()
+        .expect("sources are not empty")
+}
+
+/// W1, cold build: median wall time over `shape.iterations` fresh systems,
+/// tasks/s, per-task overhead against the serial kernel time, time to the
+/// urgent file's artifact during a cold build, and the process's peak RSS.
+pub fn w1(shape: Shape) -> Record {
+    let sources = Project::generate(GenConfig::new(shape.files)).sources();
+    let reference = reference_build(&sources);
+    let serial = serial_kernel_time(&sources, &Kernels::new(shape.spin_us));
+    let tasks = 2 * sources.len() as u64;
+    let mut walls = Vec::with_capacity(shape.iterations);
+    let mut executions = 0;
+    for iteration in 0..shape.iterations.max(1) {
+        let mut system = shape.system.make(shape.threads, shape.spin_us, false);
+        let start = Instant::now();
+        let built = system.cold(&sources, None);
+        walls.push(start.elapsed());
+        assert_hashes(
+            &format!("{} W1 #{iteration}", system.name()),
+            &built.hashes,
+            &reference,
+        );
+        executions = system.kernels().stats.executions();
+    }
+    let urgent = urgent_path(&sources);
+    let mut system = shape.system.make(shape.threads, shape.spin_us, false);
+    let built = system.cold(&sources, Some(&urgent));
+    assert_hashes(
+        &format!("{} W1 urgent", system.name()),
+        &built.hashes,
+        &reference,
+    );
+    let first = built.first.expect("the urgent path was answered");
+    drop(system);
+    let wall = median(&walls);
+    let busy = wall.as_secs_f64() * shape.threads as f64;
+    let overhead_ns = (busy - serial.as_secs_f64()) / tasks as f64 * 1e9;
+    shape
+        .record("w1")
+        .field("iterations", walls.len())
+        .micros("wall_us", wall)
+        .micros(
+            "wall_min_us",
+            walls.iter().min().copied().unwrap_or_default(),
+        )
+        .field("tasks", tasks)
+        .field(
+            "tasks_per_s",
+            format!("{:.0}", tasks as f64 / wall.as_secs_f64()),
+        )
+        .micros("serial_kernel_us", serial)
+        .field("overhead_ns", format!("{overhead_ns:.1}"))
+        .micros("first_us", first)
+        .field("executions", executions)
+        .field("peak_rss_kib", proc_status_kib("VmHWM").unwrap_or(0))
+}
+
+/// The W2 edit cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EditCase {
+    /// (a) a body-only edit, then every artifact requested.
+    Body,
+    /// (b) an import edit, then every artifact requested.
+    Imports,
+    /// (c) a body edit of the most imported file, then every artifact.
+    Hub,
+    /// (d) a body edit, then only the edited file's artifact requested.
+    OnlyEdited,
+    /// No edit: every artifact requested again (pure re-validation).
+    Rerequest,
+}
+
+impl EditCase {
+    /// Every case, in table order.
+    pub const ALL: [Self; 5] = [
+        Self::Body,
+        Self::Imports,
+        Self::Hub,
+        Self::OnlyEdited,
+        Self::Rerequest,
+    ];
+
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Body => "a_body",
+            Self::Imports => "b_imports",
+            Self::Hub => "c_hub",
+            Self::OnlyEdited => "d_only_edited",
+            Self::Rerequest => "rerequest_all",
+        }
+    }
+}
+
+/// W2, one-file edits after a cold build (hub variant sources), each case
+/// repeated `shape.iterations` times on different files: latency to the
+/// edited file's artifact fresh and to every artifact fresh (medians),
+/// kernel executions and nodes touched per edit. After every edit the
+/// system's answers are compared with a cold build of the final sources.
+pub fn w2(shape: Shape) -> Vec<Record> {
+    let mut project = Project::generate(GenConfig::new(shape.files).with_hubs());
+    let hub = project.most_imported();
+    let mut system = shape.system.make(shape.threads, shape.spin_us, true);
+    let sources = project.sources();
+    let built = system.cold(&sources, None);
+    assert_hashes(
+        &format!("{} W2 cold", system.name()),
+        &built.hashes,
+        &reference_build(&sources),
+    );
+    let mut records = Vec::new();
+    let mut rng = crate::rng::Rng::new(0x5eed_0002);
+    for case in EditCase::ALL {
+        let (mut edited_fresh, mut all_fresh) = (Vec::new(), Vec::new());
+        let (mut executions, mut touched) = (0, 0);
+        for iteration in 0..shape.iterations.max(1) {
+            let ids = project.ids();
+            let target = match case {
+                EditCase::Hub => hub,
+                _ => ids[rng.below(ids.len())],
+            };
+            let changes = match case {
+                EditCase::Body | EditCase::Hub | EditCase::OnlyEdited => project.edit_body(target),
+                EditCase::Imports => project.edit_imports(target),
+                EditCase::Rerequest => Vec::new(),
+            };
+            let paths: Vec<Arc<str>> = ids.iter().map(|&id| path_of(id)).collect();
+            let edited = path_of(target);
+            let (executions_before, touched_before) =
+                (system.kernels().stats.executions(), system.touched());
+            let start = Instant::now();
+            for change in &changes {
+                system.apply(change);
+            }
+            let applied = start.elapsed();
+            let (requested, urgent): (&[Arc<str>], _) = match case {
+                EditCase::OnlyEdited => (&[], Some(&edited)),
+                EditCase::Rerequest => (&paths, None),
+                _ => (&paths, Some(&edited)),
+            };
+            let built = system.request(requested, urgent);
+            all_fresh.push(start.elapsed());
+            if let Some(first) = built.first {
+                edited_fresh.push(applied + first);
+            }
+            executions += system.kernels().stats.executions() - executions_before;
+            touched += system.touched() - touched_before;
+            // Correctness, untimed: every answer equals a cold build of the
+            // sources as they are now.
+            let reference = reference_build(&project.sources());
+            let what = format!("{} W2 {} #{iteration}", system.name(), case.name());
+            if case == EditCase::OnlyEdited {
+                assert_eq!(
+                    built.hashes.get(&edited),
+                    reference.get(&edited),
+                    "{what}: the edited file"
+                );
+                let all = system.request(&paths, None);
+                assert_hashes(&what, &all.hashes, &reference);
+            } else {
+                assert_hashes(&what, &built.hashes, &reference);
+            }
+        }
+        let rounds = shape.iterations.max(1) as u64;
+        let mut record = shape
+            .record("w2")
+            .field("case", case.name())
+            .field("iterations", rounds);
+        if !edited_fresh.is_empty() {
+            record = record.micros("edited_fresh_us", median(&edited_fresh));
+        }
+        if case != EditCase::OnlyEdited {
+            record = record.micros("all_fresh_us", median(&all_fresh));
+        }
+        records.push(
+            record
+                .field("executions", executions / rounds)
+                .field("touched", touched / rounds),
+        );
+    }
+    records
+}
+
+/// Elapsed time of `f`, with its value.
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let start = Instant::now();
+    let value = f();
+    (value, start.elapsed())
+}
+
+#[cfg(test)]
+mod tests;
