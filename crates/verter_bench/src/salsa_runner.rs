@@ -155,9 +155,19 @@ impl SalsaSystem {
     }
 
     /// Builds `paths`' artifacts, split round robin over the threads (each
-    /// with its own handle); `urgent` is computed on a further handle while
-    /// they run. Returns the hashes and when `urgent` was answered.
-    fn build(&self, paths: &[Arc<str>], urgent: Option<&Arc<str>>, start: Instant) -> Built {
+    /// with its own handle). `urgent` is computed on a further handle while
+    /// they run when `beside` is set (a cold build: salsa has no priorities,
+    /// so the only way to answer it early is another handle), and first,
+    /// before they start, otherwise (a request after an edit: the host asks
+    /// for the urgent file first). Returns the hashes and when `urgent` was
+    /// answered.
+    fn build(
+        &self,
+        paths: &[Arc<str>],
+        urgent: Option<&Arc<str>>,
+        beside: bool,
+        start: Instant,
+    ) -> Built {
         let project = self.project();
         let inputs: Vec<(Arc<str>, SourceFile)> = paths
             .iter()
@@ -168,15 +178,21 @@ impl SalsaSystem {
                 (Arc::clone(path), file)
             })
             .collect();
-        let urgent_input = urgent.map(|path| (Arc::clone(path), self.file(path).expect("input")));
+        let mut urgent_input =
+            urgent.map(|path| (Arc::clone(path), self.file(path).expect("input")));
+        let mut hashes = HashMap::with_capacity(inputs.len() + 1);
+        let mut first = None;
+        if !beside && let Some((path, file)) = urgent_input.take() {
+            hashes.insert(path, artifact(&self.db, project, file));
+            first = Some(start.elapsed());
+        }
         if self.threads == 1 {
             // One thread has no one to run the urgent request beside the
             // build, so the host asks for it first.
-            let mut hashes = HashMap::with_capacity(inputs.len() + 1);
-            let first = urgent_input.map(|(path, file)| {
+            if let Some((path, file)) = urgent_input {
                 hashes.insert(path, artifact(&self.db, project, file));
-                start.elapsed()
-            });
+                first = Some(start.elapsed());
+            }
             for (path, file) in inputs {
                 let hash = artifact(&self.db, project, file);
                 hashes.insert(path, hash);
@@ -199,12 +215,11 @@ impl SalsaSystem {
                     })
                 })
                 .collect();
-            let mut hashes = HashMap::with_capacity(inputs.len() + 1);
-            let first = urgent_input.map(|(path, file)| {
+            if let Some((path, file)) = urgent_input {
                 let db = self.db.clone();
                 hashes.insert(path, artifact(&db, project, file));
-                start.elapsed()
-            });
+                first = Some(start.elapsed());
+            }
             for worker in workers {
                 hashes.extend(worker.join().expect("a salsa worker panicked"));
             }
@@ -262,7 +277,7 @@ impl System for SalsaSystem {
         }
         self.project = Some(ProjectFiles::new(&self.db, Arc::new(self.files.clone())));
         let paths: Vec<Arc<str>> = sources.keys().cloned().collect();
-        self.build(&paths, urgent, start)
+        self.build(&paths, urgent, true, start)
     }
 
     fn apply(&mut self, change: &Change) {
@@ -270,7 +285,7 @@ impl System for SalsaSystem {
     }
 
     fn request(&mut self, paths: &[Arc<str>], urgent: Option<&Arc<str>>) -> Built {
-        self.build(paths, urgent, Instant::now())
+        self.build(paths, urgent, false, Instant::now())
     }
 
     fn touched(&self) -> u64 {
