@@ -738,7 +738,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     .ok_or_else(|| RequestError::Shutdown {
                         path: answer.key.file.canonical.clone(),
                     }),
-                Err(failure) => Err(request_error(&failure)),
+                Err(failure) => Err(answer_error(&answer.key.file, &failure)),
             };
             debug_assert!(
                 !matches!(result, Err(RequestError::Shutdown { .. }))
@@ -781,13 +781,15 @@ impl<E: StageExecutor> Scheduler<E> {
         view.output(key.stage)
     }
 
-    /// After the lock: answers, events, dispatch of newly ready work.
+    /// After the lock: events, answers, dispatch of newly ready work.
+    /// Events go first, so a waiter that has its answer knows every event of
+    /// the work that answered it was already reported.
     pub(crate) fn run_post(&self, post: PostWork<E>) {
-        for (cell, result) in post.answers {
-            let _ = cell.set(result);
-        }
         for event in &post.events {
             self.config.hooks.on_event(event);
+        }
+        for (cell, result) in post.answers {
+            let _ = cell.set(result);
         }
         if post.dispatch {
             self.dispatch_ready();
@@ -1027,6 +1029,20 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
             let _ = cell.set(Err(RequestError::Cancelled));
         }
     }
+}
+
+/// The error a waiter on `file` gets for `failure`. A stage that failed
+/// because a lower stage of the same file failed reports that root cause
+/// itself (an Artifact of an unparsable file answers with the parse error),
+/// not a dependency failure on its own file.
+fn answer_error(file: &verter_dag::FileIdentity, failure: &DagFailure) -> RequestError {
+    let mut failure = failure;
+    while let DagFailure::DependencyFailed { dep, cause } = failure
+        && dep.file == *file
+    {
+        failure = cause;
+    }
+    request_error(failure)
 }
 
 /// The request error for a DAG failure.

@@ -55,8 +55,17 @@ fn a_failure_serialises_as_its_path_and_message() {
             "src/gone.rs"
         ]
     );
-    for failure in failures {
-        let message = failure["error"].as_str().expect("the error is a message");
-        assert!(message.starts_with("dependency "), "{message}");
-    }
+    // A file's own failure is reported as its root cause; a file blocked on a
+    // failed file reports the dependency.
+    let messages: Vec<&str> = failures
+        .iter()
+        .map(|f| f["error"].as_str().expect("the error is a message"))
+        .collect();
+    assert!(messages[0].starts_with("loading "), "{messages:?}");
+    assert!(messages[1].starts_with("dependency "), "{messages:?}");
+    assert!(messages[2].starts_with("Source of "), "{messages:?}");
+    assert!(
+        messages[3].ends_with("has no backing source"),
+        "{messages:?}"
+    );
 }

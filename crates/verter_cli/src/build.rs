@@ -1,0 +1,109 @@
+//! `verter build`: index every crate under a path once and print a summary.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use verter_index::{Index, discover_crate_roots, index_roots, realpath};
+
+use crate::error::CliError;
+use crate::host::{self, Progress, Recorder};
+
+/// Runs `verter build`.
+pub(crate) fn run(
+    path: &Path,
+    out: Option<&Path>,
+    trace: Option<&Path>,
+    threads: Option<usize>,
+) -> Result<(), CliError> {
+    let _trace = trace.map(start_trace).transpose()?;
+    let started = Instant::now();
+    let roots = discover_crate_roots(path)?;
+    let base = realpath(path).map_err(|_| CliError::Missing {
+        path: path.to_path_buf(),
+    })?;
+    let base = if base.is_file() {
+        base.parent().map(Path::to_path_buf).unwrap_or(base)
+    } else {
+        base
+    };
+    let recorder = Arc::new(Recorder::default());
+    let host = host::start(threads, &recorder)?;
+    let scheduler = host.scheduler();
+    let progress = Progress::start(scheduler, "indexing");
+    let mut index = index_roots(scheduler, &roots)?;
+    progress.finish();
+    let elapsed = started.elapsed();
+    index.relative_to(&base);
+    print_failures(&index);
+    let counters = scheduler.counters();
+    let files = index.files.len() + index.failures.len();
+    println!(
+        "indexed {} crate roots: {} files, {} items, {} uses resolved, {} unresolved, {} files failed",
+        roots.len(),
+        files,
+        index.item_count(),
+        index.resolved_count(),
+        index.unresolved_count(),
+        index.failures.len(),
+    );
+    println!(
+        "stages run: {} parsed, {} analysed, {} resolved; {} dedupe joins; {:.1?} ({:.0} files/s)",
+        counters.source_runs,
+        counters.analysis_runs,
+        counters.artifact_runs,
+        counters.dedupe_joins,
+        elapsed,
+        files as f64 / elapsed.as_secs_f64().max(f64::EPSILON),
+    );
+    if let Some(out) = out {
+        write_index(&index, out)?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+/// One line per file that failed; the build goes on without it.
+pub(crate) fn print_failures(index: &Index) {
+    for failure in &index.failures {
+        // The error and its causes, on one line.
+        let mut line = failure.error.to_string();
+        let mut source = std::error::Error::source(&failure.error);
+        while let Some(cause) = source {
+            line.push_str(": ");
+            line.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        eprintln!("warning: {}: {line}", failure.path);
+    }
+}
+
+/// Writes the index as JSON.
+pub(crate) fn write_index(index: &Index, out: &Path) -> Result<(), CliError> {
+    let json = index.to_json()?;
+    std::fs::write(out, json).map_err(|source| CliError::Write {
+        path: out.to_path_buf(),
+        source,
+    })
+}
+
+/// Installs a Chrome-trace subscriber; the guard flushes the file on drop.
+fn start_trace(path: &Path) -> Result<tracing_chrome::FlushGuard, CliError> {
+    use tracing_subscriber::prelude::*;
+    std::fs::File::create(path).map_err(|source| CliError::Write {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
+        .file(path)
+        .include_args(true)
+        .build();
+    tracing_subscriber::registry()
+        .with(layer)
+        .try_init()
+        .map_err(|err| CliError::Trace {
+            path: path.to_path_buf(),
+            message: err.to_string(),
+        })?;
+    Ok(guard)
+}

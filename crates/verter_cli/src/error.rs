@@ -1,0 +1,49 @@
+//! The CLI's errors: each is one clear line, and each means exit code 1.
+
+use std::path::PathBuf;
+
+use verter_index::IndexError;
+
+/// Why a command could not do its job.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// The path does not exist.
+    #[error("{} does not exist", path.display())]
+    Missing { path: PathBuf },
+    /// The path holds no Rust crate.
+    #[error("{} is not a Rust source tree (no Cargo.toml with src/lib.rs, src/main.rs or src/bin)", path.display())]
+    NotRust { path: PathBuf },
+    /// Indexing failed as a whole.
+    #[error("{0}")]
+    Index(IndexError),
+    /// The scheduler's pools could not start.
+    #[error("cannot start the scheduler: {0}")]
+    Host(#[from] verter_host::HostError),
+    /// An output file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file watcher could not start.
+    #[error("cannot watch {}: {source}", path.display())]
+    Watch {
+        path: PathBuf,
+        #[source]
+        source: notify::Error,
+    },
+    /// The trace file could not be set up.
+    #[error("cannot trace to {}: {message}", path.display())]
+    Trace { path: PathBuf, message: String },
+}
+
+impl From<IndexError> for CliError {
+    fn from(error: IndexError) -> Self {
+        match error {
+            IndexError::Missing { path } => Self::Missing { path },
+            IndexError::NotACrate { path } => Self::NotRust { path },
+            other => Self::Index(other),
+        }
+    }
+}

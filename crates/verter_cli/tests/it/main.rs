@@ -1,0 +1,207 @@
+//! The `verter` binary, run as a user would: exit codes, the summary, the
+//! JSON shape, bad paths, and `watch` reacting to an edit.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+fn verter() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_verter"))
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo")
+}
+
+/// Copies the fixture crate into a fresh temporary directory.
+fn copy_of_fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(&fixture(), dir.path());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read fixture") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn build_prints_the_summary_and_writes_the_index() {
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let out = out_dir.path().join("index.json");
+    let output = verter()
+        .arg("build")
+        .arg(fixture())
+        .arg("--out")
+        .arg(&out)
+        .args(["--threads", "2"])
+        .output()
+        .expect("run verter");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("indexed 1 crate roots: 4 files, 10 items, 4 uses resolved, 1 unresolved, 0 files failed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("stages run: 4 parsed, 4 analysed, 4 resolved"),
+        "{stdout}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("index written")).expect("JSON");
+    let files = json["files"].as_array().expect("files");
+    let paths: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(
+        paths,
+        [
+            "src/lib.rs",
+            "src/net/conn.rs",
+            "src/net/mod.rs",
+            "src/util.rs"
+        ]
+    );
+    assert_eq!(json["failures"].as_array().map(Vec::len), Some(0));
+    // `use crate::util::helper` in lib.rs resolves to util.rs line 1.
+    let lib_uses = files[0]["uses"].as_array().expect("uses");
+    let helper = lib_uses
+        .iter()
+        .find(|u| u["path"] == "crate::util::helper")
+        .expect("the helper use");
+    assert_eq!(helper["target"]["file"], "src/util.rs");
+    assert_eq!(helper["target"]["line"], 1);
+}
+
+#[test]
+fn a_missing_path_is_one_line_and_exit_code_1() {
+    let output = verter()
+        .args(["build", "/no/such/verter/path"])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim(), "error: /no/such/verter/path does not exist");
+}
+
+#[test]
+fn a_directory_without_a_crate_is_not_a_rust_tree() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = verter().arg("build").arg(dir.path()).output().expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("is not a Rust source tree"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn an_unparsable_file_is_reported_and_the_build_goes_on() {
+    let dir = copy_of_fixture();
+    std::fs::write(dir.path().join("src/util.rs"), "pub fn helper( -> u16 {").expect("write");
+    let output = verter().arg("build").arg(dir.path()).output().expect("run");
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("warning: src/util.rs: Source of"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("4 files"), "{stdout}");
+    // util.rs fails to parse; lib.rs, whose Artifact is blocked on util.rs's
+    // Analysis, fails as its dependent. The other two files index.
+    assert!(stdout.contains("2 files failed"), "{stdout}");
+    assert!(
+        stderr.contains("warning: src/lib.rs: dependency Analysis"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn wrong_usage_is_exit_code_2() {
+    let output = verter().arg("bulid").output().expect("run");
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// Reads the child's stdout lines on a thread and hands them over a channel,
+/// so the test waits for reported events, under a watchdog timeout.
+fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn next_line_starting(lines: &mpsc::Receiver<String>, prefix: &str) -> String {
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no line starting {prefix:?} within 60 s"));
+        if line.starts_with(prefix) {
+            return line;
+        }
+    }
+}
+
+#[test]
+fn watch_rebuilds_only_the_edited_file_and_its_dependents() {
+    let dir = copy_of_fixture();
+    let mut child = verter()
+        .arg("watch")
+        .arg(dir.path())
+        .args(["--threads", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("run verter watch");
+    let lines = lines_of(&mut child);
+    let ready = next_line_starting(&lines, "watching ");
+    assert!(ready.contains("4 files"), "{ready}");
+
+    std::fs::write(
+        dir.path().join("src/util.rs"),
+        "pub fn helper() -> u16 {\n    8081\n}\n\npub fn other() {}\n",
+    )
+    .expect("edit");
+    let changed = next_line_starting(&lines, "changed ");
+    assert!(
+        changed.starts_with("changed src/util.rs: rebuilt "),
+        "{changed}"
+    );
+    // util.rs itself, and lib.rs, whose Artifact is blocked on util.rs's
+    // Analysis; nothing else.
+    assert!(
+        changed.contains("src/util.rs (Source, Analysis, Artifact)"),
+        "{changed}"
+    );
+    assert!(changed.contains("src/lib.rs (Artifact)"), "{changed}");
+    assert!(!changed.contains("conn.rs"), "{changed}");
+    assert!(!changed.contains("net/mod.rs"), "{changed}");
+
+    // Ctrl-C exits cleanly.
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(status.success());
+    next_line_starting(&lines, "stopped");
+    let exit = child.wait().expect("verter exits");
+    assert!(exit.success(), "{exit:?}");
+}
