@@ -45,20 +45,32 @@ fn workload() -> &'static Workload {
     WORKLOAD.get_or_init(|| {
         // The parent of this package, not canonicalised first: a checkout
         // whose package directory is a symlink still measures its own tree.
-        let crates = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("crates/")
-            .to_path_buf();
-        let mut packages: Vec<PathBuf> = std::fs::read_dir(&crates)
-            .expect("read crates/")
-            .map(|entry| entry.expect("entry").path())
-            .collect();
-        packages.sort();
-        let roots: Vec<PathBuf> = packages
-            .iter()
-            .filter_map(|package| package_roots(package).ok())
-            .flatten()
-            .collect();
+        // `VERTER_INDEX_BENCH_TREE` measures another tree instead (e.g. a
+        // crate from the cargo registry cache).
+        let (crates, roots) = match std::env::var_os("VERTER_INDEX_BENCH_TREE") {
+            Some(tree) => {
+                let tree = PathBuf::from(tree);
+                let roots = verter_index::discover_crate_roots(&tree).expect("a Rust tree");
+                (tree, roots)
+            }
+            None => {
+                let crates = Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .parent()
+                    .expect("crates/")
+                    .to_path_buf();
+                let mut packages: Vec<PathBuf> = std::fs::read_dir(&crates)
+                    .expect("read crates/")
+                    .map(|entry| entry.expect("entry").path())
+                    .collect();
+                packages.sort();
+                let roots: Vec<PathBuf> = packages
+                    .iter()
+                    .filter_map(|package| package_roots(package).ok())
+                    .flatten()
+                    .collect();
+                (crates, roots)
+            }
+        };
         let scheduler = Scheduler::new_inline(config(), FsLoader, RustIndexer::new());
         let index = index_roots(&scheduler, &roots).expect("the roots exist");
         // Only files that index take part (a file mid-edit in a shared
