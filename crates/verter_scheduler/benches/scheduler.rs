@@ -1,7 +1,8 @@
 //! Scheduler overhead with a no-op executor (`cargo bench -p verter_scheduler`):
 //! a cold build of 10k files through all three stages (threaded, 2 CPU
-//! threads, and inline), one stage admit→complete, and `invalidate` end to
-//! end.
+//! threads, and inline), the same build over a dependency graph (each file's
+//! Artifact blocked on the Analysis of two others), one stage
+//! admit→complete, and `invalidate` end to end.
 
 use std::sync::Arc;
 
@@ -59,6 +60,93 @@ impl StageExecutor for Noop {
     ) -> Result<(), ExecutorError> {
         Ok(())
     }
+}
+
+/// Like [`Noop`], but `src/f{i}.rs` names `f{i+1}` and `f{7i+3}` (mod n) as
+/// blockers: a 10k-file graph with cycles, every Artifact gated on two
+/// other files' Analyses.
+struct NoopGraph {
+    files: usize,
+}
+
+impl StageExecutor for NoopGraph {
+    type Source = ();
+    type Analysis = ();
+    type Artifact = ();
+    fn execute_source(&self, _: &SourceInput<'_>) -> Result<(), ExecutorError> {
+        Ok(())
+    }
+    fn extract_deps(&self, input: &SourceInput<'_>, _: &()) -> SourceDeps {
+        let index: usize = input
+            .canonical
+            .as_str()
+            .trim_start_matches("src/f")
+            .trim_end_matches(".rs")
+            .parse()
+            .expect("src/f{i}.rs");
+        SourceDeps {
+            forward: Vec::new(),
+            blockers: vec![
+                format!("src/f{}.rs", (index + 1) % self.files),
+                format!("src/f{}.rs", (index * 7 + 3) % self.files),
+            ],
+        }
+    }
+    fn execute_analysis(&self, _: &SourceSnapshot<()>) -> Result<(), ExecutorError> {
+        Ok(())
+    }
+    fn execute_artifact(
+        &self,
+        _: ProfileHash,
+        _: &AnalysisSnapshot<()>,
+        blockers: &[Arc<AnalysisSnapshot<()>>],
+    ) -> Result<(), ExecutorError> {
+        assert!(!blockers.is_empty() || self.files < 2);
+        Ok(())
+    }
+}
+
+/// 10k files whose Artifacts each wait on two other files' Analyses, on 2
+/// CPU threads and 1 I/O thread.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn cold_10k_file_graph_threaded(bencher: divan::Bencher) {
+    bencher
+        .with_inputs(|| {
+            let config = config();
+            let (cpu, io) = config.build_pools().expect("pools");
+            let executor = NoopGraph { files: 10_000 };
+            (
+                Scheduler::new(config, NoopLoader, executor, cpu, io),
+                paths(10_000),
+            )
+        })
+        .bench_values(|(scheduler, requests)| {
+            let batch = scheduler.submit_batch_atomic(requests);
+            for result in scheduler.wait_batch(&batch) {
+                result.expect("built");
+            }
+            scheduler
+        });
+}
+
+/// The same graph with no threads.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn cold_10k_file_graph_inline(bencher: divan::Bencher) {
+    bencher
+        .with_inputs(|| {
+            let executor = NoopGraph { files: 10_000 };
+            (
+                Scheduler::new_inline(config(), NoopLoader, executor),
+                paths(10_000),
+            )
+        })
+        .bench_values(|(scheduler, requests)| {
+            let batch = scheduler.submit_batch_atomic(requests);
+            for result in scheduler.wait_batch(&batch) {
+                result.expect("built");
+            }
+            scheduler
+        });
 }
 
 fn config() -> SchedulerConfig {
