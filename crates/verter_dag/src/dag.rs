@@ -804,21 +804,7 @@ impl SchedulerDag {
         if !self.ledger.has_room(class) {
             return None;
         }
-        let (identity, priority) = self.ready.pop(class)?;
-        let node = self
-            .nodes
-            .get_mut(&identity)
-            .expect("ready members are resident nodes");
-        debug_assert!(matches!(node.state, NodeState::Ready));
-        node.state = NodeState::Running;
-        self.ledger.reserve(class, node.admission);
-        self.counters.dequeued += 1;
-        Some(Dispatch {
-            identity,
-            admission: node.admission,
-            class,
-            priority,
-        })
+        self.take_ready(class, false)
     }
 
     /// Like [`Self::dequeue_ready`], but ignores the budget: for a thread that
@@ -828,6 +814,12 @@ impl SchedulerDag {
     /// the ledger shows one more reservation. The reservation is released
     /// exactly once, like any other.
     pub fn dequeue_ready_lent(&mut self, class: ResourceClass) -> Option<Dispatch> {
+        self.take_ready(class, true)
+    }
+
+    /// Pops the next ready work of `class` and reserves capacity for it
+    /// (beyond the budget when `lent`).
+    fn take_ready(&mut self, class: ResourceClass, lent: bool) -> Option<Dispatch> {
         let (identity, priority) = self.ready.pop(class)?;
         let node = self
             .nodes
@@ -835,7 +827,11 @@ impl SchedulerDag {
             .expect("ready members are resident nodes");
         debug_assert!(matches!(node.state, NodeState::Ready));
         node.state = NodeState::Running;
-        self.ledger.reserve_lent(class, node.admission);
+        if lent {
+            self.ledger.reserve_lent(class, node.admission);
+        } else {
+            self.ledger.reserve(class, node.admission);
+        }
         self.counters.dequeued += 1;
         Some(Dispatch {
             identity,

@@ -287,9 +287,7 @@ impl CapacityLedger {
     /// [`Self::has_room`].
     pub(crate) fn reserve(&mut self, class: ResourceClass, admission: AdmissionId) {
         debug_assert!(self.has_room(class));
-        let previous = self.reservations.insert(admission, class);
-        assert!(previous.is_none(), "admission {admission:?} reserved twice");
-        self.in_use[class.index()] += 1;
+        self.reserve_lent(class, admission);
     }
 
     /// Reserves one unit of `class` for `admission` beyond the budget: a

@@ -120,13 +120,7 @@ fn cold_10k_file_graph_threaded(bencher: divan::Bencher) {
                 paths(10_000),
             )
         })
-        .bench_values(|(scheduler, requests)| {
-            let batch = scheduler.submit_batch_atomic(requests);
-            for result in scheduler.wait_batch(&batch) {
-                result.expect("built");
-            }
-            scheduler
-        });
+        .bench_values(build_all);
 }
 
 /// The same graph with no threads.
@@ -140,19 +134,25 @@ fn cold_10k_file_graph_inline(bencher: divan::Bencher) {
                 paths(10_000),
             )
         })
-        .bench_values(|(scheduler, requests)| {
-            let batch = scheduler.submit_batch_atomic(requests);
-            for result in scheduler.wait_batch(&batch) {
-                result.expect("built");
-            }
-            scheduler
-        });
+        .bench_values(build_all);
 }
 
 fn config() -> SchedulerConfig {
     let mut config = SchedulerConfig::with_threads(2, 1);
     config.idle_repump = None;
     config
+}
+
+/// Submits `requests` as one atomic batch and waits for every answer; returns
+/// the scheduler so its teardown is not timed.
+fn build_all<E: StageExecutor>(
+    (scheduler, requests): (Arc<Scheduler<E>>, Vec<Request>),
+) -> Arc<Scheduler<E>> {
+    let batch = scheduler.submit_batch_atomic(requests);
+    for result in scheduler.wait_batch(&batch) {
+        result.expect("built");
+    }
+    scheduler
 }
 
 fn paths(n: usize) -> Vec<Request> {
@@ -173,13 +173,7 @@ fn cold_10k_files_threaded(bencher: divan::Bencher) {
                 paths(10_000),
             )
         })
-        .bench_values(|(scheduler, requests)| {
-            let batch = scheduler.submit_batch_atomic(requests);
-            for result in scheduler.wait_batch(&batch) {
-                result.expect("built");
-            }
-            scheduler
-        });
+        .bench_values(build_all);
 }
 
 /// The same build with no threads: the scheduler's cost on one core.
@@ -192,13 +186,7 @@ fn cold_10k_files_inline(bencher: divan::Bencher) {
                 paths(10_000),
             )
         })
-        .bench_values(|(scheduler, requests)| {
-            let batch = scheduler.submit_batch_atomic(requests);
-            for result in scheduler.wait_batch(&batch) {
-                result.expect("built");
-            }
-            scheduler
-        });
+        .bench_values(build_all);
 }
 
 /// `invalidate` of one file whose three stages are done, end to end
@@ -206,10 +194,7 @@ fn cold_10k_files_inline(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 50, sample_size = 200)]
 fn invalidate_one_built_file(bencher: divan::Bencher) {
     let scheduler = Scheduler::new_inline(config(), NoopLoader, Noop);
-    let batch = scheduler.submit_batch_atomic(paths(1_000));
-    for result in scheduler.wait_batch(&batch) {
-        result.expect("built");
-    }
+    let scheduler = build_all((scheduler, paths(1_000)));
     bencher.bench_local(|| scheduler.invalidate("src/f7.rs").expect("known"));
 }
 
