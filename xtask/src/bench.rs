@@ -262,6 +262,15 @@ fn machine(root: &Path) -> Vec<String> {
             "**Date:** {} (UTC).",
             shell("date", &["-u", "+%Y-%m-%d %H:%M"])
         ),
+        format!(
+            "**Commit measured:** {}{}.",
+            shell("git", &["rev-parse", "--short", "HEAD"]),
+            if shell("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty() {
+                ""
+            } else {
+                " with uncommitted changes in the work tree"
+            }
+        ),
     ]
 }
 
