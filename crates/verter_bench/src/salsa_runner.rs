@@ -293,7 +293,8 @@ impl System for SalsaSystem {
     }
 }
 
-/// Runs `f` on `db`, turning salsa's cancellation unwind into `None`.
+/// Runs `f`, turning salsa's cancellation unwind into `None` (any other
+/// panic goes on unwinding).
 pub fn catch_cancelled<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> Option<T> {
     salsa::Cancelled::catch(f).ok()
 }

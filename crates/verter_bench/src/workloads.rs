@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::generator::{GenConfig, Project, Sources, path_of};
 use crate::kernel::{Kernels, reference_build, serial_kernel_time};
@@ -318,13 +318,6 @@ pub fn w2(shape: Shape) -> Vec<Record> {
         );
     }
     records
-}
-
-/// Elapsed time of `f`, with its value.
-pub fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
-    let start = Instant::now();
-    let value = f();
-    (value, start.elapsed())
 }
 
 #[cfg(test)]

@@ -1,3 +1,6 @@
+//! The generated project stays closed under every edit, and one seed
+//! renders one project.
+
 use super::*;
 
 fn closed(project: &Project) -> bool {

@@ -1,3 +1,5 @@
+//! The kernels are order-independent and agree with the reference build.
+
 use super::*;
 use crate::generator::{GenConfig, Project};
 

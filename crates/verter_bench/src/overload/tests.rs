@@ -1,3 +1,5 @@
+//! A small overload answers every request and coalesces the repeats.
+
 use super::*;
 
 #[test]

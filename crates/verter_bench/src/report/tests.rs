@@ -1,3 +1,5 @@
+//! The result-line format round-trips; quantiles and RSS reads behave.
+
 use super::*;
 
 #[test]

@@ -1,3 +1,6 @@
+//! The generator's randomness: one seed, one sequence; ranges and the Zipf
+//! skew hold.
+
 use super::*;
 
 #[test]

@@ -1,3 +1,6 @@
+//! A small storm answers every foreground request with a fresh artifact,
+//! for verter and salsa.
+
 use super::*;
 
 #[test]

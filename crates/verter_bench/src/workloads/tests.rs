@@ -1,3 +1,5 @@
+//! Every system agrees with the reference build on W1 and W2 (small N).
+
 use super::*;
 
 #[test]
