@@ -69,6 +69,14 @@ pub(crate) struct Prepared<E: StageExecutor> {
     cell: AnswerCell<E>,
 }
 
+/// What preparation decided: queue the request, or answer it at once.
+enum Preparation<E: StageExecutor> {
+    /// Admit it under the lock.
+    Queue(Prepared<E>),
+    /// The live object already committed the output.
+    Answered(RequestResult<E>),
+}
+
 /// One inbox item.
 pub(crate) enum Submission<E: StageExecutor> {
     /// One request.
@@ -143,6 +151,10 @@ pub(crate) struct Counters {
     pub(crate) analysis_runs: AtomicU64,
     pub(crate) artifact_runs: AtomicU64,
     pub(crate) executor_panics: AtomicU64,
+    pub(crate) answered_without_admission: AtomicU64,
+    /// Requests enqueued and not yet admitted. Incremented before the send,
+    /// decremented after the lock hold that admits them.
+    pub(crate) pending_admissions: AtomicUsize,
 }
 
 /// What the scheduler has done, for observability and tests.
@@ -174,6 +186,9 @@ pub struct SchedulerCounters {
     pub artifact_runs: u64,
     /// Panics caught in host code.
     pub executor_panics: u64,
+    /// Requests answered from committed output at submission, without
+    /// admission.
+    pub answered_without_admission: u64,
 }
 
 /// The state at a quiescent moment: what tests assert is clean.
@@ -343,7 +358,10 @@ impl<E: StageExecutor> Scheduler<E> {
         let handle = CompletionHandle::new();
         self.counters.submits.fetch_add(1, Ordering::Relaxed);
         match self.prepare(request, Arc::clone(&handle.cell)) {
-            Ok(prepared) => self.enqueue(Submission::One(prepared)),
+            Ok(Preparation::Queue(prepared)) => self.enqueue(Submission::One(prepared)),
+            Ok(Preparation::Answered(result)) => {
+                let _ = handle.cell.set(result);
+            }
             Err(error) => {
                 let _ = handle.cell.set(Err(error));
             }
@@ -372,7 +390,10 @@ impl<E: StageExecutor> Scheduler<E> {
             let handle = CompletionHandle::new();
             self.counters.submits.fetch_add(1, Ordering::Relaxed);
             match self.prepare(request, Arc::clone(&handle.cell)) {
-                Ok(p) => prepared.push(p),
+                Ok(Preparation::Queue(p)) => prepared.push(p),
+                Ok(Preparation::Answered(result)) => {
+                    let _ = handle.cell.set(result);
+                }
                 Err(error) => {
                     let _ = handle.cell.set(Err(error));
                 }
@@ -426,17 +447,41 @@ impl<E: StageExecutor> Scheduler<E> {
             .collect()
     }
 
-    fn prepare(&self, request: Request, cell: AnswerCell<E>) -> Result<Prepared<E>, RequestError> {
+    fn prepare(
+        &self,
+        request: Request,
+        cell: AnswerCell<E>,
+    ) -> Result<Preparation<E>, RequestError> {
         let canonical = self.canonicalize(&request.path)?;
+        // Sample the published node; the node map guard drops before
+        // anything takes the DAG lock.
+        let published = self.nodes.get(&canonical).map(|node| Arc::clone(&node));
+        // A request that changes nothing (no text, no language) for output the
+        // live object already committed is answered here, without the inbox or
+        // the lock: it reads a published snapshot, which readers may do
+        // without the lock, and is ordered before any edit that lands later.
+        if request.text.is_none()
+            && request.language.is_none()
+            // Only when nothing submitted earlier is still waiting for
+            // admission: an earlier upsert from this thread must be seen.
+            && self.counters.pending_admissions.load(Ordering::Acquire) == 0
+            && let Some(node) = &published
+            && !node.is_retired()
+            && let Some(output) = node.view().output(request.stage)
+        {
+            self.counters
+                .answered_without_admission
+                .fetch_add(1, Ordering::Relaxed);
+            return Ok(Preparation::Answered(Ok(output)));
+        }
         let explicit_language = request.language.is_some();
-        let language = match request.language {
-            Some(language) => language,
-            None => self.classify(&canonical)?,
+        let language = match (request.language, &published) {
+            (Some(language), _) => language,
+            (None, Some(node)) => node.language().clone(),
+            (None, None) => self.classify(&canonical)?,
         };
-        // Sample the live lifetime; the node map guard drops before anything
-        // takes the DAG lock.
-        let lifetime = self.nodes.get(&canonical).map(|node| node.lifetime());
-        Ok(Prepared {
+        let lifetime = published.map(|node| node.lifetime());
+        Ok(Preparation::Queue(Prepared {
             canonical,
             stage: request.stage,
             priority: request.priority,
@@ -445,7 +490,7 @@ impl<E: StageExecutor> Scheduler<E> {
             explicit_language,
             lifetime,
             cell,
-        })
+        }))
     }
 
     /// The loader's canonical form of `path`, with its panics caught.
@@ -470,6 +515,9 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     fn enqueue(&self, mut item: Submission<E>) {
+        self.counters
+            .pending_admissions
+            .fetch_add(item.cells().len(), Ordering::AcqRel);
         loop {
             match self.inbox_tx.try_send(item) {
                 Ok(()) => {
@@ -504,6 +552,9 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     fn answer_shutdown(&self, item: Submission<E>) {
+        self.counters
+            .pending_admissions
+            .fetch_sub(item.cells().len(), Ordering::AcqRel);
         let path = match &item {
             Submission::One(p) => p.canonical.clone(),
             Submission::Batch(items) => items
@@ -538,6 +589,13 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Admits `items` under one lock hold, then runs the post-work.
     pub(crate) fn admit_items(&self, items: Vec<Submission<E>>) {
         let mut post = PostWork::default();
+        let admitted: usize = items
+            .iter()
+            .map(|item| match item {
+                Submission::One(_) => 1,
+                Submission::Batch(batch) => batch.len(),
+            })
+            .sum();
         {
             let mut locked = self.locked.lock();
             for item in items {
@@ -551,6 +609,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         }
+        // Release: whatever these admissions published (view resets, new
+        // generations) is visible to a fast path that sees the count drop.
+        self.counters
+            .pending_admissions
+            .fetch_sub(admitted, Ordering::Release);
         self.run_post(post);
     }
 
@@ -955,6 +1018,10 @@ impl<E: StageExecutor> Scheduler<E> {
             analysis_runs: self.counters.analysis_runs.load(Ordering::Relaxed),
             artifact_runs: self.counters.artifact_runs.load(Ordering::Relaxed),
             executor_panics: self.counters.executor_panics.load(Ordering::Relaxed),
+            answered_without_admission: self
+                .counters
+                .answered_without_admission
+                .load(Ordering::Relaxed),
         }
     }
 

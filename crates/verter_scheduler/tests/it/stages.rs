@@ -213,3 +213,53 @@ fn executors_that_wait_on_other_work_from_every_cpu_worker_do_not_deadlock() {
         assert_quiescent(&scheduler, &outers.handles().iter().collect::<Vec<_>>());
     });
 }
+
+#[test]
+fn a_request_for_committed_output_is_answered_at_submission() {
+    let files = MemFiles::with(&[("a.rs", "one two")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    let built = scheduler.wait(&first).expect("analysed");
+    // Inline: nothing pumps between submission and the check, so an answer
+    // here can only come from submission itself.
+    let again = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    let answer = again
+        .try_result()
+        .expect("answered at submission")
+        .expect("ok");
+    assert!(Arc::ptr_eq(
+        answer.as_analysis().unwrap(),
+        built.as_analysis().unwrap()
+    ));
+    assert_eq!(scheduler.counters().answered_without_admission, 1);
+    // After an edit the committed output is gone: the request is queued.
+    scheduler.invalidate("a.rs").expect("known");
+    let after_edit = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    assert!(after_edit.try_result().is_none());
+    scheduler.wait(&after_edit).expect("rebuilt");
+    assert_quiescent(&scheduler, &[&first, &again, &after_edit]);
+}
+
+#[test]
+fn a_request_after_a_queued_upsert_sees_the_upsert() {
+    let files = MemFiles::with(&[("a.rs", "one")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    scheduler.wait(&first).expect("analysed");
+    // The upsert is queued, not admitted (nothing pumps in between); the
+    // request that follows it must not be answered from the older output.
+    let edit = scheduler.upsert("a.rs", "one two three", Default::default());
+    let after = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    assert!(
+        after.try_result().is_none(),
+        "answered from output the upsert replaces"
+    );
+    let output = scheduler.wait(&after).expect("analysed");
+    assert_eq!(output.as_analysis().unwrap().data, 3);
+    assert_eq!(scheduler.counters().answered_without_admission, 0);
+    assert_quiescent(&scheduler, &[&first, &edit, &after]);
+}
