@@ -1,3 +1,6 @@
+//! Unit tests of the blocker registry: the demand index stays a recount of
+//! the records through every funnel.
+
 use super::*;
 use crate::identity::{Generation, Incarnation, TargetStage};
 

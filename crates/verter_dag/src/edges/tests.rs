@@ -1,3 +1,5 @@
+//! Unit tests of `DepEdges`: both sides and the file index move together.
+
 use super::*;
 use crate::identity::{FileIdentity, Generation, Incarnation, TargetStage};
 

@@ -1,3 +1,6 @@
+//! Unit tests of the identities: uniqueness, ordering, exhaustion,
+//! cancellation, and Hash/Eq agreement.
+
 use std::collections::HashSet;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};

@@ -1,3 +1,6 @@
+//! Unit tests of the ready lanes and the capacity ledger: exact counts,
+//! fairness, compaction, release exactly once.
+
 use super::*;
 use crate::identity::{Canonical, FileIdentity, Generation, Incarnation, TargetStage};
 

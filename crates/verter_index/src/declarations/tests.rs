@@ -1,3 +1,6 @@
+//! Unit tests of the declaration summary: items, `mod` children, flattened
+//! `use` trees.
+
 use std::path::{Path, PathBuf};
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Unit tests of the module layout: module paths, child files, `#[path]`.
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 

@@ -1,3 +1,5 @@
+//! Unit tests of the file-system loader: canonical paths and typed errors.
+
 use std::fs;
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Unit tests of `use` resolution against blockers' item tables.
+
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

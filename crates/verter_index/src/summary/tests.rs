@@ -1,3 +1,5 @@
+//! Unit tests of the parsed-file summary.
+
 use super::*;
 
 fn summary(text: &str) -> Summary {

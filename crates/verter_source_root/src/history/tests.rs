@@ -1,3 +1,5 @@
+//! Unit tests of one file's version history: reads as of an epoch, pruning.
+
 use verter_dag::{Generation, Incarnation, SourceVersion};
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Unit tests of roots as leases: registration, clone, release.
+
 use super::*;
 
 fn registry() -> LeaseRegistry {

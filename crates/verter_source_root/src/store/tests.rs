@@ -1,3 +1,6 @@
+//! Unit tests of the store behind the publication lock: records, commits,
+//! rollback, GC.
+
 use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
