@@ -17,7 +17,7 @@
 //!    removal follows `refs` of that key's canonical.
 
 use crate::hash::{HashMap, HashSet};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::vec_map::VecMap;
 
 use crate::identity::{Canonical, DepKey, FileIdentity, SourceVersion};
 
@@ -27,9 +27,9 @@ pub(crate) struct BlockerRegistry {
     /// Owner → the keys its Artifact waits for.
     by_owner: HashMap<FileIdentity, HashSet<DepKey>>,
     /// Canonical → versions of that canonical that own records.
-    owners_by_file: HashMap<Canonical, BTreeSet<SourceVersion>>,
+    owners_by_file: HashMap<Canonical, VecMap<SourceVersion, ()>>,
     /// Blocker canonical → blocker version → key → owners naming it.
-    refs: HashMap<Canonical, BTreeMap<SourceVersion, HashMap<DepKey, HashSet<FileIdentity>>>>,
+    refs: HashMap<Canonical, VecMap<SourceVersion, HashMap<DepKey, HashSet<FileIdentity>>>>,
 }
 
 /// Membership counts and backing capacity of the blocker registry.
@@ -65,7 +65,7 @@ impl BlockerRegistry {
         self.owners_by_file
             .entry(owner.canonical.clone())
             .or_default()
-            .insert(owner.version());
+            .insert(owner.version(), ());
         self.by_owner.insert(owner.clone(), keys);
         previous
     }
@@ -114,7 +114,7 @@ impl BlockerRegistry {
         let retired: Vec<SourceVersion> = self
             .owners_by_file
             .get(canonical)
-            .map(|versions| versions.range(..bound).copied().collect())
+            .map(|versions| versions.range_below(&bound).map(|(v, ())| *v).collect())
             .unwrap_or_default();
         for version in retired {
             self.drain(&FileIdentity::new(
@@ -136,7 +136,7 @@ impl BlockerRegistry {
             .get(canonical)
             .map(|versions| {
                 versions
-                    .range(..bound)
+                    .range_below(&bound)
                     .flat_map(|(_, keys)| keys.iter())
                     .flat_map(|(key, owners)| owners.iter().map(|o| (o.clone(), key.clone())))
                     .collect()
@@ -197,7 +197,9 @@ impl BlockerRegistry {
             .map(|versions| {
                 versions
                     .iter()
-                    .map(|v| FileIdentity::new(canonical.clone(), v.incarnation, v.generation))
+                    .map(|(v, ())| {
+                        FileIdentity::new(canonical.clone(), v.incarnation, v.generation)
+                    })
                     .collect()
             })
             .unwrap_or_default()
@@ -214,10 +216,10 @@ impl BlockerRegistry {
             + self
                 .owners_by_file
                 .values()
-                .map(BTreeSet::len)
+                .map(VecMap::capacity)
                 .sum::<usize>();
         for versions in self.refs.values() {
-            capacity += versions.len();
+            capacity += versions.capacity();
             for keys in versions.values() {
                 capacity += keys.capacity();
                 referenced_keys += keys.len();
@@ -268,8 +270,7 @@ impl BlockerRegistry {
         self.refs
             .entry(key.file.canonical.clone())
             .or_default()
-            .entry(key.file.version())
-            .or_default()
+            .entry_or_default(key.file.version())
             .entry(key.clone())
             .or_default()
             .insert(owner.clone());

@@ -44,7 +44,7 @@
 //!    dependency's current state (`a_failed_producer_fails_every_consumer`).
 
 use crate::hash::HashMap;
-use std::collections::BTreeMap;
+use crate::vec_map::VecMap;
 use std::sync::Arc;
 
 use crate::blockers::{BlockerOccupancy, BlockerRegistry};
@@ -251,7 +251,7 @@ struct Member {
 #[derive(Debug, Default)]
 struct FileRecords {
     object: Option<ObjectRecord>,
-    versions: BTreeMap<SourceVersion, VersionSlot>,
+    versions: VecMap<SourceVersion, VersionSlot>,
 }
 
 /// The stages of one version that have a node or a group.
@@ -1012,7 +1012,7 @@ impl SchedulerDag {
     pub fn highest_priority_for_file(&self, canonical: &Canonical) -> Option<Priority> {
         let records = self.files.get(canonical)?;
         let mut best: Option<Priority> = None;
-        for (version, slot) in &records.versions {
+        for (version, slot) in records.versions.iter() {
             let file =
                 FileIdentity::new(canonical.clone(), version.incarnation, version.generation);
             for stage in &slot.nodes {
@@ -1099,8 +1099,7 @@ impl SchedulerDag {
             .entry(file.canonical.clone())
             .or_default()
             .versions
-            .entry(file.version())
-            .or_default()
+            .entry_or_default(file.version())
     }
 
     /// Adds `member` to `key`'s group. Returns the group size when it joined
@@ -1412,12 +1411,9 @@ impl SchedulerDag {
         let live = self
             .live_file(canonical)
             .filter(|live| live.version() >= bound);
-        let retired: BTreeMap<SourceVersion, VersionSlot> = match self.files.get_mut(canonical) {
-            Some(records) => {
-                let kept = records.versions.split_off(&bound);
-                std::mem::replace(&mut records.versions, kept)
-            }
-            None => BTreeMap::new(),
+        let retired: Vec<(SourceVersion, VersionSlot)> = match self.files.get_mut(canonical) {
+            Some(records) => records.versions.split_below(&bound),
+            None => Vec::new(),
         };
         let mut retired_keys: Vec<DepKey> = Vec::new();
         let mut retired_groups: Vec<DepKey> = Vec::new();

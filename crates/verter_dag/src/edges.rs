@@ -18,6 +18,7 @@
 //!    (`removing_a_consumer_unlinks_only_its_edges`).
 
 use crate::hash::{HashMap, HashSet};
+use crate::vec_map::VecMap;
 use std::collections::BTreeMap;
 
 use crate::identity::{Canonical, DepKey, SourceVersion, WorkNodeIdentity};
@@ -30,7 +31,7 @@ pub(crate) struct DepEdges {
     /// Key → its waiting consumers, in link order.
     by_dep: HashMap<DepKey, BTreeMap<u64, WorkNodeIdentity>>,
     /// Canonical → versions (across incarnations) → keys with waiters.
-    file_index: HashMap<Canonical, BTreeMap<SourceVersion, HashSet<DepKey>>>,
+    file_index: HashMap<Canonical, VecMap<SourceVersion, HashSet<DepKey>>>,
     /// The next edge sequence number; never reused.
     next_seq: u64,
 }
@@ -70,8 +71,7 @@ impl DepEdges {
         self.file_index
             .entry(dep.file.canonical.clone())
             .or_default()
-            .entry(dep.file.version())
-            .or_default()
+            .entry_or_default(dep.file.version())
             .insert(dep.clone());
         true
     }
@@ -151,7 +151,7 @@ impl DepEdges {
             .get(canonical)
             .map(|versions| {
                 versions
-                    .range(..bound)
+                    .range_below(&bound)
                     .flat_map(|(_, keys)| keys.iter().cloned())
                     .collect()
             })
@@ -174,7 +174,7 @@ impl DepEdges {
             .file_index
             .values()
             .map(|versions| {
-                versions.len() + versions.values().map(HashSet::capacity).sum::<usize>()
+                versions.capacity() + versions.values().map(HashSet::capacity).sum::<usize>()
             })
             .sum();
         EdgeOccupancy {
@@ -182,7 +182,7 @@ impl DepEdges {
             edges: self.by_consumer.values().map(HashMap::len).sum(),
             keys: self.by_dep.len(),
             indexed_files: self.file_index.len(),
-            indexed_versions: self.file_index.values().map(BTreeMap::len).sum(),
+            indexed_versions: self.file_index.values().map(VecMap::len).sum(),
             capacity: self.by_consumer.capacity()
                 + nested_consumer
                 + self.by_dep.capacity()
