@@ -154,10 +154,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 progressed = true;
                 match self.cpu_job(locked, dispatch) {
                     Ok(job) => jobs.push(job),
-                    Err((dispatch, error)) => {
-                        let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
-                        self.absorb(locked, effects, post);
-                    }
+                    Err((dispatch, error)) => self.fail_current(locked, dispatch, error, post),
                 }
             }
             if !progressed {
@@ -356,8 +353,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     ResourceClass::Cpu => match self.cpu_job(&mut locked, dispatch) {
                         Ok(job) => Some(job),
                         Err((dispatch, error)) => {
-                            let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
-                            self.absorb(&mut locked, effects, &mut post);
+                            self.fail_current(&mut locked, dispatch, error, &mut post);
                             None
                         }
                     },
@@ -498,6 +494,47 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
+    /// The one completion protocol: pause at `BeforeCompletion`, take the
+    /// lock, refuse a stale dispatch (publishing and consuming nothing), or
+    /// hand a current one to `commit`; either way the capacity it returned
+    /// re-dispatches waiting work, and post-work runs after the lock drops.
+    fn complete_with(
+        &self,
+        dispatch: Dispatch,
+        commit: impl FnOnce(&mut Locked<E>, Dispatch, &mut PostWork<E>),
+    ) {
+        self.config.hooks.pause(
+            HookPoint::BeforeCompletion,
+            &dispatch.identity,
+            dispatch.class,
+        );
+        let mut post = PostWork::default();
+        {
+            let mut locked = self.locked.lock();
+            if locked.dag.is_current(&dispatch) {
+                commit(&mut locked, dispatch, &mut post);
+                Self::capacity_released(&locked, &mut post);
+            } else {
+                self.refuse(&mut locked, dispatch, &mut post);
+            }
+        }
+        self.run_post(post);
+    }
+
+    /// Under the lock: fails a current dispatch with `error` and reports it.
+    fn fail_current(
+        &self,
+        locked: &mut Locked<E>,
+        dispatch: Dispatch,
+        error: RequestError,
+        post: &mut PostWork<E>,
+    ) {
+        let identity = dispatch.identity.clone();
+        let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
+        post.events.push(SchedulerEvent::DidFail(identity));
+        self.absorb(locked, effects, post);
+    }
+
     fn complete_stale(&self, dispatch: Dispatch) {
         let mut post = PostWork::default();
         {
@@ -517,99 +554,66 @@ impl<E: StageExecutor> Scheduler<E> {
         inputs: &[FileIdentity],
         publish: impl FnOnce(&mut crate::node::NodeView<E>, T),
     ) {
-        let identity = dispatch.identity.clone();
-        self.config
-            .hooks
-            .pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
-        let generation = identity.file().expect("file work").generation;
-        let mut post = PostWork::default();
-        {
-            let mut locked = self.locked.lock();
-            if !locked.dag.is_current(&dispatch) {
-                self.refuse(&mut locked, dispatch, &mut post);
-            } else {
-                // A current dispatch was built from inputs that are all live now:
-                // a blocker edit would have made the dispatch stale, so
-                // publishing otherwise would publish a stale result.
-                assert!(
-                    inputs.iter().all(|input| locked.dag.is_live(input)),
-                    "{identity} is current but was built from a retired input"
-                );
-                match output {
-                    Ok(value) => {
-                        let published = node.update_view(generation, |view| publish(view, value));
-                        debug_assert!(published, "a current dispatch matches the node's view");
-                        let (_, effects) = locked.dag.complete(dispatch);
-                        post.events.push(SchedulerEvent::DidComplete(identity));
-                        self.absorb(&mut locked, effects, &mut post);
-                    }
-                    Err(error) => {
-                        let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
-                        post.events.push(SchedulerEvent::DidFail(identity));
-                        self.absorb(&mut locked, effects, &mut post);
-                    }
+        self.complete_with(dispatch, |locked, dispatch, post| {
+            let identity = dispatch.identity.clone();
+            let generation = identity.file().expect("file work").generation;
+            // A current dispatch was built from inputs that are all live now:
+            // a blocker edit would have made the dispatch stale, so
+            // publishing otherwise would publish a stale result.
+            assert!(
+                inputs.iter().all(|input| locked.dag.is_live(input)),
+                "{identity} is current but was built from a retired input"
+            );
+            match output {
+                Ok(value) => {
+                    let published = node.update_view(generation, |view| publish(view, value));
+                    debug_assert!(published, "a current dispatch matches the node's view");
+                    let (_, effects) = locked.dag.complete(dispatch);
+                    post.events.push(SchedulerEvent::DidComplete(identity));
+                    self.absorb(locked, effects, post);
                 }
-                Self::capacity_released(&locked, &mut post);
+                Err(error) => self.fail_current(locked, dispatch, error, post),
             }
-        }
-        self.run_post(post);
+        });
     }
 
     /// The I/O half of Source: read the bytes, then hand the parse to CPU.
     fn run_load(&self, dispatch: Dispatch, file: &FileIdentity) {
         self.counters.loads.fetch_add(1, Ordering::Relaxed);
         let result = catch_unwind(AssertUnwindSafe(|| self.loader.load(&file.canonical)));
-        let identity = dispatch.identity.clone();
-        self.config
-            .hooks
-            .pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
-        let mut post = PostWork::default();
-        {
-            let mut locked = self.locked.lock();
-            if !locked.dag.is_current(&dispatch) {
-                self.refuse(&mut locked, dispatch, &mut post);
-            } else {
-                let outcome = match result {
-                    Ok(Ok(text)) => Ok(text),
-                    Ok(Err(error)) => Err(RequestError::from_load(&file.canonical, &error)),
-                    Err(payload) => {
-                        self.counters
-                            .executor_panics
-                            .fetch_add(1, Ordering::Relaxed);
-                        Err(RequestError::LoadFailed {
-                            path: file.canonical.clone(),
-                            message: format!("load panicked: {}", panic_message(&*payload)).into(),
-                        })
-                    }
-                };
-                match outcome {
-                    Ok(text) => {
-                        let source = Arc::new(SourceText {
-                            canonical: file.canonical.clone(),
-                            version: file.version(),
-                            hash: content_hash(&text),
-                            text,
-                        });
-                        locked.texts.insert(
-                            file.canonical.clone(),
-                            KnownText {
-                                text: source,
-                                published: false,
-                            },
-                        );
-                        let effects = locked.dag.continue_on(dispatch, ResourceClass::Cpu);
-                        self.absorb(&mut locked, effects, &mut post);
-                    }
-                    Err(error) => {
-                        let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
-                        post.events.push(SchedulerEvent::DidFail(identity));
-                        self.absorb(&mut locked, effects, &mut post);
-                    }
-                }
-                Self::capacity_released(&locked, &mut post);
+        let outcome = match result {
+            Ok(Ok(text)) => Ok(text),
+            Ok(Err(error)) => Err(RequestError::from_load(&file.canonical, &error)),
+            Err(payload) => {
+                self.counters
+                    .executor_panics
+                    .fetch_add(1, Ordering::Relaxed);
+                Err(RequestError::LoadFailed {
+                    path: file.canonical.clone(),
+                    message: format!("load panicked: {}", panic_message(&*payload)).into(),
+                })
             }
-        }
-        self.run_post(post);
+        };
+        self.complete_with(dispatch, |locked, dispatch, post| match outcome {
+            Ok(text) => {
+                let source = Arc::new(SourceText {
+                    canonical: file.canonical.clone(),
+                    version: file.version(),
+                    hash: content_hash(&text),
+                    text,
+                });
+                locked.texts.insert(
+                    file.canonical.clone(),
+                    KnownText {
+                        text: source,
+                        published: false,
+                    },
+                );
+                let effects = locked.dag.continue_on(dispatch, ResourceClass::Cpu);
+                self.absorb(locked, effects, post);
+            }
+            Err(error) => self.fail_current(locked, dispatch, error, post),
+        });
     }
 
     /// The CPU half of Source: parse, extract dependencies and resolve their
@@ -638,41 +642,16 @@ impl<E: StageExecutor> Scheduler<E> {
             (Err(error), _) | (_, Some(Err(error))) => Err(error),
             (Ok(_), None) => unreachable!("dependencies are extracted for every parse"),
         };
-        let identity = dispatch.identity.clone();
-        self.config
-            .hooks
-            .pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
-        let mut post = PostWork::default();
-        {
-            let mut locked = self.locked.lock();
-            if !locked.dag.is_current(&dispatch) {
-                // Stale: publish nothing, consume nothing (no forward edges,
-                // no blocker drain, no ingest).
-                self.refuse(&mut locked, dispatch, &mut post);
-            } else {
-                match outcome {
-                    Ok((parsed, (forward, blockers))) => {
-                        self.commit_source(
-                            &mut locked,
-                            dispatch,
-                            node,
-                            text,
-                            parsed,
-                            forward,
-                            blockers,
-                            &mut post,
-                        );
-                    }
-                    Err(error) => {
-                        let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
-                        post.events.push(SchedulerEvent::DidFail(identity));
-                        self.absorb(&mut locked, effects, &mut post);
-                    }
-                }
-                Self::capacity_released(&locked, &mut post);
+        // Stale: publish nothing, consume nothing (no forward edges, no
+        // blocker drain, no ingest) — `complete_with` refuses it.
+        self.complete_with(dispatch, |locked, dispatch, post| match outcome {
+            Ok((parsed, (forward, blockers))) => {
+                self.commit_source(
+                    locked, dispatch, node, text, parsed, forward, blockers, post,
+                );
             }
-        }
-        self.run_post(post);
+            Err(error) => self.fail_current(locked, dispatch, error, post),
+        });
     }
 
     /// Resolves the paths a source named (loader calls: outside the lock).
