@@ -959,6 +959,20 @@ impl SchedulerDag {
         effects
     }
 
+    /// Forgets done work whose output the caller stopped serving (e.g. an
+    /// artifact the host evicted), so the next request admits it afresh.
+    /// Returns whether `identity` was resident and done; anything else is
+    /// left alone.
+    pub fn forget_done(&mut self, identity: &WorkNodeIdentity) -> bool {
+        if !self.is_done(identity) {
+            return false;
+        }
+        let mut effects = Effects::default();
+        self.drop_node(identity, &mut effects);
+        debug_assert!(effects.is_empty(), "done work has no running dispatch");
+        true
+    }
+
     // ----- observation ----------------------------------------------------
 
     /// The capacity ledger now.

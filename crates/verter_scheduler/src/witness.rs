@@ -12,7 +12,10 @@
 
 use std::sync::Arc;
 
-use verter_dag::{Canonical, FileIdentity, Generation, Incarnation, ProfileHash, SourceVersion};
+use verter_dag::{
+    Canonical, FileIdentity, Generation, Incarnation, ProfileHash, SourceVersion, TargetStage,
+    WorkNodeIdentity,
+};
 
 use crate::node::FileNode;
 use crate::scheduler::Scheduler;
@@ -110,7 +113,9 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Publishes `data` as the `profile` artifact of the object `witness` came
     /// from, at the witnessed generation. Refused unless that object is live
-    /// and still at that generation.
+    /// and still at that generation. Readers of the node's view see it; a
+    /// request for that Artifact that the scheduler has not built yet still
+    /// runs the executor, whose output then replaces it.
     pub fn commit_artifact(
         &self,
         witness: &SourceWitness,
@@ -152,19 +157,30 @@ impl<E: StageExecutor> Scheduler<E> {
         witness: &SourceWitness,
         profile: ProfileHash,
     ) -> Result<bool, WitnessError> {
-        let locked = self.locked.lock();
+        let mut locked = self.locked.lock();
         let node = self.witnessed_node(&locked.dag, witness)?;
         let view = node.view();
-        let evict = view.artifact(profile).is_some_and(|artifact| {
+        let evicted = view.artifact(profile).filter(|artifact| {
             artifact.version.incarnation == witness.incarnation()
                 && artifact.version.generation <= witness.generation()
         });
-        if evict {
-            node.update_view(view.generation, |view| {
-                view.artifacts.retain(|a| a.profile != profile);
-            });
-        }
-        Ok(evict)
+        let Some(evicted) = evicted else {
+            return Ok(false);
+        };
+        node.update_view(view.generation, |view| {
+            view.artifacts.retain(|a| a.profile != profile);
+        });
+        // The DAG must forget the build too, or the next request would be
+        // answered "done" with no output to serve: it rebuilds instead.
+        let built = FileIdentity::new(
+            witness.file.canonical.clone(),
+            evicted.version.incarnation,
+            evicted.version.generation,
+        );
+        locked.dag.forget_done(&WorkNodeIdentity::File(
+            built.at(TargetStage::Artifact(profile)),
+        ));
+        Ok(true)
     }
 
     /// The published node of the witnessed object, if it is that object.

@@ -973,3 +973,24 @@ fn a_blocked_holder_can_lend_its_slot_and_the_ledger_stays_exact() {
     h.run();
     h.assert_quiescent();
 }
+
+#[test]
+fn forgotten_done_work_is_admitted_afresh_by_the_next_request() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    h.run();
+    let source = work(&a, TargetStage::Source);
+    assert!(h.dag.forget_done(&source));
+    assert!(!h.dag.is_admitted(&source));
+    assert!(
+        !h.dag.forget_done(&source),
+        "only resident done work is forgotten"
+    );
+    h.log.clear();
+    let again = h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    h.run();
+    assert!(h.outcome(again).is_ok());
+    assert_eq!(h.log, [source]);
+    h.assert_quiescent();
+}

@@ -357,7 +357,21 @@ fn removing_an_artifact_not_newer_than_a_witness_leaves_a_newer_one_alone() {
         Ok(true)
     );
     assert!(node.view().artifact(ProfileHash(1)).is_none());
-    assert_quiescent(&scheduler, &[&first, &edit]);
+    // An evicted artifact the scheduler built is rebuilt by the next request.
+    let built = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+    scheduler.wait(&built).expect("built");
+    let (_, live) = scheduler.try_get_witnessed_source("a.rs").expect("known");
+    assert_eq!(
+        scheduler.remove_artifact_not_newer_than(&live, PROFILE),
+        Ok(true)
+    );
+    let rebuilt = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+    let output = scheduler
+        .wait(&rebuilt)
+        .expect("rebuilt, not answered empty");
+    assert_eq!(output.as_artifact().unwrap().data, "p7:a.rs=1");
+    assert_eq!(executor.runs_of("a.rs", "Artifact"), 2);
+    assert_quiescent(&scheduler, &[&first, &edit, &built, &rebuilt]);
 }
 
 #[test]
