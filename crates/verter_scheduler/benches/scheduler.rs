@@ -36,8 +36,18 @@ impl SourceLoader for NoopLoader {
     }
 }
 
-/// Does no work at all: what remains is the scheduler's own cost.
-struct Noop;
+/// Does no work at all: what remains is the scheduler's own cost. With a
+/// graph of `n` files, `src/f{i}.rs` names `f{i+1}` and `f{7i+3}` (mod n) as
+/// blockers: cycles included, every Artifact gated on two other files'
+/// Analyses.
+struct Noop {
+    graph_of: Option<usize>,
+}
+
+const NO_DEPS: Noop = Noop { graph_of: None };
+const GRAPH_10K: Noop = Noop {
+    graph_of: Some(10_000),
+};
 
 impl StageExecutor for Noop {
     type Source = ();
@@ -46,37 +56,10 @@ impl StageExecutor for Noop {
     fn execute_source(&self, _: &SourceInput<'_>) -> Result<(), ExecutorError> {
         Ok(())
     }
-    fn extract_deps(&self, _: &SourceInput<'_>, _: &()) -> SourceDeps {
-        SourceDeps::default()
-    }
-    fn execute_analysis(&self, _: &SourceSnapshot<()>) -> Result<(), ExecutorError> {
-        Ok(())
-    }
-    fn execute_artifact(
-        &self,
-        _: ProfileHash,
-        _: &AnalysisSnapshot<()>,
-        _: &[Arc<AnalysisSnapshot<()>>],
-    ) -> Result<(), ExecutorError> {
-        Ok(())
-    }
-}
-
-/// Like [`Noop`], but `src/f{i}.rs` names `f{i+1}` and `f{7i+3}` (mod n) as
-/// blockers: a 10k-file graph with cycles, every Artifact gated on two
-/// other files' Analyses.
-struct NoopGraph {
-    files: usize,
-}
-
-impl StageExecutor for NoopGraph {
-    type Source = ();
-    type Analysis = ();
-    type Artifact = ();
-    fn execute_source(&self, _: &SourceInput<'_>) -> Result<(), ExecutorError> {
-        Ok(())
-    }
     fn extract_deps(&self, input: &SourceInput<'_>, _: &()) -> SourceDeps {
+        let Some(files) = self.graph_of else {
+            return SourceDeps::default();
+        };
         let index: usize = input
             .canonical
             .as_str()
@@ -87,8 +70,8 @@ impl StageExecutor for NoopGraph {
         SourceDeps {
             forward: Vec::new(),
             blockers: vec![
-                format!("src/f{}.rs", (index + 1) % self.files),
-                format!("src/f{}.rs", (index * 7 + 3) % self.files),
+                format!("src/f{}.rs", (index + 1) % files),
+                format!("src/f{}.rs", (index * 7 + 3) % files),
             ],
         }
     }
@@ -101,39 +84,42 @@ impl StageExecutor for NoopGraph {
         _: &AnalysisSnapshot<()>,
         blockers: &[Arc<AnalysisSnapshot<()>>],
     ) -> Result<(), ExecutorError> {
-        assert!(!blockers.is_empty() || self.files < 2);
+        assert_eq!(blockers.is_empty(), self.graph_of.is_none());
         Ok(())
     }
 }
 
-/// 10k files whose Artifacts each wait on two other files' Analyses, on 2
-/// CPU threads and 1 I/O thread.
+/// A threaded scheduler (2 CPU threads, 1 I/O thread) and 10k requests.
+fn threaded(executor: Noop) -> (Arc<Scheduler<Noop>>, Vec<Request>) {
+    let config = config();
+    let (cpu, io) = config.build_pools().expect("pools");
+    (
+        Scheduler::new(config, NoopLoader, executor, cpu, io),
+        paths(10_000),
+    )
+}
+
+/// An inline scheduler and 10k requests.
+fn inline(executor: Noop) -> (Arc<Scheduler<Noop>>, Vec<Request>) {
+    (
+        Scheduler::new_inline(config(), NoopLoader, executor),
+        paths(10_000),
+    )
+}
+
+/// The 10k-file graph, threaded.
 #[divan::bench(sample_count = 5, sample_size = 1)]
 fn cold_10k_file_graph_threaded(bencher: divan::Bencher) {
     bencher
-        .with_inputs(|| {
-            let config = config();
-            let (cpu, io) = config.build_pools().expect("pools");
-            let executor = NoopGraph { files: 10_000 };
-            (
-                Scheduler::new(config, NoopLoader, executor, cpu, io),
-                paths(10_000),
-            )
-        })
+        .with_inputs(|| threaded(GRAPH_10K))
         .bench_values(build_all);
 }
 
-/// The same graph with no threads.
+/// The 10k-file graph with no threads.
 #[divan::bench(sample_count = 5, sample_size = 1)]
 fn cold_10k_file_graph_inline(bencher: divan::Bencher) {
     bencher
-        .with_inputs(|| {
-            let executor = NoopGraph { files: 10_000 };
-            (
-                Scheduler::new_inline(config(), NoopLoader, executor),
-                paths(10_000),
-            )
-        })
+        .with_inputs(|| inline(GRAPH_10K))
         .bench_values(build_all);
 }
 
@@ -165,14 +151,7 @@ fn paths(n: usize) -> Vec<Request> {
 #[divan::bench(sample_count = 5, sample_size = 1)]
 fn cold_10k_files_threaded(bencher: divan::Bencher) {
     bencher
-        .with_inputs(|| {
-            let config = config();
-            let (cpu, io) = config.build_pools().expect("pools");
-            (
-                Scheduler::new(config, NoopLoader, Noop, cpu, io),
-                paths(10_000),
-            )
-        })
+        .with_inputs(|| threaded(NO_DEPS))
         .bench_values(build_all);
 }
 
@@ -180,12 +159,7 @@ fn cold_10k_files_threaded(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 5, sample_size = 1)]
 fn cold_10k_files_inline(bencher: divan::Bencher) {
     bencher
-        .with_inputs(|| {
-            (
-                Scheduler::new_inline(config(), NoopLoader, Noop),
-                paths(10_000),
-            )
-        })
+        .with_inputs(|| inline(NO_DEPS))
         .bench_values(build_all);
 }
 
@@ -193,7 +167,7 @@ fn cold_10k_files_inline(bencher: divan::Bencher) {
 /// (canonicalise, lock, bump and sweep, unlock), in a scheduler of 1k files.
 #[divan::bench(sample_count = 50, sample_size = 200)]
 fn invalidate_one_built_file(bencher: divan::Bencher) {
-    let scheduler = Scheduler::new_inline(config(), NoopLoader, Noop);
+    let scheduler = Scheduler::new_inline(config(), NoopLoader, NO_DEPS);
     let scheduler = build_all((scheduler, paths(1_000)));
     bencher.bench_local(|| scheduler.invalidate("src/f7.rs").expect("known"));
 }
@@ -201,7 +175,7 @@ fn invalidate_one_built_file(bencher: divan::Bencher) {
 /// One Source request on a fresh file admitted, run and answered inline.
 #[divan::bench(sample_count = 20, sample_size = 500)]
 fn one_source_stage_inline(bencher: divan::Bencher) {
-    let scheduler = Scheduler::new_inline(config(), NoopLoader, Noop);
+    let scheduler = Scheduler::new_inline(config(), NoopLoader, NO_DEPS);
     let mut next = 0usize;
     bencher.bench_local(|| {
         next += 1;
