@@ -7,4 +7,5 @@
 
 mod caller_kinds;
 mod deadlock_isolation;
+#[path = "../../src/test_support/watchdog.rs"]
 mod support;
