@@ -1,0 +1,98 @@
+//! `verter-sim`: run the simulator from the command line (what
+//! `cargo xtask sim` and `cargo xtask soak` call).
+//!
+//! ```text
+//! verter-sim sim --seed S [--ops N] [--files F]      replay one inline seed
+//! verter-sim seeds [--from S] [--count N] [--ops N]  run many inline seeds
+//! verter-sim soak [--ops N] [--threads T] [--seed S] the threaded simulator
+//! ```
+//! The last line of every run says how many violations it found; the exit
+//! code is 1 when it found any, 2 on wrong usage.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use verter_sim::{SimConfig, replay, run_seed};
+
+fn main() -> ExitCode {
+    // Stage panics are part of the simulation: the scheduler catches them and
+    // the oracle judges what they turn into. Keep them off the terminal.
+    std::panic::set_hook(Box::new(|_| {}));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| -> Option<u64> {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.replace('_', "").parse().ok())
+    };
+    let mut config = SimConfig::default();
+    if let Some(ops) = flag("--ops") {
+        config.ops = ops as usize;
+    }
+    if let Some(files) = flag("--files") {
+        config.files = files as usize;
+    }
+    match args.first().map(String::as_str) {
+        Some("sim") => {
+            let Some(seed) = flag("--seed") else {
+                eprintln!("usage: verter-sim sim --seed S [--ops N] [--files F]");
+                return ExitCode::from(2);
+            };
+            let (trace, result) = replay(seed, &config);
+            match result {
+                Ok(report) => {
+                    println!(
+                        "seed {seed}: {} operations, {} answers judged, {} quiescent checks, digest {:016x}",
+                        report.ops, report.answers, report.checks, report.digest
+                    );
+                    println!("0 violations");
+                    ExitCode::SUCCESS
+                }
+                Err(violation) => {
+                    for (i, op) in trace.iter().enumerate() {
+                        println!("  {i:4}  {op}");
+                    }
+                    println!("seed {seed}: violation: {violation}");
+                    println!("1 violations");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some("seeds") => {
+            let from = flag("--from").unwrap_or(0);
+            let count = flag("--count").unwrap_or(1000);
+            let started = Instant::now();
+            let mut failures = 0u64;
+            let mut answers = 0u64;
+            for seed in from..from + count {
+                match run_seed(seed, &config) {
+                    Ok(report) => answers += report.answers,
+                    Err(failure) => {
+                        failures += 1;
+                        println!("{failure}");
+                        if failures >= flag("--max-failures").unwrap_or(5) {
+                            break;
+                        }
+                    }
+                }
+            }
+            let secs = started.elapsed().as_secs_f64();
+            println!(
+                "{count} inline seeds from {from}: {answers} answers judged in {secs:.1} s ({:.0} seeds/s)",
+                count as f64 / secs
+            );
+            println!("{failures} violations");
+            if failures == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        _ => {
+            eprintln!(
+                "usage: verter-sim (sim --seed S | seeds [--from S] [--count N] | soak [--ops N] [--threads T] [--seed S])"
+            );
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! The simulated language: what a file's text means, computed by pure
+//! functions that both the [`SimExecutor`] (inside the scheduler) and the
+//! oracle (outside it) call. The oracle is therefore "a serial reference of
+//! the same executor": it can only disagree with the scheduler about *which
+//! inputs* a stage saw, never about what a stage computes from them.
+//!
+//! # The language
+//! A file is lines. `use P` names a blocker (the file's Artifacts wait for
+//! P's Analysis), `import P` names a forward dependency (P is ingested; it
+//! gates nothing). `panic` / `fail` make the Source stage panic / fail,
+//! `apanic` / `afail` the Analysis, `xpanic` / `xfail` the Artifact. Lines
+//! starting with `#` are comments and mean nothing. Every other line is
+//! words.
+//!
+//! Analysis summarises the words and the language the file is processed as;
+//! an Artifact joins its profile, the file's summary and the summary of each
+//! blocker, sorted by path. So an answer names every input it was built from,
+//! and the oracle recomputes it from the inputs it expects.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use verter_dag::ProfileHash;
+use verter_scheduler::{
+    AnalysisSnapshot, ExecutorError, SourceDeps, SourceInput, SourceSnapshot, StageExecutor,
+};
+
+use crate::rng::fnv1a;
+
+/// How a stage is told to misbehave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Fault {
+    /// The stage panics.
+    Panic,
+    /// The stage returns an error.
+    Fail,
+}
+
+/// A parsed file: the Source stage's output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    /// Words of the non-directive lines, in order.
+    pub words: Vec<String>,
+    /// `import` targets, as written.
+    pub forward: Vec<String>,
+    /// `use` targets, as written.
+    pub blockers: Vec<String>,
+    /// What the Analysis does wrong, if anything.
+    pub analysis_fault: Option<Fault>,
+    /// What the Artifact does wrong, if anything.
+    pub artifact_fault: Option<Fault>,
+}
+
+/// The Analysis stage's output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimAnalysis {
+    /// `language:word count:digest of the words`.
+    pub summary: String,
+    /// Carried so the Artifact (which sees only analyses) can misbehave.
+    pub artifact_fault: Option<Fault>,
+}
+
+/// Parses `text`, or says how the Source stage misbehaves on it.
+pub fn parse(text: &str) -> Result<Parsed, Fault> {
+    let mut parsed = Parsed {
+        words: Vec::new(),
+        forward: Vec::new(),
+        blockers: Vec::new(),
+        analysis_fault: None,
+        artifact_fault: None,
+    };
+    let mut source_fault = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        if let Some(path) = line.strip_prefix("use ") {
+            parsed.blockers.push(path.trim().to_owned());
+        } else if let Some(path) = line.strip_prefix("import ") {
+            parsed.forward.push(path.trim().to_owned());
+        } else {
+            match line {
+                "panic" => source_fault = source_fault.or(Some(Fault::Panic)),
+                "fail" => source_fault = source_fault.or(Some(Fault::Fail)),
+                "apanic" => parsed.analysis_fault = parsed.analysis_fault.or(Some(Fault::Panic)),
+                "afail" => parsed.analysis_fault = parsed.analysis_fault.or(Some(Fault::Fail)),
+                "xpanic" => parsed.artifact_fault = parsed.artifact_fault.or(Some(Fault::Panic)),
+                "xfail" => parsed.artifact_fault = parsed.artifact_fault.or(Some(Fault::Fail)),
+                words => parsed
+                    .words
+                    .extend(words.split_whitespace().map(str::to_owned)),
+            }
+        }
+    }
+    match source_fault {
+        Some(fault) => Err(fault),
+        None => Ok(parsed),
+    }
+}
+
+/// The Analysis of `parsed` processed as `language`.
+pub fn analyse(parsed: &Parsed, language: &str) -> Result<SimAnalysis, Fault> {
+    if let Some(fault) = parsed.analysis_fault {
+        return Err(fault);
+    }
+    let joined = parsed.words.join(" ");
+    Ok(SimAnalysis {
+        summary: format!(
+            "{language}:{}:{:016x}",
+            parsed.words.len(),
+            fnv1a(joined.as_bytes())
+        ),
+        artifact_fault: parsed.artifact_fault,
+    })
+}
+
+/// The Artifact of `profile` for `path` from its analysis and its blockers'
+/// (any order: they are sorted by path here).
+pub fn build(
+    profile: ProfileHash,
+    path: &str,
+    analysis: &SimAnalysis,
+    blockers: &[(&str, &SimAnalysis)],
+) -> Result<String, Fault> {
+    if let Some(fault) = analysis.artifact_fault {
+        return Err(fault);
+    }
+    let mut blockers: Vec<&(&str, &SimAnalysis)> = blockers.iter().collect();
+    blockers.sort_by(|a, b| a.0.cmp(b.0));
+    let mut out = format!("{profile}|{path}={}", analysis.summary);
+    for (blocker, analysis) in blockers {
+        out.push_str(&format!("|{blocker}={}", analysis.summary));
+    }
+    Ok(out)
+}
+
+/// How a fault surfaces from a stage.
+fn misbehave<T>(fault: Fault, stage: &str, path: &str) -> Result<T, ExecutorError> {
+    match fault {
+        Fault::Panic => panic!("{stage} of {path} panics on purpose"),
+        Fault::Fail => Err(ExecutorError::msg(format!(
+            "{stage} of {path} fails on purpose"
+        ))),
+    }
+}
+
+/// The executor the simulated host runs: the functions above, plus a count
+/// of every stage it ran.
+#[derive(Debug, Default)]
+pub struct SimExecutor {
+    /// Stages run (any outcome).
+    pub runs: AtomicU64,
+}
+
+impl StageExecutor for SimExecutor {
+    type Source = Parsed;
+    type Analysis = SimAnalysis;
+    type Artifact = String;
+
+    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Parsed, ExecutorError> {
+        self.runs.fetch_add(1, Ordering::Relaxed);
+        parse(input.text).or_else(|fault| misbehave(fault, "Source", input.canonical.as_str()))
+    }
+
+    fn extract_deps(&self, _input: &SourceInput<'_>, source: &Parsed) -> SourceDeps {
+        SourceDeps {
+            forward: source.forward.clone(),
+            blockers: source.blockers.clone(),
+        }
+    }
+
+    fn execute_analysis(
+        &self,
+        source: &SourceSnapshot<Parsed>,
+    ) -> Result<SimAnalysis, ExecutorError> {
+        self.runs.fetch_add(1, Ordering::Relaxed);
+        analyse(&source.parsed, source.language.as_str())
+            .or_else(|fault| misbehave(fault, "Analysis", source.canonical().as_str()))
+    }
+
+    fn execute_artifact(
+        &self,
+        profile: ProfileHash,
+        analysis: &AnalysisSnapshot<SimAnalysis>,
+        blockers: &[Arc<AnalysisSnapshot<SimAnalysis>>],
+    ) -> Result<String, ExecutorError> {
+        self.runs.fetch_add(1, Ordering::Relaxed);
+        let inputs: Vec<(&str, &SimAnalysis)> = blockers
+            .iter()
+            .map(|blocker| (blocker.canonical.as_str(), &blocker.data))
+            .collect();
+        build(
+            profile,
+            analysis.canonical.as_str(),
+            &analysis.data,
+            &inputs,
+        )
+        .or_else(|fault| misbehave(fault, "Artifact", analysis.canonical.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives_are_not_words() {
+        let parsed = parse("a b\nuse x.rs\nimport y.rs\n# c d\nafail").expect("parses");
+        assert_eq!(parsed.words, ["a", "b"]);
+        assert_eq!(parsed.blockers, ["x.rs"]);
+        assert_eq!(parsed.forward, ["y.rs"]);
+        assert_eq!(parsed.analysis_fault, Some(Fault::Fail));
+        assert_eq!(parse("w\npanic"), Err(Fault::Panic));
+    }
+
+    #[test]
+    fn comments_do_not_change_the_analysis() {
+        let a = analyse(&parse("a b").unwrap(), "rust").unwrap();
+        let b = analyse(&parse("# note\na b").unwrap(), "rust").unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, analyse(&parse("a b").unwrap(), "text").unwrap());
+    }
+
+    #[test]
+    fn an_artifact_lists_its_blockers_sorted() {
+        let a = analyse(&parse("a").unwrap(), "rust").unwrap();
+        let out = build(ProfileHash(1), "f.rs", &a, &[("z.rs", &a), ("b.rs", &a)]).unwrap();
+        let parts: Vec<&str> = out.split('|').collect();
+        assert!(parts[2].starts_with("b.rs=") && parts[3].starts_with("z.rs="));
+    }
+}

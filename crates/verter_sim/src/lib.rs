@@ -1,0 +1,38 @@
+//! A deterministic simulator of a host, and the oracle that judges the
+//! scheduler by **from-scratch consistency**: after any sequence of edits,
+//! every answer equals what a fresh scheduler over the same loader contents,
+//! upserted texts and named languages answers; while operations race, every
+//! answer equals the fresh answer over states that existed between its
+//! submission and its answer, or is a typed error the result table allows.
+//!
+//! # Parts
+//! - [`fs`]: the fake file system and its loader, with faults (missing
+//!   files, read errors, non-UTF-8 bytes, a panicking load).
+//! - [`lang`]: what a file's text means — blockers, forward dependencies,
+//!   stage faults — as pure functions the executor and the oracle share.
+//! - [`ops`]: the operations a host performs, drawn by seed.
+//! - [`oracle`]: per-file state histories, the candidate states of a
+//!   request's window, and the judgement of every answer.
+//! - [`inline`]: one trace on an inline scheduler: fully deterministic,
+//!   operations placed inside hook windows, quiescent checks, shrinking.
+//! - [`threaded`]: the same operation mix from many threads on real pools,
+//!   with seeded pauses at the hook points (`cargo xtask soak`).
+//!
+//! This crate is the top layer: it names the scheduler and the crates below
+//! it and nothing names it. It never changes the scheduler's behaviour; it
+//! only drives it through its public API, as a host would.
+//!
+//! # Replaying a failure
+//! A failure prints its seed and a shrunk trace. `cargo xtask sim --seed S`
+//! runs seed `S` again and prints the whole trace and the violation.
+
+pub mod fs;
+pub mod inline;
+pub mod lang;
+pub mod ops;
+pub mod oracle;
+pub mod rng;
+pub mod threaded;
+
+pub use inline::{Failure, RunReport, replay, run_seed, run_trace};
+pub use ops::SimConfig;

@@ -1,0 +1,482 @@
+//! The operations a simulated host performs, and how a seed draws them.
+//!
+//! An operation is data: a run is a list of them, so a failing run can be
+//! printed, shrunk (operations removed while it still fails) and replayed.
+//! This module draws and prints operations; it never runs them.
+
+use std::fmt;
+use std::sync::Arc;
+
+use verter_dag::{Priority, ProfileHash, TargetStage};
+use verter_scheduler::HookPoint;
+
+use crate::fs::Entry;
+use crate::rng::SimRng;
+
+/// The artifact profiles the simulator asks for.
+pub const PROFILES: [ProfileHash; 2] = [ProfileHash(1), ProfileHash(2)];
+
+/// Every stage the simulator asks for.
+pub const STAGES: [TargetStage; 4] = [
+    TargetStage::Source,
+    TargetStage::Analysis,
+    TargetStage::Artifact(PROFILES[0]),
+    TargetStage::Artifact(PROFILES[1]),
+];
+
+/// Languages a request may name (`rust` and `text` are also what the loader
+/// classifies `.rs` and other files as).
+pub const LANGUAGES: [&str; 3] = ["rust", "text", "alt"];
+
+/// One request, as the simulator submits it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReqSpec {
+    /// The path as written (maybe `./x`).
+    pub path: String,
+    /// The stage.
+    pub stage: TargetStage,
+    /// Its priority.
+    pub priority: Priority,
+    /// New source text, if it carries any.
+    pub text: Option<Arc<str>>,
+    /// A language, if it names one.
+    pub language: Option<String>,
+}
+
+/// Which run of a stage a hook point stops at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StageLabel {
+    /// The Source's load (I/O half).
+    Load,
+    /// The Source's parse (CPU half).
+    Parse,
+    /// Analysis.
+    Analysis,
+    /// Any Artifact.
+    Artifact,
+}
+
+/// One thing the simulated host does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// The loader now returns `entry` for `path`; the scheduler is not told.
+    Write {
+        /// The file.
+        path: String,
+        /// What it now returns.
+        entry: Entry,
+    },
+    /// `invalidate(path)`.
+    Invalidate(String),
+    /// `close_file(path)`.
+    Close(String),
+    /// `remove(path)`.
+    Remove(String),
+    /// `reset()`.
+    Reset,
+    /// One request; `keep: false` drops its handle at once.
+    Request {
+        /// The request.
+        req: ReqSpec,
+        /// Whether the host keeps the handle.
+        keep: bool,
+    },
+    /// `submit_batch` or `submit_batch_atomic`.
+    Batch {
+        /// Whether it is atomic.
+        atomic: bool,
+        /// The items, in order.
+        reqs: Vec<ReqSpec>,
+    },
+    /// Waits for one kept handle (chosen by index modulo their number).
+    Wait(usize),
+    /// Pumps until idle (inline) or waits for idle (threaded).
+    Pump,
+    /// Runs this many pump passes (inline): work is left half done.
+    Step(usize),
+    /// A witnessed `commit_artifact` of the artifact the executor would build.
+    Commit {
+        /// The file.
+        path: String,
+        /// The profile.
+        profile: ProfileHash,
+    },
+    /// Keeps a witness of `path` for a later eviction.
+    Witness(String),
+    /// `remove_artifact_not_newer_than` with a kept witness.
+    Evict {
+        /// Which witness (modulo their number).
+        witness: usize,
+        /// The profile.
+        profile: ProfileHash,
+    },
+    /// `capture_root()`, kept.
+    Capture,
+    /// Reads `path` through a kept root.
+    ReadRoot {
+        /// Which root (modulo their number).
+        root: usize,
+        /// The file.
+        path: String,
+    },
+    /// Drops a kept root.
+    DropRoot(usize),
+    /// `try_get_source(path)`.
+    ReadNow(String),
+    /// Runs `ops` from inside the scheduler's hook at `point`, the next time
+    /// it stops for `stage` of `path`: an operation placed exactly inside a
+    /// window (inline mode).
+    Within {
+        /// The hook point.
+        point: HookPoint,
+        /// The stage run.
+        stage: StageLabel,
+        /// The file.
+        path: String,
+        /// What to do there.
+        ops: Vec<Op>,
+    },
+    /// A quiescent point: settle, wait for idle, compare everything with the
+    /// oracle exactly, check the invariants.
+    Check,
+}
+
+/// How big a simulated world is and how it misbehaves.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Files `f0.rs …`; `f0.rs` is the hub most `use`s point at.
+    pub files: usize,
+    /// Operations per run (top level).
+    pub ops: usize,
+    /// Percent of texts that carry a stage fault.
+    pub fault_percent: u32,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            files: 6,
+            ops: 60,
+            fault_percent: 6,
+        }
+    }
+}
+
+/// The paths a world can name: its files, plus one nothing ever writes.
+pub fn universe(config: &SimConfig) -> Vec<String> {
+    let mut paths: Vec<String> = (0..config.files).map(|i| format!("f{i}.rs")).collect();
+    paths.push("ghost.txt".into());
+    paths
+}
+
+/// Draws texts, entries and operations for one world.
+#[derive(Debug)]
+pub struct Generator {
+    rng: SimRng,
+    config: SimConfig,
+    paths: Vec<String>,
+    recent: Vec<Arc<str>>,
+}
+
+const WORDS: [&str; 6] = ["alpha", "beta", "gamma", "delta", "eps", "zeta"];
+
+impl Generator {
+    /// A generator for `seed`.
+    pub fn new(seed: u64, config: SimConfig) -> Self {
+        let paths = universe(&config);
+        Self {
+            rng: SimRng::new(seed),
+            config,
+            paths,
+            recent: Vec::new(),
+        }
+    }
+
+    /// The generator's random stream.
+    pub fn rng(&mut self) -> &mut SimRng {
+        &mut self.rng
+    }
+
+    /// A path, biased towards the hub and sometimes spelled `./x`.
+    pub fn path(&mut self) -> String {
+        let path = if self.rng.chance(25) {
+            self.paths[0].clone()
+        } else {
+            self.rng.pick(&self.paths).clone()
+        };
+        if self.rng.chance(10) {
+            format!("./{path}")
+        } else {
+            path
+        }
+    }
+
+    /// A file path (not the ghost), canonical.
+    pub fn file(&mut self) -> String {
+        let n = self.config.files;
+        self.paths[self.rng.below(n)].clone()
+    }
+
+    /// A text: words, blockers (`use`), forward deps (`import`), now and
+    /// then a fault or a comment. Recent texts come back often, so edits
+    /// flip-flop and upserts repeat.
+    pub fn text(&mut self) -> Arc<str> {
+        if !self.recent.is_empty() && self.rng.chance(30) {
+            return Arc::clone(self.rng.pick(&self.recent));
+        }
+        let mut lines = Vec::new();
+        for _ in 0..1 + self.rng.below(2) {
+            let n = 1 + self.rng.below(3);
+            let words: Vec<&str> = (0..n).map(|_| *self.rng.pick(&WORDS)).collect();
+            lines.push(words.join(" "));
+        }
+        for _ in 0..self.rng.below(4) {
+            let target = self.path();
+            lines.push(format!("use {target}"));
+        }
+        for _ in 0..self.rng.below(2) {
+            let target = self.path();
+            lines.push(format!("import {target}"));
+        }
+        if self.rng.chance(self.config.fault_percent) {
+            let fault = *self
+                .rng
+                .pick(&["panic", "fail", "apanic", "afail", "xpanic", "xfail"]);
+            lines.push(fault.to_owned());
+        }
+        if self.rng.chance(15) {
+            lines.insert(0, "# a comment".to_owned());
+        }
+        let text: Arc<str> = Arc::from(lines.join("\n"));
+        self.recent.push(Arc::clone(&text));
+        if self.recent.len() > 8 {
+            self.recent.remove(0);
+        }
+        text
+    }
+
+    /// What the loader returns for a file: mostly text, now and then a
+    /// read fault.
+    pub fn entry(&mut self) -> Entry {
+        match self.rng.below(100) {
+            0..=2 => Entry::NotUtf8,
+            3..=5 => Entry::ReadError,
+            6..=7 => Entry::LoadPanics,
+            _ => Entry::Text(self.text()),
+        }
+    }
+
+    /// The loader's initial tree.
+    pub fn initial_tree(&mut self) -> Vec<Op> {
+        (0..self.config.files)
+            .map(|i| Op::Write {
+                path: format!("f{i}.rs"),
+                entry: self.entry(),
+            })
+            .collect()
+    }
+
+    /// A request for a random stage and priority, maybe with text.
+    pub fn request(&mut self, with_text: bool) -> ReqSpec {
+        let path = self.path();
+        let stage = *self.rng.pick(&STAGES);
+        let priority = *self.rng.pick(&Priority::ALL);
+        let text = with_text.then(|| self.text());
+        let language = self
+            .rng
+            .chance(5)
+            .then(|| (*self.rng.pick(&LANGUAGES)).to_owned());
+        ReqSpec {
+            path,
+            stage,
+            priority,
+            text,
+            language,
+        }
+    }
+
+    /// One operation that never pumps (allowed inside a hook).
+    pub fn plain_op(&mut self) -> Vec<Op> {
+        match self.rng.below(100) {
+            0..=19 => vec![Op::Request {
+                req: self.request(true),
+                keep: true,
+            }],
+            20..=34 => {
+                let path = self.file();
+                let entry = self.entry();
+                vec![
+                    Op::Write {
+                        path: path.clone(),
+                        entry,
+                    },
+                    Op::Invalidate(path),
+                ]
+            }
+            35..=37 => {
+                let path = self.file();
+                let entry = self.entry();
+                vec![Op::Write { path, entry }]
+            }
+            38..=44 => {
+                let path = self.file();
+                vec![
+                    Op::Write {
+                        path: path.clone(),
+                        entry: Entry::Missing,
+                    },
+                    Op::Remove(path),
+                ]
+            }
+            45..=48 => vec![Op::Remove(self.path())],
+            49..=52 => vec![Op::Close(self.path())],
+            53..=54 => vec![Op::Reset],
+            55..=79 => vec![Op::Request {
+                req: self.request(false),
+                keep: !self.rng.chance(10),
+            }],
+            80..=86 => {
+                let atomic = self.rng.chance(50);
+                let reqs = (0..2 + self.rng.below(3))
+                    .map(|_| {
+                        let with_text = self.rng.chance(40);
+                        self.request(with_text)
+                    })
+                    .collect();
+                vec![Op::Batch { atomic, reqs }]
+            }
+            87..=88 => {
+                let (path, profile) = (self.file(), *self.rng.pick(&PROFILES));
+                vec![Op::Commit { path, profile }]
+            }
+            89..=90 => vec![Op::Witness(self.file())],
+            91..=92 => vec![Op::Evict {
+                witness: self.rng.below(8),
+                profile: *self.rng.pick(&PROFILES),
+            }],
+            93..=94 => vec![Op::Capture],
+            95..=97 => vec![Op::ReadRoot {
+                root: self.rng.below(8),
+                path: self.path(),
+            }],
+            98 => vec![Op::DropRoot(self.rng.below(8))],
+            _ => vec![Op::ReadNow(self.path())],
+        }
+    }
+
+    /// One top-level operation (inline mode): plain, or a pump, a wait, an
+    /// operation inside a hook window, or a quiescent check.
+    pub fn op(&mut self) -> Vec<Op> {
+        match self.rng.below(100) {
+            0..=11 => vec![Op::Wait(self.rng.below(64))],
+            12..=15 => vec![Op::Pump],
+            16..=19 => vec![Op::Step(1 + self.rng.below(4))],
+            20..=27 => {
+                let point = if self.rng.chance(50) {
+                    HookPoint::AfterDispatch
+                } else {
+                    HookPoint::BeforeCompletion
+                };
+                let stage = *self.rng.pick(&[
+                    StageLabel::Load,
+                    StageLabel::Parse,
+                    StageLabel::Analysis,
+                    StageLabel::Artifact,
+                ]);
+                let path = self.file();
+                let ops = (0..1 + self.rng.below(2))
+                    .flat_map(|_| self.plain_op())
+                    .collect();
+                vec![Op::Within {
+                    point,
+                    stage,
+                    path,
+                    ops,
+                }]
+            }
+            28..=29 => vec![Op::Check],
+            _ => self.plain_op(),
+        }
+    }
+
+    /// A whole inline run: the initial tree, the operations, a final check.
+    pub fn run(mut self) -> Vec<Op> {
+        let mut ops = self.initial_tree();
+        let n = self.config.ops;
+        while ops.len() < n + self.config.files {
+            let drawn = self.op();
+            ops.extend(drawn);
+        }
+        ops.push(Op::Check);
+        ops
+    }
+}
+
+impl fmt::Display for ReqSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {:?}", self.path, self.stage, self.priority)?;
+        if let Some(text) = &self.text {
+            write!(f, " text={text:?}")?;
+        }
+        if let Some(language) = &self.language {
+            write!(f, " language={language}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Write { path, entry } => write!(f, "write {path} {entry}"),
+            Self::Invalidate(path) => write!(f, "invalidate {path}"),
+            Self::Close(path) => write!(f, "close_file {path}"),
+            Self::Remove(path) => write!(f, "remove {path}"),
+            Self::Reset => f.write_str("reset"),
+            Self::Request { req, keep } => {
+                write!(
+                    f,
+                    "request {req}{}",
+                    if *keep { "" } else { " (handle dropped)" }
+                )
+            }
+            Self::Batch { atomic, reqs } => {
+                let items: Vec<String> = reqs.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "{} [{}]",
+                    if *atomic {
+                        "submit_batch_atomic"
+                    } else {
+                        "submit_batch"
+                    },
+                    items.join("; ")
+                )
+            }
+            Self::Wait(i) => write!(f, "wait #{i}"),
+            Self::Pump => f.write_str("pump"),
+            Self::Step(n) => write!(f, "step {n}"),
+            Self::Commit { path, profile } => write!(f, "commit_artifact {path} {profile}"),
+            Self::Witness(path) => write!(f, "witness {path}"),
+            Self::Evict { witness, profile } => write!(f, "evict witness #{witness} {profile}"),
+            Self::Capture => f.write_str("capture_root"),
+            Self::ReadRoot { root, path } => write!(f, "read root #{root} {path}"),
+            Self::DropRoot(i) => write!(f, "drop root #{i}"),
+            Self::ReadNow(path) => write!(f, "try_get_source {path}"),
+            Self::Within {
+                point,
+                stage,
+                path,
+                ops,
+            } => {
+                let inner: Vec<String> = ops.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "at {point:?} of {stage:?} {path}: {{ {} }}",
+                    inner.join("; ")
+                )
+            }
+            Self::Check => f.write_str("check"),
+        }
+    }
+}
