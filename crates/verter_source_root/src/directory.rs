@@ -33,6 +33,11 @@
 //! 5. A call from inside the publication closure that would take the
 //!    publication lock again panics instead of deadlocking
 //!    (`reading_inside_the_publication_closure_panics_instead_of_deadlocking`).
+//! 6. A `pending` record stops the current snapshot from serving the old
+//!    text while roots captured before it keep reading that text
+//!    (`a_root_captured_before_a_pending_transition_keeps_reading_the_old_text`),
+//!    and a later `present` serves the reloaded text
+//!    (`a_present_after_pending_serves_the_reloaded_text`).
 
 use std::fmt;
 
@@ -48,10 +53,16 @@ use crate::transition::SourceTransition;
 /// file as of that moment" (SPEC §9).
 ///
 /// Per canonical file it keeps a history of versions, each stamped with the
-/// epoch of the transition that published it. [`capture_root`] returns a
-/// [`SchedulerSourceRoot`] that reads the directory as of the current epoch
-/// for as long as it lives: it is a retention lease, and GC frees a version
-/// only when neither the current epoch nor any live root reads it.
+/// epoch of the transition that published it. Each version reads as one
+/// [`SourceState`]: `Present` (a text and its payload), `Pending` (the file
+/// is live at that version, but its text waits to be reloaded after an
+/// invalidation or close, so the old text is no longer served), or `Absent`
+/// (removed); a file with no version as of an epoch reads `Unknown`.
+///
+/// [`capture_root`] returns a [`SchedulerSourceRoot`] that reads the
+/// directory as of the current epoch for as long as it lives: it is a
+/// retention lease, and GC frees a version only when neither the current
+/// epoch nor any live root reads it.
 ///
 /// # What GC forgets
 /// A removed file keeps its final `Absent` entry while the current snapshot
@@ -62,6 +73,14 @@ use crate::transition::SourceTransition;
 /// Roots alive at that moment read `Unknown` for it already, so no live
 /// root's answer changes. An explicit [`gc`] that forgets a file advances
 /// the epoch.
+///
+/// Only a final `Absent` entry lets GC forget a file. A file whose newest
+/// entry is [`SourceState::Pending`] (invalidated or closed, waiting for its
+/// reload) is live, exactly like one whose newest entry is `Present`: GC
+/// never forgets it, and keeps its pending entry, which the current epoch
+/// reads. The versions behind it, such as the text it superseded, are freed
+/// by the usual rule: once neither the current epoch nor any live root
+/// reads them.
 ///
 /// # Lock rank
 /// [`publish_transition`] runs its closure inside the publication lock,

@@ -18,6 +18,9 @@
 //!    (`pruning_keeps_exactly_the_entries_some_reader_reads`).
 //! 4. Every visited entry is counted, so callers can prove how much work an
 //!    operation does (`a_read_visits_logarithmically_many_entries`).
+//! 5. Only a lone `Absent` entry marks a file GC may forget; a lone
+//!    `Pending` entry, like a lone `Present` one, needs no GC
+//!    (`a_lone_pending_entry_needs_no_gc_and_accounts_no_bytes`).
 
 use verter_dag::SourceVersion;
 
@@ -35,7 +38,8 @@ pub(crate) struct Entry<T> {
     pub(crate) body: Body<T>,
 }
 
-/// Whether a recorded version had a source.
+/// What a recorded version was: a source, a removal, or a live file whose
+/// text waits to be reloaded.
 #[derive(Debug)]
 pub(crate) enum Body<T> {
     /// The file had a source of `bytes` bytes.
@@ -46,6 +50,10 @@ pub(crate) enum Body<T> {
     },
     /// The file was removed.
     Absent,
+    /// The file is live but its text waits to be reloaded. Like `Present`,
+    /// it is the state of a live file, so GC never forgets a file whose
+    /// newest entry it is; like `Absent`, it accounts for no bytes.
+    Pending,
 }
 
 impl<T> Entry<T> {
@@ -53,7 +61,7 @@ impl<T> Entry<T> {
     pub(crate) fn bytes(&self) -> usize {
         match self.body {
             Body::Present { bytes, .. } => bytes,
-            Body::Absent => 0,
+            Body::Absent | Body::Pending => 0,
         }
     }
 
@@ -73,6 +81,9 @@ impl<T: Clone> Entry<T> {
                 payload: payload.clone(),
             },
             Body::Absent => SourceState::Absent {
+                version: self.version,
+            },
+            Body::Pending => SourceState::Pending {
                 version: self.version,
             },
         }
@@ -101,7 +112,8 @@ impl<T> Default for History<T> {
 impl<T> History<T> {
     /// Whether GC has anything to look at here: an entry that a newer one
     /// superseded, a removal it might forget, or (after a rolled-back
-    /// transition) nothing at all.
+    /// transition) nothing at all. A lone `Present` or `Pending` entry is the
+    /// current state of a live file and gives GC nothing to do.
     pub(crate) fn needs_gc(&self) -> bool {
         self.entries.len() != 1 || self.entries[0].is_absent()
     }

@@ -14,8 +14,11 @@
 //! - [`Epoch`]: the stamp of one published transition; it addresses one
 //!   snapshot of the whole directory and never validates a cache.
 //! - [`SourceState`]: what a file reads as of an epoch: `Unknown`
-//!   (untracked), `Absent` (removed) or `Present` (a version, its
-//!   [`ContentHash`] and the payload the publisher stored with it).
+//!   (untracked), `Absent` (removed), `Pending` (tracked at a version whose
+//!   text is not known yet: invalidated or closed, waiting to be reloaded)
+//!   or `Present` (a version, its [`ContentHash`] and the payload the
+//!   publisher stored with it). GC forgets only removed files, never a
+//!   pending one.
 //! - [`SchedulerSourceRoot`]: the directory as of one epoch, held by a lease.
 //! - [`SourceRootStats`], [`GcReport`], [`SourceRootConfig`]: what the
 //!   directory retains, what a GC did, and when GC runs on its own.

@@ -12,11 +12,12 @@ use crate::epoch::Epoch;
 pub struct SourceRootConfig {
     /// Automatic GC: `None` disables it (only [`gc`] collects); `Some(n)`
     /// runs a GC at the end of a publication once at least `n` superseding
-    /// changes (a version recorded over an older one, or a removal) have
-    /// accumulated since the last GC, *and* at least as many as the entries
-    /// the last GC had to keep in files with more than one entry. The second
-    /// condition amortises GC: its work is paid for by the changes that made
-    /// it necessary, even while a long-lived root pins many versions.
+    /// changes (a version recorded over an older one, present or pending,
+    /// or a removal) have accumulated since the last GC, *and* at least as
+    /// many as the entries the last GC had to keep in files with more than
+    /// one entry. The second condition amortises GC: its work is paid for
+    /// by the changes that made it necessary, even while a long-lived root
+    /// pins many versions.
     ///
     /// [`gc`]: crate::SchedulerSourceDirectory::gc
     pub gc_every: Option<NonZeroUsize>,
@@ -50,7 +51,8 @@ pub struct GcReport {
     pub reclaimed_bytes: usize,
     /// Removed files dropped entirely (they read `Unknown` from then on):
     /// a file is forgotten when its newest entry is a removal older than the
-    /// current epoch and every live root reads it as `Unknown`.
+    /// current epoch and every live root reads it as `Unknown`. A file whose
+    /// newest entry is pending is live and never forgotten.
     pub forgotten_files: usize,
     /// The directory's epoch after the GC. A GC that forgot files advances
     /// it, because the snapshot after it reads differently.
@@ -68,7 +70,8 @@ pub struct SourceRootStats {
     pub epoch: Epoch,
     /// Files with at least one retained entry.
     pub tracked_files: usize,
-    /// Retained history entries (present and absent), over all files.
+    /// Retained history entries (present, pending and absent), over all
+    /// files.
     pub retained_versions: usize,
     /// Bytes of the retained present versions, as the publisher declared them.
     pub retained_bytes: usize,

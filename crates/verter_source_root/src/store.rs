@@ -24,6 +24,11 @@
 //! 5. Recording does not change what any epoch up to `self.epoch` reads: a
 //!    change is stamped with the next epoch, and `self.epoch` advances to it
 //!    only on commit (`a_rolled_back_transition_leaves_every_read_unchanged`).
+//! 6. GC forgets a file only when its newest entry is `Absent`. A newest
+//!    `Pending` entry, like a newest `Present` one, is the current state of a
+//!    live file and is never freed; the entries behind it are freed by the
+//!    same rule as any superseded entry
+//!    (`gc_never_forgets_a_pending_file_and_frees_the_text_it_superseded_once_unread`).
 
 use std::collections::HashMap;
 use std::mem;
@@ -292,8 +297,9 @@ impl<T> Store<T> {
     }
 
     /// Frees every listed entry no reader reads and forgets removed files
-    /// every live root reads as `Unknown`. Readers are the live roots and
-    /// the current epoch. Moves what it frees into `garbage`.
+    /// every live root reads as `Unknown` (never a file whose newest entry
+    /// is `Present` or `Pending`: invariant 6). Readers are the live roots
+    /// and the current epoch. Moves what it frees into `garbage`.
     fn collect(&mut self, garbage: &mut Vec<Entry<T>>) -> GcReport {
         let live = self.leases.live_epochs();
         let newest_live = live.last().copied();
@@ -317,6 +323,8 @@ impl<T> Store<T> {
             // Forget a removal that is older than the current snapshot and
             // that no live root reads: every live root reads `Unknown` here
             // already (older entries were just pruned, so none reads them).
+            // A lone `Pending` entry is a live file waiting for its reload,
+            // not a removal: it stays, as a lone `Present` entry does.
             let forget = match history.entries.as_slice() {
                 [] => true,
                 [only] => {

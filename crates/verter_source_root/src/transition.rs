@@ -26,10 +26,10 @@ use crate::store::{Store, Undo};
 ///
 /// Handed to the closure of `publish_transition`, which runs inside the
 /// publication lock. Record each file's new state with
-/// [`present`](Self::present) or [`absent`](Self::absent); recording the same
-/// file twice keeps the last change. If the closure records nothing, nothing
-/// is published and the epoch does not advance; if it panics, nothing it
-/// recorded is published.
+/// [`present`](Self::present), [`pending`](Self::pending) or
+/// [`absent`](Self::absent); recording the same file twice keeps the last
+/// change. If the closure records nothing, nothing is published and the
+/// epoch does not advance; if it panics, nothing it recorded is published.
 pub struct SourceTransition<'a, T> {
     store: &'a mut Store<T>,
     epoch: Epoch,
@@ -91,6 +91,57 @@ impl<'a, T> SourceTransition<'a, T> {
     pub fn absent(&mut self, canonical: Canonical, version: SourceVersion) {
         self.store
             .record(self.epoch, canonical, version, Body::Absent, &mut self.undo);
+    }
+
+    /// Records that `canonical` is tracked at `version` from this transition
+    /// on, but its text is not known yet: the file was invalidated (changed
+    /// on disk) or closed and waits to be reloaded. This transition's
+    /// snapshot and later ones read
+    /// [`SourceState::Pending`](crate::SourceState::Pending) and no longer
+    /// serve the old text; roots captured earlier still read it. Accounts
+    /// for no bytes. Unlike [`absent`](Self::absent), it does not say the
+    /// file is gone, and GC never forgets a file whose newest state is
+    /// pending. Record the reloaded text with [`present`](Self::present), at
+    /// `version` or a newer one.
+    ///
+    /// # Panics
+    /// If `version` is older than the newest version recorded for
+    /// `canonical` (including earlier in this transition). Nothing this
+    /// transition recorded is published then.
+    ///
+    /// # Example
+    /// ```
+    /// use verter_dag::{Canonical, Generation, Incarnation, SourceVersion};
+    /// use verter_source_root::{ContentHash, SchedulerSourceDirectory, SourceState};
+    ///
+    /// let directory = SchedulerSourceDirectory::<&'static str>::new();
+    /// let object = Incarnation::allocate();
+    /// let lib = Canonical::from("src/lib.rs");
+    /// let (old, new) = (
+    ///     SourceVersion::new(object, Generation::ZERO),
+    ///     SourceVersion::new(object, Generation::new(1)),
+    /// );
+    /// directory.publish_transition(|tx| {
+    ///     tx.present(lib.clone(), old, ContentHash(1), "fn a() {}", 9);
+    /// });
+    /// // The file changed on disk: stop serving the old text before the new
+    /// // one is known.
+    /// directory.publish_transition(|tx| tx.pending(lib.clone(), new));
+    /// assert_eq!(directory.state_now(&lib), SourceState::Pending { version: new });
+    /// // The reload completes at the same version.
+    /// directory.publish_transition(|tx| {
+    ///     tx.present(lib.clone(), new, ContentHash(2), "fn b() {}", 9);
+    /// });
+    /// assert_eq!(directory.state_now(&lib).payload(), Some(&"fn b() {}"));
+    /// ```
+    pub fn pending(&mut self, canonical: Canonical, version: SourceVersion) {
+        self.store.record(
+            self.epoch,
+            canonical,
+            version,
+            Body::Pending,
+            &mut self.undo,
+        );
     }
 
     /// The epoch this transition stamps its changes with, and which becomes

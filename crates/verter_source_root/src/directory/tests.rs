@@ -260,3 +260,105 @@ fn payloads_leave_the_directory_after_the_lock_is_released() {
     // The clones passed in above and the three reclaimed payloads.
     assert!(probe.dropped_unlocked.load(Ordering::Relaxed) >= 3);
 }
+
+#[test]
+fn a_root_captured_before_a_pending_transition_keeps_reading_the_old_text() {
+    let directory =
+        SchedulerSourceDirectory::<u64>::with_config(SourceRootConfig { gc_every: None });
+    let object = Incarnation::allocate();
+    directory.publish_transition(|tx| {
+        tx.present("a.rs".into(), version(object, 0), ContentHash(1), 1, 10);
+    });
+    let before_invalidation = directory.capture_root();
+    let stamped = directory.publish_transition(|tx| {
+        tx.pending("a.rs".into(), version(object, 1));
+        tx.epoch()
+    });
+    assert_eq!(stamped, before_invalidation.visible_epoch().next());
+    assert_eq!(directory.current_epoch(), stamped);
+    assert_eq!(
+        directory.state_at(&before_invalidation, "a.rs"),
+        SourceState::Present {
+            version: version(object, 0),
+            hash: ContentHash(1),
+            payload: 1,
+        }
+    );
+    let now = directory.state_now("a.rs");
+    assert_eq!(
+        now,
+        SourceState::Pending {
+            version: version(object, 1)
+        }
+    );
+    assert!(now.is_pending() && !now.is_present());
+    assert_eq!((now.hash(), now.payload()), (None, None));
+    // A root captured after the invalidation reads what the current snapshot reads.
+    let after_invalidation = directory.capture_root();
+    assert_eq!(directory.state_at(&after_invalidation, "a.rs"), now);
+    // The pending entry accounts for no bytes; the pinned text still does.
+    let stats = directory.stats();
+    assert_eq!(stats.retained_versions, 2);
+    assert_eq!(stats.retained_bytes, 10);
+    assert_eq!(stats.tracked_files, 1);
+}
+
+#[test]
+fn a_present_after_pending_serves_the_reloaded_text() {
+    let directory = SchedulerSourceDirectory::<u64>::new();
+    let object = Incarnation::allocate();
+    directory.publish_transition(|tx| {
+        tx.present("a.rs".into(), version(object, 0), ContentHash(1), 1, 10);
+    });
+    directory.publish_transition(|tx| tx.pending("a.rs".into(), version(object, 1)));
+    let while_pending = directory.capture_root();
+    // The reload completes at the version the invalidation announced.
+    directory.publish_transition(|tx| {
+        tx.present("a.rs".into(), version(object, 1), ContentHash(2), 2, 20);
+    });
+    assert_eq!(
+        directory.state_now("a.rs"),
+        SourceState::Present {
+            version: version(object, 1),
+            hash: ContentHash(2),
+            payload: 2,
+        }
+    );
+    assert!(directory.state_at(&while_pending, "a.rs").is_pending());
+}
+
+#[test]
+fn a_panicking_transition_with_a_pending_record_publishes_nothing() {
+    let directory =
+        SchedulerSourceDirectory::<u64>::with_config(SourceRootConfig { gc_every: None });
+    let object = Incarnation::allocate();
+    directory.publish_transition(|tx| {
+        tx.present("a.rs".into(), version(object, 0), ContentHash(1), 1, 10);
+        tx.present("b.rs".into(), version(object, 0), ContentHash(2), 2, 20);
+    });
+    let before = directory.stats();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        directory.publish_transition(|tx| {
+            // Superseded within the transition, then invalidated.
+            tx.present("a.rs".into(), version(object, 1), ContentHash(3), 3, 30);
+            tx.pending("a.rs".into(), version(object, 2));
+            tx.pending("b.rs".into(), version(object, 1));
+            tx.pending("new.rs".into(), version(object, 0));
+            assert_eq!(tx.recorded(), 4);
+            panic!("the host's transition failed");
+        })
+    }));
+    assert!(outcome.is_err());
+    assert_eq!(directory.current_epoch(), before.epoch);
+    assert_eq!(directory.state_now("a.rs").hash(), Some(ContentHash(1)));
+    assert_eq!(directory.state_now("b.rs").hash(), Some(ContentHash(2)));
+    assert_eq!(directory.state_now("new.rs"), SourceState::Unknown);
+    let after = directory.stats();
+    assert_eq!(after.retained_versions, before.retained_versions);
+    assert_eq!(after.retained_bytes, before.retained_bytes);
+    assert_eq!(after.tracked_files, before.tracked_files);
+    // The next publication works, at the next epoch, and may invalidate.
+    directory.publish_transition(|tx| tx.pending("a.rs".into(), version(object, 1)));
+    assert_eq!(directory.current_epoch(), before.epoch.next());
+    assert!(directory.state_now("a.rs").is_pending());
+}

@@ -118,3 +118,27 @@ fn a_history_needs_gc_when_superseded_removed_or_empty() {
     assert!(removed.needs_gc());
     assert_eq!(removed.entries[0].bytes(), 0);
 }
+
+#[test]
+fn a_lone_pending_entry_needs_no_gc_and_accounts_no_bytes() {
+    let mut pending = history_at(&[1]);
+    pending.entries[0].body = Body::Pending;
+    assert!(!pending.needs_gc(), "a pending file is live, not a removal");
+    assert!(!pending.entries[0].is_absent());
+    assert_eq!(pending.entries[0].bytes(), 0);
+    assert_eq!(
+        pending.entries[0].to_state(),
+        SourceState::Pending {
+            version: pending.entries[0].version
+        }
+    );
+    // Behind a superseded text, it is pruned like any other entry.
+    let mut superseding = history_at(&[1, 2]);
+    superseding.entries[1].body = Body::Pending;
+    assert!(superseding.needs_gc());
+    let mut reclaimed = Vec::new();
+    superseding.prune(&[epoch(2)], &mut reclaimed, &mut 0);
+    assert_eq!(epochs_of(&superseding), [2]);
+    assert_eq!(reclaimed.len(), 1);
+    assert!(!superseding.needs_gc());
+}

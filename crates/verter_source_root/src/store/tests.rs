@@ -396,3 +396,124 @@ fn slots_and_records_agree_after_forgetting_and_reuse() {
     assert_eq!(store.read(store.epoch(), "a.rs"), SourceState::Unknown);
     audit(&store);
 }
+
+#[test]
+fn gc_never_forgets_a_pending_file_and_frees_the_text_it_superseded_once_unread() {
+    let mut store = store(None);
+    let object = Incarnation::allocate();
+    publish(
+        &mut store,
+        vec![
+            ("a.rs", version(object, 0), present(1, 10)),
+            ("closed.rs", version(object, 0), Body::Pending),
+        ],
+    );
+    let root = store.capture();
+    publish(
+        &mut store,
+        vec![("a.rs", version(object, 1), Body::Pending)],
+    );
+    audit(&store);
+    // A lone pending entry gives GC nothing to do; the invalidated file does.
+    assert_eq!(listed(&store), [Canonical::from("a.rs")]);
+    assert_eq!(store.retained_bytes, 10);
+
+    // The root still reads the superseded text, so GC keeps it.
+    let (report, garbage) = store.gc();
+    assert_eq!((report.reclaimed_versions, report.forgotten_files), (0, 0));
+    assert!(garbage.is_empty());
+    assert_eq!(
+        store.read(root.visible_epoch(), "a.rs").hash(),
+        Some(ContentHash(1))
+    );
+    audit(&store);
+
+    // Released: the text goes, the pending entry (the current state) stays.
+    drop(root);
+    let (report, garbage) = store.gc();
+    assert_eq!(report.reclaimed_versions, 1);
+    assert_eq!(report.reclaimed_bytes, 10);
+    assert_eq!(report.forgotten_files, 0);
+    assert_eq!(garbage.len(), 1);
+    assert!(listed(&store).is_empty(), "nothing is left to reclaim");
+    audit(&store);
+
+    // Later snapshots and GCs never forget a pending file, unlike a removal
+    // older than the current snapshot.
+    publish(
+        &mut store,
+        vec![("other.rs", version(object, 0), present(2, 1))],
+    );
+    for _ in 0..3 {
+        let (report, _garbage) = store.gc();
+        assert_eq!(report.forgotten_files, 0);
+    }
+    let now = store.epoch();
+    for file in ["a.rs", "closed.rs"] {
+        assert!(store.read(now, file).is_pending(), "{file}");
+    }
+    assert_eq!(store.tracked_files, 3);
+    assert_eq!(store.retained_versions, 3);
+    assert_eq!(store.retained_bytes, 1);
+    audit(&store);
+
+    // Only a final removal lets GC forget the file.
+    publish(&mut store, vec![("a.rs", version(object, 1), Body::Absent)]);
+    publish(
+        &mut store,
+        vec![("other.rs", version(object, 1), present(3, 1))],
+    );
+    let (report, _garbage) = store.gc();
+    assert_eq!(report.forgotten_files, 1);
+    assert_eq!(store.read(store.epoch(), "a.rs"), SourceState::Unknown);
+    assert!(store.read(store.epoch(), "closed.rs").is_pending());
+    audit(&store);
+}
+
+#[test]
+fn a_rolled_back_pending_record_restores_the_text_it_replaced() {
+    let mut store = store(None);
+    let object = Incarnation::allocate();
+    publish(
+        &mut store,
+        vec![("a.rs", version(object, 0), present(1, 10))],
+    );
+    let current = store.epoch();
+    let epoch = current.next();
+    let mut undo = store.take_undo_buffer();
+    store.record(
+        epoch,
+        "a.rs".into(),
+        version(object, 1),
+        present(2, 20),
+        &mut undo,
+    );
+    store.record(
+        epoch,
+        "a.rs".into(),
+        version(object, 2),
+        Body::Pending,
+        &mut undo,
+    );
+    store.record(
+        epoch,
+        "new.rs".into(),
+        version(object, 0),
+        Body::Pending,
+        &mut undo,
+    );
+    audit(&store);
+    assert_eq!(
+        store.retained_bytes, 10,
+        "pending entries account for no bytes"
+    );
+    store.rollback(epoch, &mut undo);
+    store.return_undo_buffer(undo);
+    assert_eq!(store.epoch(), current);
+    assert_eq!(store.read(epoch, "a.rs").hash(), Some(ContentHash(1)));
+    assert_eq!(store.read(epoch, "new.rs"), SourceState::Unknown);
+    assert_eq!(store.retained_versions, 1);
+    assert_eq!(store.retained_bytes, 10);
+    assert_eq!(store.tracked_files, 1);
+    audit(&store);
+}

@@ -76,3 +76,26 @@ fn a_state_answers_its_parts() {
     let unknown = SourceState::<&str>::Unknown;
     assert_eq!((unknown.version(), unknown.hash()), (None, None));
 }
+
+#[test]
+fn a_pending_state_answers_its_version_and_no_text() {
+    let object = Incarnation::allocate();
+    let pending = SourceState::<&str>::Pending {
+        version: version(object, 3),
+    };
+    assert_eq!(pending.version(), Some(version(object, 3)));
+    assert_eq!((pending.hash(), pending.payload()), (None, None));
+    assert!(pending.is_pending());
+    assert!(!pending.is_present());
+    let present = SourceState::Present {
+        version: version(object, 3),
+        hash: ContentHash(7),
+        payload: "bytes",
+    };
+    assert!(!present.is_pending());
+    assert!(!SourceState::<&str>::Unknown.is_pending());
+    let absent = SourceState::<&str>::Absent {
+        version: version(object, 3),
+    };
+    assert!(!absent.is_pending());
+}

@@ -6,8 +6,10 @@
 //!
 //! The model knows one rule of GC, declaratively: a file whose newest entry
 //! is a removal older than the current epoch, and which every live root
-//! reads as `Unknown`, is forgotten (reads `Unknown` from then on). It learns
-//! *when* an automatic GC ran from `stats().gc_runs`, never by predicting it.
+//! reads as `Unknown`, is forgotten (reads `Unknown` from then on). A file
+//! whose newest entry is pending (invalidated, waiting for its reload) is
+//! live and never forgotten, like a present one. It learns *when* an
+//! automatic GC ran from `stats().gc_runs`, never by predicting it.
 
 use std::collections::BTreeSet;
 use std::num::NonZeroUsize;
@@ -25,12 +27,16 @@ const FILES: usize = 4;
 
 #[derive(Debug, Clone, Copy)]
 enum Change {
-    /// A new generation of the live object, or a new object if there is none.
+    /// A new generation of the live object, or a new object if there is none;
+    /// if the live object is pending, its reload at the pending version.
     Edit,
     /// Remove the live object (nothing if there is none).
     Remove,
     /// Replace the file with a new object at generation 0.
     Readd,
+    /// Invalidate the live object: bump its generation and publish it
+    /// pending until an `Edit` reloads it (nothing if there is none).
+    Invalidate,
 }
 
 #[derive(Debug, Clone)]
@@ -42,8 +48,12 @@ enum Op {
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {
-    let change =
-        prop_oneof![3 => Just(Change::Edit), 1 => Just(Change::Remove), 1 => Just(Change::Readd)];
+    let change = prop_oneof![
+        3 => Just(Change::Edit),
+        1 => Just(Change::Remove),
+        1 => Just(Change::Readd),
+        2 => Just(Change::Invalidate),
+    ];
     prop_oneof![
         5 => prop::collection::vec((0..FILES, change), 0..4).prop_map(Op::Publish),
         3 => Just(Op::Capture),
@@ -57,6 +67,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 enum Expected {
     Unknown,
     Absent(SourceVersion),
+    Pending(SourceVersion),
     Present(SourceVersion, u64, usize),
 }
 
@@ -65,6 +76,7 @@ impl Expected {
         match self {
             Self::Unknown => SourceState::Unknown,
             Self::Absent(version) => SourceState::Absent { version },
+            Self::Pending(version) => SourceState::Pending { version },
             Self::Present(version, value, _) => SourceState::Present {
                 version,
                 hash: ContentHash(value),
@@ -80,8 +92,9 @@ struct Model {
     epoch: u64,
     /// Per file: `(epoch, what it reads from then on)`, in epoch order.
     entries: [Vec<(u64, Expected)>; FILES],
-    /// Per file: the live object and its generation.
-    objects: [Option<(Incarnation, u64)>; FILES],
+    /// Per file: the live object, its generation, and whether that
+    /// generation is pending (invalidated, not reloaded yet).
+    objects: [Option<(Incarnation, u64, bool)>; FILES],
     /// Epochs of the live roots, parallel to the harness's roots.
     roots: Vec<u64>,
     next_value: u64,
@@ -113,18 +126,27 @@ impl Model {
         let value = self.next_value;
         let bytes = (value % 7) as usize + 1;
         let planned = match (change, self.objects[file]) {
-            (Change::Remove, None) => return None,
-            (Change::Remove, Some((object, generation))) => {
+            (Change::Remove | Change::Invalidate, None) => return None,
+            (Change::Remove, Some((object, generation, _))) => {
                 self.objects[file] = None;
                 Expected::Absent(version(object, generation))
             }
-            (Change::Edit, Some((object, generation))) => {
-                self.objects[file] = Some((object, generation + 1));
+            (Change::Invalidate, Some((object, generation, _))) => {
+                self.objects[file] = Some((object, generation + 1, true));
+                Expected::Pending(version(object, generation + 1))
+            }
+            (Change::Edit, Some((object, generation, true))) => {
+                // The reload completes at the version the invalidation announced.
+                self.objects[file] = Some((object, generation, false));
+                Expected::Present(version(object, generation), value, bytes)
+            }
+            (Change::Edit, Some((object, generation, false))) => {
+                self.objects[file] = Some((object, generation + 1, false));
                 Expected::Present(version(object, generation + 1), value, bytes)
             }
             (Change::Edit | Change::Readd, _) => {
                 let object = Incarnation::allocate();
-                self.objects[file] = Some((object, 0));
+                self.objects[file] = Some((object, 0, false));
                 Expected::Present(version(object, 0), value, bytes)
             }
         };
@@ -132,7 +154,8 @@ impl Model {
     }
 
     /// GC's one visible rule, at `self.epoch`; stamps `Unknown` at `stamp_at`
-    /// for every forgotten file. Returns how many it forgot.
+    /// for every forgotten file. Returns how many it forgot. Only a removal
+    /// qualifies: a pending or present newest entry is a live file.
     fn forget(&mut self, stamp_at: u64) -> usize {
         let mut forgotten = 0;
         for file in 0..FILES {
@@ -167,7 +190,7 @@ impl Model {
             .fold((0, 0), |(versions, bytes), (file, index)| {
                 match self.entries[file][index].1 {
                     Expected::Unknown => (versions, bytes),
-                    Expected::Absent(_) => (versions + 1, bytes),
+                    Expected::Absent(_) | Expected::Pending(_) => (versions + 1, bytes),
                     Expected::Present(_, _, size) => (versions + 1, bytes + size),
                 }
             })
@@ -210,6 +233,7 @@ impl Harness {
                         let canonical = files[file].clone();
                         match planned {
                             Expected::Absent(at) => tx.absent(canonical, at),
+                            Expected::Pending(at) => tx.pending(canonical, at),
                             Expected::Present(at, value, bytes) => {
                                 tx.present(canonical, at, ContentHash(value), value, bytes);
                             }
