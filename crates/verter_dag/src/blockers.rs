@@ -87,12 +87,15 @@ impl BlockerRegistry {
         keys.into_iter().collect()
     }
 
-    /// `owner`'s record, if any.
+    /// `owner`'s record, if any, sorted (so callers act in one order).
     pub(crate) fn blockers_of(&self, owner: &FileIdentity) -> Vec<DepKey> {
-        self.by_owner
+        let mut keys: Vec<DepKey> = self
+            .by_owner
             .get(owner)
             .map(|keys| keys.iter().cloned().collect())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        keys.sort();
+        keys
     }
 
     /// Whether some owner names `key`: the reverse index, O(1).
@@ -126,7 +129,8 @@ impl BlockerRegistry {
     }
 
     /// Every (owner, key) where the key is a blocker of `canonical` below
-    /// `bound`, reached through the reverse index of that canonical alone.
+    /// `bound`, reached through the reverse index of that canonical alone,
+    /// sorted.
     pub(crate) fn references_below(
         &self,
         canonical: &Canonical,
@@ -139,7 +143,11 @@ impl BlockerRegistry {
                     .range_below(&bound)
                     .flat_map(|(_, keys)| keys.iter())
                     .flat_map(|(key, owners)| owners.iter().map(|o| (o.clone(), key.clone())))
-                    .collect()
+                    .collect::<Vec<_>>()
+            })
+            .map(|mut refs| {
+                refs.sort();
+                refs
             })
             .unwrap_or_default()
     }

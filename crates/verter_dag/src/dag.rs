@@ -42,6 +42,14 @@
 //! 7. Dependency-caused failures are not resident: a consumer failed by its
 //!    dependency is dropped, so a later request re-links and sees the
 //!    dependency's current state (`a_failed_producer_fails_every_consumer`).
+//! 8. A removal never erases another file's dependency facts: an owner's
+//!    blocker record keeps naming a removed file, and the next Artifact of
+//!    that owner ensures the file again (a new object, reported in
+//!    `Effects::ingested`) and waits on it
+//!    (`a_removed_blocker_is_ingested_again_by_its_importer`).
+//! 9. Work that leaves the map unfinished has its dispatch's
+//!    [`CancellationToken`] cancelled in the same call, and is counted
+//!    (`retired_running_work_has_its_token_cancelled`).
 
 use crate::hash::HashMap;
 use crate::vec_map::VecMap;
@@ -52,8 +60,8 @@ use crate::edges::{DepEdges, EdgeOccupancy};
 use crate::effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, WaiterId};
 use crate::error::{DagFailure, FailureCause, GenerationExhausted, LinkError};
 use crate::identity::{
-    Canonical, DepKey, FileIdentity, Generation, Incarnation, Priority, SourceVersion,
-    SubmissionLifetime, TargetStage, WorkNodeIdentity,
+    CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, Priority,
+    SourceVersion, SubmissionLifetime, TargetStage, WorkNodeIdentity,
 };
 use crate::ready::{
     AdmissionId, CapacityLedger, DEFAULT_LANE_WEIGHTS, LedgerSnapshot, ReadyQueue, ResourceClass,
@@ -238,6 +246,15 @@ struct WorkNode {
     priority: Priority,
     class: ResourceClass,
     state: NodeState,
+    /// Cancelled when the node leaves the map unfinished; every dispatch of
+    /// this admission carries a clone.
+    cancel: CancellationToken,
+}
+
+impl WorkNode {
+    fn is_finished(&self) -> bool {
+        matches!(self.state, NodeState::Done | NodeState::Failed(_))
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -494,12 +511,17 @@ impl SchedulerDag {
                 });
             }
         }
-        let mut running: Vec<WorkNodeIdentity> = self
-            .nodes
-            .iter()
-            .filter(|(_, node)| matches!(node.state, NodeState::Running))
-            .map(|(identity, _)| identity.clone())
-            .collect();
+        let mut running: Vec<WorkNodeIdentity> = Vec::new();
+        for (identity, node) in &self.nodes {
+            if node.is_finished() {
+                continue;
+            }
+            node.cancel.cancel();
+            self.counters.cancelled += 1;
+            if matches!(node.state, NodeState::Running) {
+                running.push(identity.clone());
+            }
+        }
         running.sort();
         effects.abandoned_running = running;
         self.files = HashMap::default();
@@ -838,6 +860,7 @@ impl SchedulerDag {
             admission: node.admission,
             class,
             priority,
+            cancel: node.cancel.clone(),
         })
     }
 
@@ -946,10 +969,9 @@ impl SchedulerDag {
         let Some(node) = self.nodes.get(identity) else {
             return effects;
         };
-        if matches!(node.state, NodeState::Done | NodeState::Failed(_)) {
+        if node.is_finished() {
             return effects;
         }
-        self.counters.cancelled += 1;
         let failure = Arc::new(DagFailure::Cancelled);
         self.drop_node(identity, &mut effects);
         if let WorkNodeIdentity::File(key) = identity {
@@ -1154,6 +1176,7 @@ impl SchedulerDag {
                 priority,
                 class,
                 state: NodeState::Gated,
+                cancel: CancellationToken::new(),
             },
         );
         self.counters.admitted += 1;
@@ -1173,7 +1196,7 @@ impl SchedulerDag {
             TargetStage::Analysis => vec![key.file.clone().at(TargetStage::Source)],
             TargetStage::Artifact(_) => {
                 let mut deps = vec![key.file.clone().at(TargetStage::Analysis)];
-                deps.extend(self.blockers.blockers_of(&key.file));
+                deps.extend(self.live_blockers_of(&key.file, effects));
                 deps
             }
         };
@@ -1319,15 +1342,56 @@ impl SchedulerDag {
         self.drop_file_if_empty(&key.file.canonical);
     }
 
+    /// Stops `node`, which just left the map: an unfinished node has its
+    /// token cancelled and is counted, and a running one is reported
+    /// abandoned (its result will be refused).
+    fn abandon(&mut self, identity: &WorkNodeIdentity, node: &WorkNode, effects: &mut Effects) {
+        if node.is_finished() {
+            return;
+        }
+        node.cancel.cancel();
+        self.counters.cancelled += 1;
+        if matches!(node.state, NodeState::Running) {
+            effects.abandoned_running.push(identity.clone());
+        }
+    }
+
+    /// The live object of `canonical`, created when there is none (reported
+    /// in `effects.ingested`, so the caller publishes a node for it).
+    fn ensure_live(&mut self, canonical: &Canonical, effects: &mut Effects) -> FileIdentity {
+        let (object, created) = self.ensure_object(canonical);
+        if created {
+            effects.ingested.push((canonical.clone(), object));
+        }
+        FileIdentity::new(canonical.clone(), object.incarnation, object.generation)
+    }
+
+    /// `owner`'s blocker keys, each at its file's live version: a reference
+    /// to a version that is no longer live (its file was removed) is
+    /// re-pointed to the live object, which is ensured when the file has
+    /// none.
+    fn live_blockers_of(&mut self, owner: &FileIdentity, effects: &mut Effects) -> Vec<DepKey> {
+        let mut keys = self.blockers.blockers_of(owner);
+        for key in &mut keys {
+            if self.is_live(&key.file) {
+                continue;
+            }
+            let live = self.ensure_live(&key.file.canonical, effects).at(key.stage);
+            self.blockers.repoint(owner, key, live.clone());
+            *key = live;
+        }
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
     /// Removes a node from every table (ready queue, edges, index). Its
     /// consumers are not touched; the caller decides their fate.
     fn drop_node(&mut self, identity: &WorkNodeIdentity, effects: &mut Effects) {
         let Some(node) = self.nodes.remove(identity) else {
             return;
         };
-        if matches!(node.state, NodeState::Running) {
-            effects.abandoned_running.push(identity.clone());
-        }
+        self.abandon(identity, &node, effects);
         self.ready.remove(identity);
         self.edges.remove_consumer(identity);
         if let WorkNodeIdentity::File(key) = identity
@@ -1448,7 +1512,8 @@ impl SchedulerDag {
         retired_groups.sort();
 
         // 1. Nodes: drop them; move their consumers in other files onto the
-        //    live version of the same stage, or fail them if there is none.
+        //    live version of the same stage. On removal there is none: the
+        //    consumers (Artifacts of importers) are re-linked in step 5.
         let mut orphans: Vec<(WorkNodeIdentity, DepKey)> = Vec::new();
         for key in &retired_keys {
             let identity = WorkNodeIdentity::File(key.clone());
@@ -1456,13 +1521,12 @@ impl SchedulerDag {
                 orphans.push((consumer, key.clone()));
             }
             if let Some(node) = self.nodes.remove(&identity) {
-                if matches!(node.state, NodeState::Running) {
-                    effects.abandoned_running.push(identity.clone());
-                }
+                self.abandon(&identity, &node, &mut effects);
                 self.ready.remove(&identity);
                 self.edges.remove_consumer(&identity);
             }
         }
+        let mut relink: Vec<(WorkNodeIdentity, DepKey)> = Vec::new();
         for (consumer, old) in orphans {
             if !self.nodes.contains_key(&consumer) {
                 continue; // retired itself (same file) or already failed
@@ -1472,12 +1536,7 @@ impl SchedulerDag {
                     let _ = self.link_inner(&consumer, live.clone().at(old.stage), &mut effects);
                     self.settle(&consumer, &mut effects);
                 }
-                None => {
-                    let cause = Arc::new(DagFailure::Shutdown {
-                        canonical: canonical.clone(),
-                    });
-                    self.fail_node(&consumer, &old, &cause, &mut effects);
-                }
+                None => relink.push((consumer, old)),
             }
         }
 
@@ -1538,11 +1597,12 @@ impl SchedulerDag {
         self.blockers.retire_owners_below(canonical, bound);
         let mut affected_owners: Vec<FileIdentity> = Vec::new();
         for (owner, old) in self.blockers.references_below(canonical, bound) {
-            match &live {
-                Some(live) => self
-                    .blockers
-                    .repoint(&owner, &old, live.clone().at(old.stage)),
-                None => self.blockers.remove_key(&owner, &old),
+            // On removal the reference stays, naming the removed version: the
+            // owner still depends on the file, and its next Artifact ensures
+            // the file again (`live_blockers_of`).
+            if let Some(live) = &live {
+                self.blockers
+                    .repoint(&owner, &old, live.clone().at(old.stage));
             }
             if !affected_owners.contains(&owner) {
                 affected_owners.push(owner);
@@ -1571,6 +1631,40 @@ impl SchedulerDag {
                 if self.groups.contains_key(&key) {
                     let priority = self.group_priority(&key);
                     self.ensure_file_node(&key, priority, &mut effects);
+                }
+            }
+        }
+        // 5. Consumers of a removed file that step 4 did not rebuild: an
+        //    Artifact waits on its owner's blockers, ensured again; anything
+        //    else fails, as the file it waited on is gone.
+        for (consumer, old) in relink {
+            if !self.nodes.contains_key(&consumer) {
+                continue;
+            }
+            let owner = match &consumer {
+                WorkNodeIdentity::File(key) if matches!(key.stage, TargetStage::Artifact(_)) => {
+                    Some(key.file.clone())
+                }
+                _ => None,
+            };
+            let names_it = owner.as_ref().is_some_and(|owner| {
+                self.blockers
+                    .blockers_of(owner)
+                    .iter()
+                    .any(|blocker| blocker.file.canonical == *canonical)
+            });
+            match owner {
+                Some(owner) if names_it => {
+                    for blocker in self.live_blockers_of(&owner, &mut effects) {
+                        let _ = self.link_inner(&consumer, blocker, &mut effects);
+                    }
+                    self.settle(&consumer, &mut effects);
+                }
+                _ => {
+                    let cause = Arc::new(DagFailure::Shutdown {
+                        canonical: canonical.clone(),
+                    });
+                    self.fail_node(&consumer, &old, &cause, &mut effects);
                 }
             }
         }

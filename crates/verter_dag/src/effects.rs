@@ -6,8 +6,9 @@
 //! operation; the layer above carries them out after its lock guard drops,
 //! because an answer or a joiner callback may re-enter the scheduler.
 
+use crate::dag::ObjectRecord;
 use crate::error::DagFailure;
-use crate::identity::{DepKey, Priority, WorkNodeIdentity};
+use crate::identity::{CancellationToken, Canonical, DepKey, Priority, WorkNodeIdentity};
 use crate::ready::{AdmissionId, ResourceClass};
 
 /// The id of one registered request waiter, allocated by the DAG.
@@ -71,6 +72,11 @@ pub struct Dispatch {
     pub class: ResourceClass,
     /// Its effective priority when dequeued.
     pub priority: Priority,
+    /// Cancelled (in the same call that retires the work) when the work is
+    /// removed, reset, superseded or cancelled while it runs: a worker checks
+    /// it before running the executor, and a long stage may stop early. Its
+    /// result is refused either way.
+    pub cancel: CancellationToken,
 }
 
 /// The effects of one DAG operation, for the caller to run after unlocking.
@@ -84,12 +90,17 @@ pub struct Effects {
     /// Work items that became ready: pumps to wake.
     pub newly_ready: usize,
     /// Work that was running when it was cancelled or retired: its result
-    /// will be refused; the caller may signal it to stop early.
+    /// will be refused, and its dispatch's [`CancellationToken`] is already
+    /// cancelled.
     pub abandoned_running: Vec<WorkNodeIdentity>,
     /// Done work dropped because something it was built from changed (an
     /// Artifact whose blocker was edited or removed): the caller must stop
     /// serving its output.
     pub invalidated: Vec<WorkNodeIdentity>,
+    /// File objects the DAG created itself, because live work names a file
+    /// that has no object (an Artifact whose blocker was removed needs it
+    /// again): the caller must publish a node for each.
+    pub ingested: Vec<(Canonical, ObjectRecord)>,
 }
 
 impl Effects {
@@ -100,6 +111,7 @@ impl Effects {
             && self.newly_ready == 0
             && self.abandoned_running.is_empty()
             && self.invalidated.is_empty()
+            && self.ingested.is_empty()
     }
 
     /// Appends `other`'s effects after this one's.
@@ -109,5 +121,6 @@ impl Effects {
         self.newly_ready += other.newly_ready;
         self.abandoned_running.extend(other.abandoned_running);
         self.invalidated.extend(other.invalidated);
+        self.ingested.extend(other.ingested);
     }
 }

@@ -425,9 +425,18 @@ impl Priority {
 }
 
 /// A clonable one-shot cancellation latch. Cancelling is idempotent and
-/// visible to every clone on every thread.
+/// visible to every clone on every thread. Two tokens are equal when they
+/// are clones of one latch.
 #[derive(Debug, Clone, Default)]
 pub struct CancellationToken(Arc<AtomicBool>);
+
+impl PartialEq for CancellationToken {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for CancellationToken {}
 
 impl CancellationToken {
     /// A token that is not cancelled.

@@ -440,6 +440,10 @@ fn every_waiter_is_answered_exactly_once_on_removal() {
         .dequeue(ResourceClass::Io)
         .expect("a or b Source is ready");
     let effects = h.dag.remove_object(&a.canonical);
+    // b still depends on a: its waiting Artifact ensured a successor of a
+    // (a new object, reported so the caller publishes it) and waits on it.
+    let ingested: Vec<&Canonical> = effects.ingested.iter().map(|(c, _)| c).collect();
+    assert_eq!(ingested, [&a.canonical]);
     h.absorb(effects);
     for waiter in waiters {
         assert!(matches!(
@@ -448,24 +452,112 @@ fn every_waiter_is_answered_exactly_once_on_removal() {
         ));
     }
     assert!(
-        matches!(h.outcome(b_waiter), Err(DagFailure::DependencyFailed { dep, .. }) if dep.file.canonical == a.canonical),
-        "{:?}",
-        h.outcome(b_waiter)
+        !h.answers.contains_key(&b_waiter),
+        "b waits on a's successor"
     );
     // Whatever was running comes back and is handled; nothing hangs.
     let effects = h.dag.continue_on(running, ResourceClass::Cpu);
     h.absorb(effects);
     h.run();
     h.assert_quiescent();
-    assert!(h.dag.object(&a.canonical).is_none());
-    assert!(
-        h.dag.blockers_of(&b).is_empty(),
-        "the reference was scrubbed"
-    );
-    // A successor starts at generation 0 with a new incarnation.
-    let successor = h.add("a.rs");
+    assert!(h.outcome(b_waiter).is_ok(), "{:?}", h.outcome(b_waiter));
+    // The successor started at generation 0 with a new incarnation, and b's
+    // record names it.
+    let successor = h.live("a.rs");
     assert_eq!(successor.generation, Generation::ZERO);
     assert!(successor.version() > a.version());
+    assert_eq!(h.dag.blockers_of(&b), [successor.at(TargetStage::Analysis)]);
+}
+
+#[test]
+fn a_removed_blocker_is_ingested_again_by_its_importer() {
+    let mut h = Harness::new();
+    let m = h.add("m.rs");
+    let a = h.add("a.rs");
+    let built = h.request(&a, P, WaitPolicy::Follow);
+    let effects = h
+        .dag
+        .record_blockers(&a, [m.clone().at(TargetStage::Analysis)])
+        .expect("a is live");
+    h.absorb(effects);
+    h.run();
+    assert!(h.outcome(built).is_ok());
+    // m is removed while nothing waits: a's built Artifact stops being
+    // served, but a's record keeps naming m, and no object is created yet.
+    let effects = h.dag.remove_object(&m.canonical);
+    assert_eq!(effects.invalidated, [work(&a, P)]);
+    assert!(effects.ingested.is_empty());
+    h.absorb(effects);
+    assert!(h.dag.object(&m.canonical).is_none());
+    assert_eq!(h.dag.blockers_of(&a), [m.clone().at(TargetStage::Analysis)]);
+    // a's next Artifact ensures m again and waits on the successor's Analysis.
+    let registration =
+        h.dag
+            .register_request(a.clone().at(P), WaitPolicy::Follow, Priority::Normal);
+    let effects = h.dag.submit_file(&a, &work(&a, P)).expect("a is live");
+    let (canonical, object) = effects.ingested.first().cloned().expect("m was ingested");
+    assert_eq!(canonical, m.canonical);
+    assert!(object.version() > m.version());
+    h.absorb(effects);
+    let successor = h.live("m.rs");
+    assert_eq!(
+        h.dag.dependencies_of(&work(&a, P)),
+        [
+            a.clone().at(TargetStage::Analysis),
+            successor.clone().at(TargetStage::Analysis)
+        ]
+        .into_iter()
+        .filter(|key| !h.dag.is_done(&WorkNodeIdentity::File(key.clone())))
+        .collect::<Vec<_>>()
+    );
+    h.run();
+    h.assert_quiescent();
+    assert!(h.outcome(registration.waiter).is_ok());
+    assert_eq!(h.dag.blockers_of(&a), [successor.at(TargetStage::Analysis)]);
+}
+
+#[test]
+fn retired_running_work_has_its_token_cancelled() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let waiter = h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
+    let load = h.dequeue(ResourceClass::Io).expect("a's Source loads");
+    let token = load.cancel.clone();
+    assert!(!token.is_cancelled());
+    let before = h.dag.counters().cancelled;
+    // A newer generation retires the running load and the gated Analysis.
+    let (_, effects) = h
+        .dag
+        .advance_generation(&a.canonical, a.incarnation)
+        .expect("a is live");
+    assert_eq!(effects.abandoned_running, [work(&a, TargetStage::Source)]);
+    h.absorb(effects);
+    assert!(
+        token.is_cancelled(),
+        "cancelled in the hold that retired it"
+    );
+    assert_eq!(
+        h.dag.counters().cancelled,
+        before + 2,
+        "the load and the gated Analysis"
+    );
+    // Its completion is refused; the follower is served by the new generation.
+    let (current, effects) = h.dag.complete(load);
+    assert!(!current);
+    h.absorb(effects);
+    h.run();
+    h.assert_quiescent();
+    assert!(h.outcome(waiter).is_ok());
+    // A reset cancels what is left unfinished as well.
+    let _ = h.request(&h.live("a.rs"), P, WaitPolicy::Follow);
+    let running = h
+        .dequeue(ResourceClass::Cpu)
+        .expect("the Artifact is ready");
+    let effects = h.dag.reset();
+    assert!(running.cancel.is_cancelled());
+    h.absorb(effects);
+    let (current, _) = h.dag.complete(running);
+    assert!(!current);
 }
 
 #[test]
