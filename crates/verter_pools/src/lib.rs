@@ -1,7 +1,8 @@
 //! The execution substrate: the stage CPU pool, the I/O pool, the host's
 //! coordinator pool, the CPU concurrency semaphore, the per-thread
-//! [`CallerKind`] registration and the one waiting primitive,
-//! [`wait_or_drive`] (SPEC §11).
+//! [`CallerKind`] registration, the one waiting primitive,
+//! [`wait_or_drive_with`] (SPEC §11), and the [`ProgressSignal`] that wakes
+//! its idle waiters.
 //!
 //! This crate names no other verter crate. It never inspects the work it
 //! runs: commands arrive as owner-affine closures ([`OwnerCommand`]), and the
@@ -18,7 +19,10 @@
 //! - [`SchedulerCpuPool`] (stage work, workers drive while waiting),
 //!   [`SchedulerIoPool`] (reading bytes only), [`HostCpuPool`] (the host's
 //!   coordinator, workers park).
-//! - [`WaitCell`], [`PumpDriver`], [`wait_or_drive`]: how anyone waits.
+//! - [`WaitCell`], [`PumpDriver`], [`wait_or_drive_with`]: how anyone waits.
+//! - [`ProgressSignal`]: the event count a driver raises when an idle pump
+//!   might now make progress, so idle driving waiters wake on progress
+//!   instead of on a clock.
 //!
 //! # Deadlock isolation
 //! No worker ever waits on a job that only its own pool could run: stage
@@ -39,6 +43,7 @@ mod drive;
 mod error;
 mod host_pool;
 mod io_pool;
+mod progress;
 mod semaphore;
 mod sync;
 mod wait_cell;
@@ -51,11 +56,15 @@ pub use caller_kind::{CallerKind, CallerKindGuard};
 pub use command::{Cpu, Full, Io, OwnerCommand, PoolKind};
 pub use cpu_pool::SchedulerCpuPool;
 pub use drive::{
-    IDLE_PUMP_BACKSTOP, PumpDriver, PumpOutcome, wait_or_drive, wait_or_drive_with_backstop,
+    IDLE_PUMP_BACKSTOP, PumpDriver, PumpOutcome, wait_or_drive, wait_or_drive_with,
+    wait_or_drive_with_backstop,
 };
 pub use error::PoolError;
 pub use host_pool::{HOST_WORKER_STACK_SIZE, HostCpuPool};
 pub use io_pool::SchedulerIoPool;
+/// The event count that wakes idle driving waiters; see its module docs for
+/// the protocol and why no notify is lost.
+pub use progress::ProgressSignal;
 pub use semaphore::{CpuConcurrencyPermit, CpuConcurrencySemaphore, OwnedCpuConcurrencyPermit};
 pub use wait_cell::WaitCell;
 
@@ -68,5 +77,6 @@ const _: () = {
     assert_send_sync::<SchedulerIoPool>();
     assert_send_sync::<HostCpuPool>();
     assert_send_sync::<WaitCell<u64>>();
+    assert_send_sync::<ProgressSignal>();
     assert_send_sync::<PoolError>();
 };

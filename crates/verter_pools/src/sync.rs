@@ -1,7 +1,8 @@
 //! The crate's one source of synchronisation primitives: `parking_lot`'s
-//! `Mutex` and `Condvar` and std's atomics in production, loom's under
-//! `cfg(verter_loom)`, behind one API so the semaphore and the wait cell are
-//! written once and model-checked as they ship.
+//! `Mutex` and `Condvar`, std's atomics and std's thread parking in
+//! production, loom's under `cfg(verter_loom)`, behind one API so the
+//! semaphore, the wait cell and the progress signal are written once and
+//! model-checked as they ship.
 //!
 //! This module owns no state and never blocks on its own; it only adapts the
 //! two families of primitives to the same signatures (std-style `wait` that
@@ -15,14 +16,50 @@
 pub(crate) use std::sync::Arc;
 
 #[cfg(not(verter_loom))]
-pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 #[cfg(verter_loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// Only the models count with it.
-#[cfg(all(test, verter_loom))]
-pub(crate) use loom::sync::atomic::AtomicUsize;
+/// Keeps a SeqCst write before a later SeqCst read of *another* location, as
+/// a Dekker-style handshake needs (the progress signal's, for one).
+///
+/// In production this is already a fact of the accesses themselves: all
+/// SeqCst operations sit in one total order, so this is a no-op and costs
+/// nothing. loom regards SeqCst accesses as `AcqRel` (its README, "Unsupported
+/// features"; tokio-rs/loom#180) and would report handshakes that are correct
+/// under the real memory model as lost wake-ups; it does model
+/// `fence(SeqCst)`, so under `cfg(verter_loom)` this is that fence, which
+/// gives the models exactly the order production's SeqCst accesses have.
+#[cfg(not(verter_loom))]
+#[inline(always)]
+pub(crate) fn keep_store_load_order() {}
+
+/// See the production version: under loom it is a `fence(SeqCst)`.
+#[cfg(verter_loom)]
+pub(crate) fn keep_store_load_order() {
+    loom::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// Thread handles and parking: std's in production.
+#[cfg(not(verter_loom))]
+pub(crate) mod thread {
+    pub(crate) use std::thread::{Thread, current, park, park_timeout};
+}
+
+/// Thread handles and parking: loom's models of std's.
+#[cfg(verter_loom)]
+pub(crate) mod thread {
+    use std::time::Duration;
+
+    pub(crate) use loom::thread::{Thread, current, park};
+
+    /// loom has no `park_timeout` and never times out a wait; a model
+    /// therefore proves that the unpark alone wakes the parked thread.
+    pub(crate) fn park_timeout(_timeout: Duration) {
+        park();
+    }
+}
 
 #[cfg(not(verter_loom))]
 mod imp {
