@@ -15,8 +15,8 @@ use verter_dag::{
     SourceVersion, TargetStage, WaitPolicy, WorkNodeIdentity,
 };
 use verter_scheduler::{
-    AnalysisSnapshot, ExecutorError, Language, LoadError, Request, Scheduler, SchedulerConfig,
-    SourceDeps, SourceInput, SourceLoader, SourceSnapshot, StageExecutor,
+    AnalysisInput, ArtifactInput, ExecutorError, Language, LoadError, Request, Scheduler,
+    SchedulerConfig, SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
 use verter_source_root::{ContentHash, SchedulerSourceDirectory};
 
@@ -57,15 +57,10 @@ impl StageExecutor for Noop {
     fn extract_deps(&self, _: &SourceInput<'_>, _: &()) -> SourceDeps {
         SourceDeps::default()
     }
-    fn execute_analysis(&self, _: &SourceSnapshot<()>) -> Result<(), ExecutorError> {
+    fn execute_analysis(&self, _input: &AnalysisInput<'_, ()>) -> Result<(), ExecutorError> {
         Ok(())
     }
-    fn execute_artifact(
-        &self,
-        _: ProfileHash,
-        _: &AnalysisSnapshot<()>,
-        _: &[Arc<AnalysisSnapshot<()>>],
-    ) -> Result<(), ExecutorError> {
+    fn execute_artifact(&self, _input: &ArtifactInput<'_, ()>) -> Result<(), ExecutorError> {
         Ok(())
     }
 }
@@ -75,7 +70,8 @@ fn config() -> SchedulerConfig {
 }
 
 fn inline_with_built(files: usize) -> Arc<Scheduler<Noop>> {
-    let scheduler = Scheduler::new_inline(config(), Words(Language::new("w")), Noop);
+    let scheduler = Scheduler::new_inline(config(), Words(Language::new("w")), Noop)
+        .expect("a valid scheduler configuration");
     let batch = scheduler.submit_batch_atomic(
         (0..files)
             .map(|i| Request::new(format!("m{i}"), ARTIFACT))
@@ -170,7 +166,8 @@ fn request_of_a_built_artifact_inline(bencher: Bencher) {
 /// complete → answer, inline (no threads).
 #[divan::bench(sample_count = 50, sample_size = 200)]
 fn admit_to_complete_one_stage_inline(bencher: Bencher) {
-    let scheduler = Scheduler::new_inline(config(), Words(Language::new("w")), Noop);
+    let scheduler = Scheduler::new_inline(config(), Words(Language::new("w")), Noop)
+        .expect("a valid scheduler configuration");
     let mut next = 0usize;
     bencher.bench_local(|| {
         next += 1;
@@ -187,7 +184,8 @@ fn admit_to_complete_one_stage_inline(bencher: Bencher) {
 fn admit_to_complete_one_stage_threaded(bencher: Bencher) {
     let config = config();
     let (cpu, io) = config.build_pools().expect("pools");
-    let scheduler = Scheduler::new(config, Words(Language::new("w")), Noop, cpu, io);
+    let scheduler = Scheduler::new(config, Words(Language::new("w")), Noop, cpu, io)
+        .expect("a valid scheduler configuration");
     let mut next = 0usize;
     bencher.bench_local(|| {
         next += 1;

@@ -14,8 +14,8 @@ use std::time::Instant;
 use parking_lot::RwLock;
 use verter_dag::{Canonical, Priority, ProfileHash, TargetStage};
 use verter_scheduler::{
-    AnalysisSnapshot, ExecutorError, Language, LoadError, Request, RequestResult, Scheduler,
-    SchedulerConfig, SchedulerCounters, SourceDeps, SourceInput, SourceLoader, SourceSnapshot,
+    AnalysisInput, ArtifactInput, ExecutorError, Language, LoadError, Request, RequestResult,
+    Scheduler, SchedulerConfig, SchedulerCounters, SourceDeps, SourceInput, SourceLoader,
     StageExecutor,
 };
 
@@ -82,20 +82,17 @@ impl StageExecutor for BenchExecutor {
 
     fn execute_analysis(
         &self,
-        source: &SourceSnapshot<Vec<Arc<str>>>,
+        input: &AnalysisInput<'_, Vec<Arc<str>>>,
     ) -> Result<u64, ExecutorError> {
+        let source = input.source;
         let analysis = self
             .kernels
             .finish_analysis(&source.text.text, source.parsed.clone());
         Ok(analysis.digest)
     }
 
-    fn execute_artifact(
-        &self,
-        _: ProfileHash,
-        analysis: &AnalysisSnapshot<u64>,
-        blockers: &[Arc<AnalysisSnapshot<u64>>],
-    ) -> Result<u64, ExecutorError> {
+    fn execute_artifact(&self, input: &ArtifactInput<'_, u64>) -> Result<u64, ExecutorError> {
+        let (analysis, blockers) = (input.analysis, input.blockers);
         Ok(self.kernels.artifact(
             analysis.data,
             blockers
@@ -128,7 +125,8 @@ impl VerterSystem {
         let executor = BenchExecutor {
             kernels: Kernels::new(spin_us),
         };
-        let scheduler = Scheduler::new(config, world.clone(), executor, cpu, io);
+        let scheduler = Scheduler::new(config, world.clone(), executor, cpu, io)
+            .expect("a valid scheduler configuration");
         Self {
             scheduler,
             world,

@@ -15,8 +15,8 @@ use divan::Bencher;
 use verter_dag::{Canonical, Priority, ProfileHash, TargetStage};
 use verter_host::{HostConfig, VerterHost};
 use verter_scheduler::{
-    AnalysisSnapshot, ExecutorError, Language, LoadError, Request, SchedulerConfig, SourceDeps,
-    SourceInput, SourceLoader, SourceSnapshot, StageExecutor,
+    AnalysisInput, ArtifactInput, ExecutorError, Language, LoadError, Request, SchedulerConfig,
+    SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
 
 fn main() {
@@ -64,17 +64,14 @@ impl StageExecutor for Words {
 
     fn execute_analysis(
         &self,
-        source: &SourceSnapshot<Vec<String>>,
+        input: &AnalysisInput<'_, Vec<String>>,
     ) -> Result<usize, ExecutorError> {
+        let source = input.source;
         Ok(source.parsed.len())
     }
 
-    fn execute_artifact(
-        &self,
-        _profile: ProfileHash,
-        analysis: &AnalysisSnapshot<usize>,
-        _blockers: &[Arc<AnalysisSnapshot<usize>>],
-    ) -> Result<String, ExecutorError> {
+    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+        let (_profile, analysis, _blockers) = (input.profile, input.analysis, input.blockers);
         Ok(format!("{}={}", analysis.canonical, analysis.data))
     }
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use verter_pools::PoolError;
-use verter_scheduler::RequestError;
+use verter_scheduler::{ConfigError, RequestError};
 
 /// Why a host batch item has no value, or why a host could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +30,9 @@ pub enum HostError {
     /// The host's pools could not be built.
     #[error("could not build the host's pools")]
     Pools(#[from] PoolError),
+    /// The scheduler's configuration is unusable.
+    #[error("the scheduler's configuration is unusable")]
+    Config(#[from] ConfigError),
 }
 
 impl HostError {

@@ -71,7 +71,8 @@ impl<E: StageExecutor> VerterHost<E> {
     ///
     /// # Errors
     /// [`HostError::Pools`] when a pool cannot be built, including a
-    /// `host_cpu_threads` of zero.
+    /// `host_cpu_threads` of zero; [`HostError::Config`] when the scheduler's
+    /// configuration is unusable.
     pub fn new(
         config: HostConfig,
         loader: impl SourceLoader,
@@ -79,7 +80,7 @@ impl<E: StageExecutor> VerterHost<E> {
     ) -> Result<Self, HostError> {
         let pool = HostCpuPool::new(config.host_cpu_threads)?;
         let (cpu, io) = config.scheduler.build_pools()?;
-        let scheduler = Scheduler::new(config.scheduler, loader, executor, cpu, io);
+        let scheduler = Scheduler::new(config.scheduler, loader, executor, cpu, io)?;
         Ok(Self {
             scheduler,
             pool: Some(pool),
@@ -91,11 +92,18 @@ impl<E: StageExecutor> VerterHost<E> {
     /// on its caller, which pumps the scheduler while it waits;
     /// `config.host_cpu_threads` is not used. What wasm hosts and
     /// deterministic tests use.
-    pub fn new_inline(config: HostConfig, loader: impl SourceLoader, executor: E) -> Self {
-        Self {
-            scheduler: Scheduler::new_inline(config.scheduler, loader, executor),
+    ///
+    /// # Errors
+    /// [`HostError::Config`] when the scheduler's configuration is unusable.
+    pub fn new_inline(
+        config: HostConfig,
+        loader: impl SourceLoader,
+        executor: E,
+    ) -> Result<Self, HostError> {
+        Ok(Self {
+            scheduler: Scheduler::new_inline(config.scheduler, loader, executor)?,
             pool: None,
-        }
+        })
     }
 
     /// The scheduler, for single requests, lifecycle calls (`remove`,

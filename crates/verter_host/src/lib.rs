@@ -57,11 +57,12 @@
 //!         Ok(input.text.split_whitespace().map(str::to_owned).collect())
 //!     }
 //!     fn extract_deps(&self, _: &SourceInput<'_>, _: &Vec<String>) -> SourceDeps { SourceDeps::default() }
-//!     fn execute_analysis(&self, source: &SourceSnapshot<Vec<String>>) -> Result<usize, ExecutorError> {
+//!     fn execute_analysis(&self, input: &AnalysisInput<'_, Vec<String>>) -> Result<usize, ExecutorError> {
+//!         let source = input.source;
 //!         Ok(source.parsed.len())
 //!     }
-//!     fn execute_artifact(&self, _: ProfileHash, analysis: &AnalysisSnapshot<usize>,
-//!                         _: &[Arc<AnalysisSnapshot<usize>>]) -> Result<String, ExecutorError> {
+//!     fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+//!         let analysis = input.analysis;
 //!         Ok(format!("{}: {} words", analysis.canonical, analysis.data))
 //!     }
 //! }

@@ -20,13 +20,15 @@ use std::sync::Arc;
 
 use divan::counter::ItemsCount;
 use rayon::prelude::*;
-use verter_dag::{Canonical, Generation, Incarnation, SourceVersion, TargetStage};
+use verter_dag::{
+    CancellationToken, Canonical, Generation, Incarnation, SourceVersion, TargetStage,
+};
 use verter_index::{
     FileIndex, FsLoader, INDEX_PROFILE, RustIndexer, RustSource, index_roots, package_roots,
 };
 use verter_scheduler::{
-    AnalysisSnapshot, Language, Request, Scheduler, SchedulerConfig, SourceInput, SourceSnapshot,
-    SourceText, StageExecutor, content_hash,
+    AnalysisInput, AnalysisSnapshot, ArtifactInput, Language, Request, Scheduler, SchedulerConfig,
+    SourceInput, SourceSnapshot, SourceText, StageExecutor, content_hash,
 };
 
 fn main() {
@@ -71,7 +73,8 @@ fn workload() -> &'static Workload {
                 (crates, roots)
             }
         };
-        let scheduler = Scheduler::new_inline(config(), FsLoader, RustIndexer::new());
+        let scheduler = Scheduler::new_inline(config(), FsLoader, RustIndexer::new())
+            .expect("a valid scheduler configuration");
         let index = index_roots(&scheduler, &roots).expect("the roots exist");
         // Only files that index take part (a file mid-edit in a shared
         // checkout may not parse); the scheduler side still visits the rest.
@@ -103,6 +106,7 @@ fn threaded() -> Arc<Scheduler<RustIndexer>> {
     let config = config();
     let (cpu, io) = config.build_pools().expect("pools");
     Scheduler::new(config, FsLoader, RustIndexer::new(), cpu, io)
+        .expect("a valid scheduler configuration")
 }
 
 fn rayon_pool() -> rayon::ThreadPool {
@@ -151,12 +155,14 @@ fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
     let text: Arc<str> = std::fs::read_to_string(path).expect("readable").into();
     let language = Language::new("rust");
     let version = SourceVersion::new(Incarnation::allocate(), Generation::ZERO);
+    let cancel = CancellationToken::new();
     let input = SourceInput {
         canonical: &canonical,
         incarnation: version.incarnation,
         generation: version.generation,
         language: &language,
         text: &text,
+        cancel: &cancel,
     };
     let parsed: RustSource = indexer.execute_source(&input).expect("parses");
     let blockers = parsed.blockers.clone();
@@ -172,7 +178,12 @@ fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
         blockers: Vec::new(),
         parsed,
     };
-    let analysis = indexer.execute_analysis(&snapshot).expect("analyses");
+    let analysis = indexer
+        .execute_analysis(&AnalysisInput {
+            source: &snapshot,
+            cancel: &cancel,
+        })
+        .expect("analyses");
     let analysis = Arc::new(AnalysisSnapshot {
         canonical,
         version,
@@ -248,8 +259,14 @@ fn rayon_full_index(bencher: divan::Bencher) {
                             .filter_map(|file| analysed.get(&*file.to_string_lossy()))
                             .map(|(blocker, _)| Arc::clone(blocker))
                             .collect();
+                        let cancel = CancellationToken::new();
                         indexer
-                            .execute_artifact(INDEX_PROFILE, analysis, &blockers)
+                            .execute_artifact(&ArtifactInput {
+                                profile: INDEX_PROFILE,
+                                analysis,
+                                blockers: &blockers,
+                                cancel: &cancel,
+                            })
                             .expect("resolves")
                     })
                     .collect()

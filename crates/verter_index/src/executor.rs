@@ -15,11 +15,9 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use verter_dag::ProfileHash;
 use verter_scheduler::{
-    AnalysisSnapshot, ExecutorError, SourceDeps, SourceInput, SourceSnapshot, StageExecutor,
+    AnalysisInput, ArtifactInput, ExecutorError, SourceDeps, SourceInput, StageExecutor,
 };
 
 use crate::declarations::{Declarations, Declared};
@@ -207,8 +205,9 @@ impl StageExecutor for RustIndexer {
 
     fn execute_analysis(
         &self,
-        source: &SourceSnapshot<RustSource>,
+        input: &AnalysisInput<'_, RustSource>,
     ) -> Result<FileIndex, ExecutorError> {
+        let source = input.source;
         Ok(FileIndex {
             module_path: source.parsed.location.module_path.clone(),
             items: source.parsed.items.clone(),
@@ -218,10 +217,8 @@ impl StageExecutor for RustIndexer {
 
     fn execute_artifact(
         &self,
-        _profile: ProfileHash,
-        analysis: &AnalysisSnapshot<FileIndex>,
-        blockers: &[Arc<AnalysisSnapshot<FileIndex>>],
+        input: &ArtifactInput<'_, FileIndex>,
     ) -> Result<FileArtifact, ExecutorError> {
-        Ok(resolve::resolve_file(analysis, blockers))
+        Ok(resolve::resolve_file(input.analysis, input.blockers))
     }
 }

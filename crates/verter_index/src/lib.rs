@@ -46,7 +46,7 @@
 //! use verter_index::{FsLoader, RustIndexer, index_roots, package_roots};
 //! use verter_scheduler::{Scheduler, SchedulerConfig};
 //!
-//! let scheduler = Scheduler::new_inline(SchedulerConfig::default(), FsLoader, RustIndexer::new());
+//! let scheduler = Scheduler::new_inline(SchedulerConfig::default(), FsLoader, RustIndexer::new()).expect("a valid scheduler configuration");
 //! let roots = package_roots(std::path::Path::new(".")).expect("a crate");
 //! let index = index_roots(&scheduler, &roots).expect("roots exist");
 //! println!("{} files, {} items, {} uses resolved, {} unresolved, {} failed",

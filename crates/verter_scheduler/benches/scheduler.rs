@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use verter_dag::{Canonical, Priority, ProfileHash, TargetStage};
 use verter_scheduler::{
-    AnalysisSnapshot, ExecutorError, Language, LoadError, Request, Scheduler, SchedulerConfig,
-    SourceDeps, SourceInput, SourceLoader, SourceSnapshot, StageExecutor,
+    AnalysisInput, ArtifactInput, ExecutorError, Language, LoadError, Request, Scheduler,
+    SchedulerConfig, SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
 
 fn main() {
@@ -75,15 +75,11 @@ impl StageExecutor for Noop {
             ],
         }
     }
-    fn execute_analysis(&self, _: &SourceSnapshot<()>) -> Result<(), ExecutorError> {
+    fn execute_analysis(&self, _input: &AnalysisInput<'_, ()>) -> Result<(), ExecutorError> {
         Ok(())
     }
-    fn execute_artifact(
-        &self,
-        _: ProfileHash,
-        _: &AnalysisSnapshot<()>,
-        blockers: &[Arc<AnalysisSnapshot<()>>],
-    ) -> Result<(), ExecutorError> {
+    fn execute_artifact(&self, input: &ArtifactInput<'_, ()>) -> Result<(), ExecutorError> {
+        let blockers = input.blockers;
         assert_eq!(blockers.is_empty(), self.graph_of.is_none());
         Ok(())
     }
@@ -94,7 +90,8 @@ fn threaded(executor: Noop) -> (Arc<Scheduler<Noop>>, Vec<Request>) {
     let config = config();
     let (cpu, io) = config.build_pools().expect("pools");
     (
-        Scheduler::new(config, NoopLoader, executor, cpu, io),
+        Scheduler::new(config, NoopLoader, executor, cpu, io)
+            .expect("a valid scheduler configuration"),
         paths(10_000),
     )
 }
@@ -102,7 +99,8 @@ fn threaded(executor: Noop) -> (Arc<Scheduler<Noop>>, Vec<Request>) {
 /// An inline scheduler and 10k requests.
 fn inline(executor: Noop) -> (Arc<Scheduler<Noop>>, Vec<Request>) {
     (
-        Scheduler::new_inline(config(), NoopLoader, executor),
+        Scheduler::new_inline(config(), NoopLoader, executor)
+            .expect("a valid scheduler configuration"),
         paths(10_000),
     )
 }
@@ -167,7 +165,8 @@ fn cold_10k_files_inline(bencher: divan::Bencher) {
 /// (canonicalise, lock, bump and sweep, unlock), in a scheduler of 1k files.
 #[divan::bench(sample_count = 50, sample_size = 200)]
 fn invalidate_one_built_file(bencher: divan::Bencher) {
-    let scheduler = Scheduler::new_inline(config(), NoopLoader, NO_DEPS);
+    let scheduler = Scheduler::new_inline(config(), NoopLoader, NO_DEPS)
+        .expect("a valid scheduler configuration");
     let scheduler = build_all((scheduler, paths(1_000)));
     bencher.bench_local(|| scheduler.invalidate("src/f7.rs").expect("known"));
 }
@@ -175,7 +174,8 @@ fn invalidate_one_built_file(bencher: divan::Bencher) {
 /// One Source request on a fresh file admitted, run and answered inline.
 #[divan::bench(sample_count = 20, sample_size = 500)]
 fn one_source_stage_inline(bencher: divan::Bencher) {
-    let scheduler = Scheduler::new_inline(config(), NoopLoader, NO_DEPS);
+    let scheduler = Scheduler::new_inline(config(), NoopLoader, NO_DEPS)
+        .expect("a valid scheduler configuration");
     let mut next = 0usize;
     bencher.bench_local(|| {
         next += 1;

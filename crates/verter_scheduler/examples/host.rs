@@ -30,15 +30,12 @@ impl StageExecutor for Lines {
     fn extract_deps(&self, _: &SourceInput<'_>, _: &usize) -> SourceDeps {
         SourceDeps::default()
     }
-    fn execute_analysis(&self, s: &SourceSnapshot<usize>) -> Result<usize, ExecutorError> {
+    fn execute_analysis(&self, input: &AnalysisInput<'_, usize>) -> Result<usize, ExecutorError> {
+        let s = input.source;
         Ok(s.parsed * 2)
     }
-    fn execute_artifact(
-        &self,
-        _: ProfileHash,
-        a: &AnalysisSnapshot<usize>,
-        _: &[Arc<AnalysisSnapshot<usize>>],
-    ) -> Result<String, ExecutorError> {
+    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+        let a = input.analysis;
         Ok(format!("{} -> {}", a.canonical, a.data))
     }
 }
@@ -46,7 +43,8 @@ impl StageExecutor for Lines {
 fn main() {
     let config = SchedulerConfig::with_threads(2, 1);
     let (cpu, io) = config.build_pools().expect("pools");
-    let scheduler = Scheduler::new(config, Disk, Lines, cpu, io);
+    let scheduler =
+        Scheduler::new(config, Disk, Lines, cpu, io).expect("a valid scheduler configuration");
     let handle = scheduler.submit_request(Request::new(
         "main.rs",
         TargetStage::Artifact(ProfileHash(0)),

@@ -1,11 +1,12 @@
-//! `SchedulerConfig`: budgets, inbox size, the idle re-pump backstop and the
-//! test seam, each with a documented default.
+//! `SchedulerConfig`: budgets, inbox size, the two clock backstops and the
+//! test seam, each with a documented default, and [`ConfigError`], what a
+//! constructor answers for a configuration it cannot run.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use verter_dag::DagConfig;
-use verter_pools::{PoolError, SchedulerCpuPool, SchedulerIoPool};
+use verter_pools::{IDLE_PUMP_BACKSTOP, PoolError, SchedulerCpuPool, SchedulerIoPool};
 
 use crate::hooks::{Hooks, NoHooks};
 
@@ -26,6 +27,12 @@ pub struct SchedulerConfig {
     /// lost wake-ups, never needed for correctness (every test passes with it
     /// `None`). Default: 50 ms.
     pub idle_repump: Option<Duration>,
+    /// How long a driving waiter (a stage worker or an inline caller) that
+    /// found nothing to pump parks before pumping again, if the scheduler's
+    /// progress signal does not wake it first. A backstop only: the signal
+    /// is raised whenever something pumpable appears or a waiter is
+    /// answered, and every test passes with it `None`. Default: 1 ms.
+    pub wait_backstop: Option<Duration>,
     /// Pause points and events for tests; a no-op by default.
     pub hooks: Arc<dyn Hooks>,
 }
@@ -38,6 +45,7 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("dag", &self.dag)
             .field("inbox_capacity", &self.inbox_capacity)
             .field("idle_repump", &self.idle_repump)
+            .field("wait_backstop", &self.wait_backstop)
             .finish_non_exhaustive()
     }
 }
@@ -65,8 +73,31 @@ impl SchedulerConfig {
             },
             inbox_capacity: 1024,
             idle_repump: Some(Duration::from_millis(50)),
+            wait_backstop: Some(IDLE_PUMP_BACKSTOP),
             hooks: Arc::new(NoHooks),
         }
+    }
+
+    /// Checks that a scheduler can run with this configuration.
+    ///
+    /// # Errors
+    /// The first thing that makes it unusable: a zero CPU or I/O budget (no
+    /// work could run), a zero lane weight (a priority lane would starve),
+    /// or a zero inbox capacity (no request could be sent).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.dag.cpu_budget == 0 {
+            return Err(ConfigError::ZeroBudget { class: "CPU" });
+        }
+        if self.dag.io_budget == 0 {
+            return Err(ConfigError::ZeroBudget { class: "I/O" });
+        }
+        if let Some(lane) = self.dag.lane_weights.iter().position(|w| *w == 0) {
+            return Err(ConfigError::ZeroLaneWeight { lane });
+        }
+        if self.inbox_capacity == 0 {
+            return Err(ConfigError::ZeroInbox);
+        }
+        Ok(())
     }
 
     /// The transport capacity a CPU pool needs for this configuration: every
@@ -88,4 +119,46 @@ impl SchedulerConfig {
         let io = SchedulerIoPool::new(self.io_threads, self.io_queue_capacity())?;
         Ok((Arc::new(cpu), Arc::new(io)))
     }
+}
+
+/// Why a scheduler could not be built from a configuration. Nothing was
+/// started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A budget is zero: no work of that class could ever run.
+    #[error("the {class} budget is zero: no {class} work could ever run")]
+    ZeroBudget {
+        /// `"CPU"` or `"I/O"`.
+        class: &'static str,
+    },
+    /// A priority lane has weight zero: its work would starve.
+    #[error("priority lane {lane} has weight zero: its work would starve")]
+    ZeroLaneWeight {
+        /// The lane, 0 for `Low`.
+        lane: usize,
+    },
+    /// The inbox holds nothing: no request could be submitted.
+    #[error("the inbox capacity is zero: no request could be submitted")]
+    ZeroInbox,
+    /// The CPU pool cannot carry the configured budget.
+    #[error(
+        "the CPU pool's capacity ({capacity}) is below the DAG CPU budget plus its threads ({needed}): build it with SchedulerConfig::build_pools"
+    )]
+    CpuPoolTooSmall {
+        /// What the pool has.
+        capacity: usize,
+        /// What the configuration needs.
+        needed: usize,
+    },
+    /// The I/O pool cannot carry the configured budget.
+    #[error(
+        "the I/O pool's capacity ({capacity}) is below the DAG I/O budget plus its threads ({needed}): build it with SchedulerConfig::build_pools"
+    )]
+    IoPoolTooSmall {
+        /// What the pool has.
+        capacity: usize,
+        /// What the configuration needs.
+        needed: usize,
+    },
 }

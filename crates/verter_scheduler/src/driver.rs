@@ -5,15 +5,17 @@
 //! at a time, so dropping the last handle tears the scheduler down. It parks
 //! on three things at once: its private teardown channel (which only it
 //! reads, so a teardown can never be consumed by another pump), the shared
-//! inbox (which every pumping thread also drains), and — when configured —
-//! an idle re-pump deadline. The deadline is a backstop only: every test
+//! inbox (which every pumping thread also drains; the driver only waits for
+//! it to be ready and takes nothing out itself, so items leave the inbox
+//! only in the lock hold that admits them), and — when configured — an idle
+//! re-pump deadline. The deadline is a backstop only: every test
 //! passes with it disabled, so no wake-up depends on a clock.
 
 use std::sync::Weak;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, select};
+use crossbeam_channel::{Receiver, Select};
 use verter_pools::CallerKind;
 
 use crate::scheduler::{Scheduler, Submission};
@@ -31,33 +33,35 @@ pub(crate) fn spawn<E: StageExecutor>(
         .spawn(move || {
             let _kind = CallerKind::enter(CallerKind::Driver);
             loop {
-                let first = match idle_repump {
-                    Some(interval) => select! {
-                        recv(teardown) -> _ => return,
-                        recv(inbox) -> item => match item {
-                            Ok(item) => Some(item),
-                            Err(_) => return,
-                        },
-                        default(interval) => None,
-                    },
-                    None => select! {
-                        recv(teardown) -> _ => return,
-                        recv(inbox) -> item => match item {
-                            Ok(item) => Some(item),
-                            Err(_) => return,
-                        },
-                    },
+                // Wait until the inbox or the teardown channel is ready, or
+                // the backstop passes, without taking anything out: items
+                // leave the inbox only in the lock hold that admits them, so
+                // every sender's submissions are admitted in order.
+                let mut select = Select::new();
+                let teardown_index = select.recv(&teardown);
+                select.recv(&inbox);
+                let ready = match idle_repump {
+                    Some(interval) => select.ready_timeout(interval).ok(),
+                    None => Some(select.ready()),
                 };
+                if ready == Some(teardown_index) || torn_down(&teardown) {
+                    return;
+                }
                 let Some(scheduler) = scheduler.upgrade() else {
                     return;
                 };
-                if let Some(item) = first {
-                    scheduler.admit_items(vec![item]);
-                }
                 scheduler.drain_inbox();
                 scheduler.dispatch_ready();
                 // The strong reference ends with the pass.
             }
         })
         .expect("spawning the verter driver thread")
+}
+
+/// Whether the driver must stop: teardown was sent (or its sender is gone).
+fn torn_down(teardown: &Receiver<()>) -> bool {
+    !matches!(
+        teardown.try_recv(),
+        Err(crossbeam_channel::TryRecvError::Empty)
+    )
 }

@@ -74,6 +74,16 @@ pub enum RequestError {
         /// The cycle, first node repeated at the end.
         path: Vec<Canonical>,
     },
+    /// A scheduler invariant broke: the request is answered instead of left
+    /// waiting, and the scheduler counts it (`internal_errors`). Never seen
+    /// unless there is a bug in the scheduler.
+    #[error("internal scheduler error on {path}: {message}")]
+    Internal {
+        /// The file.
+        path: Canonical,
+        /// What broke.
+        message: Arc<str>,
+    },
     /// The file object's generation counter is exhausted.
     #[error("{path} cannot take another source version: its generation counter is exhausted")]
     GenerationExhausted {

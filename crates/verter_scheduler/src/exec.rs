@@ -11,8 +11,10 @@
 //!    goes to the matching pool. Any token, or a driving waiter, pops any
 //!    job, so a job never waits for one particular thread.
 //! 3. *Run* (no lock): the loader (I/O pool) or the executor (CPU pool),
-//!    inside a panic boundary. Source also runs `extract_deps` and resolves
-//!    the dependencies' paths here.
+//!    inside a panic boundary, unless the dispatch's cancellation token was
+//!    cancelled meanwhile (then the work is refused without running). The
+//!    token goes to the executor, so a long stage can stop early. Source
+//!    also runs `extract_deps` and resolves the dependencies' paths here.
 //! 4. *Complete* (one lock hold): compare the carried identity with the live
 //!    node (`SchedulerDag::is_current`). A current completion publishes its
 //!    output and consumes its facts; a stale one publishes and consumes
@@ -35,11 +37,12 @@ use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
 use crate::error::RequestError;
 use crate::hooks::{HookPoint, SchedulerEvent};
 use crate::node::FileNode;
-use crate::scheduler::{KnownText, Locked, Mode, PostWork, Scheduler, panic_message};
+use crate::post::PostWork;
+use crate::scheduler::{KnownText, Locked, Mode, Scheduler, panic_message};
 use crate::snapshot::{
     AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot, SourceText, content_hash,
 };
-use crate::traits::{Language, SourceInput, StageExecutor};
+use crate::traits::{AnalysisInput, ArtifactInput, Language, SourceInput, StageExecutor};
 
 thread_local! {
     /// How many jobs this thread is inside (an executor may wait, and so
@@ -105,18 +108,20 @@ impl<E: StageExecutor> Scheduler<E> {
     /// queues them (and, threaded, hands each pool one token per job).
     /// Returns how many jobs were queued.
     pub(crate) fn dispatch_ready(&self) -> usize {
-        let mut post = PostWork::default();
-        let jobs = {
-            let mut locked = self.locked.lock();
-            self.take_jobs(&mut locked, &mut post)
-        };
+        let jobs = self.transact(|locked, post| {
+            let jobs = self.take_jobs(locked, post);
+            // `take_jobs` dispatched all the budgets allow; what it leaves
+            // ready waits for capacity, which a completion re-dispatches.
+            post.dispatch = false;
+            jobs
+        });
         let queued = jobs.len();
         for job in jobs {
             self.queue_job(job);
         }
-        // `take_jobs` only produces post-work for failures found at dispatch.
-        post.dispatch = false;
-        self.run_post(post);
+        if queued > 0 {
+            self.progress.notify();
+        }
         queued
     }
 
@@ -154,7 +159,10 @@ impl<E: StageExecutor> Scheduler<E> {
                 progressed = true;
                 match self.cpu_job(locked, dispatch) {
                     Ok(job) => jobs.push(job),
-                    Err((dispatch, error)) => self.fail_current(locked, dispatch, error, post),
+                    Err(refused) => {
+                        let (dispatch, error) = *refused;
+                        self.fail_current(locked, dispatch, error, post);
+                    }
                 }
             }
             if !progressed {
@@ -191,18 +199,21 @@ impl<E: StageExecutor> Scheduler<E> {
         &self,
         locked: &mut Locked<E>,
         dispatch: Dispatch,
-    ) -> Result<Job<E>, (Dispatch, RequestError)> {
+    ) -> Result<Job<E>, Box<(Dispatch, RequestError)>> {
         let internal = |dispatch: Dispatch, what: &str| {
-            let path = dispatch
-                .identity
-                .file()
-                .map_or_else(|| Canonical::from(""), |file| file.canonical.clone());
-            let error = RequestError::ExecutorFailed {
+            debug_assert!(false, "{}: {what}", dispatch.identity);
+            self.counters
+                .internal_errors
+                .fetch_add(1, Ordering::Relaxed);
+            let path = dispatch.identity.file().map_or_else(
+                || Canonical::from(dispatch.identity.to_string()),
+                |file| file.canonical.clone(),
+            );
+            let error = RequestError::Internal {
                 path,
-                stage: stage_name(&dispatch.identity).into(),
-                message: format!("scheduler invariant broken: {what}").into(),
+                message: format!("{} of the file: {what}", stage_name(&dispatch.identity)).into(),
             };
-            (dispatch, error)
+            Box::new((dispatch, error))
         };
         let Some(key) = dispatch.identity.as_dep_key().cloned() else {
             return Err(internal(
@@ -344,41 +355,37 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Runs one ready piece of work of `class` on this (blocked) thread's
     /// lent slot, beyond the budget. Returns whether it ran anything.
     fn run_lent(&self, class: ResourceClass) -> bool {
-        let mut post = PostWork::default();
-        let job = {
-            let mut locked = self.locked.lock();
-            match locked.dag.dequeue_ready_lent(class) {
-                None => None,
-                Some(dispatch) => match class {
-                    ResourceClass::Cpu => match self.cpu_job(&mut locked, dispatch) {
-                        Ok(job) => Some(job),
-                        Err((dispatch, error)) => {
-                            self.fail_current(&mut locked, dispatch, error, &mut post);
-                            None
-                        }
-                    },
-                    ResourceClass::Io => {
-                        let file = dispatch
-                            .identity
-                            .file()
-                            .cloned()
-                            .expect("I/O work is file work");
-                        match self.live_node(&file) {
-                            Some(node) => Some(Job {
-                                dispatch,
-                                node,
-                                work: Work::Load,
-                            }),
-                            None => {
-                                self.refuse(&mut locked, dispatch, &mut post);
-                                None
-                            }
-                        }
+        let job = self.transact(|locked, post| match locked.dag.dequeue_ready_lent(class) {
+            None => None,
+            Some(dispatch) => match class {
+                ResourceClass::Cpu => match self.cpu_job(locked, dispatch) {
+                    Ok(job) => Some(job),
+                    Err(refused) => {
+                        let (dispatch, error) = *refused;
+                        self.fail_current(locked, dispatch, error, post);
+                        None
                     }
                 },
-            }
-        };
-        self.run_post(post);
+                ResourceClass::Io => {
+                    let file = dispatch
+                        .identity
+                        .file()
+                        .cloned()
+                        .expect("I/O work is file work");
+                    match self.live_node(&file) {
+                        Some(node) => Some(Job {
+                            dispatch,
+                            node,
+                            work: Work::Load,
+                        }),
+                        None => {
+                            self.refuse(locked, dispatch, post);
+                            None
+                        }
+                    }
+                }
+            },
+        });
         match job {
             Some(job) => {
                 self.run_job(job);
@@ -398,14 +405,26 @@ impl<E: StageExecutor> Scheduler<E> {
         } = job;
         let identity = dispatch.identity.clone();
         let hooks = &self.config.hooks;
-        // Work for a retired object or a superseded generation is refused
-        // without running the executor.
+        // Work for a retired object or a superseded generation, or work
+        // cancelled in the hold that retired it, is refused without running
+        // the executor — checked again after the pause point, where a test
+        // (or a slow thread) may have let the world move on.
         let file = identity.file().cloned().expect("jobs are file work");
-        if node.is_retired() || node.view().generation != file.generation {
+        let stale = |node: &FileNode<E>, dispatch: &Dispatch| {
+            dispatch.cancel.is_cancelled()
+                || node.is_retired()
+                || node.view().generation != file.generation
+        };
+        if stale(&node, &dispatch) {
             self.complete_stale(dispatch);
             return;
         }
         hooks.pause(HookPoint::AfterDispatch, &identity, dispatch.class);
+        if stale(&node, &dispatch) {
+            self.complete_stale(dispatch);
+            return;
+        }
+        let cancel = dispatch.cancel.clone();
         hooks.on_event(&match work {
             Work::Load => SchedulerEvent::WillLoad(identity.clone()),
             _ => SchedulerEvent::WillExecute(identity.clone()),
@@ -417,8 +436,12 @@ impl<E: StageExecutor> Scheduler<E> {
             Work::Parse(text) => self.run_parse(dispatch, &node, text),
             Work::Analysis(source) => {
                 self.counters.analysis_runs.fetch_add(1, Ordering::Relaxed);
+                let input = AnalysisInput {
+                    source: &source,
+                    cancel: &cancel,
+                };
                 let result =
-                    catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&source)));
+                    catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&input)));
                 let output = self.stage_result(&file, "Analysis", result).map(|data| {
                     Arc::new(AnalysisSnapshot {
                         canonical: file.canonical.clone(),
@@ -436,10 +459,14 @@ impl<E: StageExecutor> Scheduler<E> {
                 blockers,
             } => {
                 self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
-                let result = catch_unwind(AssertUnwindSafe(|| {
-                    self.executor
-                        .execute_artifact(profile, &analysis, &blockers)
-                }));
+                let input = ArtifactInput {
+                    profile,
+                    analysis: &analysis,
+                    blockers: &blockers,
+                    cancel: &cancel,
+                };
+                let result =
+                    catch_unwind(AssertUnwindSafe(|| self.executor.execute_artifact(&input)));
                 let output = self.stage_result(&file, "Artifact", result).map(|data| {
                     Arc::new(ArtifactSnapshot {
                         canonical: file.canonical.clone(),
@@ -498,27 +525,26 @@ impl<E: StageExecutor> Scheduler<E> {
     /// lock, refuse a stale dispatch (publishing and consuming nothing), or
     /// hand a current one to `commit`; either way the capacity it returned
     /// re-dispatches waiting work, and post-work runs after the lock drops.
-    fn complete_with(
+    fn complete_with<R: Default>(
         &self,
         dispatch: Dispatch,
-        commit: impl FnOnce(&mut Locked<E>, Dispatch, &mut PostWork<E>),
-    ) {
+        commit: impl FnOnce(&mut Locked<E>, Dispatch, &mut PostWork<E>) -> R,
+    ) -> R {
         self.config.hooks.pause(
             HookPoint::BeforeCompletion,
             &dispatch.identity,
             dispatch.class,
         );
-        let mut post = PostWork::default();
-        {
-            let mut locked = self.locked.lock();
+        self.transact(|locked, post| {
             if locked.dag.is_current(&dispatch) {
-                commit(&mut locked, dispatch, &mut post);
-                Self::capacity_released(&locked, &mut post);
+                let result = commit(locked, dispatch, post);
+                Self::capacity_released(locked, post);
+                result
             } else {
-                self.refuse(&mut locked, dispatch, &mut post);
+                self.refuse(locked, dispatch, post);
+                R::default()
             }
-        }
-        self.run_post(post);
+        })
     }
 
     /// Under the lock: fails a current dispatch with `error` and reports it.
@@ -536,12 +562,7 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     fn complete_stale(&self, dispatch: Dispatch) {
-        let mut post = PostWork::default();
-        {
-            let mut locked = self.locked.lock();
-            self.refuse(&mut locked, dispatch, &mut post);
-        }
-        self.run_post(post);
+        self.transact(|locked, post| self.refuse(locked, dispatch, post));
     }
 
     /// Completes Analysis or Artifact work: publishes `output` into the view
@@ -554,16 +575,29 @@ impl<E: StageExecutor> Scheduler<E> {
         inputs: &[FileIdentity],
         publish: impl FnOnce(&mut crate::node::NodeView<E>, T),
     ) {
-        self.complete_with(dispatch, |locked, dispatch, post| {
+        let broken = self.complete_with(dispatch, |locked, dispatch, post| {
             let identity = dispatch.identity.clone();
-            let generation = identity.file().expect("file work").generation;
+            let file = identity.file().expect("file work").clone();
             // A current dispatch was built from inputs that are all live now:
             // a blocker edit would have made the dispatch stale, so
-            // publishing otherwise would publish a stale result.
-            assert!(
-                inputs.iter().all(|input| locked.dag.is_live(input)),
-                "{identity} is current but was built from a retired input"
-            );
+            // publishing otherwise would publish a stale result. If that ever
+            // breaks, nothing is published and every waiter is answered
+            // `Internal` (counted); the debug assertion fires after the
+            // answers are out, so even a debug build leaves nobody hanging.
+            if let Some(retired) = inputs.iter().find(|input| !locked.dag.is_live(input)) {
+                let message =
+                    format!("{identity} is current but was built from a retired input {retired}");
+                self.counters
+                    .internal_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                let error = RequestError::Internal {
+                    path: file.canonical.clone(),
+                    message: message.as_str().into(),
+                };
+                self.fail_current(locked, dispatch, error, post);
+                return Some(message);
+            }
+            let generation = file.generation;
             match output {
                 Ok(value) => {
                     let published = node.update_view(generation, |view| publish(view, value));
@@ -574,7 +608,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
                 Err(error) => self.fail_current(locked, dispatch, error, post),
             }
+            None
         });
+        if let Some(message) = broken {
+            debug_assert!(false, "{message}");
+        }
     }
 
     /// The I/O half of Source: read the bytes, then hand the parse to CPU.
@@ -622,12 +660,14 @@ impl<E: StageExecutor> Scheduler<E> {
     fn run_parse(&self, dispatch: Dispatch, node: &Arc<FileNode<E>>, text: Arc<SourceText>) {
         self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
         let file = dispatch.identity.file().cloned().expect("file work");
+        let cancel = dispatch.cancel.clone();
         let input = SourceInput {
             canonical: &file.canonical,
             incarnation: file.incarnation,
             generation: file.generation,
             language: node.language(),
             text: &text.text,
+            cancel: &cancel,
         };
         let parsed = catch_unwind(AssertUnwindSafe(|| self.executor.execute_source(&input)));
         let parsed = self.stage_result(&file, "Source", parsed);
@@ -718,6 +758,14 @@ impl<E: StageExecutor> Scheduler<E> {
             known.published = true;
             self.publish_present(&known.text);
         }
+        // What the loader classified each named file as: a file ingested
+        // again later (a removed blocker) is processed as that.
+        for dep in forward.iter().chain(&blockers) {
+            locked
+                .languages
+                .entry(dep.canonical.clone())
+                .or_insert_with(|| dep.language.clone());
+        }
         // Forward dependencies: ensure each file the scheduler has never seen
         // (atomic ensure) and admit its Source.
         let inherited = locked.dag.highest_priority_for_file(&file.canonical);
@@ -766,14 +814,7 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         let (object, created) = locked.dag.ensure_object(&dep.canonical);
         debug_assert!(created, "an unpublished canonical has no live object");
-        let node = Arc::new(FileNode::new(
-            dep.canonical.clone(),
-            object.incarnation,
-            object.lifetime,
-            dep.language.clone(),
-            object.generation,
-        ));
-        self.nodes.insert(dep.canonical.clone(), node);
+        self.publish_node(&dep.canonical, object, dep.language.clone());
         let live = locked.dag.live_file(&dep.canonical)?;
         let identity = WorkNodeIdentity::File(live.clone().at(TargetStage::Source));
         let effects = locked.dag.submit_file(&live, &identity);
@@ -792,5 +833,9 @@ impl<E: StageExecutor> PumpDriver for Scheduler<E> {
         } else {
             PumpOutcome::Idle
         }
+    }
+
+    fn progress(&self) -> Option<&verter_pools::ProgressSignal> {
+        Some(&self.progress)
     }
 }

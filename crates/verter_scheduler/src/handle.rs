@@ -12,8 +12,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use verter_dag::{Priority, TargetStage};
-use verter_pools::WaitCell;
 
+use crate::post::HandleState;
 use crate::snapshot::RequestResult;
 use crate::traits::{Language, StageExecutor};
 
@@ -67,13 +67,13 @@ impl Request {
 
 /// The answer to one request, once it exists.
 pub struct CompletionHandle<E: StageExecutor> {
-    pub(crate) cell: Arc<WaitCell<RequestResult<E>>>,
+    pub(crate) state: Arc<HandleState<E>>,
 }
 
 impl<E: StageExecutor> Clone for CompletionHandle<E> {
     fn clone(&self) -> Self {
         Self {
-            cell: Arc::clone(&self.cell),
+            state: Arc::clone(&self.state),
         }
     }
 }
@@ -81,32 +81,38 @@ impl<E: StageExecutor> Clone for CompletionHandle<E> {
 impl<E: StageExecutor> std::fmt::Debug for CompletionHandle<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompletionHandle")
-            .field("answered", &self.cell.is_set())
+            .field("admitted", &self.state.is_admitted())
+            .field("answered", &self.state.cell().is_set())
             .finish()
     }
 }
 
 impl<E: StageExecutor> CompletionHandle<E> {
-    pub(crate) fn new() -> Self {
-        Self {
-            cell: Arc::new(WaitCell::new()),
-        }
+    pub(crate) fn new(state: Arc<HandleState<E>>) -> Self {
+        Self { state }
     }
 
     /// The answer, if there is one yet. Never blocks, never pumps.
     pub fn try_result(&self) -> Option<RequestResult<E>> {
-        self.cell.try_get()
+        self.state.cell().try_get()
     }
 
     /// Whether the request has been answered.
     pub fn is_answered(&self) -> bool {
-        self.cell.is_set()
+        self.state.cell().is_set()
+    }
+
+    /// Whether the request has left the inbox: admitted under the DAG lock
+    /// (its edits applied, its waiter registered), or answered. A test can
+    /// wait for this to place an operation after admission.
+    pub fn is_admitted(&self) -> bool {
+        self.state.is_admitted()
     }
 
     /// Parks until answered or `timeout` passes. Never pumps: on an inline
     /// scheduler use [`crate::Scheduler::wait`], which does.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<RequestResult<E>> {
-        self.cell.wait_timeout(timeout)
+        self.state.cell().wait_timeout(timeout)
     }
 }
 
@@ -116,7 +122,7 @@ impl<E: StageExecutor> Future for CompletionHandle<E> {
     /// Ready once the request is answered. A threaded scheduler answers on
     /// its own threads; an inline one needs someone to pump it.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.cell.poll_get(cx)
+        self.state.cell().poll_get(cx)
     }
 }
 

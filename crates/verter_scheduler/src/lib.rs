@@ -68,16 +68,17 @@
 //!         Ok(input.text.split_whitespace().map(str::to_owned).collect())
 //!     }
 //!     fn extract_deps(&self, _: &SourceInput<'_>, _: &Vec<String>) -> SourceDeps { SourceDeps::default() }
-//!     fn execute_analysis(&self, source: &SourceSnapshot<Vec<String>>) -> Result<usize, ExecutorError> {
+//!     fn execute_analysis(&self, input: &AnalysisInput<'_, Vec<String>>) -> Result<usize, ExecutorError> {
+//!         let source = input.source;
 //!         Ok(source.parsed.len())
 //!     }
-//!     fn execute_artifact(&self, _: ProfileHash, analysis: &AnalysisSnapshot<usize>,
-//!                         _: &[Arc<AnalysisSnapshot<usize>>]) -> Result<String, ExecutorError> {
+//!     fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+//!         let analysis = input.analysis;
 //!         Ok(format!("{} words", analysis.data))
 //!     }
 //! }
 //!
-//! let scheduler = Scheduler::new_inline(SchedulerConfig::default(), Files, WordCount);
+//! let scheduler = Scheduler::new_inline(SchedulerConfig::default(), Files, WordCount).expect("a valid scheduler configuration");
 //! let handle = scheduler.submit_request(Request::new("a.txt", TargetStage::Artifact(ProfileHash(0))));
 //! let output = scheduler.wait(&handle).expect("built");
 //! assert_eq!(output.as_artifact().unwrap().data, "3 words");
@@ -90,12 +91,13 @@ mod exec;
 mod handle;
 mod hooks;
 mod node;
+mod post;
 mod scheduler;
 mod snapshot;
 mod traits;
 mod witness;
 
-pub use config::SchedulerConfig;
+pub use config::{ConfigError, SchedulerConfig};
 pub use error::{ExecutorError, LoadError, RequestError};
 pub use handle::{BatchHandle, CompletionHandle, Request};
 pub use hooks::{HookPoint, Hooks, NoHooks, SchedulerEvent};
@@ -105,5 +107,7 @@ pub use snapshot::{
     AnalysisSnapshot, ArtifactSnapshot, RequestResult, SourceSnapshot, SourceText, StageOutput,
     content_hash,
 };
-pub use traits::{Language, SourceDeps, SourceInput, SourceLoader, StageExecutor};
+pub use traits::{
+    AnalysisInput, ArtifactInput, Language, SourceDeps, SourceInput, SourceLoader, StageExecutor,
+};
 pub use witness::{SourceWitness, WaitGraphOccupancy, WitnessError};

@@ -2,57 +2,72 @@
 //!
 //! This module owns the DAG lock (`Scheduler::locked`) and every transition
 //! of a file object: create, publish, bump generation, re-home, retire,
-//! unpublish. Each is one lock hold that also publishes to the source root;
-//! what must not run under the lock (answers, events, dispatch) collects in a
-//! [`PostWork`] that runs after the guard drops. Loader calls, executor calls,
-//! hooks and channel sends never run under the lock.
+//! unpublish. Each is one lock hold, taken only through
+//! [`Scheduler::transact`], that also publishes to the source root; what
+//! must not run under the lock (answers, events, dispatch) collects in a
+//! [`PostWork`] that `transact` delivers after the guard drops. Loader
+//! calls, executor calls, hooks and channel sends never run under the lock.
 //!
 //! # Lock rank
 //! `locked` (the DAG lock) > the source root's publication lock > `nodes`
 //! shards. Nothing takes an outer lock while holding an inner one.
 //!
-//! # Admission protocol (SPEC §5)
+//! # Admission protocol
 //! 1. *Prepare*, on the submitting thread, outside the lock: canonicalise the
 //!    path and resolve the language through the loader; sample the live
 //!    node's submission lifetime. Creates and re-homes nothing.
 //! 2. *Enqueue* on the bounded inbox; a pumping thread (driver, inline
 //!    caller, stage worker) drains the inbox before it would block on it.
-//! 3. *Admit*, under the lock: revalidate the lifetime against the published
-//!    node (or create the node by atomic ensure), re-home the language, bump
-//!    the generation for new text (the only place a request does) with its
-//!    sweep, register the waiter, then admit the work.
+//! 3. *Admit*, under the lock, in the same hold that takes the item out of
+//!    the inbox (so items are admitted in the order they were sent):
+//!    revalidate the lifetime against the published node (or create the
+//!    node by atomic ensure), re-home the language, bump the generation for
+//!    new text (the only place a request does) with its sweep, register the
+//!    waiter, then admit the work.
+//!
+//! # A caller reads its own writes
+//! Submissions are admitted in the order they were sent. Every other call
+//! that takes the DAG lock — `invalidate`, `close_file`, `remove`, `reset`,
+//! the witness calls, and the reads that consult the lock — first admits
+//! whatever is still in the inbox, in the same hold. So a thread's earlier
+//! submissions take effect before its later calls, and a request answered
+//! at submission (from committed output) is answered only when nothing the
+//! caller sent earlier is still waiting for admission.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use crossbeam::queue::SegQueue;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use dashmap::DashMap;
 use parking_lot::Mutex;
 use verter_dag::{
-    Canonical, DagFailure, DependencyOccupancy, Effects, LedgerSnapshot, ObjectError, Priority,
-    SchedulerDag, SourceVersion, SubmissionLifetime, TargetStage, WaitPolicy, WaiterId,
-    WorkNodeIdentity,
+    Canonical, DagFailure, DependencyOccupancy, Effects, LedgerSnapshot, ObjectError, ObjectRecord,
+    Priority, ResourceClass, SchedulerDag, SourceVersion, SubmissionLifetime, TargetStage,
+    WaitPolicy, WaiterId, WorkNodeIdentity,
 };
-use verter_pools::{CallerKind, SchedulerCpuPool, SchedulerIoPool, WaitCell, wait_or_drive};
-use verter_source_root::{SchedulerSourceDirectory, SchedulerSourceRoot, SourceState};
+use verter_pools::{
+    CallerKind, ProgressSignal, SchedulerCpuPool, SchedulerIoPool, wait_or_drive_with,
+};
+use verter_source_root::{
+    GcReport, SchedulerSourceDirectory, SchedulerSourceRoot, SourceRootStats, SourceState,
+};
 
-use crate::config::SchedulerConfig;
+use crate::config::{ConfigError, SchedulerConfig};
 use crate::error::RequestError;
 use crate::exec::Job;
 use crate::handle::{BatchHandle, CompletionHandle, Request};
 use crate::hooks::SchedulerEvent;
 use crate::node::FileNode;
+use crate::post::{AnswerSlot, LockMark, PostWork};
 use crate::snapshot::{RequestResult, SourceText, content_hash};
 use crate::traits::{Language, SourceLoader, StageExecutor};
 
 /// The scheduler's hash tables use foldhash's per-process seeded hasher
 /// (SipHash dominated the cold-build profile).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-
-/// The cell a waiter is answered through.
-pub(crate) type AnswerCell<E> = Arc<WaitCell<RequestResult<E>>>;
 
 /// A request prepared outside the lock, waiting in the inbox.
 pub(crate) struct Prepared<E: StageExecutor> {
@@ -66,7 +81,7 @@ pub(crate) struct Prepared<E: StageExecutor> {
     explicit_language: bool,
     /// The live node's lifetime when prepared; `None` when there was none.
     lifetime: Option<SubmissionLifetime>,
-    cell: AnswerCell<E>,
+    slot: AnswerSlot<E>,
 }
 
 /// What preparation decided: queue the request, or answer it at once.
@@ -86,10 +101,17 @@ pub(crate) enum Submission<E: StageExecutor> {
 }
 
 impl<E: StageExecutor> Submission<E> {
-    fn cells(&self) -> Vec<AnswerCell<E>> {
+    fn len(&self) -> usize {
         match self {
-            Self::One(p) => vec![Arc::clone(&p.cell)],
-            Self::Batch(items) => items.iter().map(|p| Arc::clone(&p.cell)).collect(),
+            Self::One(_) => 1,
+            Self::Batch(items) => items.len(),
+        }
+    }
+
+    fn into_items(self) -> Vec<Prepared<E>> {
+        match self {
+            Self::One(prepared) => vec![prepared],
+            Self::Batch(items) => items,
         }
     }
 }
@@ -106,27 +128,15 @@ pub(crate) struct KnownText {
 /// Everything under the DAG lock.
 pub(crate) struct Locked<E: StageExecutor> {
     pub(crate) dag: SchedulerDag,
-    /// The cell of every registered waiter; removed when answered.
-    pub(crate) waiters: HashMap<WaiterId, AnswerCell<E>>,
+    /// The slot of every registered waiter; removed when answered.
+    pub(crate) waiters: HashMap<WaiterId, AnswerSlot<E>>,
     /// The text of each file's live version, when known.
     pub(crate) texts: HashMap<Canonical, KnownText>,
-}
-
-/// What a lock hold decided and must be done after the guard drops.
-pub(crate) struct PostWork<E: StageExecutor> {
-    pub(crate) answers: Vec<(AnswerCell<E>, RequestResult<E>)>,
-    pub(crate) events: Vec<SchedulerEvent>,
-    pub(crate) dispatch: bool,
-}
-
-impl<E: StageExecutor> Default for PostWork<E> {
-    fn default() -> Self {
-        Self {
-            answers: Vec::new(),
-            events: Vec::new(),
-            dispatch: false,
-        }
-    }
+    /// The language the loader classified each file as, recorded when a
+    /// request or a parsed source named it: what a file the DAG ingests
+    /// again (a removed blocker an importer still needs) is processed as,
+    /// without calling the loader under the lock. Cleared by `reset`.
+    pub(crate) languages: HashMap<Canonical, Language>,
 }
 
 /// Whether the scheduler runs on pools or on its callers' threads.
@@ -152,8 +162,10 @@ pub(crate) struct Counters {
     pub(crate) artifact_runs: AtomicU64,
     pub(crate) executor_panics: AtomicU64,
     pub(crate) answered_without_admission: AtomicU64,
+    pub(crate) duplicate_answers: AtomicU64,
+    pub(crate) internal_errors: AtomicU64,
     /// Requests enqueued and not yet admitted. Incremented before the send,
-    /// decremented after the lock hold that admits them.
+    /// decremented in the lock hold that admits them.
     pub(crate) pending_admissions: AtomicUsize,
 }
 
@@ -170,7 +182,9 @@ pub struct SchedulerCounters {
     pub stale_completion_refusals: u64,
     /// Waiters answered `Superseded`.
     pub supersedes: u64,
-    /// Work cancelled.
+    /// Admitted work dropped before it finished (superseded, removed, reset
+    /// or cancelled); running work among it had its cancellation token
+    /// cancelled.
     pub cancellations: u64,
     /// The deepest the inbox has been.
     pub inbox_depth_max: usize,
@@ -184,11 +198,17 @@ pub struct SchedulerCounters {
     pub analysis_runs: u64,
     /// Artifacts run.
     pub artifact_runs: u64,
-    /// Panics caught in host code.
+    /// Panics caught in host code (loader and executor).
     pub executor_panics: u64,
     /// Requests answered from committed output at submission, without
     /// admission.
     pub answered_without_admission: u64,
+    /// Answers refused because their request was already answered: always
+    /// zero unless an invariant broke.
+    pub duplicate_answers: u64,
+    /// Requests answered `Internal` because a scheduler invariant broke:
+    /// always zero unless one did.
+    pub internal_errors: u64,
 }
 
 /// The state at a quiescent moment: what tests assert is clean.
@@ -224,7 +244,8 @@ pub struct Scheduler<E: StageExecutor> {
     pub(crate) executor: E,
     pub(crate) mode: Mode,
     /// The DAG lock: every file transition and admission happens under it.
-    pub(crate) locked: Mutex<Locked<E>>,
+    /// Taken only by [`Self::transact`] (and by read-only getters).
+    locked: Mutex<Locked<E>>,
     /// Written only under the DAG lock; read without it by preparation and
     /// readers. A reader may see a node being retired: admission revalidates.
     pub(crate) nodes: DashMap<Canonical, Arc<FileNode<E>>, foldhash::fast::RandomState>,
@@ -238,35 +259,40 @@ pub struct Scheduler<E: StageExecutor> {
     /// Dispatched jobs, CPU then I/O; pool tokens and pumps pop them.
     pub(crate) jobs: [SegQueue<Job<E>>; 2],
     pub(crate) counters: Counters,
+    /// Raised after every post-work delivery and every enqueue: wakes idle
+    /// driving waiters and `wait_idle` instead of a clock.
+    pub(crate) progress: ProgressSignal,
 }
 
 impl<E: StageExecutor> Scheduler<E> {
     /// A scheduler running on host-built pools, with a driver thread.
     ///
-    /// # Panics
-    /// If `cpu_pool`'s capacity is below
+    /// # Errors
+    /// [`ConfigError`] if the configuration is unusable (a zero budget or
+    /// lane weight, a zero inbox), or if `cpu_pool`'s capacity is below
     /// [`SchedulerConfig::cpu_transport_capacity`] or `io_pool`'s below
-    /// [`SchedulerConfig::io_queue_capacity`]: build the pools with
-    /// [`SchedulerConfig::build_pools`] or at least those capacities.
+    /// [`SchedulerConfig::io_queue_capacity`] (build the pools with
+    /// [`SchedulerConfig::build_pools`]).
     pub fn new(
         config: SchedulerConfig,
         loader: impl SourceLoader,
         executor: E,
         cpu_pool: Arc<SchedulerCpuPool>,
         io_pool: Arc<SchedulerIoPool>,
-    ) -> Arc<Self> {
-        assert!(
-            cpu_pool.capacity() >= config.cpu_transport_capacity(),
-            "the CPU pool's capacity ({}) must be at least the DAG CPU budget plus its threads ({}): build it with SchedulerConfig::build_pools",
-            cpu_pool.capacity(),
-            config.cpu_transport_capacity()
-        );
-        assert!(
-            io_pool.capacity() >= config.io_queue_capacity(),
-            "the I/O pool's capacity ({}) must be at least the DAG I/O budget plus its threads ({}): build it with SchedulerConfig::build_pools",
-            io_pool.capacity(),
-            config.io_queue_capacity()
-        );
+    ) -> Result<Arc<Self>, ConfigError> {
+        config.validate()?;
+        if cpu_pool.capacity() < config.cpu_transport_capacity() {
+            return Err(ConfigError::CpuPoolTooSmall {
+                capacity: cpu_pool.capacity(),
+                needed: config.cpu_transport_capacity(),
+            });
+        }
+        if io_pool.capacity() < config.io_queue_capacity() {
+            return Err(ConfigError::IoPoolTooSmall {
+                capacity: io_pool.capacity(),
+                needed: config.io_queue_capacity(),
+            });
+        }
         let (teardown_tx, teardown_rx) = crossbeam_channel::bounded(1);
         let idle = config.idle_repump;
         let scheduler = Self::build(
@@ -286,24 +312,28 @@ impl<E: StageExecutor> Scheduler<E> {
             idle,
         );
         *scheduler.driver.lock() = Some(handle);
-        scheduler
+        Ok(scheduler)
     }
 
     /// A scheduler with no threads at all: every wait pumps on the caller's
     /// thread, deterministically. What wasm hosts and deterministic tests use.
+    ///
+    /// # Errors
+    /// [`ConfigError`] if the configuration is unusable.
     pub fn new_inline(
         config: SchedulerConfig,
         loader: impl SourceLoader,
         executor: E,
-    ) -> Arc<Self> {
+    ) -> Result<Arc<Self>, ConfigError> {
+        config.validate()?;
         let (teardown_tx, _teardown_rx) = crossbeam_channel::bounded(1);
-        Self::build(
+        Ok(Self::build(
             config,
             Box::new(loader),
             executor,
             Mode::Inline,
             teardown_tx,
-        )
+        ))
     }
 
     fn build(
@@ -313,13 +343,14 @@ impl<E: StageExecutor> Scheduler<E> {
         mode: Mode,
         teardown_tx: Sender<()>,
     ) -> Arc<Self> {
-        let (inbox_tx, inbox_rx) = crossbeam_channel::bounded(config.inbox_capacity.max(1));
+        let (inbox_tx, inbox_rx) = crossbeam_channel::bounded(config.inbox_capacity);
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             locked: Mutex::new(Locked {
                 dag: SchedulerDag::new(config.dag),
                 waiters: HashMap::default(),
                 texts: HashMap::default(),
+                languages: HashMap::default(),
             }),
             config,
             loader,
@@ -333,6 +364,7 @@ impl<E: StageExecutor> Scheduler<E> {
             driver: Mutex::new(None),
             jobs: [SegQueue::new(), SegQueue::new()],
             counters: Counters::default(),
+            progress: ProgressSignal::new(),
         })
     }
 
@@ -351,20 +383,52 @@ impl<E: StageExecutor> Scheduler<E> {
         &self.executor
     }
 
+    // ----- the one lock hold ---------------------------------------------
+
+    /// Runs `f` in one hold of the DAG lock, then — with the guard dropped —
+    /// delivers the post-work `f` collected: events, answers, dispatch. The
+    /// only way to change state under the lock; `f` can push answers, never
+    /// deliver them.
+    pub(crate) fn transact<R>(&self, f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R) -> R {
+        let mut post = PostWork::default();
+        let result = {
+            let mut locked = self.locked.lock();
+            let _mark = LockMark::set();
+            f(&mut locked, &mut post)
+        };
+        self.run_post(post);
+        result
+    }
+
+    /// Reads state under the DAG lock; changes nothing and answers no one.
+    fn read_locked<R>(&self, f: impl FnOnce(&Locked<E>) -> R) -> R {
+        f(&self.locked.lock())
+    }
+
+    /// After the lock: events, answers, dispatch of newly ready work, and a
+    /// progress signal for idle waiters.
+    pub(crate) fn run_post(&self, post: PostWork<E>) {
+        if post.is_empty() {
+            return;
+        }
+        let dispatch = post.deliver(&*self.config.hooks, &self.counters.duplicate_answers);
+        if dispatch {
+            self.dispatch_ready();
+        }
+        self.progress.notify();
+    }
+
     // ----- submission ------------------------------------------------------
 
     /// Submits one request. The handle is answered exactly once.
     pub fn submit_request(&self, request: Request) -> CompletionHandle<E> {
-        let handle = CompletionHandle::new();
+        let slot = AnswerSlot::new();
+        let handle = CompletionHandle::new(slot.state());
         self.counters.submits.fetch_add(1, Ordering::Relaxed);
-        match self.prepare(request, Arc::clone(&handle.cell)) {
+        match self.prepare(request, slot.share(), true) {
             Ok(Preparation::Queue(prepared)) => self.enqueue(Submission::One(prepared)),
-            Ok(Preparation::Answered(result)) => {
-                let _ = handle.cell.set(result);
-            }
-            Err(error) => {
-                let _ = handle.cell.set(Err(error));
-            }
+            Ok(Preparation::Answered(result)) => self.answer_now(slot, result),
+            Err(error) => self.answer_now(slot, Err(error)),
         }
         handle
     }
@@ -382,27 +446,31 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Submits the requests as one inbox item, admitted under one lock hold:
     /// no pump ever sees the batch half-admitted, and a batch of source
-    /// updates supersedes every file's old generation at once.
+    /// updates supersedes every file's old generation at once. Each item
+    /// reads the writes of the items before it: once an item changes a file
+    /// (text or language), no later item is answered at submission — any of
+    /// them may depend on that file.
     pub fn submit_batch_atomic(&self, requests: Vec<Request>) -> BatchHandle<E> {
         let mut handles = Vec::with_capacity(requests.len());
         let mut prepared = Vec::with_capacity(requests.len());
+        let mut post = PostWork::default();
+        let mut may_answer = true;
         for request in requests {
-            let handle = CompletionHandle::new();
+            let slot = AnswerSlot::new();
+            handles.push(CompletionHandle::new(slot.state()));
             self.counters.submits.fetch_add(1, Ordering::Relaxed);
-            match self.prepare(request, Arc::clone(&handle.cell)) {
+            let changes = request.text.is_some() || request.language.is_some();
+            match self.prepare(request, slot.share(), may_answer) {
                 Ok(Preparation::Queue(p)) => prepared.push(p),
-                Ok(Preparation::Answered(result)) => {
-                    let _ = handle.cell.set(result);
-                }
-                Err(error) => {
-                    let _ = handle.cell.set(Err(error));
-                }
+                Ok(Preparation::Answered(result)) => post.answer(slot, result),
+                Err(error) => post.answer(slot, Err(error)),
             }
-            handles.push(handle);
+            may_answer &= !changes;
         }
         if !prepared.is_empty() {
             self.enqueue(Submission::Batch(prepared));
         }
+        self.run_post(post);
         BatchHandle { handles }
     }
 
@@ -434,7 +502,7 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         let _inline = (self.is_inline() && !CallerKind::current().drives_while_waiting())
             .then(|| CallerKind::enter(CallerKind::Inline));
-        wait_or_drive(&handle.cell, self)
+        wait_or_drive_with(handle.state.cell(), self, self.config.wait_backstop)
     }
 
     /// Waits for every handle of `batch`; results in input order, never
@@ -447,10 +515,55 @@ impl<E: StageExecutor> Scheduler<E> {
             .collect()
     }
 
+    /// Blocks until the scheduler is idle — nothing waiting for admission,
+    /// queued, ready or running — or `timeout` passes; returns whether it is
+    /// idle. An inline scheduler is pumped on this thread. Wakes on the
+    /// scheduler's progress signal, never by polling a clock.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            let seen = self.progress.epoch();
+            if self.is_inline() {
+                self.run_until_idle();
+            }
+            if self.is_idle() {
+                return true;
+            }
+            let remaining = match deadline {
+                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                    Some(remaining) if !remaining.is_zero() => Some(remaining),
+                    _ => return false,
+                },
+                None => None,
+            };
+            self.progress.park(seen, remaining);
+        }
+    }
+
+    /// Whether nothing is waiting for admission, queued, ready or running.
+    fn is_idle(&self) -> bool {
+        self.counters.pending_admissions.load(Ordering::Acquire) == 0
+            && self.inbox_rx.is_empty()
+            && self.jobs.iter().all(SegQueue::is_empty)
+            && self.read_locked(|locked| {
+                locked.dag.ledger().in_use() == 0
+                    && locked.dag.ready_len(ResourceClass::Cpu) == 0
+                    && locked.dag.ready_len(ResourceClass::Io) == 0
+            })
+    }
+
+    /// Answers `slot` outside the lock.
+    fn answer_now(&self, slot: AnswerSlot<E>, result: RequestResult<E>) {
+        let mut post = PostWork::default();
+        post.answer(slot, result);
+        self.run_post(post);
+    }
+
     fn prepare(
         &self,
         request: Request,
-        cell: AnswerCell<E>,
+        slot: AnswerSlot<E>,
+        may_answer: bool,
     ) -> Result<Preparation<E>, RequestError> {
         let canonical = self.canonicalize(&request.path)?;
         // Sample the published node; the node map guard drops before
@@ -460,7 +573,8 @@ impl<E: StageExecutor> Scheduler<E> {
         // live object already committed is answered here, without the inbox or
         // the lock: it reads a published snapshot, which readers may do
         // without the lock, and is ordered before any edit that lands later.
-        if request.text.is_none()
+        if may_answer
+            && request.text.is_none()
             && request.language.is_none()
             // Only when nothing submitted earlier is still waiting for
             // admission: an earlier upsert from this thread must be seen.
@@ -489,24 +603,35 @@ impl<E: StageExecutor> Scheduler<E> {
             language,
             explicit_language,
             lifetime,
-            cell,
+            slot,
         }))
     }
 
-    /// The loader's canonical form of `path`, with its panics caught.
+    /// The loader's canonical form of `path`, with its panics caught (and
+    /// counted).
     pub(crate) fn canonicalize(&self, path: &str) -> Result<Canonical, RequestError> {
         match catch_unwind(AssertUnwindSafe(|| self.loader.realpath(path))) {
             Ok(Ok(canonical)) => Ok(canonical),
             Ok(Err(error)) => Err(RequestError::from_load(&Canonical::from(path), &error)),
-            Err(payload) => Err(RequestError::LoadFailed {
-                path: Canonical::from(path),
-                message: format!("realpath panicked: {}", panic_message(&*payload)).into(),
-            }),
+            Err(payload) => {
+                self.counters
+                    .executor_panics
+                    .fetch_add(1, Ordering::Relaxed);
+                Err(RequestError::LoadFailed {
+                    path: Canonical::from(path),
+                    message: format!("realpath panicked: {}", panic_message(&*payload)).into(),
+                })
+            }
         }
     }
 
+    /// The loader's language for `canonical`, with its panics caught (and
+    /// counted).
     pub(crate) fn classify(&self, canonical: &Canonical) -> Result<Language, RequestError> {
         catch_unwind(AssertUnwindSafe(|| self.loader.classify(canonical))).map_err(|payload| {
+            self.counters
+                .executor_panics
+                .fetch_add(1, Ordering::Relaxed);
             RequestError::LoadFailed {
                 path: canonical.clone(),
                 message: format!("classify panicked: {}", panic_message(&*payload)).into(),
@@ -517,13 +642,14 @@ impl<E: StageExecutor> Scheduler<E> {
     fn enqueue(&self, mut item: Submission<E>) {
         self.counters
             .pending_admissions
-            .fetch_add(item.cells().len(), Ordering::AcqRel);
+            .fetch_add(item.len(), Ordering::AcqRel);
         loop {
             match self.inbox_tx.try_send(item) {
                 Ok(()) => {
                     self.counters
                         .inbox_depth_max
                         .fetch_max(self.inbox_rx.len(), Ordering::Relaxed);
+                    self.progress.notify();
                     return;
                 }
                 Err(TrySendError::Full(back)) => {
@@ -535,35 +661,40 @@ impl<E: StageExecutor> Scheduler<E> {
                     } else {
                         // An external submitter waits for room: the driver drains.
                         if let Err(err) = self.inbox_tx.send(back) {
-                            self.answer_shutdown(err.into_inner());
+                            self.refuse_at_shutdown(err.into_inner());
+                            return;
                         }
                         self.counters
                             .inbox_depth_max
                             .fetch_max(self.inbox_rx.len(), Ordering::Relaxed);
+                        self.progress.notify();
                         return;
                     }
                 }
                 Err(TrySendError::Disconnected(back)) => {
-                    self.answer_shutdown(back);
+                    self.refuse_at_shutdown(back);
                     return;
                 }
             }
         }
     }
 
-    fn answer_shutdown(&self, item: Submission<E>) {
+    /// Answers every request of an item that can never be admitted
+    /// `Shutdown`, each with its own path.
+    fn refuse_at_shutdown(&self, item: Submission<E>) {
+        let mut post = PostWork::default();
         self.counters
             .pending_admissions
-            .fetch_sub(item.cells().len(), Ordering::AcqRel);
-        let path = match &item {
-            Submission::One(p) => p.canonical.clone(),
-            Submission::Batch(items) => items
-                .first()
-                .map_or_else(|| Canonical::from(""), |p| p.canonical.clone()),
-        };
-        for cell in item.cells() {
-            let _ = cell.set(Err(RequestError::Shutdown { path: path.clone() }));
+            .fetch_sub(item.len(), Ordering::AcqRel);
+        for prepared in item.into_items() {
+            post.answer(
+                prepared.slot,
+                Err(RequestError::Shutdown {
+                    path: prepared.canonical,
+                }),
+            );
         }
+        self.run_post(post);
     }
 
     /// Admits every item in the inbox, up to 64 per lock hold. Returns how
@@ -571,50 +702,43 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(crate) fn drain_inbox(&self) -> usize {
         let mut admitted = 0;
         loop {
-            let mut items = Vec::new();
-            while items.len() < 64 {
-                match self.inbox_rx.try_recv() {
-                    Ok(item) => items.push(item),
-                    Err(_) => break,
-                }
-            }
-            if items.is_empty() {
+            let n = self.transact(|locked, post| self.admit_pending(locked, post, 64));
+            if n == 0 {
                 return admitted;
             }
-            admitted += items.len();
-            self.admit_items(items);
+            admitted += n;
         }
     }
 
-    /// Admits `items` under one lock hold, then runs the post-work.
-    pub(crate) fn admit_items(&self, items: Vec<Submission<E>>) {
-        let mut post = PostWork::default();
-        let admitted: usize = items
-            .iter()
-            .map(|item| match item {
-                Submission::One(_) => 1,
-                Submission::Batch(batch) => batch.len(),
-            })
-            .sum();
-        {
-            let mut locked = self.locked.lock();
-            for item in items {
-                match item {
-                    Submission::One(prepared) => self.admit(&mut locked, prepared, &mut post),
-                    Submission::Batch(batch) => {
-                        for prepared in batch {
-                            self.admit(&mut locked, prepared, &mut post);
-                        }
-                    }
-                }
+    /// Under the lock: takes up to `max` items out of the inbox and admits
+    /// them, in order, in this hold. Taking an item and admitting it in one
+    /// hold is what keeps every sender's submissions in their order.
+    pub(crate) fn admit_pending(
+        &self,
+        locked: &mut Locked<E>,
+        post: &mut PostWork<E>,
+        max: usize,
+    ) -> usize {
+        let mut items = 0;
+        let mut requests = 0;
+        while items < max {
+            let Ok(item) = self.inbox_rx.try_recv() else {
+                break;
+            };
+            items += 1;
+            requests += item.len();
+            for prepared in item.into_items() {
+                self.admit(locked, prepared, post);
             }
         }
-        // Release: whatever these admissions published (view resets, new
-        // generations) is visible to a fast path that sees the count drop.
-        self.counters
-            .pending_admissions
-            .fetch_sub(admitted, Ordering::Release);
-        self.run_post(post);
+        if requests > 0 {
+            // Release: whatever these admissions published is visible to a
+            // fast path that sees the count drop.
+            self.counters
+                .pending_admissions
+                .fetch_sub(requests, Ordering::Release);
+        }
+        items
     }
 
     /// Admission under the lock. See the module docs.
@@ -622,42 +746,43 @@ impl<E: StageExecutor> Scheduler<E> {
         let canonical = prepared.canonical.clone();
         let _span =
             tracing::trace_span!("admit", path = %canonical, stage = %prepared.stage).entered();
-        // 1. Revalidate the lifetime, or ensure the object.
+        // 1. Revalidate the lifetime, or ensure the object. A lifetime that
+        //    ended (the file was removed or reset, and maybe added again
+        //    since) answers `Shutdown`, with or without text.
         let published = self.nodes.get(&canonical).map(|node| Arc::clone(&node));
         let (mut node, created) = match (prepared.lifetime, published) {
-            (Some(_), None) => {
-                let _ = prepared
-                    .cell
-                    .set(Err(RequestError::Shutdown { path: canonical }));
-                return;
-            }
-            (Some(lifetime), Some(node)) if node.lifetime() != lifetime => {
-                let _ = prepared
-                    .cell
-                    .set(Err(RequestError::Superseded { path: canonical }));
+            (Some(lifetime), published)
+                if published
+                    .as_ref()
+                    .is_none_or(|node| node.lifetime() != lifetime) =>
+            {
+                post.answer(
+                    prepared.slot,
+                    Err(RequestError::Shutdown { path: canonical }),
+                );
                 return;
             }
             (_, Some(node)) => (node, false),
-            (None, None) => {
+            (_, None) => {
                 let (object, created) = locked.dag.ensure_object(&canonical);
                 debug_assert!(created, "an unpublished canonical has no live object");
-                let node = Arc::new(FileNode::new(
-                    canonical.clone(),
-                    object.incarnation,
-                    object.lifetime,
-                    prepared.language.clone(),
-                    object.generation,
-                ));
-                self.nodes.insert(canonical.clone(), Arc::clone(&node));
+                if !prepared.explicit_language {
+                    locked
+                        .languages
+                        .insert(canonical.clone(), prepared.language.clone());
+                }
+                let node = self.publish_node(&canonical, object, prepared.language.clone());
                 (node, created)
             }
         };
+        prepared.slot.mark_admitted();
         // 2. Re-home the language: new object, same lifetime.
         if prepared.explicit_language && node.language() != &prepared.language {
             node = self.rehome(locked, &node, prepared.language.clone(), post);
         }
         // 3. New text: bump the generation (with its sweep) unless the object
-        //    was created by this very request or the text is unchanged.
+        //    was created by this very request or the text is unchanged; the
+        //    empty view and the text are published in one transition.
         let mut live = locked
             .dag
             .live_file(&canonical)
@@ -670,17 +795,18 @@ impl<E: StageExecutor> Scheduler<E> {
                     && known.text.text == *text
             });
             if !unchanged {
+                let mut swept = None;
                 if !created {
                     match locked.dag.advance_generation(&canonical, live.incarnation) {
                         Ok((next, effects)) => {
                             live = next;
-                            node.reset_view(live.generation);
-                            self.absorb(locked, effects, post);
+                            swept = Some(effects);
                         }
                         Err(ObjectError::Exhausted(_)) => {
-                            let _ = prepared
-                                .cell
-                                .set(Err(RequestError::GenerationExhausted { path: canonical }));
+                            post.answer(
+                                prepared.slot,
+                                Err(RequestError::GenerationExhausted { path: canonical }),
+                            );
                             return;
                         }
                         Err(other) => unreachable!("the live object was checked: {other}"),
@@ -692,7 +818,12 @@ impl<E: StageExecutor> Scheduler<E> {
                     text: Arc::clone(text),
                     hash,
                 });
-                self.publish_present(&source);
+                self.source_root.publish_transition(|tx| {
+                    if swept.is_some() {
+                        node.reset_view(live.generation);
+                    }
+                    present(tx, &source);
+                });
                 locked.texts.insert(
                     canonical.clone(),
                     KnownText {
@@ -700,6 +831,9 @@ impl<E: StageExecutor> Scheduler<E> {
                         published: true,
                     },
                 );
+                if let Some(effects) = swept {
+                    self.absorb(locked, effects, post);
+                }
             }
         }
         // 4. Register the waiter before admitting its work.
@@ -712,7 +846,7 @@ impl<E: StageExecutor> Scheduler<E> {
             locked
                 .dag
                 .register_request(live.clone().at(prepared.stage), policy, prepared.priority);
-        locked.waiters.insert(registration.waiter, prepared.cell);
+        locked.waiters.insert(registration.waiter, prepared.slot);
         if let Some(joiner) = registration.joiner {
             post.events.push(SchedulerEvent::DidJoin(joiner.key));
         }
@@ -732,8 +866,29 @@ impl<E: StageExecutor> Scheduler<E> {
         self.absorb(locked, effects, post);
     }
 
+    /// Under the lock: publishes a node for `object`, a new object of
+    /// `canonical` (creating a node publishes nothing to the source root).
+    pub(crate) fn publish_node(
+        &self,
+        canonical: &Canonical,
+        object: ObjectRecord,
+        language: Language,
+    ) -> Arc<FileNode<E>> {
+        let node = Arc::new(FileNode::new(
+            canonical.clone(),
+            object.incarnation,
+            object.lifetime,
+            language,
+            object.generation,
+        ));
+        self.nodes.insert(canonical.clone(), Arc::clone(&node));
+        node
+    }
+
     /// Under the lock: replaces `node` with a new object of the same lifetime
-    /// processed as `language`; its waiters follow the replacement.
+    /// processed as `language`; its waiters follow the replacement. The
+    /// swap of nodes and the source root's record of the new version are
+    /// one transition.
     fn rehome(
         &self,
         locked: &mut Locked<E>,
@@ -753,16 +908,23 @@ impl<E: StageExecutor> Scheduler<E> {
             language,
             live.generation,
         ));
-        node.retire();
-        self.nodes
-            .insert(canonical.clone(), Arc::clone(&replacement));
         // The replacement starts from the same text, if it was known.
-        if let Some(known) = locked.texts.remove(&canonical) {
-            let source = Arc::new(SourceText {
+        let known = locked.texts.remove(&canonical).map(|known| {
+            Arc::new(SourceText {
                 version: live.version(),
                 ..(*known.text).clone()
-            });
-            self.publish_present(&source);
+            })
+        });
+        self.source_root.publish_transition(|tx| {
+            node.retire();
+            self.nodes
+                .insert(canonical.clone(), Arc::clone(&replacement));
+            match &known {
+                Some(source) => present(tx, source),
+                None => tx.pending(canonical.clone(), live.version()),
+            }
+        });
+        if let Some(source) = known {
             locked.texts.insert(
                 canonical,
                 KnownText {
@@ -775,24 +937,26 @@ impl<E: StageExecutor> Scheduler<E> {
         replacement
     }
 
-    pub(crate) fn publish_present(&self, source: &Arc<SourceText>) {
-        self.source_root.publish_transition(|tx| {
-            tx.present(
-                source.canonical.clone(),
-                source.version,
-                source.hash,
-                Arc::clone(source),
-                source.text.len(),
-            );
-        });
-    }
-
     /// Under the lock: turns DAG effects into post-work. Answers read their
     /// outputs from the published node views (the one store of outputs).
     pub(crate) fn absorb(&self, locked: &mut Locked<E>, effects: Effects, post: &mut PostWork<E>) {
+        // Objects the DAG created itself (a removed blocker an importer
+        // needs again) get their nodes first: their work is about to run.
+        for (canonical, object) in effects.ingested {
+            let language = locked.languages.get(&canonical).cloned();
+            debug_assert!(
+                language.is_some(),
+                "{canonical} was named by a parsed source, which recorded its language"
+            );
+            let language = language.unwrap_or_else(|| Language::new("unknown"));
+            self.publish_node(&canonical, object, language);
+        }
         for answer in effects.answers {
-            let Some(cell) = locked.waiters.remove(&answer.waiter) else {
+            let Some(slot) = locked.waiters.remove(&answer.waiter) else {
                 debug_assert!(false, "waiter {:?} answered twice", answer.waiter);
+                self.counters
+                    .duplicate_answers
+                    .fetch_add(1, Ordering::Relaxed);
                 continue;
             };
             let result = match answer.outcome {
@@ -801,13 +965,17 @@ impl<E: StageExecutor> Scheduler<E> {
                     // every path that stops serving an output also makes the
                     // DAG forget the work (invalidation, eviction, retirement).
                     debug_assert!(false, "{} is done but has no committed output", answer.key);
-                    RequestError::Shutdown {
+                    self.counters
+                        .internal_errors
+                        .fetch_add(1, Ordering::Relaxed);
+                    RequestError::Internal {
                         path: answer.key.file.canonical.clone(),
+                        message: "done work has no committed output".into(),
                     }
                 }),
                 Err(failure) => Err(answer_error(&answer.key.file, &failure)),
             };
-            post.answers.push((cell, result));
+            post.answer(slot, result);
         }
         for joiner in effects.joiners {
             post.events.push(SchedulerEvent::DidJoin(joiner.key));
@@ -844,53 +1012,56 @@ impl<E: StageExecutor> Scheduler<E> {
         view.output(key.stage)
     }
 
-    /// After the lock: events, answers, dispatch of newly ready work.
-    /// Events go first, so a waiter that has its answer knows every event of
-    /// the work that answered it was already reported.
-    pub(crate) fn run_post(&self, post: PostWork<E>) {
-        for event in &post.events {
-            self.config.hooks.on_event(event);
-        }
-        for (cell, result) in post.answers {
-            let _ = cell.set(result);
-        }
-        if post.dispatch {
-            self.dispatch_ready();
+    /// Under the lock: records `source` (a loaded text) as present, in a
+    /// transition of its own.
+    pub(crate) fn publish_present(&self, source: &Arc<SourceText>) {
+        self.source_root
+            .publish_transition(|tx| present(tx, source));
+    }
+
+    /// Admits whatever the caller (or anyone) sent before this call, so the
+    /// call that follows reads those writes; a no-op when nothing is pending.
+    fn admit_everything_sent(&self) {
+        if self.counters.pending_admissions.load(Ordering::Acquire) > 0 {
+            self.transact(|locked, post| self.admit_pending(locked, post, usize::MAX));
         }
     }
 
     // ----- lifecycle -------------------------------------------------------
 
     /// Drops the file's current text and bumps its generation, so its next
-    /// request reloads it through the loader. Waiters without text follow to
-    /// the new generation (their work is re-admitted); waiters that carried
-    /// text are answered `Superseded`. Unknown paths are ignored.
+    /// request reloads it through the loader; the source root stops serving
+    /// the old text at once (the file reads `Pending` until the reload).
+    /// Waiters without text follow to the new generation (their work is
+    /// re-admitted); waiters that carried text are answered `Superseded`.
+    /// Unknown paths are ignored. Everything the caller submitted before is
+    /// admitted first.
     pub fn invalidate(&self, path: &str) -> Result<(), RequestError> {
         let canonical = self.canonicalize(path)?;
-        let mut post = PostWork::default();
-        let result = {
-            let mut locked = self.locked.lock();
-            match self.nodes.get(&canonical).map(|node| Arc::clone(&node)) {
-                None => Ok(()),
-                Some(node) => match locked
-                    .dag
-                    .advance_generation(&canonical, node.incarnation())
-                {
-                    Ok((live, effects)) => {
-                        locked.texts.remove(&canonical);
+        self.transact(|locked, post| {
+            self.admit_pending(locked, post, usize::MAX);
+            let Some(node) = self.nodes.get(&canonical).map(|node| Arc::clone(&node)) else {
+                return Ok(());
+            };
+            match locked
+                .dag
+                .advance_generation(&canonical, node.incarnation())
+            {
+                Ok((live, effects)) => {
+                    locked.texts.remove(&canonical);
+                    self.source_root.publish_transition(|tx| {
                         node.reset_view(live.generation);
-                        self.absorb(&mut locked, effects, &mut post);
-                        Ok(())
-                    }
-                    Err(ObjectError::Exhausted(_)) => {
-                        Err(RequestError::GenerationExhausted { path: canonical })
-                    }
-                    Err(other) => unreachable!("the published node's object is live: {other}"),
-                },
+                        tx.pending(canonical.clone(), live.version());
+                    });
+                    self.absorb(locked, effects, post);
+                    Ok(())
+                }
+                Err(ObjectError::Exhausted(_)) => {
+                    Err(RequestError::GenerationExhausted { path: canonical })
+                }
+                Err(other) => unreachable!("the published node's object is live: {other}"),
             }
-        };
-        self.run_post(post);
-        result
+        })
     }
 
     /// Closes an editor's overlay: the file reverts to the loader's bytes.
@@ -900,69 +1071,76 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// Removes the file: its waiters are answered `Shutdown`, its work is
-    /// cancelled, consumers that wait on it fail with `DependencyFailed`, the
-    /// node is unpublished and the source root records it `Absent` — in one
-    /// lock hold. A later request creates a successor (new incarnation,
-    /// generation 0). Unknown paths are ignored.
+    /// cancelled, the node is unpublished and the source root records it
+    /// `Absent` — in one lock hold, the node map and the source root in one
+    /// transition. Files whose Artifacts wait on it keep depending on it:
+    /// they ask the loader for it again (a successor object) and fail with
+    /// `DependencyFailed` if it has none. A later request creates a
+    /// successor (new incarnation, generation 0). Unknown paths are ignored.
+    /// Everything the caller submitted before is admitted first.
     pub fn remove(&self, path: &str) -> Result<(), RequestError> {
         let canonical = self.canonicalize(path)?;
-        let mut post = PostWork::default();
-        {
-            let mut locked = self.locked.lock();
-            if let Some((_, node)) = self.nodes.remove(&canonical) {
-                let version = node.version();
-                let effects = locked.dag.remove_object(&canonical);
+        self.transact(|locked, post| {
+            self.admit_pending(locked, post, usize::MAX);
+            let Some(node) = self.nodes.get(&canonical).map(|node| Arc::clone(&node)) else {
+                return;
+            };
+            let version = node.version();
+            let effects = locked.dag.remove_object(&canonical);
+            locked.texts.remove(&canonical);
+            self.source_root.publish_transition(|tx| {
+                self.nodes.remove(&canonical);
                 node.retire();
-                locked.texts.remove(&canonical);
-                self.source_root
-                    .publish_transition(|tx| tx.absent(canonical.clone(), version));
-                self.absorb(&mut locked, effects, &mut post);
-            }
-        }
-        self.run_post(post);
+                tx.absent(canonical.clone(), version);
+            });
+            self.absorb(locked, effects, post);
+        });
         Ok(())
     }
 
-    /// Removes every file at once (one source-root epoch): every waiter is
-    /// answered `Shutdown`, work in flight is refused when it returns, and the
-    /// DAG's backing storage is released.
+    /// Removes every file at once (one source-root epoch, with the node map
+    /// cleared inside it): every waiter is answered `Shutdown`, work in
+    /// flight is cancelled and refused when it returns, and the DAG's
+    /// backing storage is released. Everything submitted before is admitted
+    /// first (and so shut down).
     pub fn reset(&self) {
-        let mut post = PostWork::default();
-        {
-            let mut locked = self.locked.lock();
+        self.transact(|locked, post| {
+            self.admit_pending(locked, post, usize::MAX);
             let effects = locked.dag.reset();
-            let nodes: Vec<Arc<FileNode<E>>> = self
-                .nodes
-                .iter()
-                .map(|entry| Arc::clone(entry.value()))
-                .collect();
-            self.nodes.clear();
-            for node in &nodes {
-                node.retire();
-            }
             self.source_root.publish_transition(|tx| {
+                let nodes: Vec<Arc<FileNode<E>>> = self
+                    .nodes
+                    .iter()
+                    .map(|entry| Arc::clone(entry.value()))
+                    .collect();
+                self.nodes.clear();
                 for node in &nodes {
+                    node.retire();
                     tx.absent(node.canonical().clone(), node.version());
                 }
             });
             locked.texts = HashMap::default();
-            self.absorb(&mut locked, effects, &mut post);
+            locked.languages = HashMap::default();
+            self.absorb(locked, effects, post);
             debug_assert!(locked.waiters.is_empty(), "reset answers every waiter");
-        }
-        self.run_post(post);
+        });
     }
 
     // ----- reads -----------------------------------------------------------
 
-    /// The newest source text of `path` the source root holds, if present.
+    /// The newest source text of `path` the source root holds, if present
+    /// (after admitting what the caller submitted before).
     pub fn try_get_source(&self, path: &str) -> Option<Arc<SourceText>> {
         let canonical = self.canonicalize(path).ok()?;
+        self.admit_everything_sent();
         self.source_root.state_now(&canonical).payload().cloned()
     }
 
     /// A root that reads every file's source as of now, for as long as it
-    /// lives (a retention lease).
+    /// lives (a retention lease); it sees everything the caller submitted
+    /// before.
     pub fn capture_root(&self) -> SchedulerSourceRoot {
+        self.admit_everything_sent();
         self.source_root.capture_root()
     }
 
@@ -979,7 +1157,8 @@ impl<E: StageExecutor> Scheduler<E> {
             .cloned()
     }
 
-    /// The full state of `path` as of `root`: unknown, absent or present.
+    /// The full state of `path` as of `root`: unknown, absent, pending or
+    /// present.
     pub fn source_state_at(
         &self,
         root: &SchedulerSourceRoot,
@@ -988,70 +1167,87 @@ impl<E: StageExecutor> Scheduler<E> {
         self.source_root.state_at(root, canonical)
     }
 
-    /// The published node of `path`, if any.
+    /// What the source root holds: files, retained versions, live roots.
+    pub fn source_root_stats(&self) -> SourceRootStats {
+        self.source_root.stats()
+    }
+
+    /// Frees every source version neither the current epoch nor a live root
+    /// reads, now (the source root also collects on its own as it
+    /// publishes).
+    pub fn gc_source_root(&self) -> GcReport {
+        self.source_root.gc()
+    }
+
+    /// The published node of `path`, if any (after admitting what the
+    /// caller submitted before).
     pub fn node(&self, canonical: &Canonical) -> Option<Arc<FileNode<E>>> {
+        self.admit_everything_sent();
         self.nodes.get(canonical).map(|node| Arc::clone(&node))
     }
 
-    /// The published version of `canonical`, if any.
+    /// The published version of `canonical`, if any (after admitting what
+    /// the caller submitted before).
     pub fn version_of(&self, canonical: &Canonical) -> Option<SourceVersion> {
+        self.admit_everything_sent();
         self.nodes.get(canonical).map(|node| node.version())
     }
 
     /// What the scheduler has done so far.
     pub fn counters(&self) -> SchedulerCounters {
-        let (dag, ledger) = {
-            let locked = self.locked.lock();
-            (locked.dag.counters(), locked.dag.ledger())
-        };
+        let (dag, ledger) = self.read_locked(|locked| (locked.dag.counters(), locked.dag.ledger()));
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         SchedulerCounters {
-            submits: self.counters.submits.load(Ordering::Relaxed),
-            batches: self.counters.batches.load(Ordering::Relaxed),
+            submits: load(&self.counters.submits),
+            batches: load(&self.counters.batches),
             dedupe_joins: dag.dedupe_joins,
             stale_completion_refusals: dag.stale_completion_refusals,
             supersedes: dag.superseded,
             cancellations: dag.cancelled,
             inbox_depth_max: self.counters.inbox_depth_max.load(Ordering::Relaxed),
             ledger_in_use: ledger.in_use(),
-            loads: self.counters.loads.load(Ordering::Relaxed),
-            source_runs: self.counters.source_runs.load(Ordering::Relaxed),
-            analysis_runs: self.counters.analysis_runs.load(Ordering::Relaxed),
-            artifact_runs: self.counters.artifact_runs.load(Ordering::Relaxed),
-            executor_panics: self.counters.executor_panics.load(Ordering::Relaxed),
-            answered_without_admission: self
-                .counters
-                .answered_without_admission
-                .load(Ordering::Relaxed),
+            loads: load(&self.counters.loads),
+            source_runs: load(&self.counters.source_runs),
+            analysis_runs: load(&self.counters.analysis_runs),
+            artifact_runs: load(&self.counters.artifact_runs),
+            executor_panics: load(&self.counters.executor_panics),
+            answered_without_admission: load(&self.counters.answered_without_admission),
+            duplicate_answers: load(&self.counters.duplicate_answers),
+            internal_errors: load(&self.counters.internal_errors),
         }
     }
 
     /// The capacity ledger now.
     pub fn ledger(&self) -> LedgerSnapshot {
-        self.locked.lock().dag.ledger()
+        self.read_locked(|locked| locked.dag.ledger())
     }
 
     /// Membership counts and backing capacity of dependency state.
     pub fn dependency_occupancy(&self) -> DependencyOccupancy {
-        self.locked.lock().dag.dependency_occupancy()
+        self.read_locked(|locked| locked.dag.dependency_occupancy())
     }
 
     /// Ready work not yet dispatched, CPU plus I/O.
     pub fn ready_queue_depth(&self) -> usize {
-        let locked = self.locked.lock();
-        locked.dag.ready_len(verter_dag::ResourceClass::Cpu)
-            + locked.dag.ready_len(verter_dag::ResourceClass::Io)
+        self.read_locked(|locked| {
+            locked.dag.ready_len(ResourceClass::Cpu) + locked.dag.ready_len(ResourceClass::Io)
+        })
     }
 
     /// What is running, waiting or queued now; [`QuiescenceReport::clean`]
     /// when the scheduler is idle.
     pub fn quiescence_report(&self) -> QuiescenceReport {
-        let locked = self.locked.lock();
-        QuiescenceReport {
+        self.read_locked(|locked| QuiescenceReport {
             ledger_in_use: locked.dag.ledger().in_use(),
             waiting: locked.waiters.len(),
             queued_jobs: self.jobs[0].len() + self.jobs[1].len(),
             inbox: self.inbox_rx.len(),
-        }
+        })
+    }
+
+    /// Dependency state read under the lock, for the witness module.
+    pub(crate) fn with_dag<R>(&self, f: impl FnOnce(&Locked<E>) -> R) -> R {
+        self.read_locked(f)
     }
 
     /// Pumps until nothing is left to do on this thread: drains the inbox
@@ -1068,6 +1264,20 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 }
 
+/// Records `source` as the present text of its version.
+fn present(
+    tx: &mut verter_source_root::SourceTransition<'_, Arc<SourceText>>,
+    source: &Arc<SourceText>,
+) {
+    tx.present(
+        source.canonical.clone(),
+        source.version,
+        source.hash,
+        Arc::clone(source),
+        source.text.len(),
+    );
+}
+
 impl<E: StageExecutor> Drop for Scheduler<E> {
     fn drop(&mut self) {
         // Stop the driver first: it holds only a weak reference, and wakes on
@@ -1079,22 +1289,39 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
         {
             let _ = handle.join();
         }
-        // Every request still waiting is answered: nothing hangs.
-        while let Ok(item) = self.inbox_rx.try_recv() {
-            self.answer_shutdown(item);
-        }
-        let mut locked = self.locked.lock();
-        let effects = locked.dag.reset();
-        for answer in effects.answers {
-            if let Some(cell) = locked.waiters.remove(&answer.waiter) {
-                let _ = cell.set(Err(RequestError::Shutdown {
-                    path: answer.key.file.canonical.clone(),
-                }));
+        // Every request still waiting is answered, after the lock drops:
+        // nothing hangs, and no waker runs under the lock.
+        let mut post = PostWork::default();
+        {
+            let mut locked = self.locked.lock();
+            let _mark = LockMark::set();
+            while let Ok(item) = self.inbox_rx.try_recv() {
+                for prepared in item.into_items() {
+                    post.answer(
+                        prepared.slot,
+                        Err(RequestError::Shutdown {
+                            path: prepared.canonical,
+                        }),
+                    );
+                }
+            }
+            let effects = locked.dag.reset();
+            for answer in effects.answers {
+                if let Some(slot) = locked.waiters.remove(&answer.waiter) {
+                    post.answer(
+                        slot,
+                        Err(RequestError::Shutdown {
+                            path: answer.key.file.canonical.clone(),
+                        }),
+                    );
+                }
+            }
+            for (_, slot) in locked.waiters.drain() {
+                post.answer(slot, Err(RequestError::Cancelled));
             }
         }
-        for (_, cell) in locked.waiters.drain() {
-            let _ = cell.set(Err(RequestError::Cancelled));
-        }
+        post.dispatch = false;
+        let _ = post.deliver(&*self.config.hooks, &self.counters.duplicate_answers);
     }
 }
 
@@ -1125,12 +1352,12 @@ pub(crate) fn request_error(failure: &DagFailure) -> RequestError {
         DagFailure::Failed { work, cause } => cause
             .downcast_ref::<RequestError>()
             .cloned()
-            .unwrap_or_else(|| RequestError::ExecutorFailed {
-                path: work
-                    .file()
-                    .map_or_else(|| Canonical::from(""), |file| file.canonical.clone()),
-                stage: "work".into(),
-                message: cause.to_string().into(),
+            .unwrap_or_else(|| RequestError::Internal {
+                path: work.file().map_or_else(
+                    || Canonical::from(work.to_string()),
+                    |file| file.canonical.clone(),
+                ),
+                message: format!("a failure without a request error: {cause}").into(),
             }),
         DagFailure::DependencyFailed { dep, cause } => {
             // A stage failing because a lower stage of the same file failed is
@@ -1150,9 +1377,8 @@ pub(crate) fn request_error(failure: &DagFailure) -> RequestError {
                 cause: Arc::new(request_error(cause)),
             }
         }
-        other => RequestError::ExecutorFailed {
-            path: Canonical::from(""),
-            stage: "dag".into(),
+        other => RequestError::Internal {
+            path: Canonical::from("<dag>"),
             message: other.to_string().into(),
         },
     }

@@ -4,11 +4,15 @@
 //! The scheduler calls both only outside its DAG lock, on its pools (or the
 //! inline pump), and wraps every call in a panic boundary: a panic becomes
 //! `RequestError::ExecutorPanicked` (or `LoadFailed`) for that work alone.
+//!
+//! Every stage input carries the work's [`CancellationToken`]: it is
+//! cancelled when the work is superseded, removed or reset while it runs
+//! (its result would be refused anyway), so a long stage may stop early.
 
 use std::fmt;
 use std::sync::Arc;
 
-use verter_dag::{Canonical, Generation, Incarnation, ProfileHash};
+use verter_dag::{CancellationToken, Canonical, Generation, Incarnation, ProfileHash};
 
 use crate::error::{ExecutorError, LoadError};
 use crate::snapshot::{AnalysisSnapshot, SourceSnapshot};
@@ -68,6 +72,34 @@ pub struct SourceInput<'a> {
     pub language: &'a Language,
     /// Its text.
     pub text: &'a str,
+    /// Cancelled when this work is superseded, removed or reset while it
+    /// runs: the stage may stop early (its result will be refused).
+    pub cancel: &'a CancellationToken,
+}
+
+/// The input of the Analysis stage: a parsed source.
+#[derive(Debug)]
+pub struct AnalysisInput<'a, S> {
+    /// The Source stage's output for this file object and generation.
+    pub source: &'a SourceSnapshot<S>,
+    /// Cancelled when this work is superseded, removed or reset while it
+    /// runs: the stage may stop early (its result will be refused).
+    pub cancel: &'a CancellationToken,
+}
+
+/// The input of an Artifact stage: the file's analysis and the analyses of
+/// its blockers, at the versions it was gated on, sorted by path.
+#[derive(Debug)]
+pub struct ArtifactInput<'a, A> {
+    /// The profile to build.
+    pub profile: ProfileHash,
+    /// The file's analysis.
+    pub analysis: &'a AnalysisSnapshot<A>,
+    /// Its blockers' analyses, sorted by path.
+    pub blockers: &'a [Arc<AnalysisSnapshot<A>>],
+    /// Cancelled when this work is superseded, removed or reset while it
+    /// runs: the stage may stop early (its result will be refused).
+    pub cancel: &'a CancellationToken,
 }
 
 /// What a parsed source says about other files.
@@ -101,15 +133,13 @@ pub trait StageExecutor: Send + Sync + 'static {
     /// Analyses a parsed source.
     fn execute_analysis(
         &self,
-        source: &SourceSnapshot<Self::Source>,
+        input: &AnalysisInput<'_, Self::Source>,
     ) -> Result<Self::Analysis, ExecutorError>;
 
-    /// Builds the Artifact of `profile` from the file's analysis and the
-    /// analyses of its blockers (at the versions it was gated on).
+    /// Builds the Artifact of `input.profile` from the file's analysis and
+    /// the analyses of its blockers (at the versions it was gated on).
     fn execute_artifact(
         &self,
-        profile: ProfileHash,
-        analysis: &AnalysisSnapshot<Self::Analysis>,
-        blockers: &[Arc<AnalysisSnapshot<Self::Analysis>>],
+        input: &ArtifactInput<'_, Self::Analysis>,
     ) -> Result<Self::Artifact, ExecutorError>;
 }

@@ -8,7 +8,9 @@
 //! evicts only from that object, only artifacts no newer than the witness.
 //! A witness of a removed, reset or re-homed object is rejected even when the
 //! successor serves the same bytes at the same generation: the incarnation
-//! differs, and it is compared under the DAG lock.
+//! differs, and it is compared under the DAG lock. Like every call that
+//! takes the lock, each first admits what the caller submitted before, so a
+//! witness reflects the caller's own earlier upserts.
 
 use std::sync::Arc;
 
@@ -92,23 +94,27 @@ impl<E: StageExecutor> Scheduler<E> {
     /// the object and generation it belongs to.
     pub fn try_get_witnessed_source(&self, path: &str) -> Option<(Arc<SourceText>, SourceWitness)> {
         let canonical = self.canonicalize(path).ok()?;
-        let locked = self.locked.lock();
-        let live = locked.dag.live_file(&canonical)?;
-        let known = locked.texts.get(&canonical)?;
-        (known.text.version == live.version())
-            .then(|| (Arc::clone(&known.text), SourceWitness { file: live }))
+        self.transact(|locked, post| {
+            self.admit_pending(locked, post, usize::MAX);
+            let live = locked.dag.live_file(&canonical)?;
+            let known = locked.texts.get(&canonical)?;
+            (known.text.version == live.version())
+                .then(|| (Arc::clone(&known.text), SourceWitness { file: live }))
+        })
     }
 
     /// The text `witness` was minted with, if its object is still live at
     /// that generation (the host's publication fence gets the same answer as
     /// [`Self::commit_artifact`] would).
     pub fn try_get_source_for_witness(&self, witness: &SourceWitness) -> Option<Arc<SourceText>> {
-        let locked = self.locked.lock();
-        if !locked.dag.is_live(&witness.file) {
-            return None;
-        }
-        let known = locked.texts.get(&witness.file.canonical)?;
-        (known.text.version == witness.version()).then(|| Arc::clone(&known.text))
+        self.transact(|locked, post| {
+            self.admit_pending(locked, post, usize::MAX);
+            if !locked.dag.is_live(&witness.file) {
+                return None;
+            }
+            let known = locked.texts.get(&witness.file.canonical)?;
+            (known.text.version == witness.version()).then(|| Arc::clone(&known.text))
+        })
     }
 
     /// Publishes `data` as the `profile` artifact of the object `witness` came
@@ -122,31 +128,33 @@ impl<E: StageExecutor> Scheduler<E> {
         profile: ProfileHash,
         data: E::Artifact,
     ) -> Result<Arc<ArtifactSnapshot<E::Artifact>>, WitnessError> {
-        let locked = self.locked.lock();
-        let node = self.witnessed_node(&locked.dag, witness)?;
-        let live = locked
-            .dag
-            .live_file(&witness.file.canonical)
-            .expect("a witnessed node is live");
-        if live.generation != witness.generation() {
-            return Err(WitnessError::Superseded {
-                path: witness.file.canonical.clone(),
-                witnessed: witness.generation(),
-                live: live.generation,
+        self.transact(|locked, post| {
+            self.admit_pending(locked, post, usize::MAX);
+            let node = self.witnessed_node(&locked.dag, witness)?;
+            let live = locked
+                .dag
+                .live_file(&witness.file.canonical)
+                .expect("a witnessed node is live");
+            if live.generation != witness.generation() {
+                return Err(WitnessError::Superseded {
+                    path: witness.file.canonical.clone(),
+                    witnessed: witness.generation(),
+                    live: live.generation,
+                });
+            }
+            let artifact = Arc::new(ArtifactSnapshot {
+                canonical: witness.file.canonical.clone(),
+                version: witness.version(),
+                profile,
+                data,
             });
-        }
-        let artifact = Arc::new(ArtifactSnapshot {
-            canonical: witness.file.canonical.clone(),
-            version: witness.version(),
-            profile,
-            data,
-        });
-        let published = node.update_view(witness.generation(), |view| {
-            view.artifacts.retain(|a| a.profile != profile);
-            view.artifacts.push(Arc::clone(&artifact));
-        });
-        debug_assert!(published, "a live node's view is at its live generation");
-        Ok(artifact)
+            let published = node.update_view(witness.generation(), |view| {
+                view.artifacts.retain(|a| a.profile != profile);
+                view.artifacts.push(Arc::clone(&artifact));
+            });
+            debug_assert!(published, "a live node's view is at its live generation");
+            Ok(artifact)
+        })
     }
 
     /// Evicts the `profile` artifact of the object `witness` came from, if it
@@ -157,30 +165,32 @@ impl<E: StageExecutor> Scheduler<E> {
         witness: &SourceWitness,
         profile: ProfileHash,
     ) -> Result<bool, WitnessError> {
-        let mut locked = self.locked.lock();
-        let node = self.witnessed_node(&locked.dag, witness)?;
-        let view = node.view();
-        let evicted = view.artifact(profile).filter(|artifact| {
-            artifact.version.incarnation == witness.incarnation()
-                && artifact.version.generation <= witness.generation()
-        });
-        let Some(evicted) = evicted else {
-            return Ok(false);
-        };
-        node.update_view(view.generation, |view| {
-            view.artifacts.retain(|a| a.profile != profile);
-        });
-        // The DAG must forget the build too, or the next request would be
-        // answered "done" with no output to serve: it rebuilds instead.
-        let built = FileIdentity::new(
-            witness.file.canonical.clone(),
-            evicted.version.incarnation,
-            evicted.version.generation,
-        );
-        locked.dag.forget_done(&WorkNodeIdentity::File(
-            built.at(TargetStage::Artifact(profile)),
-        ));
-        Ok(true)
+        self.transact(|locked, post| {
+            self.admit_pending(locked, post, usize::MAX);
+            let node = self.witnessed_node(&locked.dag, witness)?;
+            let view = node.view();
+            let evicted = view.artifact(profile).filter(|artifact| {
+                artifact.version.incarnation == witness.incarnation()
+                    && artifact.version.generation <= witness.generation()
+            });
+            let Some(evicted) = evicted else {
+                return Ok(false);
+            };
+            node.update_view(view.generation, |view| {
+                view.artifacts.retain(|a| a.profile != profile);
+            });
+            // The DAG must forget the build too, or the next request would be
+            // answered "done" with no output to serve: it rebuilds instead.
+            let built = FileIdentity::new(
+                witness.file.canonical.clone(),
+                evicted.version.incarnation,
+                evicted.version.generation,
+            );
+            locked.dag.forget_done(&WorkNodeIdentity::File(
+                built.at(TargetStage::Artifact(profile)),
+            ));
+            Ok(true)
+        })
     }
 
     /// The published node of the witnessed object, if it is that object.
@@ -205,8 +215,7 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Waiters and wait-for relations held now.
     pub fn wait_graph_occupancy(&self) -> WaitGraphOccupancy {
-        let locked = self.locked.lock();
-        let occupancy = locked.dag.dependency_occupancy();
+        let occupancy = self.with_dag(|locked| locked.dag.dependency_occupancy());
         WaitGraphOccupancy {
             request_waiters: occupancy.waiters,
             groups: occupancy.groups,

@@ -306,7 +306,9 @@ impl Hooks for InlineHooks {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
-        let text = format!("{event:?}");
+        // Incarnations come from a process-wide counter: leave them out, so
+        // two runs of one trace in one process digest alike.
+        let text = without_incarnations(&format!("{event:?}"));
         let mut state = shared.state.lock();
         state.digest = mix(state.digest ^ fnv1a(text.as_bytes()));
     }
@@ -317,6 +319,7 @@ impl Hooks for InlineHooks {
 pub fn sim_config(hooks: Arc<dyn Hooks>) -> SchedulerConfig {
     let mut config = SchedulerConfig::with_threads(2, 1);
     config.idle_repump = None;
+    config.wait_backstop = None;
     config.hooks = hooks;
     config
 }
@@ -341,7 +344,8 @@ impl Shared {
             sim_config(hooks),
             shared.fs.loader(),
             SimExecutor::default(),
-        );
+        )
+        .expect("a valid scheduler configuration");
         let _ = shared.scheduler.set(scheduler);
         shared
     }
@@ -865,7 +869,8 @@ impl Shared {
             sim_config(Arc::new(verter_scheduler::NoHooks)),
             fs.loader(),
             SimExecutor::default(),
-        );
+        )
+        .expect("a valid scheduler configuration");
         let paths: Vec<String> = self.oracle.paths().cloned().collect();
         for path in &paths {
             let state = self.oracle.latest(path);
@@ -877,7 +882,7 @@ impl Shared {
                 request = request.language(Language::new(language.as_str()));
             }
             if state.overlay.is_some() || state.language.is_some() {
-                let _ = fresh.submit_request(request);
+                drop(fresh.submit_request(request));
             }
         }
         fresh.run_until_idle();
@@ -904,6 +909,19 @@ impl Shared {
             }
         }
     }
+}
+
+/// `text` with every `Incarnation(n)` replaced by `Incarnation`.
+fn without_incarnations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("Incarnation(") {
+        out.push_str(&rest[..at + "Incarnation".len()]);
+        rest = &rest[at + "Incarnation(".len()..];
+        rest = rest.find(')').map_or("", |close| &rest[close + 1..]);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Every path a trace can name (canonical), plus every path its texts name.

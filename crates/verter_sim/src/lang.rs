@@ -17,12 +17,11 @@
 //! blocker, sorted by path. So an answer names every input it was built from,
 //! and the oracle recomputes it from the inputs it expects.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use verter_dag::ProfileHash;
 use verter_scheduler::{
-    AnalysisSnapshot, ExecutorError, SourceDeps, SourceInput, SourceSnapshot, StageExecutor,
+    AnalysisInput, ArtifactInput, ExecutorError, SourceDeps, SourceInput, StageExecutor,
 };
 
 use crate::rng::fnv1a;
@@ -172,8 +171,9 @@ impl StageExecutor for SimExecutor {
 
     fn execute_analysis(
         &self,
-        source: &SourceSnapshot<Parsed>,
+        input: &AnalysisInput<'_, Parsed>,
     ) -> Result<SimAnalysis, ExecutorError> {
+        let source = input.source;
         self.runs.fetch_add(1, Ordering::Relaxed);
         analyse(&source.parsed, source.language.as_str())
             .or_else(|fault| misbehave(fault, "Analysis", source.canonical().as_str()))
@@ -181,10 +181,9 @@ impl StageExecutor for SimExecutor {
 
     fn execute_artifact(
         &self,
-        profile: ProfileHash,
-        analysis: &AnalysisSnapshot<SimAnalysis>,
-        blockers: &[Arc<AnalysisSnapshot<SimAnalysis>>],
+        input: &ArtifactInput<'_, SimAnalysis>,
     ) -> Result<String, ExecutorError> {
+        let (profile, analysis, blockers) = (input.profile, input.analysis, input.blockers);
         self.runs.fetch_add(1, Ordering::Relaxed);
         let inputs: Vec<(&str, &SimAnalysis)> = blockers
             .iter()

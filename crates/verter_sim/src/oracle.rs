@@ -20,9 +20,9 @@
 //! 3. **Typed errors only where the result table allows them.** `Shutdown`
 //!    when the file was removed or reset in the window; `Superseded` only
 //!    for a request that carried text, when a later change to the file
-//!    started in the window; a dependency's `Shutdown` only when that
-//!    dependency was removed in the window. Anything else (`Cancelled`, an
-//!    internal error) is a violation.
+//!    started in the window. A dependency's removal is not an error: the
+//!    importer asks the loader for it again, as a fresh scheduler would.
+//!    Anything else (`Cancelled`, an internal error) is a violation.
 //!
 //! This module owns the histories and the judgement; it never calls the
 //! scheduler.
@@ -87,11 +87,27 @@ pub enum ChangeKind {
     /// The loader changed and the scheduler was not told: it may keep
     /// serving what it read before until it is told.
     Unnotified,
-    /// A scheduler call changed the file (upsert, language, invalidate,
-    /// close): everything before it is superseded once it is done.
+    /// A scheduler call set the file's text (upsert, invalidate, close):
+    /// every earlier text is superseded once it is done.
     Notified,
+    /// A request named a language: earlier languages are superseded once it
+    /// is done, but not earlier texts (a re-home keeps the text it knew).
+    Language,
     /// `remove` or `reset`: notified, and waiters may be answered `Shutdown`.
     Removal,
+}
+
+impl ChangeKind {
+    /// Whether a change of this kind, once done, settles the file's text.
+    fn settles_text(self) -> bool {
+        matches!(self, Self::Notified | Self::Removal)
+    }
+
+    /// Whether it settles the file's language.
+    fn settles_language(self, record: &Record) -> bool {
+        matches!(self, Self::Language | Self::Removal)
+            || (self == Self::Notified && record.sets_language)
+    }
 }
 
 /// One state of one file, and when the operation that made it ran.
@@ -108,6 +124,8 @@ pub struct Record {
     pub start: Tick,
     /// When its effect was certainly in place ([`OPEN`] until known).
     pub end: Tick,
+    /// Whether the change named a language (an upsert can).
+    pub sets_language: bool,
     /// The simulated thread that made it.
     pub author: usize,
     /// That thread's operation sequence number.
@@ -138,6 +156,7 @@ impl History {
                 may_bump: false,
                 start: 0,
                 end: 0,
+                sets_language: true,
                 author: usize::MAX,
                 seq: 0,
             }],
@@ -154,26 +173,44 @@ impl History {
         self.records
             .iter()
             .rev()
-            .take_while(|r| r.kind == ChangeKind::Unnotified)
-            .next()
-            .is_some()
+            .find(|r| r.kind != ChangeKind::Language)
+            .is_some_and(|r| r.kind == ChangeKind::Unnotified)
     }
 
     /// The states the file may have been in for a request from `reader`
-    /// submitted at `start` and answered by `end`.
+    /// submitted at `start` and answered by `end`: every text it may have
+    /// had, with every language it may have had (the two are settled by
+    /// different calls).
     pub fn candidates(&self, start: Tick, end: Tick, reader: Option<Reader>) -> Vec<FileState> {
-        let mut out: Vec<FileState> = Vec::new();
+        let done = |later: &Record| {
+            later.end <= start
+                || reader.is_some_and(|r| r.thread == later.author && later.seq <= r.seq)
+        };
+        let mut texts: Vec<(Option<Arc<str>>, Entry)> = Vec::new();
+        let mut languages: Vec<Option<String>> = Vec::new();
         for (k, record) in self.records.iter().enumerate() {
             if record.start > end {
                 continue;
             }
-            let superseded = self.records[k + 1..].iter().any(|later| {
-                later.kind != ChangeKind::Unnotified
-                    && (later.end <= start
-                        || reader.is_some_and(|r| r.thread == later.author && later.seq <= r.seq))
-            });
-            if !superseded && !out.contains(&record.state) {
-                out.push(record.state.clone());
+            let later = &self.records[k + 1..];
+            let text = (record.state.overlay.clone(), record.state.loader.clone());
+            if !later.iter().any(|l| l.kind.settles_text() && done(l)) && !texts.contains(&text) {
+                texts.push(text);
+            }
+            if !later.iter().any(|l| l.kind.settles_language(l) && done(l))
+                && !languages.contains(&record.state.language)
+            {
+                languages.push(record.state.language.clone());
+            }
+        }
+        let mut out = Vec::with_capacity(texts.len() * languages.len());
+        for (overlay, loader) in &texts {
+            for language in &languages {
+                out.push(FileState {
+                    overlay: overlay.clone(),
+                    loader: loader.clone(),
+                    language: language.clone(),
+                });
             }
         }
         out
@@ -190,7 +227,7 @@ impl History {
     pub fn superseded_after(&self, own: usize, end: Tick) -> bool {
         self.records[own + 1..]
             .iter()
-            .any(|r| r.kind != ChangeKind::Unnotified && r.may_bump && r.start <= end)
+            .any(|r| r.kind.settles_text() && r.may_bump && r.start <= end)
     }
 
     /// The states a pinned request (one that carried the text of record
@@ -609,7 +646,7 @@ impl Oracle {
             }
             Change::Language(language) => {
                 state.language = Some(language.clone());
-                (ChangeKind::Notified, false)
+                (ChangeKind::Language, false)
             }
             Change::Invalidate => {
                 state.overlay = None;
@@ -621,12 +658,20 @@ impl Oracle {
                 (ChangeKind::Removal, true)
             }
         };
+        let sets_language = matches!(
+            change,
+            Change::Upsert {
+                language: Some(_),
+                ..
+            }
+        );
         history.records.push(Record {
             state,
             kind,
             may_bump,
             start,
             end,
+            sets_language,
             author,
             seq,
         });
@@ -673,36 +718,29 @@ impl Oracle {
         }
     }
 
+    /// Whether the result table allows `sig` as the answer to `asked` (rule
+    /// 3 of the module docs).
+    fn table_allows(&self, asked: &Asked, sig: &Sig) -> bool {
+        let (start, end) = (asked.start, asked.end);
+        match sig {
+            Sig::Shutdown(p) if p == &asked.path => {
+                self.history(&asked.path).lock().removed_between(start, end)
+            }
+            Sig::Superseded(p) if p == &asked.path && asked.carried_text => asked
+                .own_record
+                .is_some_and(|own| self.history(&asked.path).lock().superseded_after(own, end)),
+            _ => false,
+        }
+    }
+
     /// Judges `answer` to `asked`: `Ok` when a fresh scheduler could have
     /// given it, or the result table allows it.
     pub fn judge(&self, asked: &Asked, answer: &Outcome) -> Result<(), String> {
         let (start, end) = (asked.start, asked.end);
-        if let Outcome::Error(sig) = answer {
-            match sig {
-                Sig::Shutdown(p) if p == &asked.path => {
-                    if self.history(&asked.path).lock().removed_between(start, end) {
-                        return Ok(());
-                    }
-                }
-                Sig::Superseded(p) if p == &asked.path && asked.carried_text => {
-                    let history = self.history(&asked.path).lock();
-                    if let Some(own) = asked.own_record
-                        && history.superseded_after(own, end)
-                    {
-                        return Ok(());
-                    }
-                }
-                Sig::Dependency(dep, _, cause) if matches!(&**cause, Sig::Shutdown(p) if p == dep) => {
-                    if self
-                        .files
-                        .get(dep.as_str())
-                        .is_some_and(|h| h.lock().removed_between(start, end))
-                    {
-                        return Ok(());
-                    }
-                }
-                _ => {}
-            }
+        if let Outcome::Error(sig) = answer
+            && self.table_allows(asked, sig)
+        {
+            return Ok(());
         }
         let own = match asked.own_record {
             Some(index) => self.history(&asked.path).lock().pinned(index, end),

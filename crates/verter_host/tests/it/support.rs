@@ -12,8 +12,8 @@ use verter_dag::{Canonical, ProfileHash, ResourceClass, TargetStage, WorkNodeIde
 use verter_host::{HostConfig, VerterHost};
 use verter_pools::CallerKind;
 use verter_scheduler::{
-    AnalysisSnapshot, ExecutorError, HookPoint, Hooks, Language, LoadError, QuiescenceReport,
-    SchedulerConfig, SchedulerEvent, SourceDeps, SourceInput, SourceLoader, SourceSnapshot,
+    AnalysisInput, ArtifactInput, ExecutorError, HookPoint, Hooks, Language, LoadError,
+    QuiescenceReport, SchedulerConfig, SchedulerEvent, SourceDeps, SourceInput, SourceLoader,
     StageExecutor,
 };
 
@@ -126,8 +126,9 @@ impl StageExecutor for LineExecutor {
 
     fn execute_analysis(
         &self,
-        source: &SourceSnapshot<Vec<String>>,
+        input: &AnalysisInput<'_, Vec<String>>,
     ) -> Result<usize, ExecutorError> {
+        let source = input.source;
         self.record(source.canonical(), "Analysis");
         Ok(source
             .parsed
@@ -136,12 +137,8 @@ impl StageExecutor for LineExecutor {
             .sum())
     }
 
-    fn execute_artifact(
-        &self,
-        profile: ProfileHash,
-        analysis: &AnalysisSnapshot<usize>,
-        blockers: &[Arc<AnalysisSnapshot<usize>>],
-    ) -> Result<String, ExecutorError> {
+    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+        let (profile, analysis, blockers) = (input.profile, input.analysis, input.blockers);
         self.record(&analysis.canonical, "Artifact");
         let mut parts = vec![format!("{}={}", analysis.canonical, analysis.data)];
         let mut others: Vec<String> = blockers
@@ -245,6 +242,7 @@ impl Hooks for GateHooks {
 pub(crate) fn test_config(hooks: &Arc<GateHooks>, host_cpu_threads: usize) -> HostConfig {
     let mut scheduler = SchedulerConfig::with_threads(2, 1);
     scheduler.idle_repump = None;
+    scheduler.wait_backstop = None;
     scheduler.hooks = Arc::clone(hooks) as Arc<dyn Hooks>;
     HostConfig::new(host_cpu_threads, scheduler)
 }
@@ -271,6 +269,7 @@ pub(crate) fn inline(
     hooks: &Arc<GateHooks>,
 ) -> VerterHost<LineExecutor> {
     VerterHost::new_inline(test_config(hooks, 1), files.clone(), executor.clone())
+        .expect("a valid scheduler configuration")
 }
 
 /// Runs `body` on its own thread and fails the test if it takes longer than

@@ -23,12 +23,14 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
 fn config() -> SchedulerConfig {
     let mut config = SchedulerConfig::with_threads(2, 1);
     config.idle_repump = None;
+    config.wait_backstop = None;
     config
 }
 
 /// A scheduler with no threads: every wait pumps on the caller's thread.
 pub(crate) fn inline_scheduler() -> Arc<Scheduler<RustIndexer>> {
     Scheduler::new_inline(config(), FsLoader, RustIndexer::new())
+        .expect("a valid scheduler configuration")
 }
 
 /// A scheduler on 2 CPU threads and 1 I/O thread.
@@ -36,6 +38,7 @@ pub(crate) fn threaded_scheduler() -> Arc<Scheduler<RustIndexer>> {
     let config = config();
     let (cpu, io) = config.build_pools().expect("pools");
     Scheduler::new(config, FsLoader, RustIndexer::new(), cpu, io)
+        .expect("a valid scheduler configuration")
 }
 
 /// Indexes the package at `dir` on `scheduler`, asserts the scheduler is

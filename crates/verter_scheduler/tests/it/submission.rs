@@ -175,7 +175,8 @@ fn an_inline_submitter_with_a_full_inbox_does_not_deadlock() {
         let hooks = Arc::new(GateHooks::default());
         let mut config = test_config(Arc::clone(&hooks));
         config.inbox_capacity = 2;
-        let scheduler = Scheduler::new_inline(config, files.clone(), executor.clone());
+        let scheduler = Scheduler::new_inline(config, files.clone(), executor.clone())
+            .expect("a valid scheduler configuration");
         let handles: Vec<_> = (0..20)
             .map(|i| {
                 scheduler.submit_request(Request::new(format!("f{i}.rs"), TargetStage::Source))

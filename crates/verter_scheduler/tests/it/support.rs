@@ -10,9 +10,9 @@ use parking_lot::Mutex;
 use verter_dag::{Canonical, ProfileHash, ResourceClass, TargetStage, WorkNodeIdentity};
 use verter_pools::CallerKind;
 use verter_scheduler::{
-    AnalysisSnapshot, CompletionHandle, ExecutorError, HookPoint, Hooks, Language, LoadError,
-    QuiescenceReport, Scheduler, SchedulerConfig, SchedulerEvent, SourceDeps, SourceInput,
-    SourceLoader, SourceSnapshot, StageExecutor,
+    AnalysisInput, ArtifactInput, CompletionHandle, ExecutorError, HookPoint, Hooks, Language,
+    LoadError, QuiescenceReport, Scheduler, SchedulerConfig, SchedulerEvent, SourceDeps,
+    SourceInput, SourceLoader, StageExecutor,
 };
 
 /// The artifact profile tests use.
@@ -150,8 +150,9 @@ impl StageExecutor for LineExecutor {
 
     fn execute_analysis(
         &self,
-        source: &SourceSnapshot<Vec<String>>,
+        input: &AnalysisInput<'_, Vec<String>>,
     ) -> Result<usize, ExecutorError> {
+        let source = input.source;
         self.record(
             source.canonical(),
             "Analysis",
@@ -164,12 +165,8 @@ impl StageExecutor for LineExecutor {
             .sum())
     }
 
-    fn execute_artifact(
-        &self,
-        profile: ProfileHash,
-        analysis: &AnalysisSnapshot<usize>,
-        blockers: &[Arc<AnalysisSnapshot<usize>>],
-    ) -> Result<String, ExecutorError> {
+    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+        let (profile, analysis, blockers) = (input.profile, input.analysis, input.blockers);
         self.record(
             &analysis.canonical,
             "Artifact",
@@ -276,6 +273,7 @@ impl Hooks for GateHooks {
 pub(crate) fn test_config(hooks: Arc<GateHooks>) -> SchedulerConfig {
     let mut config = SchedulerConfig::with_threads(2, 1);
     config.idle_repump = None;
+    config.wait_backstop = None;
     config.hooks = hooks;
     config
 }
@@ -296,6 +294,7 @@ pub(crate) fn threaded_with(
 ) -> Arc<Scheduler<LineExecutor>> {
     let (cpu, io) = config.build_pools().expect("pools");
     Scheduler::new(config, files.clone(), executor.clone(), cpu, io)
+        .expect("a valid scheduler configuration")
 }
 
 /// An inline scheduler over `files`.
@@ -309,6 +308,7 @@ pub(crate) fn inline(
         files.clone(),
         executor.clone(),
     )
+    .expect("a valid scheduler configuration")
 }
 
 /// Runs `body` on its own thread and fails the test if it takes longer than

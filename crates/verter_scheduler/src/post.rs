@@ -1,0 +1,160 @@
+//! Answers and post-lock work: the only place a waiter is ever answered.
+//!
+//! A request's answer lives in an [`AnswerSlot`] whose cell has no setter
+//! anywhere in the crate except [`PostWork::deliver`]. Code that holds the
+//! DAG lock can only *push* an answer onto a [`PostWork`]; the guard that
+//! owns the lock ([`crate::scheduler::Scheduler::transact`]) hands its
+//! post-work over only after the guard has dropped. So "no waiter is
+//! answered, no host waker called, under the DAG lock" is a fact of the
+//! module boundary, not of care.
+//!
+//! # Invariants
+//! 1. Every answer reaches its cell through `deliver`, which is never
+//!    called while the calling thread holds the DAG lock: it checks the
+//!    thread's lock mark (`a_waker_that_reenters_the_scheduler_never_deadlocks`,
+//!    `answers_are_only_delivered_with_the_lock_released`).
+//! 2. A second answer to one slot is refused by the cell and counted, so a
+//!    test can see it (`SchedulerCounters::duplicate_answers`).
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use verter_pools::WaitCell;
+
+use crate::hooks::{Hooks, SchedulerEvent};
+use crate::snapshot::RequestResult;
+use crate::traits::StageExecutor;
+
+thread_local! {
+    /// Whether this thread holds the DAG lock: set by the guard, read by
+    /// `deliver`.
+    static HOLDS_DAG_LOCK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the current thread as holding the DAG lock while alive.
+pub(crate) struct LockMark(());
+
+impl LockMark {
+    /// Marks the thread. The DAG lock is not re-entrant, so a thread is
+    /// never marked twice.
+    pub(crate) fn set() -> Self {
+        HOLDS_DAG_LOCK.with(|held| {
+            debug_assert!(!held.get(), "the DAG lock is not re-entrant");
+            held.set(true);
+        });
+        Self(())
+    }
+}
+
+impl Drop for LockMark {
+    fn drop(&mut self) {
+        HOLDS_DAG_LOCK.with(|held| held.set(false));
+    }
+}
+
+/// Whether the current thread holds the DAG lock.
+pub(crate) fn holds_dag_lock() -> bool {
+    HOLDS_DAG_LOCK.with(Cell::get)
+}
+
+/// What a request's handle shares with the scheduler.
+pub(crate) struct HandleState<E: StageExecutor> {
+    /// Set once, by `PostWork::deliver` only.
+    cell: WaitCell<RequestResult<E>>,
+    /// Set (under the DAG lock: a store, not a wake) when the request is
+    /// admitted, or answered without admission.
+    admitted: AtomicBool,
+}
+
+impl<E: StageExecutor> HandleState<E> {
+    pub(crate) fn cell(&self) -> &WaitCell<RequestResult<E>> {
+        &self.cell
+    }
+
+    pub(crate) fn is_admitted(&self) -> bool {
+        self.admitted.load(Ordering::Acquire)
+    }
+}
+
+/// The scheduler's end of one request's handle.
+pub(crate) struct AnswerSlot<E: StageExecutor>(Arc<HandleState<E>>);
+
+impl<E: StageExecutor> AnswerSlot<E> {
+    /// A new, unanswered slot.
+    pub(crate) fn new() -> Self {
+        Self(Arc::new(HandleState {
+            cell: WaitCell::new(),
+            admitted: AtomicBool::new(false),
+        }))
+    }
+
+    /// The state a handle reads.
+    pub(crate) fn state(&self) -> Arc<HandleState<E>> {
+        Arc::clone(&self.0)
+    }
+
+    /// Another end of the same slot.
+    pub(crate) fn share(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+
+    /// Records that the request was admitted.
+    pub(crate) fn mark_admitted(&self) {
+        self.0.admitted.store(true, Ordering::Release);
+    }
+}
+
+/// What a lock hold decided and must be done after the guard drops:
+/// answers, hook events, and whether newly ready work must be dispatched.
+pub(crate) struct PostWork<E: StageExecutor> {
+    answers: Vec<(AnswerSlot<E>, RequestResult<E>)>,
+    pub(crate) events: Vec<SchedulerEvent>,
+    pub(crate) dispatch: bool,
+}
+
+impl<E: StageExecutor> Default for PostWork<E> {
+    fn default() -> Self {
+        Self {
+            answers: Vec::new(),
+            events: Vec::new(),
+            dispatch: false,
+        }
+    }
+}
+
+impl<E: StageExecutor> PostWork<E> {
+    /// Queues `result` as `slot`'s answer.
+    pub(crate) fn answer(&mut self, slot: AnswerSlot<E>, result: RequestResult<E>) {
+        self.answers.push((slot, result));
+    }
+
+    /// Whether there is nothing to deliver.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.answers.is_empty() && self.events.is_empty() && !self.dispatch
+    }
+
+    /// Fires the events (first, so a waiter that has its answer knows every
+    /// event of the work that answered it was reported), then answers every
+    /// slot, counting a second answer to a slot in `duplicates`. Returns
+    /// whether newly ready work must be dispatched.
+    ///
+    /// # Panics
+    /// In debug builds, if the calling thread holds the DAG lock.
+    pub(crate) fn deliver(self, hooks: &dyn Hooks, duplicates: &AtomicU64) -> bool {
+        debug_assert!(
+            !holds_dag_lock(),
+            "answers and events are delivered only after the DAG lock is released"
+        );
+        for event in &self.events {
+            hooks.on_event(event);
+        }
+        for (slot, result) in self.answers {
+            slot.0.admitted.store(true, Ordering::Release);
+            if slot.0.cell.set(result).is_err() {
+                duplicates.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.dispatch
+    }
+}
