@@ -156,10 +156,10 @@ impl ProgressSignal {
         self.deregister();
     }
 
-    /// How many threads are parked (or about to park) right now. Tests use
-    /// it as a handshake: a notify sent once it is non-zero finds them.
-    #[cfg(all(test, not(verter_loom)))]
-    pub(crate) fn parked_threads(&self) -> usize {
+    /// How many threads are parked (or about to park) right now: for
+    /// diagnostics, and for tests as a handshake (a notify sent once it is
+    /// non-zero finds them).
+    pub fn parked_threads(&self) -> usize {
         self.n_parked.load(Ordering::SeqCst)
     }
 

@@ -392,7 +392,7 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(crate) fn transact<R>(&self, f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R) -> R {
         let mut post = PostWork::default();
         let result = {
-            let mut locked = self.locked.lock();
+            let mut locked = self.lock();
             let _mark = LockMark::set();
             f(&mut locked, &mut post)
         };
@@ -402,7 +402,18 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Reads state under the DAG lock; changes nothing and answers no one.
     fn read_locked<R>(&self, f: impl FnOnce(&Locked<E>) -> R) -> R {
-        f(&self.locked.lock())
+        f(&self.lock())
+    }
+
+    /// Takes the DAG lock. It is not re-entrant: a thread that already holds
+    /// it (a public method called from under the lock) panics here in debug
+    /// builds instead of deadlocking.
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Locked<E>> {
+        debug_assert!(
+            !crate::post::holds_dag_lock(),
+            "the DAG lock is not re-entrant: code under the lock called a method that takes it"
+        );
+        self.locked.lock()
     }
 
     /// After the lock: events, answers, dispatch of newly ready work, and a
@@ -538,6 +549,14 @@ impl<E: StageExecutor> Scheduler<E> {
             };
             self.progress.park(seen, remaining);
         }
+    }
+
+    /// Driving waiters (inline callers, stage workers) and `wait_idle`
+    /// callers parked on the scheduler's progress signal right now: for
+    /// diagnostics, and for tests that must know a waiter is parked before
+    /// they let work go on.
+    pub fn idle_waiters(&self) -> usize {
+        self.progress.parked_threads()
     }
 
     /// Whether nothing is waiting for admission, queued, ready or running.
@@ -834,6 +853,15 @@ impl<E: StageExecutor> Scheduler<E> {
                 if let Some(effects) = swept {
                     self.absorb(locked, effects, post);
                 }
+            } else if let Some(known) = locked.texts.get_mut(&canonical)
+                && !known.published
+            {
+                // The same text was loaded and waits to be parsed: the host
+                // upserted it, so it reads it from now on (its Source commit
+                // will not publish it again).
+                known.published = true;
+                let source = Arc::clone(&known.text);
+                self.publish_present(&source);
             }
         }
         // 4. Register the waiter before admitting its work.
@@ -1293,7 +1321,7 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
         // nothing hangs, and no waker runs under the lock.
         let mut post = PostWork::default();
         {
-            let mut locked = self.locked.lock();
+            let mut locked = self.lock();
             let _mark = LockMark::set();
             while let Ok(item) = self.inbox_rx.try_recv() {
                 for prepared in item.into_items() {

@@ -206,7 +206,13 @@ impl<E: StageExecutor> Scheduler<E> {
         if object.incarnation != witness.incarnation() {
             return Err(gone());
         }
-        let node = self.node(&witness.file.canonical).ok_or_else(gone)?;
+        // The node map directly: the caller holds the DAG lock, and the
+        // public `node` admits pending submissions (it takes the lock).
+        let node = self
+            .nodes
+            .get(&witness.file.canonical)
+            .map(|node| Arc::clone(&node))
+            .ok_or_else(gone)?;
         if node.incarnation() != witness.incarnation() || node.is_retired() {
             return Err(gone());
         }

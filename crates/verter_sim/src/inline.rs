@@ -40,10 +40,10 @@ use verter_scheduler::{
 use verter_source_root::SchedulerSourceRoot;
 
 use crate::fs::{Entry, SimFs, canonical_name};
-use crate::lang::{self, SimExecutor};
+use crate::lang::SimExecutor;
 use crate::ops::{Generator, Op, ReqSpec, STAGES, SimConfig, StageLabel};
 use crate::oracle::{
-    Asked, Change, OPEN, Oracle, Reader, Tick, blockers_of, outcomes, render, source_of,
+    Asked, Change, OPEN, Oracle, Reader, Tick, committable_artifact, outcomes, render,
 };
 use crate::rng::{fnv1a, mix};
 
@@ -397,12 +397,22 @@ impl Shared {
         match op {
             Op::Write { path, entry } => {
                 let (seq, now) = (self.next_seq(), self.tick());
-                self.fs.write(path, entry.clone());
                 self.apply(path, &Change::Write(entry.clone()), now, now, seq);
+                self.fs.write(path, entry.clone());
             }
             Op::Invalidate(path) | Op::Close(path) | Op::Remove(path) => {
+                // Recorded (open) before the call: the call answers waiters
+                // before it returns.
                 let canonical = canonical_name(path).to_owned();
                 let (seq, start) = (self.next_seq(), self.tick());
+                let change = if matches!(op, Op::Remove(_)) {
+                    Change::Remove
+                } else {
+                    Change::Invalidate
+                };
+                let index = self
+                    .oracle
+                    .apply(&canonical, &change, start, OPEN, HOST, seq);
                 let result = match op {
                     Op::Invalidate(_) => scheduler.invalidate(path),
                     Op::Close(_) => scheduler.close_file(path),
@@ -412,22 +422,24 @@ impl Shared {
                 if let Err(error) = result {
                     self.violate(format!("{op} failed: {error}"));
                 }
-                let change = if matches!(op, Op::Remove(_)) {
-                    Change::Remove
-                } else {
-                    Change::Invalidate
-                };
                 self.close_open_records(end);
-                self.apply(&canonical, &change, start, end, seq);
+                self.oracle.close(&canonical, index, end);
             }
             Op::Reset => {
                 let (seq, start) = (self.next_seq(), self.tick());
+                let paths: Vec<String> = self.oracle.paths().cloned().collect();
+                let records: Vec<usize> = paths
+                    .iter()
+                    .map(|path| {
+                        self.oracle
+                            .apply(path, &Change::Remove, start, OPEN, HOST, seq)
+                    })
+                    .collect();
                 scheduler.reset();
                 let end = self.tick();
                 self.close_open_records(end);
-                let paths: Vec<String> = self.oracle.paths().cloned().collect();
-                for path in paths {
-                    self.apply(&path, &Change::Remove, start, end, seq);
+                for (path, index) in paths.iter().zip(records) {
+                    self.oracle.close(path, index, end);
                 }
             }
             Op::Request { req, keep } => {
@@ -678,22 +690,12 @@ impl Shared {
         let Some(node) = scheduler.node(witness.canonical()) else {
             return;
         };
-        let canonical = witness.canonical().to_string();
-        let state = crate::oracle::FileState {
-            overlay: Some(Arc::clone(&text.text)),
-            loader: Entry::Missing,
-            language: Some(node.language().to_string()),
-        };
-        let Ok((_, parsed)) = source_of(&canonical, &state) else {
-            return;
-        };
-        if !blockers_of(&canonical, &parsed).is_empty() {
-            return;
-        }
-        let Ok(analysis) = lang::analyse(&parsed, node.language().as_str()) else {
-            return;
-        };
-        let Ok(data) = lang::build(profile, &canonical, &analysis, &[]) else {
+        let Some(data) = committable_artifact(
+            witness.canonical().as_str(),
+            &text.text,
+            node.language().as_str(),
+            profile,
+        ) else {
             return;
         };
         if let Err(error) = scheduler.commit_artifact(&witness, profile, data) {
@@ -730,8 +732,7 @@ impl Shared {
         self.judge_read(&canonical, got.as_ref(), at, at, seq, "a root");
     }
 
-    /// A source read must be a text the file had in the window, and must
-    /// see a text the reader itself upserted.
+    /// Judges a source read (see [`Oracle::judge_read`]).
     fn judge_read(
         &self,
         path: &str,
@@ -741,39 +742,9 @@ impl Shared {
         seq: u64,
         what: &str,
     ) {
-        let candidates =
-            self.oracle
-                .candidates(path, start, end, Some(Reader { thread: HOST, seq }));
-        match got {
-            Some(text) => {
-                let known = candidates
-                    .iter()
-                    .any(|state| state.content() == Entry::Text(Arc::clone(text)));
-                if !known {
-                    self.violate(format!(
-                        "{what} read {path} as {text:?}, a text it did not have then (it had {:?})",
-                        candidates
-                            .iter()
-                            .map(|s| s.content().to_string())
-                            .collect::<Vec<_>>()
-                    ));
-                }
-            }
-            None => {
-                if let Some(overlay) = candidates
-                    .iter()
-                    .map(|s| s.overlay.clone())
-                    .next()
-                    .flatten()
-                    && candidates
-                        .iter()
-                        .all(|s| s.overlay.as_ref() == Some(&overlay))
-                {
-                    self.violate(format!(
-                        "{what} read nothing for {path}, which the host had upserted as {overlay:?}"
-                    ));
-                }
-            }
+        let reader = Reader { thread: HOST, seq };
+        if let Err(message) = self.oracle.judge_read(path, got, start, end, reader, what) {
+            self.violate(message);
         }
     }
 
@@ -824,7 +795,7 @@ impl Shared {
             state.checks += 1;
             state.checks
         };
-        if checks % 3 == 0 {
+        if checks.is_multiple_of(3) {
             self.exec(&Op::Reset, false);
             scheduler.run_until_idle();
             let occupancy = scheduler.dependency_occupancy();
@@ -858,57 +829,65 @@ impl Shared {
         }
     }
 
-    /// Compares the oracle's exact answers with a fresh scheduler's over the
-    /// same loader tree, upserted texts and named languages.
+    /// Compares the oracle with a fresh scheduler (see [`fresh_disagreement`]).
     fn cross_check(&self) {
-        let fs = SimFs::default();
-        for (path, entry) in self.fs.snapshot() {
-            fs.write(&path, entry);
+        if let Some(message) = fresh_disagreement(&self.fs, &self.oracle) {
+            self.violate(message);
         }
-        let fresh = Scheduler::new_inline(
-            sim_config(Arc::new(verter_scheduler::NoHooks)),
-            fs.loader(),
-            SimExecutor::default(),
-        )
-        .expect("a valid scheduler configuration");
-        let paths: Vec<String> = self.oracle.paths().cloned().collect();
-        for path in &paths {
-            let state = self.oracle.latest(path);
-            let mut request = Request::new(path.as_str(), TargetStage::Source);
-            if let Some(text) = &state.overlay {
-                request = request.text(Arc::clone(text));
-            }
-            if let Some(language) = &state.language {
-                request = request.language(Language::new(language.as_str()));
-            }
-            if state.overlay.is_some() || state.language.is_some() {
-                drop(fresh.submit_request(request));
-            }
+    }
+}
+
+/// Compares the oracle's exact answers with a fresh inline scheduler's over
+/// the same loader tree, upserted texts and named languages (at a quiescent
+/// point, when every file has one state). Returns the first disagreement: a
+/// bug in the oracle or in the scheduler, either way a finding.
+pub(crate) fn fresh_disagreement(tree: &SimFs, oracle: &Oracle) -> Option<String> {
+    let fs = SimFs::default();
+    for (path, entry) in tree.snapshot() {
+        fs.write(&path, entry);
+    }
+    let fresh = Scheduler::new_inline(
+        sim_config(Arc::new(verter_scheduler::NoHooks)),
+        fs.loader(),
+        SimExecutor::default(),
+    )
+    .expect("the simulator's configuration is valid");
+    let paths: Vec<String> = oracle.paths().cloned().collect();
+    for path in &paths {
+        let state = oracle.latest(path);
+        let mut request = Request::new(path.as_str(), TargetStage::Source);
+        if let Some(text) = &state.overlay {
+            request = request.text(Arc::clone(text));
         }
-        fresh.run_until_idle();
-        for path in &paths {
-            for stage in STAGES {
-                let handle = fresh.submit_request(Request::new(path.as_str(), stage));
-                fresh.run_until_idle();
-                let Some(result) = handle.try_result() else {
-                    self.violate(format!(
-                        "a fresh scheduler left {stage} of {path} unanswered"
-                    ));
-                    return;
-                };
-                let answer = render(&result);
-                let own = [self.oracle.latest(path)];
-                let expected = outcomes(path, stage, &own, &|p| vec![self.oracle.latest(p)]);
-                if !expected.contains(&answer) {
-                    self.violate(format!(
-                        "the oracle and a fresh scheduler disagree on {stage} of {path}: fresh `{answer}`, oracle {:?}",
-                        expected.iter().map(ToString::to_string).collect::<Vec<_>>()
-                    ));
-                    return;
-                }
+        if let Some(language) = &state.language {
+            request = request.language(Language::new(language.as_str()));
+        }
+        if state.overlay.is_some() || state.language.is_some() {
+            drop(fresh.submit_request(request));
+        }
+    }
+    fresh.run_until_idle();
+    for path in &paths {
+        for stage in STAGES {
+            let handle = fresh.submit_request(Request::new(path.as_str(), stage));
+            fresh.run_until_idle();
+            let Some(result) = handle.try_result() else {
+                return Some(format!(
+                    "a fresh scheduler left {stage} of {path} unanswered"
+                ));
+            };
+            let answer = render(&result);
+            let own = [oracle.latest(path)];
+            let expected = outcomes(path, stage, &own, &|p| vec![oracle.latest(p)]);
+            if !expected.contains(&answer) {
+                return Some(format!(
+                    "the oracle and a fresh scheduler disagree on {stage} of {path}: fresh `{answer}`, oracle {:?}",
+                    expected.iter().map(ToString::to_string).collect::<Vec<_>>()
+                ));
             }
         }
     }
+    None
 }
 
 /// `text` with every `Incarnation(n)` replaced by `Incarnation`.

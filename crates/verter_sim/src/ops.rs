@@ -175,6 +175,10 @@ pub struct Generator {
     rng: SimRng,
     config: SimConfig,
     paths: Vec<String>,
+    /// The files this generator's operations may change (all of them in
+    /// inline mode; a thread's own files in threaded mode, so each file's
+    /// changes have one order).
+    owned: Vec<String>,
     recent: Vec<Arc<str>>,
 }
 
@@ -184,12 +188,21 @@ impl Generator {
     /// A generator for `seed`.
     pub fn new(seed: u64, config: SimConfig) -> Self {
         let paths = universe(&config);
+        let owned = paths.clone();
         Self {
             rng: SimRng::new(seed),
             config,
             paths,
+            owned,
             recent: Vec::new(),
         }
+    }
+
+    /// The same generator, changing only `owned` (each non-empty).
+    pub fn owning(mut self, owned: Vec<String>) -> Self {
+        assert!(!owned.is_empty(), "a generator must own a file");
+        self.owned = owned;
+        self
     }
 
     /// The generator's random stream.
@@ -211,10 +224,19 @@ impl Generator {
         }
     }
 
-    /// A file path (not the ghost), canonical.
+    /// A file this generator may change, canonical.
     pub fn file(&mut self) -> String {
-        let n = self.config.files;
-        self.paths[self.rng.below(n)].clone()
+        self.rng.pick(&self.owned).clone()
+    }
+
+    /// A file this generator may change, sometimes spelled `./x`.
+    fn owned_path(&mut self) -> String {
+        let path = self.file();
+        if self.rng.chance(10) {
+            format!("./{path}")
+        } else {
+            path
+        }
     }
 
     /// A text: words, blockers (`use`), forward deps (`import`), now and
@@ -278,7 +300,6 @@ impl Generator {
 
     /// A request for a random stage and priority, maybe with text.
     pub fn request(&mut self, with_text: bool) -> ReqSpec {
-        let path = self.path();
         let stage = *self.rng.pick(&STAGES);
         let priority = *self.rng.pick(&Priority::ALL);
         let text = with_text.then(|| self.text());
@@ -286,6 +307,12 @@ impl Generator {
             .rng
             .chance(5)
             .then(|| (*self.rng.pick(&LANGUAGES)).to_owned());
+        // Only a file this generator owns may be changed.
+        let path = if text.is_some() || language.is_some() {
+            self.owned_path()
+        } else {
+            self.path()
+        };
         ReqSpec {
             path,
             stage,
@@ -328,8 +355,8 @@ impl Generator {
                     Op::Remove(path),
                 ]
             }
-            45..=48 => vec![Op::Remove(self.path())],
-            49..=52 => vec![Op::Close(self.path())],
+            45..=48 => vec![Op::Remove(self.owned_path())],
+            49..=52 => vec![Op::Close(self.owned_path())],
             53..=54 => vec![Op::Reset],
             55..=79 => vec![Op::Request {
                 req: self.request(false),

@@ -178,24 +178,30 @@ impl History {
     }
 
     /// The states the file may have been in for a request from `reader`
-    /// submitted at `start` and answered by `end`: every text it may have
-    /// had, with every language it may have had (the two are settled by
-    /// different calls).
+    /// submitted at `start` and answered by `end`. The overlay (an upsert
+    /// takes effect at its admission, which may come after the host's next
+    /// loader write), the loader's entry and the language each have their
+    /// own candidates; a state is any combination of them.
     pub fn candidates(&self, start: Tick, end: Tick, reader: Option<Reader>) -> Vec<FileState> {
         let done = |later: &Record| {
             later.end <= start
                 || reader.is_some_and(|r| r.thread == later.author && later.seq <= r.seq)
         };
-        let mut texts: Vec<(Option<Arc<str>>, Entry)> = Vec::new();
+        let mut overlays: Vec<Option<Arc<str>>> = Vec::new();
+        let mut loaders: Vec<Entry> = Vec::new();
         let mut languages: Vec<Option<String>> = Vec::new();
         for (k, record) in self.records.iter().enumerate() {
             if record.start > end {
                 continue;
             }
             let later = &self.records[k + 1..];
-            let text = (record.state.overlay.clone(), record.state.loader.clone());
-            if !later.iter().any(|l| l.kind.settles_text() && done(l)) && !texts.contains(&text) {
-                texts.push(text);
+            if !later.iter().any(|l| l.kind.settles_text() && done(l)) {
+                if !overlays.contains(&record.state.overlay) {
+                    overlays.push(record.state.overlay.clone());
+                }
+                if !loaders.contains(&record.state.loader) {
+                    loaders.push(record.state.loader.clone());
+                }
             }
             if !later.iter().any(|l| l.kind.settles_language(l) && done(l))
                 && !languages.contains(&record.state.language)
@@ -203,14 +209,21 @@ impl History {
                 languages.push(record.state.language.clone());
             }
         }
-        let mut out = Vec::with_capacity(texts.len() * languages.len());
-        for (overlay, loader) in &texts {
-            for language in &languages {
-                out.push(FileState {
-                    overlay: overlay.clone(),
-                    loader: loader.clone(),
-                    language: language.clone(),
-                });
+        let mut out = Vec::new();
+        for overlay in &overlays {
+            // Under an overlay the loader's entry does not matter.
+            let loaders: &[Entry] = match overlay {
+                Some(_) => std::slice::from_ref(&loaders[0]),
+                None => &loaders,
+            };
+            for loader in loaders {
+                for language in &languages {
+                    out.push(FileState {
+                        overlay: overlay.clone(),
+                        loader: loader.clone(),
+                        language: language.clone(),
+                    });
+                }
             }
         }
         out
@@ -558,6 +571,136 @@ fn artifact_outcomes(
     }
 }
 
+/// The Artifact the executor builds for `text` processed as `language`,
+/// when it depends on nothing but that text (no blockers) and builds: what
+/// a host may commit with a witness of that text without being wrong.
+pub fn committable_artifact(
+    path: &str,
+    text: &Arc<str>,
+    language: &str,
+    profile: ProfileHash,
+) -> Option<String> {
+    let parsed = lang::parse(text).ok()?;
+    if !blockers_of(path, &parsed).is_empty() {
+        return None;
+    }
+    let analysis = lang::analyse(&parsed, language).ok()?;
+    lang::build(profile, path, &analysis, &[]).ok()
+}
+
+/// Whether a fresh scheduler could answer `answer` for `stage` of `path`
+/// over some choice of states: `path` in one of `own`, every other file in
+/// one of `others(file)`. Decided part by part (an Artifact's value names
+/// each input it was built from), so it costs the sum of the candidate
+/// sets, not their product.
+pub fn admits(
+    answer: &Outcome,
+    path: &str,
+    stage: TargetStage,
+    own: &[FileState],
+    others: &dyn Fn(&str) -> Vec<FileState>,
+) -> bool {
+    let TargetStage::Artifact(profile) = stage else {
+        return outcomes(path, stage, own, others).contains(answer);
+    };
+    match answer {
+        Outcome::Value(value) => own
+            .iter()
+            .any(|state| artifact_value_fits(value, profile, path, state, others)),
+        Outcome::Error(sig) => own
+            .iter()
+            .any(|state| artifact_error_fits(sig, path, state, others)),
+    }
+}
+
+/// Whether `value` is the Artifact built from `state` and some state of
+/// each blocker it names.
+fn artifact_value_fits(
+    value: &str,
+    profile: ProfileHash,
+    path: &str,
+    state: &FileState,
+    others: &dyn Fn(&str) -> Vec<FileState>,
+) -> bool {
+    let Ok((_, parsed)) = source_of(path, state) else {
+        return false;
+    };
+    let Ok(own) = lang::analyse(&parsed, &state.language_of(path)) else {
+        return false;
+    };
+    if own.artifact_fault.is_some() {
+        return false;
+    }
+    let mut parts = value.split('|');
+    if parts.next() != Some(profile.to_string().as_str()) {
+        return false;
+    }
+    if parts.next() != Some(format!("{path}={}", own.summary).as_str()) {
+        return false;
+    }
+    let mut blockers = blockers_of(path, &parsed);
+    blockers.sort();
+    let named: Vec<(&str, &str)> = parts.filter_map(|part| part.split_once('=')).collect();
+    named.len() == blockers.len()
+        && named
+            .iter()
+            .zip(&blockers)
+            .all(|((name, summary), blocker)| {
+                name == blocker
+                    && others(blocker).iter().any(|blocker_state| {
+                        analysis_of(blocker, blocker_state)
+                            .is_ok_and(|analysis| analysis.summary == *summary)
+                    })
+            })
+}
+
+/// Whether `sig` is an error the Artifact of `state` can fail with: its own
+/// Source or Analysis error, a blocker's failure (any failing input may be
+/// the one that fails it first), or its own fault when every input built.
+fn artifact_error_fits(
+    sig: &Sig,
+    path: &str,
+    state: &FileState,
+    others: &dyn Fn(&str) -> Vec<FileState>,
+) -> bool {
+    let (_, parsed) = match source_of(path, state) {
+        Ok(source) => source,
+        Err(own) => return own == *sig,
+    };
+    let own = lang::analyse(&parsed, &state.language_of(path));
+    if let Err(fault) = &own
+        && fault_sig(*fault, path, "Analysis") == *sig
+    {
+        return true;
+    }
+    let mut every_blocker_builds = true;
+    for blocker in blockers_of(path, &parsed) {
+        let states = others(&blocker);
+        let mut builds = false;
+        for blocker_state in &states {
+            match analysis_of(&blocker, blocker_state) {
+                Ok(_) => builds = true,
+                Err(cause) => {
+                    if *sig == Sig::Dependency(blocker.clone(), "Analysis".into(), Box::new(cause))
+                    {
+                        return true;
+                    }
+                }
+            }
+        }
+        every_blocker_builds &= builds;
+    }
+    match own {
+        Ok(analysis) => {
+            every_blocker_builds
+                && analysis
+                    .artifact_fault
+                    .is_some_and(|fault| fault_sig(fault, path, "Artifact") == *sig)
+        }
+        Err(_) => false,
+    }
+}
+
 /// A request as the oracle judges it.
 #[derive(Debug, Clone)]
 pub struct Asked {
@@ -718,6 +861,85 @@ impl Oracle {
         }
     }
 
+    /// Judges a source read (`try_get_source`, or a root captured in
+    /// `[start, end]`): a text it returns must be one the file had then, and
+    /// a file the reader itself upserted must read as that text.
+    pub fn judge_read(
+        &self,
+        path: &str,
+        got: Option<&Arc<str>>,
+        start: Tick,
+        end: Tick,
+        reader: Reader,
+        what: &str,
+    ) -> Result<(), String> {
+        let candidates = self.candidates(path, start, end, Some(reader));
+        match got {
+            Some(text) => {
+                if candidates
+                    .iter()
+                    .any(|state| state.content() == Entry::Text(Arc::clone(text)))
+                {
+                    return Ok(());
+                }
+                let had: Vec<String> = candidates.iter().map(|s| s.content().to_string()).collect();
+                Err(format!(
+                    "{what} read {path} as {text:?}, a text it did not have then (it had {had:?})"
+                ))
+            }
+            None => match candidates.first().and_then(|s| s.overlay.clone()) {
+                Some(overlay)
+                    if candidates
+                        .iter()
+                        .all(|s| s.overlay.as_ref() == Some(&overlay)) =>
+                {
+                    Err(format!(
+                        "{what} read nothing for {path}, which the host had upserted as {overlay:?}"
+                    ))
+                }
+                _ => Ok(()),
+            },
+        }
+    }
+
+    /// The last records of `path`'s history, for a violation report.
+    pub fn describe(&self, path: &str) -> String {
+        let Some(history) = self.files.get(path) else {
+            return format!("{path}: no history");
+        };
+        let history = history.lock();
+        let records: Vec<String> = history
+            .records
+            .iter()
+            .rev()
+            .take(8)
+            .rev()
+            .map(|r| {
+                let end = if r.end == OPEN {
+                    "open".to_owned()
+                } else {
+                    r.end.to_string()
+                };
+                format!(
+                    "[{}..{end}] {:?} by thread {} #{}: {}",
+                    r.start,
+                    r.kind,
+                    if r.author == usize::MAX {
+                        "-".to_owned()
+                    } else {
+                        r.author.to_string()
+                    },
+                    r.seq,
+                    r.state.content()
+                )
+            })
+            .collect();
+        format!(
+            "history of {path} (newest last):\n    {}",
+            records.join("\n    ")
+        )
+    }
+
     /// Whether the result table allows `sig` as the answer to `asked` (rule
     /// 3 of the module docs).
     fn table_allows(&self, asked: &Asked, sig: &Sig) -> bool {
@@ -747,16 +969,39 @@ impl Oracle {
             None => self.candidates(&asked.path, start, end, asked.reader),
         };
         let others = |path: &str| self.candidates(path, start, end, asked.reader);
-        let expected = outcomes(&asked.path, asked.stage, &own, &others);
-        if expected.contains(answer) {
+        if admits(answer, &asked.path, asked.stage, &own, &others) {
             return Ok(());
         }
-        let expected: Vec<String> = expected.iter().map(ToString::to_string).collect();
+        // For the report, the answers over the newest states only (the
+        // whole set can be exponential in the number of blockers).
+        let newest = |path: &str| {
+            let mut states = self.candidates(path, start, end, asked.reader);
+            states.truncate(1);
+            states
+        };
+        let mut own_newest = own.clone();
+        own_newest.truncate(2);
+        let expected = outcomes(&asked.path, asked.stage, &own_newest, &newest);
+        let mut expected: Vec<String> = expected.iter().take(6).map(ToString::to_string).collect();
+        expected.push(format!(
+            "(from {} states of the file; blockers at one each)",
+            own.len()
+        ));
+        let mut histories = vec![self.describe(&asked.path)];
+        let mut sig = match answer {
+            Outcome::Error(sig) => Some(sig),
+            Outcome::Value(_) => None,
+        };
+        while let Some(Sig::Dependency(dep, _, cause)) = sig {
+            histories.push(self.describe(dep));
+            sig = Some(cause);
+        }
         Err(format!(
-            "{} {} answered `{answer}`; a fresh scheduler answers one of [{}]",
+            "{} {} answered `{answer}` by tick {end}; a fresh scheduler answers one of [{}]\n  {}",
             stage_name(asked.stage),
             asked.path,
-            expected.join(" ; ")
+            expected.join(" ; "),
+            histories.join("\n  ")
         ))
     }
 }

@@ -10,8 +10,8 @@ use crate::support::*;
 /// ```text
 /// test thread (inline scheduler)
 /// submit Analysis(a.rs): prepared with a.rs's lifetime, queued
-/// remove(a.rs)
-/// wait: the queued request is admitted after the removal
+/// remove(a.rs): admits the queued request first (program order), then
+///   removes the file, which answers it
 /// then: Shutdown, nothing ran for the removed object, ledger 0
 /// ```
 #[test]

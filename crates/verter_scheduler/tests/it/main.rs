@@ -5,6 +5,7 @@
 
 mod support;
 
+mod consistency;
 mod deps;
 mod inline;
 mod lifecycle;

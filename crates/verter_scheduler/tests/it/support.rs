@@ -40,6 +40,11 @@ impl MemFiles {
     pub(crate) fn write(&self, path: &str, text: &str) {
         self.files.lock().insert(path.to_owned(), text.to_owned());
     }
+
+    /// Deletes `path`: loads report it missing.
+    pub(crate) fn delete(&self, path: &str) {
+        self.files.lock().remove(path);
+    }
 }
 
 impl SourceLoader for MemFiles {
@@ -95,6 +100,9 @@ pub(crate) struct LineExecutor {
     pub runs: Arc<Mutex<Vec<Run>>>,
     /// Called at the start of every `execute_source`, with the file's path.
     pub on_source: Arc<OnceLock<SourceCallback>>,
+    /// Files whose parse saw its cancellation token cancelled when it
+    /// finished (checked after `on_source` returns).
+    pub cancelled_sources: Arc<Mutex<Vec<String>>>,
 }
 
 impl LineExecutor {
@@ -125,6 +133,11 @@ impl StageExecutor for LineExecutor {
         self.record(input.canonical, "Source", input.generation.get());
         if let Some(callback) = self.on_source.get() {
             callback(input.canonical.as_str());
+        }
+        if input.cancel.is_cancelled() {
+            self.cancelled_sources
+                .lock()
+                .push(input.canonical.to_string());
         }
         let lines: Vec<String> = input.text.lines().map(str::to_owned).collect();
         if lines.iter().any(|line| line == "panic") {

@@ -12,6 +12,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use verter_sim::threaded::{SoakConfig, soak};
 use verter_sim::{SimConfig, replay, run_seed};
 
 fn main() -> ExitCode {
@@ -83,6 +84,46 @@ fn main() -> ExitCode {
             );
             println!("{failures} violations");
             if failures == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Some("soak") => {
+            let mut soak_config = SoakConfig::default();
+            if let Some(ops) = flag("--ops") {
+                soak_config.ops = ops;
+            }
+            if let Some(threads) = flag("--threads") {
+                soak_config.threads = threads.max(1) as usize;
+            }
+            if let Some(seed) = flag("--seed") {
+                soak_config.seed = seed;
+            }
+            if let Some(every) = flag("--checkpoint-every") {
+                soak_config.checkpoint_every = every.max(1);
+            }
+            println!(
+                "soak: {} operations on {} host threads, seed {}, checkpoint every {} operations per thread",
+                soak_config.ops,
+                soak_config.threads,
+                soak_config.seed,
+                soak_config.checkpoint_every
+            );
+            let report = soak(&soak_config);
+            for violation in &report.violations {
+                println!("violation: {violation}");
+            }
+            println!(
+                "{} operations, {} answers judged, {} quiescent checkpoints in {:.1} s ({:.0} ops/s)",
+                report.ops,
+                report.answers,
+                report.checkpoints,
+                report.elapsed.as_secs_f64(),
+                report.ops_per_second()
+            );
+            println!("{} violations", report.violations.len());
+            if report.violations.is_empty() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
