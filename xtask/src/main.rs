@@ -7,6 +7,7 @@
 mod bench;
 mod guard;
 mod readme;
+mod sim;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,12 +17,17 @@ tasks:
   guard    check that every crate names only the crates its layer allows
            (manifests, Rust paths, docs); reads [workspace.metadata.layers]
   bench    run verter vs salsa, rayon, tokio and rewrite docs/benchmarks.md's
-           tables; --quick runs the correctness pass only (CI smoke test)";
+           tables; --quick runs the correctness pass only (CI smoke test)
+  sim      the inline simulator: --seed S replays one seed (trace and
+           violation), --seeds N [--from S] runs N seeds
+  soak     the threaded simulator: --ops N --threads T --seed S; prints ops/s
+           and `0 violations` last, exits non-zero on any violation";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("guard") => run_guard(&workspace_root()),
+        Some(task @ ("sim" | "soak")) => sim::run(&workspace_root(), task, &args[1..]),
         Some("bench") => match bench::run(&workspace_root(), &args[1..]) {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {

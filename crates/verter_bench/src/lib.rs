@@ -1,6 +1,6 @@
 //! Side-by-side benchmarks: verter against salsa 0.28, rayon and a
 //! hand-written tokio scheduler, on the same generated sources and the same
-//! kernels (SPEC §15, §16.8).
+//! kernels.
 //!
 //! Every system implements [`system::System`]; the workloads in
 //! [`workloads`] drive them and check that every system's final artifact

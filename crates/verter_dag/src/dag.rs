@@ -1,4 +1,4 @@
-//! `SchedulerDag`: the state of the one lifecycle authority (SPEC §4, §7, §8).
+//! `SchedulerDag`: the state of the one lifecycle authority.
 //!
 //! The layer above keeps one `SchedulerDag` under its DAG lock. Every
 //! operation here mutates the state and returns what the caller must do after

@@ -1,4 +1,4 @@
-//! `DepEdges`: the one representation of dependency edges (SPEC §7).
+//! `DepEdges`: the one representation of dependency edges.
 //!
 //! Each consumer maps the [`DepKey`]s it waits on to the edge's sequence
 //! number; each `DepKey` maps its waiting consumers by sequence (so they are

@@ -23,7 +23,7 @@ impl WaiterId {
 }
 
 /// What a request waiter does when a newer edit supersedes the generation it
-/// waits on (SPEC §5).
+/// waits on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WaitPolicy {
     /// A request without source text: it follows its file to the newest

@@ -1,5 +1,5 @@
 //! Identities: the names every layer uses for files, their versions, the work
-//! done on them and what that work waits for (SPEC §3).
+//! done on them and what that work waits for.
 //!
 //! This module owns the only allocators of [`Incarnation`] and
 //! [`SubmissionLifetime`] values. It never reads a clock and never touches
@@ -343,7 +343,7 @@ pub struct SchedulerCacheId(pub u64);
 /// waiter groups, the ready queue and completions all use this.
 ///
 /// Work on a file is keyed by the same [`DepKey`] its consumers wait on
-/// (SPEC §16.4: one file identity shape plus a stage).
+/// (one file identity shape plus a stage).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum WorkNodeIdentity {
     /// A stage (Source, Analysis or an Artifact profile) of one file object

@@ -1,6 +1,6 @@
 //! The lifecycle authority's state: identities, admitted work, waiter groups,
-//! dependency edges, blocker records, the ready queue and the capacity ledger
-//! (SPEC §3, §4, §5, §7, §8).
+//! dependency edges, blocker records, the ready queue and the capacity
+//! ledger.
 //!
 //! This crate is the bottom layer: it names no other verter crate, does no
 //! I/O, spawns no thread, takes no lock and wakes no one. The layers above
@@ -37,7 +37,7 @@
 //! assert_eq!(dag.ledger().in_use(), 0);
 //! ```
 //!
-//! Because nothing here blocks or calls out, every rule of SPEC §7 is tested
+//! Because nothing here blocks or calls out, every dependency rule is tested
 //! deterministically, without threads: the unit tests beside each module, and
 //! a model-based property test (`tests/it/model.rs`) that checks every step
 //! against a small reference model.

@@ -1,4 +1,4 @@
-//! Ready work and the capacity ledger (SPEC §8, §16.7).
+//! Ready work and the capacity ledger.
 //!
 //! The ready queue holds work whose dependencies are all done, in one FIFO
 //! lane per (resource class, priority). Work leaves by smooth weighted round

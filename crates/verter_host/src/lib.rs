@@ -1,5 +1,5 @@
 //! The host layer: [`VerterHost`] embeds verter's scheduler in a host
-//! program and drives it in batches (SPEC §12).
+//! program and drives it in batches.
 //!
 //! A host owns two things: a `Scheduler` (with its stage pools and driver
 //! thread, or inline with no threads) and a coordinator pool, the

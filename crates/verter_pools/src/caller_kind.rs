@@ -1,5 +1,5 @@
 //! `CallerKind`: which kind of thread is running, registered per thread so
-//! that a wait knows whether it may drive pumped work (SPEC §11).
+//! that a wait knows whether it may drive pumped work.
 //!
 //! This module owns one thread-local value and the guard that scopes it. It
 //! never spawns threads and never decides anything itself: `wait_or_drive`

@@ -1,6 +1,6 @@
 //! Owner-affine commands: a job tagged at the type level with the pool that
 //! may run it, so CPU work cannot reach the I/O pool or I/O work the CPU
-//! pool (SPEC §11, §16.6).
+//! pool.
 //!
 //! This module owns the [`Cpu`] / [`Io`] markers, [`OwnerCommand`] and the
 //! [`Full`] give-back. It never runs a command on its own: pools call

@@ -1,6 +1,6 @@
 //! The stage CPU pool: a rayon pool whose workers are registered
 //! [`CallerKind::CpuWorker`], fed through a permit-gated `try_submit` so it
-//! never queues without bound (SPEC §11).
+//! never queues without bound.
 //!
 //! This module owns the rayon pool, its transport semaphore and the panic
 //! count. It never waits for a permit (a saturated pool gives the command

@@ -1,7 +1,7 @@
 //! `wait_or_drive_with` (and its defaults `wait_or_drive`,
 //! `wait_or_drive_with_backstop`): the one waiting primitive. A stage worker
 //! that waits drives the scheduler instead of sleeping; every other thread
-//! parks (SPEC §11).
+//! parks.
 //!
 //! This module owns the decision of *how* a thread waits, read from its
 //! [`CallerKind`]. It never decides *what* runs: the scheduler does, behind

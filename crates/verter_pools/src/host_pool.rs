@@ -1,5 +1,5 @@
 //! The host's coordinator pool: where a host runs its outer batch waits,
-//! apart from the stage pools (SPEC §11, §12).
+//! apart from the stage pools.
 //!
 //! This module owns a rayon pool with large stacks whose workers are
 //! registered [`CallerKind::External`]. The host builds and owns it; the

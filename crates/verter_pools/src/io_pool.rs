@@ -1,5 +1,5 @@
 //! The I/O pool: named threads registered [`CallerKind::IoWorker`] that take
-//! [`OwnerCommand<Io>`] from one bounded channel (SPEC §11, §16.6).
+//! [`OwnerCommand<Io>`] from one bounded channel.
 //!
 //! This module owns the channel and its worker threads. It only ever runs
 //! I/O commands (reading bytes): the type of `try_submit` refuses CPU

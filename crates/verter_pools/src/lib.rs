@@ -1,7 +1,7 @@
 //! The execution substrate: the stage CPU pool, the I/O pool, the host's
 //! coordinator pool, the CPU concurrency semaphore, the per-thread
 //! [`CallerKind`] registration, the one waiting primitive,
-//! [`wait_or_drive_with`] (SPEC §11), and the [`ProgressSignal`] that wakes
+//! [`wait_or_drive_with`], and the [`ProgressSignal`] that wakes
 //! its idle waiters.
 //!
 //! This crate names no other verter crate. It never inspects the work it

@@ -1,5 +1,5 @@
 //! The CPU concurrency semaphore: a counted gate on how many pieces of CPU
-//! work may run at once (SPEC §11, §13).
+//! work may run at once.
 //!
 //! This module owns the permit count and the RAII permits that hold it. It
 //! never spawns, never runs work, and never blocks except in

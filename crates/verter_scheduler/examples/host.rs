@@ -1,4 +1,4 @@
-//! A 20-line host: a loader, an executor, and one request on two threads.
+//! A small host: a loader, an executor, and one request on two threads.
 use std::sync::Arc;
 use verter_dag::{Canonical, ProfileHash, TargetStage};
 use verter_scheduler::*;
@@ -30,21 +30,18 @@ impl StageExecutor for Lines {
     fn extract_deps(&self, _: &SourceInput<'_>, _: &usize) -> SourceDeps {
         SourceDeps::default()
     }
-    fn execute_analysis(&self, input: &AnalysisInput<'_, usize>) -> Result<usize, ExecutorError> {
-        let s = input.source;
-        Ok(s.parsed * 2)
+    fn execute_analysis(&self, i: &AnalysisInput<'_, usize>) -> Result<usize, ExecutorError> {
+        Ok(i.source.parsed * 2)
     }
-    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
-        let a = input.analysis;
-        Ok(format!("{} -> {}", a.canonical, a.data))
+    fn execute_artifact(&self, i: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+        Ok(format!("{} -> {}", i.analysis.canonical, i.analysis.data))
     }
 }
 
 fn main() {
     let config = SchedulerConfig::with_threads(2, 1);
     let (cpu, io) = config.build_pools().expect("pools");
-    let scheduler =
-        Scheduler::new(config, Disk, Lines, cpu, io).expect("a valid scheduler configuration");
+    let scheduler = Scheduler::new(config, Disk, Lines, cpu, io).expect("a valid configuration");
     let handle = scheduler.submit_request(Request::new(
         "main.rs",
         TargetStage::Artifact(ProfileHash(0)),

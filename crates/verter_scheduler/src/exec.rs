@@ -656,7 +656,7 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// The CPU half of Source: parse, extract dependencies and resolve their
     /// paths outside the lock; then, in one lock hold and only if still
-    /// current, publish and consume everything (SPEC §6).
+    /// current, publish and consume everything.
     fn run_parse(&self, dispatch: Dispatch, node: &Arc<FileNode<E>>, text: Arc<SourceText>) {
         self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
         let file = dispatch.identity.file().cloned().expect("file work");
@@ -839,3 +839,6 @@ impl<E: StageExecutor> PumpDriver for Scheduler<E> {
         Some(&self.progress)
     }
 }
+
+#[cfg(test)]
+mod tests;

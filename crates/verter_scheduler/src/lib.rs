@@ -12,10 +12,29 @@
 //! # One lifecycle authority
 //! Every file state transition and every admission happens under one DAG
 //! lock, in one hold that also publishes to the source root. Executor calls,
-//! loader I/O, hooks, answers and channel sends never run under it. Work
-//! carries the identity it was admitted under (canonical, incarnation,
-//! generation, stage, admission); completion compares that carried identity
-//! with the live node and publishes nothing when it is stale.
+//! loader I/O, hooks, answers and channel sends never run under it: a lock
+//! hold can only queue an answer, and answers are delivered after the guard
+//! drops, so a waker may call back into the scheduler. Work carries the
+//! identity it was admitted under (canonical, incarnation, generation,
+//! stage, admission); completion compares that carried identity with the
+//! live node and publishes nothing when it is stale.
+//!
+//! # A caller reads its own writes
+//! Submissions are admitted in the order they were sent, and every call that
+//! takes the DAG lock — [`Scheduler::invalidate`], [`Scheduler::remove`],
+//! [`Scheduler::reset`], the witness calls, and reads such as
+//! [`Scheduler::try_get_source`] and [`Scheduler::capture_root`] — first
+//! admits what is still queued. An upsert followed by an invalidate ends on
+//! the loader's text; an item of [`Scheduler::submit_batch_atomic`] sees the
+//! edits of the items before it.
+//!
+//! # Cancellation
+//! Work that is superseded, removed or reset while it is queued or running
+//! is cancelled in the same lock hold: its [`verter_dag::CancellationToken`]
+//! (on [`SourceInput`], [`AnalysisInput`] and [`ArtifactInput`]) is
+//! cancelled, a job that has not started is refused without running its
+//! executor, and a running one may stop early (its result is refused
+//! either way). `SchedulerCounters::cancellations` counts it.
 //!
 //! # What a waiter gets when the world moves under it
 //!
@@ -23,11 +42,13 @@
 //! |---|---|---|
 //! | a newer edit supersedes its generation | follows the file to the newest generation | `Superseded` |
 //! | its language is re-homed | follows the replacement | follows the replacement (same lifetime) |
-//! | the file is removed, or `reset()` | `Shutdown` | `Shutdown` |
+//! | the file is removed, or `reset()` (also when it is added again before the request is admitted) | `Shutdown` | `Shutdown` |
 //! | a dependency fails or is missing | `DependencyFailed` | `DependencyFailed` |
+//! | a blocker is removed | rebuilt on the blocker as the loader has it now | rebuilt on the blocker as the loader has it now |
 //!
 //! Every request is answered exactly once, with a value or a typed
-//! [`RequestError`]: no request ever hangs.
+//! [`RequestError`]: no request ever hangs. A broken scheduler invariant
+//! answers `Internal` (and is counted) rather than leaving anyone waiting.
 //!
 //! # Stages and demand
 //! A Source request is answered once the Source stage's dependency facts are
@@ -94,6 +115,8 @@ mod node;
 mod post;
 mod scheduler;
 mod snapshot;
+#[cfg(test)]
+mod test_support;
 mod traits;
 mod witness;
 

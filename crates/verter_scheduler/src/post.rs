@@ -158,3 +158,6 @@ impl<E: StageExecutor> PostWork<E> {
         self.dispatch
     }
 }
+
+#[cfg(test)]
+mod tests;

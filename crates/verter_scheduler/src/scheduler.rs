@@ -1422,3 +1422,6 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         "non-string panic payload".to_owned()
     }
 }
+
+#[cfg(test)]
+mod tests;

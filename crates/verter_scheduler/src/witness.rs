@@ -1,4 +1,4 @@
-//! Witnesses (SPEC §10): proof of which file object and generation a source
+//! Witnesses: proof of which file object and generation a source
 //! snapshot came from, and the artifact commits they fence.
 //!
 //! A [`SourceWitness`] is minted only by [`Scheduler::try_get_witnessed_source`],

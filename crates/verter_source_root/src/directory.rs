@@ -50,7 +50,7 @@ use crate::sync::{self, AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::transition::SourceTransition;
 
 /// The epoch-indexed, multi-version answer to "what was the source of this
-/// file as of that moment" (SPEC §9).
+/// file as of that moment".
 ///
 /// Per canonical file it keeps a history of versions, each stamped with the
 /// epoch of the transition that published it. Each version reads as one

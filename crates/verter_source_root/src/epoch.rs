@@ -1,7 +1,7 @@
 //! Epochs: the stamps that address snapshots of the directory.
 //!
 //! This module owns the [`Epoch`] type only. An epoch names one snapshot and
-//! nothing else: no API uses it to validate a cache (SPEC §9).
+//! nothing else: no API uses it to validate a cache.
 
 use std::fmt;
 

@@ -1,4 +1,4 @@
-//! The MVCC source directory (SPEC §9): for every canonical file, a version
+//! The MVCC source directory: for every canonical file, a version
 //! history stamped with epochs; captured roots that act as retention leases;
 //! and garbage collection that never frees a version a live root can still
 //! see.

@@ -1,5 +1,5 @@
 //! A model-based property test of [`SchedulerDag`], through its public API
-//! only (issue 3, SPEC §15).
+//! only.
 //!
 //! Random sequences of 1 to 63 operations on three files — ensure an object,
 //! register and submit a request, record and drain blockers, link and unlink

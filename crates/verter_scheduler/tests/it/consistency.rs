@@ -1,7 +1,7 @@
 //! From-scratch consistency, one rule per test: every answer equals what a
 //! fresh scheduler over the same loader contents and upserted texts would
-//! answer. Each test is the regression test of a defect the simulator
-//! (`crates/verter_sim`) found, named after the rule it broke.
+//! answer. Each test is the regression test of a defect the whole-system
+//! simulator found (see `docs/reliability.md`), named after the rule it broke.
 
 use std::sync::Arc;
 use std::sync::mpsc;

@@ -1,4 +1,4 @@
-//! Cross-file dependencies, blockers, witnesses (SPEC §6, §7, §10).
+//! Cross-file dependencies, blockers, witnesses.
 //!
 //! In the line executor, `use X` names X as a blocker (every Artifact of the
 //! file waits for X's Analysis) and `import X` names a forward dependency

@@ -2,3 +2,4 @@
 //! and a bounded threaded soak finds nothing.
 
 mod inline;
+mod threaded;

@@ -1,0 +1,70 @@
+//! The completion protocol from the inside.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use verter_dag::{Canonical, FileIdentity, Generation, Incarnation, ProfileHash, TargetStage};
+
+use super::*;
+use crate::handle::Request;
+use crate::test_support::{Echo, Lines, config};
+
+const PROFILE: ProfileHash = ProfileHash(3);
+
+/// A broken invariant at an Artifact commit (a current dispatch built from
+/// an input that is not live) publishes nothing and answers every waiter
+/// `Internal`, counted — no reservation leaks, nobody hangs. The debug
+/// assertion fires only after the answers are out.
+#[test]
+fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
+    let scheduler = Scheduler::new_inline(config(), Echo, Lines).unwrap();
+    let handle = scheduler.submit_request(Request::new("a.rs", TargetStage::Artifact(PROFILE)));
+    let mut caught = None;
+    for _ in 0..100 {
+        scheduler.drain_inbox();
+        scheduler.dispatch_ready();
+        let Some(job) = scheduler.jobs[0].pop().or_else(|| scheduler.jobs[1].pop()) else {
+            break;
+        };
+        match job.work {
+            Work::Artifact { profile, .. } => {
+                let file = job.dispatch.identity.file().cloned().unwrap();
+                let output = Ok(Arc::new(ArtifactSnapshot {
+                    canonical: file.canonical.clone(),
+                    version: file.version(),
+                    profile,
+                    data: "never published".to_owned(),
+                }));
+                let retired = FileIdentity::new(
+                    Canonical::from("m.rs"),
+                    Incarnation::allocate(),
+                    Generation::ZERO,
+                );
+                let node = Arc::clone(&job.node);
+                caught = Some(catch_unwind(AssertUnwindSafe(|| {
+                    scheduler.finish(job.dispatch, &node, output, &[retired], |view, artifact| {
+                        view.artifacts.push(artifact);
+                    });
+                })));
+            }
+            _ => scheduler.run_job(job),
+        }
+    }
+    let caught = caught.expect("the Artifact was dispatched");
+    assert_eq!(
+        caught.is_err(),
+        cfg!(debug_assertions),
+        "the debug assertion fires after the answers"
+    );
+    assert!(matches!(
+        handle.try_result(),
+        Some(Err(crate::RequestError::Internal { .. }))
+    ));
+    assert_eq!(scheduler.counters().internal_errors, 1);
+    assert_eq!(scheduler.ledger().in_use(), 0);
+    let node = scheduler.node(&Canonical::from("a.rs")).unwrap();
+    assert!(
+        node.view().artifact(PROFILE).is_none(),
+        "nothing was published"
+    );
+}

@@ -1,0 +1,40 @@
+//! The one place answers are delivered.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::*;
+use crate::hooks::NoHooks;
+use crate::test_support::Lines;
+
+#[test]
+fn a_second_answer_to_one_slot_is_refused_and_counted() {
+    let slot = AnswerSlot::<Lines>::new();
+    let state = slot.state();
+    let mut post = PostWork::default();
+    post.answer(slot.share(), Err(crate::RequestError::Cancelled));
+    post.answer(slot, Err(crate::RequestError::Cancelled));
+    let duplicates = AtomicU64::new(0);
+    let _ = post.deliver(&NoHooks, &duplicates);
+    assert_eq!(duplicates.load(Ordering::Relaxed), 1);
+    assert!(state.cell().is_set());
+    assert!(
+        state.is_admitted(),
+        "an answered request has left the inbox"
+    );
+}
+
+#[cfg(debug_assertions)]
+#[test]
+fn answers_are_only_delivered_with_the_lock_released() {
+    let mut post = PostWork::<Lines>::default();
+    post.answer(AnswerSlot::new(), Err(crate::RequestError::Cancelled));
+    let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _mark = LockMark::set();
+        post.deliver(&NoHooks, &AtomicU64::new(0))
+    }));
+    assert!(
+        delivered.is_err(),
+        "delivering under the lock mark must panic"
+    );
+    assert!(!holds_dag_lock(), "the mark is cleared on unwind");
+}

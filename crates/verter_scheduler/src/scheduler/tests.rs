@@ -1,0 +1,132 @@
+//! Admission and teardown from the inside: refusals and teardown answer
+//! waiters only after the DAG lock is released, so a waker may re-enter.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+
+use parking_lot::Mutex;
+use verter_dag::{Canonical, Priority, SubmissionLifetime, TargetStage};
+
+use super::*;
+use crate::test_support::{Echo, Lines, config};
+
+/// A waker that records whether the DAG lock was held when it ran, and then
+/// calls back into the scheduler (which would deadlock under the lock).
+struct Reentrant {
+    scheduler: Mutex<Option<Arc<Scheduler<Lines>>>>,
+    woken: AtomicUsize,
+    under_lock: AtomicUsize,
+}
+
+impl Wake for Reentrant {
+    fn wake(self: Arc<Self>) {
+        self.woken.fetch_add(1, Ordering::SeqCst);
+        if crate::post::holds_dag_lock() {
+            self.under_lock.fetch_add(1, Ordering::SeqCst);
+        }
+        if let Some(scheduler) = self.scheduler.lock().take() {
+            scheduler
+                .invalidate("other.rs")
+                .expect("re-entered without deadlock");
+        }
+    }
+}
+
+fn register(handle: &mut CompletionHandle<Lines>, waker: &Arc<Reentrant>) {
+    let waker = Waker::from(Arc::clone(waker));
+    let mut cx = Context::from_waker(&waker);
+    assert!(matches!(
+        std::pin::Pin::new(handle).poll(&mut cx),
+        Poll::Pending
+    ));
+}
+
+/// A request prepared while the file had a lifetime that has since ended.
+fn stale_request(slot: AnswerSlot<Lines>) -> Prepared<Lines> {
+    Prepared {
+        canonical: Canonical::from("a.rs"),
+        stage: TargetStage::Source,
+        priority: Priority::Normal,
+        text: None,
+        language: Language::new("text"),
+        explicit_language: false,
+        lifetime: Some(SubmissionLifetime::allocate()),
+        slot,
+    }
+}
+
+#[test]
+fn a_waker_that_reenters_the_scheduler_never_deadlocks() {
+    let scheduler = Scheduler::new_inline(config(), Echo, Lines).unwrap();
+    let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+    scheduler.wait(&first).unwrap();
+    // An admission refusal (the lifetime ended) wakes the waker, which calls
+    // `invalidate`: it runs after the admitting hold, so it can take the lock.
+    let slot = AnswerSlot::new();
+    let mut handle = CompletionHandle::new(slot.state());
+    let waker = Arc::new(Reentrant {
+        scheduler: Mutex::new(Some(Arc::clone(&scheduler))),
+        woken: AtomicUsize::new(0),
+        under_lock: AtomicUsize::new(0),
+    });
+    register(&mut handle, &waker);
+    scheduler.enqueue(Submission::One(stale_request(slot)));
+    scheduler.run_until_idle();
+    assert_eq!(waker.woken.load(Ordering::SeqCst), 1);
+    assert_eq!(waker.under_lock.load(Ordering::SeqCst), 0);
+    assert!(matches!(
+        handle.try_result(),
+        Some(Err(RequestError::Shutdown { .. }))
+    ));
+    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+}
+
+#[test]
+fn a_request_whose_lifetime_ended_is_answered_shutdown_with_or_without_text() {
+    let scheduler = Scheduler::new_inline(config(), Echo, Lines).unwrap();
+    let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+    scheduler.wait(&first).unwrap();
+    for text in [None, Some(Arc::<str>::from("new text"))] {
+        let slot = AnswerSlot::new();
+        let handle = CompletionHandle::new(slot.state());
+        let mut prepared = stale_request(slot);
+        prepared.text = text;
+        scheduler.enqueue(Submission::One(prepared));
+        scheduler.run_until_idle();
+        assert!(
+            matches!(
+                handle.try_result(),
+                Some(Err(RequestError::Shutdown { .. }))
+            ),
+            "the lifetime table says Shutdown, never Superseded"
+        );
+    }
+}
+
+#[test]
+fn teardown_answers_waiters_after_the_lock_is_released() {
+    let scheduler = Scheduler::new_inline(config(), Echo, Lines).unwrap();
+    // Admitted (its waiter registered) but never run, and one still queued.
+    let mut admitted = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    scheduler.drain_inbox();
+    let mut queued = scheduler.submit_request(Request::new("b.rs", TargetStage::Source));
+    let waker = Arc::new(Reentrant {
+        scheduler: Mutex::new(None),
+        woken: AtomicUsize::new(0),
+        under_lock: AtomicUsize::new(0),
+    });
+    register(&mut admitted, &waker);
+    register(&mut queued, &waker);
+    drop(scheduler);
+    assert_eq!(waker.woken.load(Ordering::SeqCst), 2);
+    assert_eq!(waker.under_lock.load(Ordering::SeqCst), 0);
+    assert!(matches!(
+        admitted.try_result(),
+        Some(Err(RequestError::Shutdown { .. }))
+    ));
+    assert!(matches!(
+        queued.try_result(),
+        Some(Err(RequestError::Shutdown { .. }))
+    ));
+}

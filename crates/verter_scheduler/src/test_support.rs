@@ -1,0 +1,69 @@
+//! A tiny loader and executor for the crate's unit tests.
+
+use std::sync::Arc;
+
+use verter_dag::Canonical;
+
+use crate::error::{ExecutorError, LoadError};
+use crate::traits::{
+    AnalysisInput, ArtifactInput, Language, SourceDeps, SourceInput, SourceLoader, StageExecutor,
+};
+
+/// Every path loads as its own name; `use X` lines name blockers.
+pub(crate) struct Echo;
+
+impl SourceLoader for Echo {
+    fn realpath(&self, path: &str) -> Result<Canonical, LoadError> {
+        Ok(Canonical::from(path))
+    }
+    fn exists(&self, _: &Canonical) -> bool {
+        true
+    }
+    fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
+        Ok(Arc::from(canonical.as_str()))
+    }
+    fn classify(&self, _: &Canonical) -> Language {
+        Language::new("text")
+    }
+}
+
+/// Source: the text's lines; Analysis: their number; Artifact: a string.
+pub(crate) struct Lines;
+
+impl StageExecutor for Lines {
+    type Source = Vec<String>;
+    type Analysis = usize;
+    type Artifact = String;
+    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<String>, ExecutorError> {
+        Ok(input.text.lines().map(str::to_owned).collect())
+    }
+    fn extract_deps(&self, _: &SourceInput<'_>, lines: &Vec<String>) -> SourceDeps {
+        SourceDeps {
+            forward: Vec::new(),
+            blockers: lines
+                .iter()
+                .filter_map(|line| line.strip_prefix("use ").map(str::to_owned))
+                .collect(),
+        }
+    }
+    fn execute_analysis(
+        &self,
+        input: &AnalysisInput<'_, Vec<String>>,
+    ) -> Result<usize, ExecutorError> {
+        Ok(input.source.parsed.len())
+    }
+    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+        Ok(format!(
+            "{}:{}",
+            input.analysis.canonical, input.analysis.data
+        ))
+    }
+}
+
+/// A configuration with both clock backstops off.
+pub(crate) fn config() -> crate::config::SchedulerConfig {
+    let mut config = crate::config::SchedulerConfig::with_threads(1, 1);
+    config.idle_repump = None;
+    config.wait_backstop = None;
+    config
+}

@@ -1,0 +1,15 @@
+//! A short threaded soak: 8 host threads on real pools find nothing.
+
+use verter_sim::threaded::{SoakConfig, soak};
+
+#[test]
+fn a_short_threaded_soak_finds_no_violation() {
+    let report = soak(&SoakConfig {
+        ops: 16_000,
+        checkpoint_every: 500,
+        ..SoakConfig::default()
+    });
+    assert!(report.violations.is_empty(), "{:#?}", report.violations);
+    assert!(report.checkpoints >= 4);
+    assert!(report.answers > 1_000);
+}
