@@ -721,6 +721,11 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(crate) fn drain_inbox(&self) -> usize {
         let mut admitted = 0;
         loop {
+            // Every pump pass drains: skip the lock when there is nothing to
+            // take (an item sent after this check wakes a pump of its own).
+            if self.inbox_rx.is_empty() {
+                return admitted;
+            }
             let n = self.transact(|locked, post| self.admit_pending(locked, post, 64));
             if n == 0 {
                 return admitted;
@@ -746,8 +751,13 @@ impl<E: StageExecutor> Scheduler<E> {
             };
             items += 1;
             requests += item.len();
-            for prepared in item.into_items() {
-                self.admit(locked, prepared, post);
+            match item {
+                Submission::One(prepared) => self.admit(locked, prepared, post),
+                Submission::Batch(batch) => {
+                    for prepared in batch {
+                        self.admit(locked, prepared, post);
+                    }
+                }
             }
         }
         if requests > 0 {
