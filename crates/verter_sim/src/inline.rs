@@ -400,30 +400,14 @@ impl Shared {
                 self.apply(path, &Change::Write(entry.clone()), now, now, seq);
                 self.fs.write(path, entry.clone());
             }
-            Op::Invalidate(path) | Op::Close(path) | Op::Remove(path) => {
-                // Recorded (open) before the call: the call answers waiters
-                // before it returns.
-                let canonical = canonical_name(path).to_owned();
-                let (seq, start) = (self.next_seq(), self.tick());
-                let change = if matches!(op, Op::Remove(_)) {
-                    Change::Remove
-                } else {
-                    Change::Invalidate
-                };
-                let index = self
-                    .oracle
-                    .apply(&canonical, &change, start, OPEN, HOST, seq);
-                let result = match op {
-                    Op::Invalidate(_) => scheduler.invalidate(path),
-                    Op::Close(_) => scheduler.close_file(path),
-                    _ => scheduler.remove(path),
-                };
-                let end = self.tick();
+            Op::Invalidate(_) | Op::Close(_) | Op::Remove(_) => {
+                let seq = self.next_seq();
+                let (result, end) = lifecycle(&self.oracle, scheduler, op, HOST, seq, &self.clock)
+                    .expect("a lifecycle operation");
                 if let Err(error) = result {
                     self.violate(format!("{op} failed: {error}"));
                 }
                 self.close_open_records(end);
-                self.oracle.close(&canonical, index, end);
             }
             Op::Reset => {
                 let (seq, start) = (self.next_seq(), self.tick());
@@ -592,34 +576,13 @@ impl Shared {
     /// Records the request's own change (text or language) in the oracle,
     /// and what the oracle needs to judge its answer.
     fn prepare_ask(&self, req: &ReqSpec, start: Tick) -> Asked {
-        let seq = self.next_seq();
-        let path = canonical_name(&req.path).to_owned();
-        let own_record = match (&req.text, &req.language) {
-            (Some(text), language) => Some(self.apply(
-                &path,
-                &Change::Upsert {
-                    text: Arc::clone(text),
-                    language: language.clone(),
-                },
-                start,
-                OPEN,
-                seq,
-            )),
-            (None, Some(language)) => {
-                self.apply(&path, &Change::Language(language.clone()), start, OPEN, seq);
-                None
-            }
-            (None, None) => None,
+        let reader = Reader {
+            thread: HOST,
+            seq: self.next_seq(),
         };
-        Asked {
-            path,
-            stage: req.stage,
-            start,
-            end: OPEN,
-            reader: Some(Reader { thread: HOST, seq }),
-            own_record,
-            carried_text: req.text.is_some(),
-        }
+        let (asked, open) = self.oracle.ask(req, start, reader);
+        self.state.lock().open_records.extend(open);
+        asked
     }
 
     fn track(
@@ -888,6 +851,37 @@ pub(crate) fn fresh_disagreement(tree: &SimFs, oracle: &Oracle) -> Option<String
         }
     }
     None
+}
+
+/// Runs a lifecycle call (`invalidate`, `close_file`, `remove`) for host
+/// `thread` and records it: the record opens before the call, because the
+/// call answers other waiters before it returns, and closes when it
+/// returns. Returns the call's result and when it returned; `None` for any
+/// other operation.
+pub(crate) fn lifecycle(
+    oracle: &Oracle,
+    scheduler: &SimScheduler,
+    op: &Op,
+    thread: usize,
+    seq: u64,
+    clock: &AtomicU64,
+) -> Option<(Result<(), verter_scheduler::RequestError>, Tick)> {
+    let (path, change) = match op {
+        Op::Invalidate(path) | Op::Close(path) => (path, Change::Invalidate),
+        Op::Remove(path) => (path, Change::Remove),
+        _ => return None,
+    };
+    let canonical = canonical_name(path);
+    let start = clock.fetch_add(1, Ordering::SeqCst);
+    let index = oracle.apply(canonical, &change, start, OPEN, thread, seq);
+    let result = match op {
+        Op::Invalidate(_) => scheduler.invalidate(path),
+        Op::Close(_) => scheduler.close_file(path),
+        _ => scheduler.remove(path),
+    };
+    let end = clock.fetch_add(1, Ordering::SeqCst);
+    oracle.close(canonical, index, end);
+    Some((result, end))
 }
 
 /// `text` with every `Incarnation(n)` replaced by `Incarnation`.

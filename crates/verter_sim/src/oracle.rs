@@ -37,6 +37,7 @@ use verter_scheduler::{RequestError, RequestResult};
 
 use crate::fs::{Entry, canonical_name, classify_name};
 use crate::lang::{self, Fault, Parsed, SimAnalysis, SimExecutor};
+use crate::ops::ReqSpec;
 
 /// A logical time: the simulator's clock ticks once per event.
 pub type Tick = u64;
@@ -819,6 +820,43 @@ impl Oracle {
             seq,
         });
         history.records.len() - 1
+    }
+
+    /// Records what `req` changes (its text or its language) as an open
+    /// change by `reader`, starting at `start`. Returns what judging its
+    /// answer needs, and the record to close once the request is admitted.
+    pub fn ask(
+        &self,
+        req: &ReqSpec,
+        start: Tick,
+        reader: Reader,
+    ) -> (Asked, Option<(String, usize)>) {
+        let path = canonical_name(&req.path).to_owned();
+        let change = match (&req.text, &req.language) {
+            (Some(text), language) => Some(Change::Upsert {
+                text: Arc::clone(text),
+                language: language.clone(),
+            }),
+            (None, Some(language)) => Some(Change::Language(language.clone())),
+            (None, None) => None,
+        };
+        let open = change.map(|change| {
+            let index = self.apply(&path, &change, start, OPEN, reader.thread, reader.seq);
+            (path.clone(), index)
+        });
+        let asked = Asked {
+            own_record: open
+                .as_ref()
+                .filter(|_| req.text.is_some())
+                .map(|(_, index)| *index),
+            path,
+            stage: req.stage,
+            start,
+            end: OPEN,
+            reader: Some(reader),
+            carried_text: req.text.is_some(),
+        };
+        (asked, open)
     }
 
     /// Marks record `index` of `path` as in effect by `end`.

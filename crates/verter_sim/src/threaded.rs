@@ -35,7 +35,9 @@ use verter_scheduler::{CompletionHandle, HookPoint, Hooks, QuiescenceReport, Sch
 use verter_source_root::SchedulerSourceRoot;
 
 use crate::fs::{Entry, SimFs, canonical_name};
-use crate::inline::{SimScheduler, fresh_disagreement, panic_text, sim_config, to_request};
+use crate::inline::{
+    SimScheduler, fresh_disagreement, lifecycle, panic_text, sim_config, to_request,
+};
 use crate::lang::SimExecutor;
 use crate::ops::{Generator, Op, ReqSpec, STAGES, SimConfig, universe};
 use crate::oracle::{Asked, Change, OPEN, Oracle, Reader, Tick, committable_artifact, render};
@@ -361,30 +363,15 @@ impl HostThread {
                 self.apply(world, path, &Change::Write(entry.clone()), now, now, seq);
                 world.fs.write(path, entry.clone());
             }
-            Op::Invalidate(path) | Op::Close(path) | Op::Remove(path) => {
-                // Recorded (open) before the call: the call answers other
-                // threads' waiters before it returns.
-                let canonical = canonical_name(path).to_owned();
-                let (seq, start) = (self.next_seq(), world.tick());
-                let change = if matches!(op, Op::Remove(_)) {
-                    Change::Remove
-                } else {
-                    Change::Invalidate
-                };
-                let index = world
-                    .oracle
-                    .apply(&canonical, &change, start, OPEN, self.id, seq);
-                let result = match op {
-                    Op::Invalidate(_) => scheduler.invalidate(path),
-                    Op::Close(_) => scheduler.close_file(path),
-                    _ => scheduler.remove(path),
-                };
-                let end = world.tick();
+            Op::Invalidate(_) | Op::Close(_) | Op::Remove(_) => {
+                let seq = self.next_seq();
+                let (result, end) =
+                    lifecycle(&world.oracle, scheduler, op, self.id, seq, &world.clock)
+                        .expect("a lifecycle operation");
                 if let Err(error) = result {
                     world.violate(format!("{op} failed: {error}"));
                 }
                 self.close_open_records(world, end);
-                world.oracle.close(&canonical, index, end);
             }
             Op::Request { req, keep } => {
                 let start = world.tick();
@@ -528,41 +515,9 @@ impl HostThread {
     /// answer needs.
     fn ask(&mut self, world: &World, req: &ReqSpec, start: Tick) -> Asked {
         let seq = self.next_seq();
-        let path = canonical_name(&req.path).to_owned();
-        let own_record = match (&req.text, &req.language) {
-            (Some(text), language) => Some(self.apply(
-                world,
-                &path,
-                &Change::Upsert {
-                    text: Arc::clone(text),
-                    language: language.clone(),
-                },
-                start,
-                OPEN,
-                seq,
-            )),
-            (None, Some(language)) => {
-                self.apply(
-                    world,
-                    &path,
-                    &Change::Language(language.clone()),
-                    start,
-                    OPEN,
-                    seq,
-                );
-                None
-            }
-            (None, None) => None,
-        };
-        Asked {
-            path,
-            stage: req.stage,
-            start,
-            end: OPEN,
-            reader: Some(self.reader(seq)),
-            own_record,
-            carried_text: req.text.is_some(),
-        }
+        let (asked, open) = world.oracle.ask(req, start, self.reader(seq));
+        self.open_records.extend(open);
+        asked
     }
 
     /// Waits for the oldest requests while more than [`MAX_PENDING`] are
