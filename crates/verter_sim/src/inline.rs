@@ -784,10 +784,23 @@ impl Shared {
             ));
         }
         let state = self.state.lock();
-        if let Some(unanswered) = state.every_handle.iter().position(|h| !h.is_answered()) {
-            drop(state);
+        let unanswered = state.every_handle.iter().position(|h| !h.is_answered());
+        let submitted = state.every_handle.len() as u64;
+        drop(state);
+        if let Some(unanswered) = unanswered {
             self.violate(format!(
                 "handle #{unanswered} is unanswered at quiescence ({when})"
+            ));
+        }
+        let counters = scheduler.counters();
+        if counters.submits != submitted
+            || counters.answered_without_admission > counters.submits
+            || counters.duplicate_answers != 0
+            || counters.internal_errors != 0
+            || counters.ledger_in_use != 0
+        {
+            self.violate(format!(
+                "counters disagree with the host at quiescence ({when}): {submitted} requests submitted, {counters:?}"
             ));
         }
     }

@@ -135,6 +135,9 @@ struct World {
     stop: AtomicBool,
     ops: AtomicU64,
     answers: AtomicU64,
+    /// Requests the hosts submitted (what `SchedulerCounters::submits` must
+    /// say at a checkpoint).
+    submitted: AtomicU64,
     checkpoints: AtomicU64,
     barrier: Barrier,
     config: SoakConfig,
@@ -227,6 +230,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         stop: AtomicBool::new(false),
         ops: AtomicU64::new(0),
         answers: AtomicU64::new(0),
+        submitted: AtomicU64::new(0),
         checkpoints: AtomicU64::new(0),
         barrier: Barrier::new(config.threads),
         config: config.clone(),
@@ -377,6 +381,7 @@ impl HostThread {
                 let start = world.tick();
                 let asked = self.ask(world, req, start);
                 let handle = scheduler.submit_request(to_request(req));
+                world.submitted.fetch_add(1, Ordering::SeqCst);
                 self.pending.push(Pending {
                     handle,
                     asked,
@@ -394,6 +399,9 @@ impl HostThread {
                 } else {
                     scheduler.submit_batch(requests)
                 };
+                world
+                    .submitted
+                    .fetch_add(batch.len() as u64, Ordering::SeqCst);
                 for ((handle, asked), req) in batch.handles().iter().zip(asks).zip(reqs) {
                     self.pending.push(Pending {
                         handle: handle.clone(),
@@ -605,6 +613,7 @@ fn leader_check(world: &World) {
             let request =
                 verter_scheduler::Request::new(path.as_str(), stage).priority(Priority::Normal);
             let handle = scheduler.submit_request(request);
+            world.submitted.fetch_add(1, Ordering::SeqCst);
             let asked = Asked {
                 path: path.clone(),
                 stage,
@@ -685,13 +694,15 @@ fn check_quiescent(world: &World, checkpoint: u64, when: &str) {
         ));
     }
     let counters = scheduler.counters();
-    if counters.duplicate_answers != 0
+    let submitted = world.submitted.load(Ordering::SeqCst);
+    if counters.submits != submitted
+        || counters.answered_without_admission > counters.submits
+        || counters.duplicate_answers != 0
         || counters.internal_errors != 0
         || counters.ledger_in_use != 0
     {
         world.violate(format!(
-            "checkpoint {checkpoint}: counters {when}: {} duplicate answers, {} internal errors, ledger {}",
-            counters.duplicate_answers, counters.internal_errors, counters.ledger_in_use
+            "checkpoint {checkpoint}: counters disagree with the hosts {when}: {submitted} requests submitted, {counters:?}"
         ));
     }
 }
