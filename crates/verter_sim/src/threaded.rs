@@ -122,6 +122,9 @@ impl Hooks for PauseHooks {
     }
 }
 
+/// How long a host waits for one answer before calling it lost.
+const WATCHDOG: Duration = Duration::from_secs(60);
+
 /// How many requests a host thread leaves unanswered at most.
 const MAX_PENDING: usize = 24;
 
@@ -539,7 +542,19 @@ impl HostThread {
 
     /// Waits for `pending` and judges its answer.
     fn judge(&mut self, world: &World, mut pending: Pending) {
-        let result = world.scheduler.wait(&pending.handle);
+        // A host thread only parks while it waits (it never pumps), so
+        // waiting on the handle's cell is what `Scheduler::wait` does; the
+        // minute is a liveness watchdog, not a timing assertion.
+        let Some(result) = pending.handle.wait_timeout(WATCHDOG) else {
+            world.violate(format!(
+                "a request was not answered within {WATCHDOG:?} (lost wake-up or deadlock): {} from host thread {}, submitted at tick {}; {:?}",
+                pending.spec,
+                self.id,
+                pending.asked.start,
+                world.scheduler.quiescence_report()
+            ));
+            return;
+        };
         let end = world.tick();
         if let Some(index) = pending.asked.own_record {
             world.oracle.close(&pending.asked.path, index, end);
@@ -627,7 +642,13 @@ fn leader_check(world: &World) {
         })
         .collect();
     for (handle, mut asked) in asked {
-        let result = scheduler.wait(&handle);
+        let Some(result) = handle.wait_timeout(WATCHDOG) else {
+            world.violate(format!(
+                "checkpoint {checkpoint}: {} of {} was not answered within {WATCHDOG:?}",
+                asked.stage, asked.path
+            ));
+            return;
+        };
         asked.end = world.tick();
         world.answers.fetch_add(1, Ordering::Relaxed);
         if let Err(message) = world.oracle.judge(&asked, &render(&result)) {
