@@ -200,8 +200,10 @@ impl<E: StageExecutor> Scheduler<E> {
         locked: &mut Locked<E>,
         dispatch: Dispatch,
     ) -> Result<Job<E>, Box<(Dispatch, RequestError)>> {
+        // A broken invariant here is answered `Internal` and counted (tests
+        // and the simulator require the count to stay zero); nothing panics
+        // under the lock.
         let internal = |dispatch: Dispatch, what: &str| {
-            debug_assert!(false, "{}: {what}", dispatch.identity);
             self.counters
                 .internal_errors
                 .fetch_add(1, Ordering::Relaxed);

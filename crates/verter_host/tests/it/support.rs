@@ -309,6 +309,12 @@ pub(crate) fn assert_quiescent(host: &VerterHost<LineExecutor>) {
         host.scheduler().quiescence_report(),
         QuiescenceReport::clean()
     );
+    let counters = host.scheduler().counters();
+    assert_eq!(
+        counters.duplicate_answers, 0,
+        "a request was answered twice"
+    );
+    assert_eq!(counters.internal_errors, 0, "a scheduler invariant broke");
 }
 
 /// One `host_batch` span the process saw: its `batch` and `placement`

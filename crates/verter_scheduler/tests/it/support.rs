@@ -366,6 +366,12 @@ pub(crate) fn assert_quiescent(
         assert!(handle.is_answered(), "a handle was never answered");
     }
     assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+    let counters = scheduler.counters();
+    assert_eq!(
+        counters.duplicate_answers, 0,
+        "a request was answered twice"
+    );
+    assert_eq!(counters.internal_errors, 0, "a scheduler invariant broke");
 }
 
 /// A weak reference the executor can use to look at the scheduler.
