@@ -642,31 +642,16 @@ impl Shared {
         }
     }
 
-    /// A witnessed commit of exactly what the executor would build, for a
-    /// file whose Artifact depends on nothing but its own text.
+    /// A witnessed commit (see [`witnessed_commit`]); the witness was taken
+    /// just before, so a refusal is a violation.
     fn commit(&self, path: &str, profile: verter_dag::ProfileHash) {
-        let scheduler = self.scheduler();
-        let Some((text, witness)) = scheduler.try_get_witnessed_source(path) else {
-            self.close_open_records(self.tick());
-            return;
-        };
-        let Some(node) = scheduler.node(witness.canonical()) else {
-            return;
-        };
-        let Some(data) = committable_artifact(
-            witness.canonical().as_str(),
-            &text.text,
-            node.language().as_str(),
-            profile,
-        ) else {
-            return;
-        };
-        if let Err(error) = scheduler.commit_artifact(&witness, profile, data) {
+        let result = witnessed_commit(self.scheduler(), path, profile);
+        self.close_open_records(self.tick());
+        if let Err(error) = result {
             self.violate(format!(
                 "commit_artifact with a witness taken just before was refused: {error}"
             ));
         }
-        self.close_open_records(self.tick());
     }
 
     fn read_root(&self, root: usize, path: &str) {
@@ -864,6 +849,27 @@ pub(crate) fn fresh_disagreement(tree: &SimFs, oracle: &Oracle) -> Option<String
         }
     }
     None
+}
+
+/// Takes a witness of `path` and commits, with it, exactly the Artifact the
+/// executor would build from the witnessed text — when that Artifact depends
+/// on nothing but the text. `Ok` when there was nothing to commit.
+pub(crate) fn witnessed_commit(
+    scheduler: &SimScheduler,
+    path: &str,
+    profile: verter_dag::ProfileHash,
+) -> Result<(), verter_scheduler::WitnessError> {
+    let Some((text, witness)) = scheduler.try_get_witnessed_source(path) else {
+        return Ok(());
+    };
+    let Some(node) = scheduler.node(witness.canonical()) else {
+        return Ok(());
+    };
+    let canonical = witness.canonical().as_str();
+    match committable_artifact(canonical, &text.text, node.language().as_str(), profile) {
+        Some(data) => scheduler.commit_artifact(&witness, profile, data).map(drop),
+        None => Ok(()),
+    }
 }
 
 /// Runs a lifecycle call (`invalidate`, `close_file`, `remove`) for host

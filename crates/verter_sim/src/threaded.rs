@@ -37,10 +37,11 @@ use verter_source_root::SchedulerSourceRoot;
 use crate::fs::{Entry, SimFs, canonical_name};
 use crate::inline::{
     SimScheduler, fresh_disagreement, lifecycle, panic_text, sim_config, to_request,
+    witnessed_commit,
 };
 use crate::lang::SimExecutor;
 use crate::ops::{Generator, Op, ReqSpec, STAGES, SimConfig, universe};
-use crate::oracle::{Asked, Change, OPEN, Oracle, Reader, Tick, committable_artifact, render};
+use crate::oracle::{Asked, Change, OPEN, Oracle, Reader, Tick, render};
 use crate::rng::{SimRng, fnv1a, mix};
 
 /// How a soak runs.
@@ -425,24 +426,10 @@ impl HostThread {
                 }
             }
             Op::Commit { path, profile } => {
-                let witnessed = scheduler.try_get_witnessed_source(path);
+                let result = witnessed_commit(scheduler, path, *profile);
                 self.close_open_records(world, world.tick());
-                let Some((text, witness)) = witnessed else {
-                    return;
-                };
-                let Some(node) = scheduler.node(witness.canonical()) else {
-                    return;
-                };
-                let Some(data) = committable_artifact(
-                    witness.canonical().as_str(),
-                    &text.text,
-                    node.language().as_str(),
-                    *profile,
-                ) else {
-                    return;
-                };
                 // Only this thread changes the file, so the witness is live.
-                if let Err(error) = scheduler.commit_artifact(&witness, *profile, data) {
+                if let Err(error) = result {
                     world.violate(format!(
                         "commit_artifact of an owned file with a fresh witness was refused: {error}"
                     ));
