@@ -57,6 +57,7 @@
 mod declarations;
 mod error;
 mod executor;
+mod guard;
 mod index;
 mod layout;
 mod loader;
@@ -67,6 +68,7 @@ mod sync;
 
 pub use error::IndexError;
 pub use executor::{RustIndexer, RustSource};
+pub use guard::{MAX_NESTING, NestingError};
 pub use index::{
     FileEntry, FileFailure, INDEX_PROFILE, Index, discover_crate_roots, index_roots, package_roots,
 };

@@ -21,10 +21,12 @@
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
+use std::str::FromStr;
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
 use verter_scheduler::ExecutorError;
 
+use crate::guard::{self, MAX_NESTING};
 use crate::model::{Item, ItemKind, Visibility};
 
 /// How much text one thread parses before its span table is cleared
@@ -67,25 +69,14 @@ pub(crate) struct Summary {
     pub local_names: HashMap<Vec<String>, HashSet<String>>,
 }
 
-/// Parses `text` (the file `path`, for messages) and summarises it.
+/// Parses `text` (the file `path`, for messages) and summarises it. The
+/// nesting guard sees the tokens first (see [`crate::guard`]): a file that
+/// would recurse past [`MAX_NESTING`] is refused, typed, before `syn` parses
+/// it.
 pub(crate) fn parse(path: &str, text: &str) -> Result<Summary, ExecutorError> {
-    let summary = match syn::parse_file(text) {
-        Ok(file) => {
-            let mut summary = Summary::default();
-            summary.local_names.insert(Vec::new(), HashSet::new());
-            summary.items_in(&file.items, &mut Vec::new());
-            Ok(summary)
-        }
-        Err(error) => {
-            let start = error.span().start();
-            Err(ExecutorError::msg(format!(
-                "{path}:{}:{}: {error}",
-                start.line,
-                start.column + 1
-            )))
-        }
-    };
-    // The tree (and every span in it) is gone: clearing the table is safe.
+    let summary = parse_guarded(path, text);
+    // The tokens and the tree (and every span in them) are gone: clearing
+    // the table is safe.
     PARSED_BYTES.with(|parsed| {
         let total = parsed.get() + text.len();
         if total >= SPAN_BUDGET_BYTES {
@@ -96,6 +87,41 @@ pub(crate) fn parse(path: &str, text: &str) -> Result<Summary, ExecutorError> {
         }
     });
     summary
+}
+
+/// Lexes once, checks the nesting, then parses those tokens.
+fn parse_guarded(path: &str, text: &str) -> Result<Summary, ExecutorError> {
+    let tokens = TokenStream::from_str(without_bom_and_shebang(text))
+        .map_err(|error| syntax_error(path, &syn::Error::from(error)))?;
+    guard::check(&tokens, MAX_NESTING).map_err(ExecutorError::from_error)?;
+    let file: syn::File = syn::parse2(tokens).map_err(|error| syntax_error(path, &error))?;
+    let mut summary = Summary::default();
+    summary.local_names.insert(Vec::new(), HashSet::new());
+    summary.items_in(&file.items, &mut Vec::new());
+    Ok(summary)
+}
+
+/// `text` as `syn::parse_file` reads it: without a byte-order mark, and
+/// without a first line that is a shebang (`#!` not followed by `[`). The
+/// newline stays, so lines keep their numbers.
+fn without_bom_and_shebang(text: &str) -> &str {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    match text.strip_prefix("#!") {
+        Some(rest) if !rest.trim_start().starts_with('[') => {
+            text.find('\n').map_or("", |newline| &text[newline..])
+        }
+        _ => text,
+    }
+}
+
+/// A syntax error as `path:line:col: message`, 1-based.
+fn syntax_error(path: &str, error: &syn::Error) -> ExecutorError {
+    let start = error.span().start();
+    ExecutorError::msg(format!(
+        "{path}:{}:{}: {error}",
+        start.line,
+        start.column + 1
+    ))
 }
 
 fn line(span: Span) -> u32 {

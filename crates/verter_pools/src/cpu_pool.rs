@@ -59,12 +59,32 @@ impl SchedulerCpuPool {
     /// [`PoolError::Spawn`] / [`PoolError::Build`] when the workers cannot
     /// be started.
     pub fn new(threads: usize, transport_capacity: usize) -> Result<Self, PoolError> {
-        Self::with_hooks(threads, transport_capacity, ThreadHooks::default())
+        Self::with_stack_size(threads, transport_capacity, None)
+    }
+
+    /// [`Self::new`] with workers of `stack_size` bytes of stack (`None`:
+    /// the standard library's default). Stage work that recurses deeply —
+    /// a parser — needs a stack sized for the deepest input it accepts.
+    ///
+    /// # Errors
+    /// As [`Self::new`].
+    pub fn with_stack_size(
+        threads: usize,
+        transport_capacity: usize,
+        stack_size: Option<usize>,
+    ) -> Result<Self, PoolError> {
+        Self::with_hooks(
+            threads,
+            transport_capacity,
+            stack_size,
+            ThreadHooks::default(),
+        )
     }
 
     pub(crate) fn with_hooks(
         threads: usize,
         transport_capacity: usize,
+        stack_size: Option<usize>,
         hooks: ThreadHooks,
     ) -> Result<Self, PoolError> {
         let spec = WorkerSpec {
@@ -72,7 +92,7 @@ impl SchedulerCpuPool {
             kind: CallerKind::CpuWorker,
             hooks,
         };
-        let (pool, workers) = build_rayon_pool(&spec, threads, None)?;
+        let (pool, workers) = build_rayon_pool(&spec, threads, stack_size)?;
         let capacity = transport_capacity.max(threads.saturating_mul(4));
         Ok(Self {
             pool,

@@ -33,6 +33,13 @@ pub struct SchedulerConfig {
     /// is raised whenever something pumpable appears or a waiter is
     /// answered, and every test passes with it `None`. Default: 1 ms.
     pub wait_backstop: Option<Duration>,
+    /// Stack of each stage CPU thread [`Self::build_pools`] starts, in bytes
+    /// (`None`: the standard library's default, 2 MiB). Executors recurse on
+    /// their input (a parser recurses per nesting level, and a stack
+    /// overflow aborts the process, not just the stage), so this must cover
+    /// the deepest input the executor accepts. Virtual memory only: a page
+    /// is committed when it is touched. Default: [`Self::DEFAULT_STAGE_STACK`].
+    pub stage_stack_size: Option<usize>,
     /// Pause points and events for tests; a no-op by default.
     pub hooks: Arc<dyn Hooks>,
 }
@@ -46,6 +53,7 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("inbox_capacity", &self.inbox_capacity)
             .field("idle_repump", &self.idle_repump)
             .field("wait_backstop", &self.wait_backstop)
+            .field("stage_stack_size", &self.stage_stack_size)
             .finish_non_exhaustive()
     }
 }
@@ -58,6 +66,9 @@ impl Default for SchedulerConfig {
 }
 
 impl SchedulerConfig {
+    /// The default stage thread stack: 16 MiB.
+    pub const DEFAULT_STAGE_STACK: usize = 16 << 20;
+
     /// The default configuration for `cpu_threads` stage threads and
     /// `io_threads` I/O threads (both at least 1).
     pub fn with_threads(cpu_threads: usize, io_threads: usize) -> Self {
@@ -74,6 +85,7 @@ impl SchedulerConfig {
             inbox_capacity: 1024,
             idle_repump: Some(Duration::from_millis(50)),
             wait_backstop: Some(IDLE_PUMP_BACKSTOP),
+            stage_stack_size: Some(Self::DEFAULT_STAGE_STACK),
             hooks: Arc::new(NoHooks),
         }
     }
@@ -115,7 +127,11 @@ impl SchedulerConfig {
     /// Hosts may build their own, as long as their capacities are at least
     /// [`Self::cpu_transport_capacity`] and [`Self::io_queue_capacity`].
     pub fn build_pools(&self) -> Result<(Arc<SchedulerCpuPool>, Arc<SchedulerIoPool>), PoolError> {
-        let cpu = SchedulerCpuPool::new(self.cpu_threads, self.cpu_transport_capacity())?;
+        let cpu = SchedulerCpuPool::with_stack_size(
+            self.cpu_threads,
+            self.cpu_transport_capacity(),
+            self.stage_stack_size,
+        )?;
         let io = SchedulerIoPool::new(self.io_threads, self.io_queue_capacity())?;
         Ok((Arc::new(cpu), Arc::new(io)))
     }

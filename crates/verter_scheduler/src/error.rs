@@ -48,6 +48,11 @@ pub enum RequestError {
         stage: Arc<str>,
         /// What the executor said.
         message: Arc<str>,
+        /// The executor's typed error, when it gave one
+        /// ([`ExecutorError::from_error`]); see
+        /// [`RequestError::executor_cause`].
+        #[source]
+        cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
     },
     /// The executor (or loader) panicked; the scheduler caught it.
     #[error("{stage} of {path} panicked: {message}")]
@@ -118,12 +123,16 @@ pub enum LoadError {
     },
 }
 
-/// What a [`crate::StageExecutor`] reports when a stage fails.
+/// What a [`crate::StageExecutor`] reports when a stage fails: a message,
+/// and optionally the typed error it came from, which the request's
+/// [`RequestError::ExecutorFailed`] carries to the host.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct ExecutorError {
     /// What went wrong, for humans.
     pub message: Arc<str>,
+    #[source]
+    cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl ExecutorError {
@@ -131,11 +140,44 @@ impl ExecutorError {
     pub fn msg(message: impl Into<Arc<str>>) -> Self {
         Self {
             message: message.into(),
+            cause: None,
         }
+    }
+
+    /// An error carrying `error`: its message, and the error itself for the
+    /// host to inspect ([`RequestError::executor_cause`]).
+    pub fn from_error(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self {
+            message: error.to_string().into(),
+            cause: Some(Arc::new(error)),
+        }
+    }
+
+    /// The typed error this came from, if it is a `T`.
+    pub fn cause<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.cause
+            .as_deref()
+            .and_then(|cause| cause.downcast_ref::<T>())
+    }
+
+    pub(crate) fn into_parts(self) -> (Arc<str>, Option<Arc<dyn std::error::Error + Send + Sync>>) {
+        (self.message, self.cause)
     }
 }
 
 impl RequestError {
+    /// The executor's typed error behind an `ExecutorFailed`, if it is a `T`
+    /// (a dependency's failure is looked up through `DependencyFailed` too).
+    pub fn executor_cause<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        match self {
+            Self::ExecutorFailed { cause, .. } => {
+                cause.as_deref().and_then(|cause| cause.downcast_ref::<T>())
+            }
+            Self::DependencyFailed { cause, .. } => cause.executor_cause(),
+            _ => None,
+        }
+    }
+
     pub(crate) fn from_load(path: &Canonical, error: &LoadError) -> Self {
         match error {
             LoadError::Missing { .. } => Self::SourceMissing { path: path.clone() },

@@ -505,11 +505,15 @@ impl<E: StageExecutor> Scheduler<E> {
     ) -> Result<T, RequestError> {
         match result {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(RequestError::ExecutorFailed {
-                path: file.canonical.clone(),
-                stage: stage.into(),
-                message: error.message,
-            }),
+            Ok(Err(error)) => {
+                let (message, cause) = error.into_parts();
+                Err(RequestError::ExecutorFailed {
+                    path: file.canonical.clone(),
+                    stage: stage.into(),
+                    message,
+                    cause,
+                })
+            }
             Err(payload) => {
                 self.counters
                     .executor_panics

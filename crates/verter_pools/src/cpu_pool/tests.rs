@@ -137,7 +137,7 @@ fn commands_run_in_parallel_up_to_the_thread_count() {
 fn no_cpu_worker_outlives_its_pool() {
     with_watchdog("cpu pool drop", || {
         let live = LiveThreads::default();
-        let pool = SchedulerCpuPool::with_hooks(3, 0, live.hooks()).expect("build the pool");
+        let pool = SchedulerCpuPool::with_hooks(3, 0, None, live.hooks()).expect("build the pool");
         let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         for _ in 0..pool.capacity() {
             let ran = Arc::clone(&ran);
