@@ -15,6 +15,7 @@ pub(crate) fn run(
     out: Option<&Path>,
     trace: Option<&Path>,
     threads: Option<usize>,
+    reads: &host::ReadPolicy,
 ) -> Result<(), CliError> {
     let _trace = trace.map(start_trace).transpose()?;
     let started = Instant::now();
@@ -28,7 +29,8 @@ pub(crate) fn run(
         base
     };
     let recorder = Arc::new(Recorder::default());
-    let host = host::start(threads, &recorder)?;
+    let loader = reads.loader(&base)?;
+    let host = host::start(threads, &recorder, loader.clone())?;
     let scheduler = host.scheduler();
     let progress = Progress::start(scheduler, "indexing");
     let mut index = index_roots(scheduler, &roots)?;
@@ -56,6 +58,7 @@ pub(crate) fn run(
         elapsed,
         files as f64 / elapsed.as_secs_f64().max(f64::EPSILON),
     );
+    println!("{}", host::describe_reads(&loader));
     if let Some(out) = out {
         write_index(&index, out)?;
         println!("wrote {}", out.display());
@@ -66,12 +69,16 @@ pub(crate) fn run(
 /// One line per file that failed; the build goes on without it.
 pub(crate) fn print_failures(index: &Index) {
     for failure in &index.failures {
-        // The error and its causes, on one line.
+        // The error and its causes, on one line (a cause whose text the
+        // line already says is not repeated).
         let mut line = failure.error.to_string();
         let mut source = std::error::Error::source(&failure.error);
         while let Some(cause) = source {
-            line.push_str(": ");
-            line.push_str(&cause.to_string());
+            let text = cause.to_string();
+            if !line.contains(&text) {
+                line.push_str(": ");
+                line.push_str(&text);
+            }
             source = cause.source();
         }
         eprintln!("warning: {}: {line}", failure.path);

@@ -40,10 +40,69 @@ impl Hooks for Recorder {
     }
 }
 
-/// A threaded host over the file system with `threads` stage threads.
+/// What the loader may read: by default only regular files inside the
+/// indexed PATH, each at most 16 MiB.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ReadPolicy {
+    /// Also read files outside PATH (a `#[path]` or a symbolic link that
+    /// leaves the tree). By default such a module is refused, unopened.
+    #[arg(long)]
+    pub(crate) allow_outside_root: bool,
+    /// Refuse files larger than this many bytes, unread.
+    #[arg(long, value_name = "BYTES", default_value_t = FsLoader::DEFAULT_MAX_FILE_BYTES)]
+    pub(crate) max_file_size: u64,
+}
+
+impl ReadPolicy {
+    /// The loader this policy describes, for a tree rooted at `base`.
+    pub(crate) fn loader(&self, base: &std::path::Path) -> Result<FsLoader, CliError> {
+        let loader = if self.allow_outside_root {
+            FsLoader::unconfined()
+        } else {
+            FsLoader::confined_to([base]).map_err(|_| CliError::Missing {
+                path: base.to_path_buf(),
+            })?
+        };
+        Ok(loader.with_max_file_bytes(self.max_file_size))
+    }
+}
+
+/// The loader's accounting, one line: what it read and refused, and where
+/// reads were confined.
+pub(crate) fn describe_reads(loader: &FsLoader) -> String {
+    let opened = loader.opened();
+    let outside = opened
+        .iter()
+        .filter(|path| match loader.roots() {
+            Some(roots) => !roots.iter().any(|root| path.starts_with(root)),
+            None => false,
+        })
+        .count();
+    let scope = match loader.roots() {
+        Some(roots) => format!(
+            "confined to {}",
+            roots
+                .iter()
+                .map(|root| root.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => "not confined (--allow-outside-root)".to_owned(),
+    };
+    format!(
+        "reads: {} files opened ({outside} outside the roots), {} refused; {scope}",
+        opened.len(),
+        loader.refused()
+    )
+}
+
+/// A threaded host over `loader` with `threads` stage threads, whose stage
+/// threads have the default stage stack (sized for the indexer's nesting
+/// limit: `SchedulerConfig::DEFAULT_STAGE_STACK`, `verter_index::MAX_NESTING`).
 pub(crate) fn start(
     threads: Option<usize>,
     recorder: &Arc<Recorder>,
+    loader: FsLoader,
 ) -> Result<VerterHost<RustIndexer>, CliError> {
     let threads = threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
@@ -51,7 +110,7 @@ pub(crate) fn start(
     let mut scheduler = SchedulerConfig::with_threads(threads, 2);
     scheduler.hooks = Arc::clone(recorder) as Arc<dyn Hooks>;
     let config = HostConfig::new(1, scheduler);
-    Ok(VerterHost::new(config, FsLoader, RustIndexer::new())?)
+    Ok(VerterHost::new(config, loader, RustIndexer::new())?)
 }
 
 /// Renders what a list of completed stages touched: `file (stages)`, one

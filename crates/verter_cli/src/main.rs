@@ -54,6 +54,8 @@ struct BuildArgs {
     /// Stage CPU threads (default: available parallelism).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    #[command(flatten)]
+    reads: host::ReadPolicy,
 }
 
 /// Arguments of `verter watch`.
@@ -68,6 +70,8 @@ struct WatchArgs {
     /// Stage CPU threads (default: available parallelism).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    #[command(flatten)]
+    reads: host::ReadPolicy,
 }
 
 fn main() -> ExitCode {
@@ -78,8 +82,11 @@ fn main() -> ExitCode {
             args.out.as_deref(),
             args.trace.as_deref(),
             args.threads,
+            &args.reads,
         ),
-        Command::Watch(args) => watch::run(&args.path, args.out.as_deref(), args.threads),
+        Command::Watch(args) => {
+            watch::run(&args.path, args.out.as_deref(), args.threads, &args.reads)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

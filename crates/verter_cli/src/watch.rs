@@ -23,13 +23,18 @@ enum Message {
 }
 
 /// Runs `verter watch`.
-pub(crate) fn run(path: &Path, out: Option<&Path>, threads: Option<usize>) -> Result<(), CliError> {
+pub(crate) fn run(
+    path: &Path,
+    out: Option<&Path>,
+    threads: Option<usize>,
+    reads: &host::ReadPolicy,
+) -> Result<(), CliError> {
     let roots = discover_crate_roots(path)?;
     let base = realpath(path).map_err(|_| CliError::Missing {
         path: path.to_path_buf(),
     })?;
     let recorder = Arc::new(Recorder::default());
-    let host = host::start(threads, &recorder)?;
+    let host = host::start(threads, &recorder, reads.loader(&base)?)?;
     let scheduler = host.scheduler();
 
     let started = Instant::now();

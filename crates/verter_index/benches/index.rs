@@ -73,7 +73,7 @@ fn workload() -> &'static Workload {
                 (crates, roots)
             }
         };
-        let scheduler = Scheduler::new_inline(config(), FsLoader, RustIndexer::new())
+        let scheduler = Scheduler::new_inline(config(), FsLoader::default(), RustIndexer::new())
             .expect("a valid scheduler configuration");
         let index = index_roots(&scheduler, &roots).expect("the roots exist");
         // Only files that index take part (a file mid-edit in a shared
@@ -105,7 +105,7 @@ fn config() -> SchedulerConfig {
 fn threaded() -> Arc<Scheduler<RustIndexer>> {
     let config = config();
     let (cpu, io) = config.build_pools().expect("pools");
-    Scheduler::new(config, FsLoader, RustIndexer::new(), cpu, io)
+    Scheduler::new(config, FsLoader::default(), RustIndexer::new(), cpu, io)
         .expect("a valid scheduler configuration")
 }
 

@@ -2,6 +2,12 @@
 //!
 //! - [`FsLoader`] is the [`verter_scheduler::SourceLoader`] on the file
 //!   system (canonical paths, typed `Missing` / `NotUtf8` / `Io` errors).
+//!   It reads only regular files, within a size limit and, when confined,
+//!   only inside its roots; it refuses the rest typed, unopened.
+//! - Before `syn` parses a file, a nesting guard refuses one that would
+//!   recurse past [`MAX_NESTING`] levels ([`NestingError`]); stage threads
+//!   have a stack sized for that limit
+//!   (`SchedulerConfig::stage_stack_size`).
 //! - [`RustIndexer`] is the [`verter_scheduler::StageExecutor`]: Source
 //!   parses a file and keeps a `Send + Sync` [`RustSource`] (module path,
 //!   items, `mod` children, flattened `use`s); its forward dependencies are
@@ -46,7 +52,7 @@
 //! use verter_index::{FsLoader, RustIndexer, index_roots, package_roots};
 //! use verter_scheduler::{Scheduler, SchedulerConfig};
 //!
-//! let scheduler = Scheduler::new_inline(SchedulerConfig::default(), FsLoader, RustIndexer::new()).expect("a valid scheduler configuration");
+//! let scheduler = Scheduler::new_inline(SchedulerConfig::default(), FsLoader::default(), RustIndexer::new()).expect("a valid scheduler configuration");
 //! let roots = package_roots(std::path::Path::new(".")).expect("a crate");
 //! let index = index_roots(&scheduler, &roots).expect("roots exist");
 //! println!("{} files, {} items, {} uses resolved, {} unresolved, {} failed",

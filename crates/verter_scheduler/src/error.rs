@@ -31,13 +31,17 @@ pub enum RequestError {
         /// The file.
         path: Canonical,
     },
-    /// The loader failed to read the file.
+    /// The loader failed to read the file, or refused to.
     #[error("loading {path} failed: {message}")]
     LoadFailed {
         /// The file.
         path: Canonical,
         /// What the loader said.
         message: Arc<str>,
+        /// The loader's typed error (`None` when the loader panicked); see
+        /// [`RequestError::load_cause`].
+        #[source]
+        cause: Option<LoadError>,
     },
     /// The executor returned an error.
     #[error("{stage} of {path} failed: {message}")]
@@ -121,6 +125,38 @@ pub enum LoadError {
         /// The underlying error.
         message: String,
     },
+    /// The path resolves outside every root the loader may read: refused,
+    /// nothing was opened.
+    #[error("{path} is outside the roots the loader may read: refused, nothing was opened")]
+    OutsideRoot {
+        /// The path, resolved.
+        path: String,
+    },
+    /// Something other than a regular file backs the path (a directory, a
+    /// FIFO, a socket, a device): refused before any open that could block.
+    #[error("{path} is a {kind}, not a regular file: refused")]
+    NotAFile {
+        /// The path.
+        path: String,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// The file is larger than the loader reads: refused before reading.
+    #[error("{path} has {bytes} bytes, over the limit of {limit}: refused")]
+    TooLarge {
+        /// The path.
+        path: String,
+        /// Its size (at least; it may grow while read).
+        bytes: u64,
+        /// The loader's limit.
+        limit: u64,
+    },
+    /// Resolving the path loops through symbolic links.
+    #[error("{path} loops through symbolic links")]
+    SymlinkLoop {
+        /// The path.
+        path: String,
+    },
 }
 
 /// What a [`crate::StageExecutor`] reports when a stage fails: a message,
@@ -166,6 +202,16 @@ impl ExecutorError {
 }
 
 impl RequestError {
+    /// The loader's typed error behind a `LoadFailed` (a dependency's failure
+    /// is looked up through `DependencyFailed` too).
+    pub fn load_cause(&self) -> Option<&LoadError> {
+        match self {
+            Self::LoadFailed { cause, .. } => cause.as_ref(),
+            Self::DependencyFailed { cause, .. } => cause.load_cause(),
+            _ => None,
+        }
+    }
+
     /// The executor's typed error behind an `ExecutorFailed`, if it is a `T`
     /// (a dependency's failure is looked up through `DependencyFailed` too).
     pub fn executor_cause<T: std::error::Error + 'static>(&self) -> Option<&T> {
@@ -184,6 +230,7 @@ impl RequestError {
             other => Self::LoadFailed {
                 path: path.clone(),
                 message: other.to_string().into(),
+                cause: Some(other.clone()),
             },
         }
     }

@@ -635,6 +635,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 Err(RequestError::LoadFailed {
                     path: file.canonical.clone(),
                     message: format!("load panicked: {}", panic_message(&*payload)).into(),
+                    cause: None,
                 })
             }
         };

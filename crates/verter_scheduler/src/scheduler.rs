@@ -639,6 +639,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 Err(RequestError::LoadFailed {
                     path: Canonical::from(path),
                     message: format!("realpath panicked: {}", panic_message(&*payload)).into(),
+                    cause: None,
                 })
             }
         }
@@ -654,6 +655,7 @@ impl<E: StageExecutor> Scheduler<E> {
             RequestError::LoadFailed {
                 path: canonical.clone(),
                 message: format!("classify panicked: {}", panic_message(&*payload)).into(),
+                cause: None,
             }
         })
     }

@@ -205,3 +205,98 @@ fn watch_rebuilds_only_the_edited_file_and_its_dependents() {
     let exit = child.wait().expect("verter exits");
     assert!(exit.success(), "{exit:?}");
 }
+
+/// A crate whose every hostile module costs one warning: a file nested past
+/// the parser's limit, a `#[path]` that climbs out of the tree and one that
+/// names an absolute path outside it, a FIFO (which would block a plain
+/// open), a symbolic link to itself, and a file over the size limit.
+#[cfg(unix)]
+#[test]
+fn hostile_files_each_cost_one_warning_and_everything_else_indexes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let outside = dir.path().join("outside.rs");
+    std::fs::write(&outside, "pub fn secret() {}\n").expect("write");
+    let elsewhere = dir.path().join("elsewhere.rs");
+    std::fs::write(&elsewhere, "pub fn secret() {}\n").expect("write");
+    let tree = dir.path().join("tree");
+    let src = tree.join("src");
+    std::fs::create_dir_all(&src).expect("mkdir");
+    std::fs::write(tree.join("Cargo.toml"), "[package]\nname = \"hostile\"\n").expect("write");
+    std::fs::write(
+        src.join("lib.rs"),
+        format!(
+            "mod good;\nmod deep;\n#[path = \"../../outside.rs\"]\nmod climbs;\n#[path = \"{}\"]\nmod absolute;\nmod pipe;\nmod looped;\nmod big;\n",
+            elsewhere.display()
+        ),
+    )
+    .expect("write");
+    std::fs::write(src.join("good.rs"), "pub fn ok() {}\n").expect("write");
+    let depth = 20_000;
+    std::fs::write(
+        src.join("deep.rs"),
+        format!(
+            "fn f() -> i32 {{ {}1{} }}\n",
+            "(".repeat(depth),
+            ")".repeat(depth)
+        ),
+    )
+    .expect("write");
+    let fifo = Command::new("mkfifo")
+        .arg(src.join("pipe.rs"))
+        .status()
+        .expect("mkfifo");
+    assert!(fifo.success());
+    std::os::unix::fs::symlink(src.join("looped.rs"), src.join("looped.rs")).expect("symlink");
+    std::fs::write(src.join("big.rs"), "// padding\n".repeat(20_000)).expect("write");
+    let out = dir.path().join("index.json");
+
+    let output = verter()
+        .arg("build")
+        .arg(&tree)
+        .args(["--max-file-size", "100000", "--threads", "2", "--out"])
+        .arg(&out)
+        .output()
+        .expect("run verter");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    let expect = [
+        ("src/deep.rs", "past the limit of 128"),
+        ("outside.rs", "outside the roots"),
+        ("elsewhere.rs", "outside the roots"),
+        ("src/pipe.rs", "is a FIFO, not a regular file"),
+        ("src/looped.rs", "loops through symbolic links"),
+        ("src/big.rs", "over the limit of 100000"),
+    ];
+    assert_eq!(warnings.len(), expect.len(), "{stderr}");
+    for (file, says) in expect {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains(file) && w.contains(says)),
+            "no warning for {file} saying {says:?}:\n{stderr}"
+        );
+    }
+    // Everything else indexed, and the loader opened nothing outside the
+    // tree (its own accounting): lib.rs and good.rs only.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("index written")).expect("JSON");
+    let paths: Vec<&str> = json["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["src/good.rs", "src/lib.rs"]);
+    assert!(
+        stdout.contains("reads: 3 files opened (0 outside the roots)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("secret") && !stderr.contains("secret"));
+}

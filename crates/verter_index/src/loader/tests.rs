@@ -11,7 +11,7 @@ fn temp_dir() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn canonical(path: &Path) -> Canonical {
-    FsLoader
+    FsLoader::default()
         .realpath(path.to_str().expect("utf-8"))
         .expect("a canonical")
 }
@@ -23,8 +23,11 @@ fn an_existing_file_canonicalises_through_dot_dot_and_loads() {
     fs::write(dir.join("a.rs"), "fn a() {}").expect("write");
     let found = canonical(&dir.join("sub/../a.rs"));
     assert_eq!(found.as_str(), dir.join("a.rs").to_str().expect("utf-8"));
-    assert!(FsLoader.exists(&found));
-    assert_eq!(&*FsLoader.load(&found).expect("loads"), "fn a() {}");
+    assert!(FsLoader::default().exists(&found));
+    assert_eq!(
+        &*FsLoader::default().load(&found).expect("loads"),
+        "fn a() {}"
+    );
 }
 
 #[test]
@@ -36,9 +39,9 @@ fn a_missing_file_gets_its_parents_canonical_and_loads_as_missing() {
         found.as_str(),
         dir.join("missing.rs").to_str().expect("utf-8")
     );
-    assert!(!FsLoader.exists(&found));
+    assert!(!FsLoader::default().exists(&found));
     assert!(matches!(
-        FsLoader.load(&found),
+        FsLoader::default().load(&found),
         Err(LoadError::Missing { .. })
     ));
     let deeper = canonical(&dir.join("no/such/dir.rs"));
@@ -54,31 +57,112 @@ fn non_utf8_bytes_are_a_typed_load_error() {
     fs::write(dir.join("bin.rs"), [0xff, 0xfe, b'x']).expect("write");
     let found = canonical(&dir.join("bin.rs"));
     assert!(matches!(
-        FsLoader.load(&found),
+        FsLoader::default().load(&found),
         Err(LoadError::NotUtf8 { .. })
     ));
 }
 
 #[test]
-fn a_directory_is_not_a_source_and_fails_to_load_as_io() {
+fn a_directory_is_not_a_source_and_is_refused_as_not_a_file() {
     let (_guard, dir) = temp_dir();
     let found = canonical(&dir);
-    assert!(!FsLoader.exists(&found));
-    assert!(matches!(FsLoader.load(&found), Err(LoadError::Io { .. })));
+    assert!(!FsLoader::default().exists(&found));
+    assert!(matches!(
+        FsLoader::default().load(&found),
+        Err(LoadError::NotAFile {
+            kind: "directory",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_confined_loader_opens_nothing_outside_its_roots() {
+    let (_outer_guard, outer) = temp_dir();
+    let root = outer.join("tree");
+    fs::create_dir(&root).expect("mkdir");
+    fs::write(root.join("lib.rs"), "inside").expect("write");
+    fs::write(outer.join("secret.rs"), "outside").expect("write");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(outer.join("secret.rs"), root.join("link.rs")).expect("symlink");
+    let loader = FsLoader::confined_to([&root]).expect("the root exists");
+    let inside = canonical(&root.join("lib.rs"));
+    assert_eq!(&*loader.load(&inside).expect("inside"), "inside");
+    // Through `..`, an absolute path, and (on unix) a symbolic link.
+    let escapes = [
+        root.join("../secret.rs").to_string_lossy().into_owned(),
+        outer.join("secret.rs").to_string_lossy().into_owned(),
+        #[cfg(unix)]
+        root.join("link.rs").to_string_lossy().into_owned(),
+    ];
+    for escape in escapes {
+        assert!(
+            matches!(
+                loader.load(&Canonical::from(escape.as_str())),
+                Err(LoadError::OutsideRoot { .. })
+            ),
+            "{escape}"
+        );
+    }
+    let opened = loader.opened();
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    assert!(opened.iter().all(|path| loader.is_inside_roots(path)));
+    assert_eq!(loader.refused(), 2 + usize::from(cfg!(unix)) as u64);
+    // Unconfined, the same file is read.
+    assert_eq!(
+        &*FsLoader::unconfined()
+            .load(&canonical(&outer.join("secret.rs")))
+            .expect("unconfined"),
+        "outside"
+    );
+}
+
+#[test]
+fn special_files_loops_and_large_files_are_refused_unopened() {
+    let (_guard, dir) = temp_dir();
+    let loader = FsLoader::confined_to([&dir])
+        .expect("the root exists")
+        .with_max_file_bytes(8);
+    fs::write(dir.join("big.rs"), "more than eight bytes").expect("write");
+    assert!(matches!(
+        loader.load(&canonical(&dir.join("big.rs"))),
+        Err(LoadError::TooLarge { limit: 8, .. })
+    ));
+    #[cfg(unix)]
+    {
+        // A FIFO would block an open until a writer came: it is refused by
+        // its metadata, and nothing is opened.
+        let fifo = dir.join("pipe.rs");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|status| status.success()) {
+            assert!(matches!(
+                loader.load(&canonical(&fifo)),
+                Err(LoadError::NotAFile { kind: "FIFO", .. })
+            ));
+        }
+        std::os::unix::fs::symlink(dir.join("loop.rs"), dir.join("loop.rs")).expect("symlink");
+        assert!(matches!(
+            loader.load(&Canonical::from(
+                dir.join("loop.rs").to_string_lossy().as_ref()
+            )),
+            Err(LoadError::SymlinkLoop { .. })
+        ));
+    }
+    assert!(loader.opened().is_empty(), "{:?}", loader.opened());
 }
 
 #[test]
 fn rust_files_are_rust_and_everything_else_is_text() {
     assert_eq!(
-        FsLoader.classify(&Canonical::from("/x/lib.rs")),
+        FsLoader::default().classify(&Canonical::from("/x/lib.rs")),
         Language::new("rust")
     );
     assert_eq!(
-        FsLoader.classify(&Canonical::from("/x/Cargo.toml")),
+        FsLoader::default().classify(&Canonical::from("/x/Cargo.toml")),
         Language::new("text")
     );
     assert_eq!(
-        FsLoader.classify(&Canonical::from("/x/rs")),
+        FsLoader::default().classify(&Canonical::from("/x/rs")),
         Language::new("text")
     );
 }

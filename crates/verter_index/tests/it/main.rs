@@ -9,6 +9,7 @@ mod support;
 
 mod discovery;
 mod faults;
+mod hostile;
 mod incremental;
 mod json;
 mod own_repository;

@@ -29,7 +29,7 @@ fn config() -> SchedulerConfig {
 
 /// A scheduler with no threads: every wait pumps on the caller's thread.
 pub(crate) fn inline_scheduler() -> Arc<Scheduler<RustIndexer>> {
-    Scheduler::new_inline(config(), FsLoader, RustIndexer::new())
+    Scheduler::new_inline(config(), FsLoader::default(), RustIndexer::new())
         .expect("a valid scheduler configuration")
 }
 
@@ -37,7 +37,7 @@ pub(crate) fn inline_scheduler() -> Arc<Scheduler<RustIndexer>> {
 pub(crate) fn threaded_scheduler() -> Arc<Scheduler<RustIndexer>> {
     let config = config();
     let (cpu, io) = config.build_pools().expect("pools");
-    Scheduler::new(config, FsLoader, RustIndexer::new(), cpu, io)
+    Scheduler::new(config, FsLoader::default(), RustIndexer::new(), cpu, io)
         .expect("a valid scheduler configuration")
 }
 
