@@ -15,6 +15,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use verter_scheduler::{
     AnalysisInput, ArtifactInput, ExecutorError, SourceDeps, SourceInput, StageExecutor,
@@ -33,12 +34,12 @@ use crate::summary;
 pub struct RustSource {
     /// Where the file sits in its crate.
     pub location: ModuleLocation,
-    /// Its item table, in source order.
-    pub items: Vec<Item>,
+    /// Its item table, in source order (the Analysis and Artifact share it).
+    pub items: Arc<[Item]>,
     /// Its `mod name;` declarations, with their child files.
     pub mods: Vec<ModDecl>,
-    /// Its `use` leaves, in source order.
-    pub uses: Vec<UseDecl>,
+    /// Its `use` leaves, in source order (the Analysis shares them).
+    pub uses: Arc<[UseDecl]>,
     /// The files whose analyses its Artifact needs, canonical and sorted.
     pub blockers: Vec<PathBuf>,
 }
@@ -48,9 +49,10 @@ pub struct RustSource {
 ///
 /// # Thread-local spans
 /// `syn` locates tokens through `proc_macro2`'s per-thread span table,
-/// which grows with every parse. After 64 MiB of text parsed on one thread,
-/// the Source stage clears that thread's table (once its own tree is gone),
-/// so a long-running host does not grow without bound. Other code that
+/// which keeps a copy of every text it lexed. After 4 MiB of text parsed on
+/// one thread, the Source stage clears that thread's table (once its own
+/// tree is gone), so a long-running host does not grow without bound and a
+/// large tree's texts are not all held twice. Other code that
 /// keeps `proc_macro2` spans alive on a thread that runs Source stages (a
 /// stage worker, or the caller of an inline scheduler) must not use them
 /// after such a stage.
@@ -185,9 +187,9 @@ impl StageExecutor for RustIndexer {
 
         Ok(RustSource {
             location,
-            items: summary.items,
+            items: summary.items.into(),
             mods,
-            uses,
+            uses: uses.into(),
             blockers,
         })
     }
@@ -210,8 +212,8 @@ impl StageExecutor for RustIndexer {
         let source = input.source;
         Ok(FileIndex {
             module_path: source.parsed.location.module_path.clone(),
-            items: source.parsed.items.clone(),
-            uses: source.parsed.uses.clone(),
+            items: Arc::clone(&source.parsed.items),
+            uses: Arc::clone(&source.parsed.uses),
         })
     }
 

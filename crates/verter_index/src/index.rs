@@ -124,6 +124,17 @@ impl Index {
     pub fn to_json(&self) -> Result<String, IndexError> {
         serde_json::to_string_pretty(self).map_err(IndexError::Json)
     }
+
+    /// Streams the index as pretty-printed JSON (the same text as
+    /// [`Index::to_json`]) into `writer`, without building it in memory
+    /// first: on a large tree the text is several times the size of the
+    /// index. Buffer `writer` (a `BufWriter` around a file).
+    ///
+    /// # Errors
+    /// [`IndexError::Json`], wrapping the writer's I/O error if it failed.
+    pub fn write_json(&self, writer: impl std::io::Write) -> Result<(), IndexError> {
+        serde_json::to_writer_pretty(writer, self).map_err(IndexError::Json)
+    }
 }
 
 /// Indexes every file reachable from `roots` (crate root files) through

@@ -6,6 +6,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 
@@ -274,10 +275,11 @@ pub struct ResolvedUse {
 pub struct FileIndex {
     /// The module the file defines.
     pub module_path: CratePath,
-    /// Every item, inline modules' items included, in source order.
-    pub items: Vec<Item>,
-    /// Every `use` leaf, in source order.
-    pub uses: Vec<UseDecl>,
+    /// Every item, inline modules' items included, in source order (shared
+    /// with the Source output and the Artifact, not copied).
+    pub items: Arc<[Item]>,
+    /// Every `use` leaf, in source order (shared with the Source output).
+    pub uses: Arc<[UseDecl]>,
 }
 
 /// The Artifact stage's output: one file's entry in the index.
@@ -285,8 +287,8 @@ pub struct FileIndex {
 pub struct FileArtifact {
     /// The module the file defines.
     pub module_path: CratePath,
-    /// The item table, as Analysis built it.
-    pub items: Vec<Item>,
+    /// The item table, as Analysis built it (shared with it, not copied).
+    pub items: Arc<[Item]>,
     /// Every `use` leaf, in source order, resolved where possible.
     pub uses: Vec<ResolvedUse>,
     /// How many uses resolved.

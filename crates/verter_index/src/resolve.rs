@@ -150,7 +150,7 @@ pub(crate) fn resolve_file(
     let resolved = uses.iter().filter(|leaf| leaf.target.is_some()).count();
     FileArtifact {
         module_path: own.data.module_path.clone(),
-        items: own.data.items.clone(),
+        items: Arc::clone(&own.data.items),
         unresolved: uses.len() - resolved,
         resolved,
         uses,

@@ -149,8 +149,8 @@ fn snapshot(
         version: SourceVersion::new(Incarnation::allocate(), Generation::ZERO),
         data: FileIndex {
             module_path: module(module_path),
-            items,
-            uses,
+            items: items.into(),
+            uses: uses.into(),
         },
     })
 }

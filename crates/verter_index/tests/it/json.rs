@@ -69,3 +69,42 @@ fn a_failure_serialises_as_its_path_and_message() {
         "{messages:?}"
     );
 }
+
+#[test]
+fn streaming_the_index_writes_exactly_what_to_json_returns() {
+    let dir = fixture("faults");
+    let index = index_package(&inline_scheduler(), &dir);
+    let mut streamed = Vec::new();
+    index.write_json(&mut streamed).expect("written");
+    assert_eq!(
+        String::from_utf8(streamed).expect("utf-8"),
+        index.to_json().expect("json")
+    );
+}
+
+#[test]
+fn a_writer_that_fails_is_reported_as_its_io_error() {
+    struct Full;
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "disk full",
+            ))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let index = index_package(&inline_scheduler(), &fixture("tree"));
+    match index.write_json(Full) {
+        Err(verter_index::IndexError::Json(error)) => {
+            assert!(error.is_io(), "{error}");
+            assert_eq!(
+                std::io::Error::from(error).kind(),
+                std::io::ErrorKind::StorageFull
+            );
+        }
+        other => panic!("expected the writer's error, got {other:?}"),
+    }
+}

@@ -63,7 +63,7 @@ pub(crate) fn render(index: &Index, base: &Path) -> String {
             "{}  {}  ({} resolved, {} unresolved)",
             file.path, artifact.module_path, artifact.resolved, artifact.unresolved
         );
-        for item in &artifact.items {
+        for item in artifact.items.iter() {
             let scope: String = item.scope.iter().map(|s| format!("{s}::")).collect();
             let _ = writeln!(
                 out,
