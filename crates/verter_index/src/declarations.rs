@@ -35,6 +35,10 @@ pub(crate) struct Declared {
     pub location: ModuleLocation,
     /// Whether the file existed when the parent was parsed.
     pub exists: bool,
+    /// Whether the child defines its module (a `mod` file) rather than
+    /// sharing its includer's (an `include!`d file): only the former is
+    /// what a module path resolves to.
+    pub defines_module: bool,
 }
 
 /// One declaration as the module index holds it.
@@ -114,7 +118,7 @@ impl Declarations {
                 .entry(child.child.clone())
                 .or_default()
                 .insert(parent.to_path_buf());
-            if child.exists {
+            if child.exists && child.defines_module {
                 table
                     .by_module
                     .entry((

@@ -37,3 +37,27 @@ pub enum IndexError {
     #[error("writing the index as JSON failed")]
     Json(#[source] serde_json::Error),
 }
+
+/// Why a file's text could not be parsed. The file fails alone: its Source
+/// and Analysis still answer (with no items), so files that import from it
+/// index with those `use`s unresolved, and its own Artifact answers this
+/// error (through [`verter_scheduler::RequestError::executor_cause`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// `syn` (or the lexer) rejected the text.
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax {
+        /// The file, canonical.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the parser said.
+        message: String,
+    },
+    /// The nesting guard refused the file before parsing.
+    #[error("{0}")]
+    TooDeep(#[from] crate::guard::NestingError),
+}

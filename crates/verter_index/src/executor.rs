@@ -5,13 +5,17 @@
 //!   resolved child files, flattened `use`s and blocker files. Choosing
 //!   between `foo.rs` and `foo/mod.rs` and finding the crate directory stats
 //!   the file system (never reads it) on the CPU pool.
-//! - **`extract_deps`** is pure: forward = every `mod` child file,
-//!   blockers = the files rule 2 of `resolve` picked.
+//! - **`extract_deps`** is pure: forward = every `mod` child file and every
+//!   `include!`d file, except candidates whose file does not exist (see
+//!   [`ModDecl::optional`]); blockers = the files rule 2 of `resolve` picked.
 //! - **Analysis** is the file's [`FileIndex`]; **Artifact** resolves its uses
 //!   against it and its blockers' analyses ([`FileArtifact`]).
 //!
-//! A syntax error fails the Source stage of that file alone, with
-//! `file:line:col: message`; the scheduler goes on with the other files.
+//! **Degrade, don't drop.** A file that cannot be parsed (a syntax error,
+//! `file:line:col: message`, or the nesting guard's refusal) still answers
+//! its Source and Analysis, with no items and a [`ParseError`]; its own
+//! Artifact answers that error. Files that import from it index, with those
+//! `use`s unresolved.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -22,11 +26,13 @@ use verter_scheduler::{
 };
 
 use crate::declarations::{Declarations, Declared};
+use crate::error::ParseError;
 use crate::layout::{self, ModuleLocation};
 use crate::loader::{path_text, realpath};
-use crate::model::{CratePath, FileArtifact, FileIndex, Item, ModDecl, UseDecl};
+use crate::model::{CratePath, FileArtifact, FileIndex, IncludeDecl, Item, ModDecl, UseDecl};
 use crate::resolve::{self, BlockerContext};
 use crate::summary;
+use crate::summary::RawMod;
 
 /// The Source stage's output for one Rust file: everything later stages
 /// need, without the `syn` tree.
@@ -40,8 +46,13 @@ pub struct RustSource {
     pub mods: Vec<ModDecl>,
     /// Its `use` leaves, in source order (the Analysis shares them).
     pub uses: Arc<[UseDecl]>,
+    /// Its item-position `include!("…")`s, with the files they name.
+    pub includes: Vec<IncludeDecl>,
     /// The files whose analyses its Artifact needs, canonical and sorted.
     pub blockers: Vec<PathBuf>,
+    /// Why the text could not be parsed, if it could not: then every list
+    /// above is empty (see [`ParseError`]).
+    pub parse_error: Option<ParseError>,
 }
 
 /// Indexes Rust sources. Holds the declarations table (see
@@ -84,6 +95,49 @@ fn canonical(path: PathBuf) -> PathBuf {
     realpath(&path).unwrap_or(path)
 }
 
+/// The declarations one `mod name;` makes: its file, or, with
+/// `#[cfg_attr(…, path = "…")]`, every existing file any branch names plus
+/// the default one (all optional). When none exists, the default alone is
+/// kept, as required as the declaration itself.
+fn declare_mod(file: &Path, location: &ModuleLocation, raw: &RawMod) -> Vec<ModDecl> {
+    let candidate = |path_attr: Option<&str>, optional: bool| {
+        let candidates =
+            layout::child_candidates(file, location.mod_rs, &raw.scope, &raw.name, path_attr);
+        let (child, exists) = layout::pick_existing(candidates, &is_file);
+        ModDecl {
+            name: raw.name.clone(),
+            scope: raw.scope.clone(),
+            line: raw.line,
+            path_attr: path_attr.map(str::to_owned),
+            file: canonical(child),
+            exists,
+            optional,
+        }
+    };
+    let default = candidate(raw.path_attr.as_deref(), raw.optional);
+    if raw.cfg_paths.is_empty() {
+        return vec![default];
+    }
+    let mut found: Vec<ModDecl> = Vec::new();
+    for decl in raw
+        .cfg_paths
+        .iter()
+        .map(|path| candidate(Some(path), true))
+        .chain([ModDecl {
+            optional: true,
+            ..default.clone()
+        }])
+    {
+        if decl.exists && !found.iter().any(|seen| seen.file == decl.file) {
+            found.push(decl);
+        }
+    }
+    if found.is_empty() {
+        found.push(default);
+    }
+    found
+}
+
 impl StageExecutor for RustIndexer {
     type Source = RustSource;
     type Analysis = FileIndex;
@@ -91,51 +145,74 @@ impl StageExecutor for RustIndexer {
 
     fn execute_source(&self, input: &SourceInput<'_>) -> Result<RustSource, ExecutorError> {
         let file = Path::new(input.canonical.as_str());
-        let summary = summary::parse(input.canonical.as_str(), input.text)?;
         let location = self
             .declarations
             .location_of(file)
             .unwrap_or_else(|| layout::locate(file, &is_file));
+        let summary = match summary::parse(input.canonical.as_str(), input.text) {
+            Ok(summary) => summary,
+            Err(error) => {
+                // Degrade, don't drop: the file fails alone (its Artifact
+                // answers the error) and declares nothing, so importers
+                // still index.
+                self.declarations.record(file, &location, Vec::new());
+                return Ok(RustSource {
+                    location,
+                    items: Arc::from([]),
+                    mods: Vec::new(),
+                    includes: Vec::new(),
+                    uses: Arc::from([]),
+                    blockers: Vec::new(),
+                    parse_error: Some(error),
+                });
+            }
+        };
 
         let mods: Vec<ModDecl> = summary
             .mods
             .iter()
+            .flat_map(|raw| declare_mod(file, &location, raw))
+            .collect();
+        let includes: Vec<IncludeDecl> = summary
+            .includes
+            .iter()
             .map(|raw| {
-                let candidates = layout::child_candidates(
-                    file,
-                    location.mod_rs,
-                    &raw.scope,
-                    &raw.name,
-                    raw.path_attr.as_deref(),
-                );
-                let (child, exists) = layout::pick_existing(candidates, &is_file);
-                ModDecl {
-                    name: raw.name.clone(),
+                let path = layout::parent_dir(file).join(&raw.path);
+                IncludeDecl {
+                    path: raw.path.clone(),
                     scope: raw.scope.clone(),
                     line: raw.line,
-                    path_attr: raw.path_attr.clone(),
-                    file: canonical(child),
-                    exists,
+                    exists: is_file(&path),
+                    file: canonical(path),
+                    optional: raw.optional,
                 }
             })
             .collect();
-        self.declarations.record(
-            file,
-            &location,
-            mods.iter()
-                .map(|decl| Declared {
-                    child: decl.file.clone(),
-                    location: layout::child_location(
-                        &location,
-                        &decl.scope,
-                        &decl.name,
-                        &decl.file,
-                        decl.path_attr.is_some(),
-                    ),
-                    exists: decl.exists,
-                })
-                .collect(),
-        );
+        let declared_children = mods
+            .iter()
+            .map(|decl| Declared {
+                child: decl.file.clone(),
+                location: layout::child_location(
+                    &location,
+                    &decl.scope,
+                    &decl.name,
+                    &decl.file,
+                    decl.path_attr.is_some(),
+                ),
+                exists: decl.exists,
+                defines_module: true,
+            })
+            .chain(includes.iter().map(|include| Declared {
+                child: include.file.clone(),
+                location: ModuleLocation {
+                    module_path: location.module_path.join(&include.scope),
+                    ..location.clone()
+                },
+                exists: include.exists,
+                defines_module: false,
+            }))
+            .collect();
+        self.declarations.record(file, &location, declared_children);
 
         let uses: Vec<UseDecl> = summary
             .uses
@@ -189,17 +266,28 @@ impl StageExecutor for RustIndexer {
             location,
             items: summary.items.into(),
             mods,
+            includes,
             uses: uses.into(),
             blockers,
+            parse_error: None,
         })
     }
 
     fn extract_deps(&self, _input: &SourceInput<'_>, source: &RustSource) -> SourceDeps {
         SourceDeps {
+            // A candidate that does not exist is not loaded (no error).
             forward: source
                 .mods
                 .iter()
+                .filter(|decl| decl.exists || !decl.optional)
                 .map(|decl| path_text(&decl.file))
+                .chain(
+                    source
+                        .includes
+                        .iter()
+                        .filter(|include| include.exists || !include.optional)
+                        .map(|include| path_text(&include.file)),
+                )
                 .collect(),
             blockers: source.blockers.iter().map(|file| path_text(file)).collect(),
         }
@@ -214,6 +302,7 @@ impl StageExecutor for RustIndexer {
             module_path: source.parsed.location.module_path.clone(),
             items: Arc::clone(&source.parsed.items),
             uses: Arc::clone(&source.parsed.uses),
+            parse_error: source.parsed.parse_error.clone(),
         })
     }
 
@@ -221,6 +310,9 @@ impl StageExecutor for RustIndexer {
         &self,
         input: &ArtifactInput<'_, FileIndex>,
     ) -> Result<FileArtifact, ExecutorError> {
+        if let Some(error) = &input.analysis.data.parse_error {
+            return Err(ExecutorError::from_error(error.clone()));
+        }
         Ok(resolve::resolve_file(input.analysis, input.blockers))
     }
 }

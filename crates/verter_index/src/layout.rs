@@ -134,7 +134,7 @@ fn below_root(root_dir: &Path, crate_root: PathBuf, below: &[&str]) -> Option<Mo
 }
 
 /// The directory holding `file` (`.` for a bare file name).
-fn parent_dir(file: &Path) -> PathBuf {
+pub(crate) fn parent_dir(file: &Path) -> PathBuf {
     match file.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),

@@ -72,7 +72,7 @@ mod resolve;
 mod summary;
 mod sync;
 
-pub use error::IndexError;
+pub use error::{IndexError, ParseError};
 pub use executor::{RustIndexer, RustSource};
 pub use guard::{MAX_NESTING, NestingError};
 pub use index::{
@@ -81,6 +81,6 @@ pub use index::{
 pub use layout::ModuleLocation;
 pub use loader::{FsLoader, realpath};
 pub use model::{
-    CratePath, FileArtifact, FileIndex, Item, ItemKind, ModDecl, ResolvedUse, Target, UseDecl,
-    Visibility,
+    CratePath, FileArtifact, FileIndex, IncludeDecl, Item, ItemKind, ModDecl, ResolvedUse, Target,
+    UseDecl, Visibility,
 };

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 
+use crate::error::ParseError;
+
 /// A path inside one crate, written from the crate root: `crate`,
 /// `crate::a::b`, `crate::a::b::Item`. It names a module or an item; the
 /// root segment `crate` is implied and not stored.
@@ -245,6 +247,32 @@ pub struct ModDecl {
     pub file: PathBuf,
     /// Whether the child file existed when the declaration was parsed.
     pub exists: bool,
+    /// A candidate rather than a certainty: declared inside a macro
+    /// invocation or a `macro_rules!` body (never expanded), behind
+    /// `#[cfg(…)]`, or one branch of `#[cfg_attr(…, path = "…")]` (cfg is not
+    /// evaluated). An optional file that exists is indexed; one that does
+    /// not is no error.
+    pub optional: bool,
+}
+
+/// One item-position `include!("…")` of a Rust file. The included file is
+/// indexed as its own entry, with the module path of the scope that
+/// includes it; its items are not merged into the including file's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct IncludeDecl {
+    /// The path as written, relative to the including file's directory.
+    pub path: String,
+    /// The inline modules the `include!` sits in inside its file.
+    pub scope: Vec<String>,
+    /// The 1-based line of the `include!`.
+    pub line: u32,
+    /// The included file, canonical when it exists.
+    pub file: PathBuf,
+    /// Whether it existed when the including file was parsed.
+    pub exists: bool,
+    /// Found inside a macro invocation or `macro_rules!` body (see
+    /// [`ModDecl::optional`]).
+    pub optional: bool,
 }
 
 /// Where a `use` leads: a file and a 1-based line.
@@ -280,6 +308,11 @@ pub struct FileIndex {
     pub items: Arc<[Item]>,
     /// Every `use` leaf, in source order (shared with the Source output).
     pub uses: Arc<[UseDecl]>,
+    /// Why the file could not be parsed, if it could not: then `items` and
+    /// `uses` are empty, importers resolve nothing into it, and its own
+    /// Artifact answers this error.
+    #[serde(skip)]
+    pub parse_error: Option<ParseError>,
 }
 
 /// The Artifact stage's output: one file's entry in the index.

@@ -27,8 +27,9 @@
 //!    a module (a variant import, or a path through an imported name). A
 //!    `use` never resolves through its own binding; impl blocks never match. Imports
 //!    are not chased further: the `use` line is the target. Everything
-//!    else is unresolved, and so are items a macro generates and modules
-//!    declared inside macro invocations, which are never expanded
+//!    else is unresolved, and so are items a macro generates: macros are
+//!    never expanded (what is written inside a macro's input is summarised
+//!    as candidates, see `summary`)
 //!    (`uses_resolve_to_files_items_bindings_and_enums_in_that_order`).
 
 use std::collections::HashSet;

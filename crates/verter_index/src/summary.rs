@@ -18,14 +18,25 @@
 //!    (`the_span_table_is_cleared_after_the_budget_and_lines_stay_right`).
 //!    Code that keeps its own `proc_macro2` spans on a stage worker thread
 //!    must not rely on them across a Source stage.
+//! 4. Macros are never expanded, but what is written inside an item-position
+//!    macro's input or a `macro_rules!` body is read: tokens that parse as
+//!    items are summarised as items, and otherwise `mod name;`, inline
+//!    `mod name { … }` and `include!("…")` are found by their shape; every
+//!    declaration found there is a candidate
+//!    (`mods_inside_macro_invocations_and_macro_rules_bodies_are_candidates`,
+//!    `a_macro_whose_input_is_items_is_summarised_as_items`).
+//! 5. cfg is never evaluated: every `path = "…"` of every `#[cfg_attr]`
+//!    branch is kept, and `#[cfg]` makes a declaration a candidate
+//!    (`cfg_attr_paths_are_all_collected_and_cfg_makes_a_mod_optional`).
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
-use proc_macro2::{Span, TokenStream};
-use verter_scheduler::ExecutorError;
+use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
+use syn::spanned::Spanned as _;
 
+use crate::error::ParseError;
 use crate::guard::{self, MAX_NESTING};
 use crate::model::{Item, ItemKind, Visibility};
 
@@ -48,7 +59,26 @@ pub(crate) struct RawMod {
     pub name: String,
     pub scope: Vec<String>,
     pub line: u32,
+    /// The plain `#[path = "…"]` value, if any.
     pub path_attr: Option<String>,
+    /// Every `path = "…"` any `#[cfg_attr(…)]` branch names, in order
+    /// (cfg is not evaluated: each is a candidate).
+    pub cfg_paths: Vec<String>,
+    /// Declared inside a macro invocation or `macro_rules!` body, or behind
+    /// `#[cfg(…)]`: rustc may never see it, so a missing file is no error.
+    pub optional: bool,
+}
+
+/// An item-position `include!("…")` of Rust source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RawInclude {
+    /// The path as written (relative to the including file's directory).
+    pub path: String,
+    /// The inline modules the `include!` sits in.
+    pub scope: Vec<String>,
+    pub line: u32,
+    /// Found inside a macro invocation or `macro_rules!` body.
+    pub optional: bool,
 }
 
 /// A flattened `use` leaf before its path is resolved.
@@ -66,17 +96,21 @@ pub(crate) struct RawUse {
 pub(crate) struct Summary {
     pub items: Vec<Item>,
     pub mods: Vec<RawMod>,
+    pub includes: Vec<RawInclude>,
     pub uses: Vec<RawUse>,
     /// Per inline scope (the file's top level is `[]`), the names a bare
     /// path may start with: declared modules and items, not imports.
     pub local_names: HashMap<Vec<String>, HashSet<String>>,
+    /// How many macro invocations deep the walk is: declarations found
+    /// there are candidates.
+    in_macro: usize,
 }
 
 /// Parses `text` (the file `path`, for messages) and summarises it. The
 /// nesting guard sees the tokens first (see [`crate::guard`]): a file that
 /// would recurse past [`MAX_NESTING`] is refused, typed, before `syn` parses
 /// it.
-pub(crate) fn parse(path: &str, text: &str) -> Result<Summary, ExecutorError> {
+pub(crate) fn parse(path: &str, text: &str) -> Result<Summary, ParseError> {
     let summary = parse_guarded(path, text);
     // The tokens and the tree (and every span in them) are gone: clearing
     // the table is safe.
@@ -93,10 +127,10 @@ pub(crate) fn parse(path: &str, text: &str) -> Result<Summary, ExecutorError> {
 }
 
 /// Lexes once, checks the nesting, then parses those tokens.
-fn parse_guarded(path: &str, text: &str) -> Result<Summary, ExecutorError> {
+fn parse_guarded(path: &str, text: &str) -> Result<Summary, ParseError> {
     let tokens = TokenStream::from_str(without_bom_and_shebang(text))
         .map_err(|error| syntax_error(path, &syn::Error::from(error)))?;
-    guard::check(&tokens, MAX_NESTING).map_err(ExecutorError::from_error)?;
+    guard::check(&tokens, MAX_NESTING)?;
     let file: syn::File = syn::parse2(tokens).map_err(|error| syntax_error(path, &error))?;
     let mut summary = Summary::default();
     summary.local_names.insert(Vec::new(), HashSet::new());
@@ -118,13 +152,14 @@ fn without_bom_and_shebang(text: &str) -> &str {
 }
 
 /// A syntax error as `path:line:col: message`, 1-based.
-fn syntax_error(path: &str, error: &syn::Error) -> ExecutorError {
+fn syntax_error(path: &str, error: &syn::Error) -> ParseError {
     let start = error.span().start();
-    ExecutorError::msg(format!(
-        "{path}:{}:{}: {error}",
-        start.line,
-        start.column + 1
-    ))
+    ParseError::Syntax {
+        path: path.to_owned(),
+        line: start.line,
+        column: start.column + 1,
+        message: error.to_string(),
+    }
 }
 
 fn line(span: Span) -> u32 {
@@ -226,6 +261,18 @@ impl Summary {
                     };
                     self.push(scope, ident.to_string(), ItemKind::Macro, ident.span(), vis);
                 }
+                if let Some(path) = include_literal(&it.mac) {
+                    self.includes.push(RawInclude {
+                        path,
+                        scope: scope.clone(),
+                        line: line(it.mac.path.span()),
+                        optional: self.in_macro > 0,
+                    });
+                } else {
+                    // `cfg_if! { … mod a; … }`, `macro_rules! m { () => { mod b; } }`:
+                    // never expanded, so every declaration inside is a candidate.
+                    self.mods_in_tokens(it.mac.tokens.clone(), scope);
+                }
             }
             I::Mod(it) => {
                 self.named(scope, &it.ident, ItemKind::Mod, &it.vis);
@@ -236,12 +283,17 @@ impl Summary {
                         self.items_in(items, scope);
                         scope.pop();
                     }
-                    None => self.mods.push(RawMod {
-                        name: it.ident.to_string(),
-                        scope: scope.clone(),
-                        line: line(it.ident.span()),
-                        path_attr: path_attr(&it.attrs),
-                    }),
+                    None => {
+                        let attrs = ModAttrs::of(it.attrs.iter().map(|attr| &attr.meta));
+                        self.mods.push(RawMod {
+                            name: it.ident.to_string(),
+                            scope: scope.clone(),
+                            line: line(it.ident.span()),
+                            optional: attrs.cfg_gated || self.in_macro > 0,
+                            path_attr: attrs.path,
+                            cfg_paths: attrs.cfg_paths,
+                        });
+                    }
                 }
             }
             I::Static(it) => self.named(scope, &it.ident, ItemKind::Static, &it.vis),
@@ -351,9 +403,157 @@ fn visibility(vis: &syn::Visibility) -> Visibility {
     }
 }
 
-/// The `#[path = "…"]` value among `attrs`.
-fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
-    attrs.iter().find_map(|attr| match &attr.meta {
+impl Summary {
+    /// Records the `mod name;` declarations, inline `mod name { … }` scopes
+    /// and `include!("…")`s found anywhere in `tokens` (a macro's input or a
+    /// `macro_rules!` body), all as candidates: a stream or group that
+    /// parses as items is summarised whole; otherwise the tokens are
+    /// scanned for the declarations' shapes. A `$name` is not a name.
+    /// Recursion is bounded by the nesting guard, which has seen these
+    /// tokens.
+    fn mods_in_tokens(&mut self, tokens: TokenStream, scope: &mut Vec<String>) {
+        // `cfg_unix! { pub mod runtime; }`, a `cfg_if!` branch: tokens that
+        // are items are summarised as items (uses and all), as candidates.
+        if let Ok(file) = syn::parse2::<syn::File>(tokens.clone()) {
+            self.in_macro += 1;
+            self.items_in(&file.items, scope);
+            self.in_macro -= 1;
+            return;
+        }
+        let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut metas: Vec<syn::Meta> = Vec::new();
+        let mut i = 0;
+        while i < tokens.len() {
+            match (&tokens[i], tokens.get(i + 1), tokens.get(i + 2)) {
+                (TokenTree::Punct(hash), Some(TokenTree::Group(group)), _)
+                    if hash.as_char() == '#' && group.delimiter() == Delimiter::Bracket =>
+                {
+                    if let Ok(meta) = syn::parse2::<syn::Meta>(group.stream()) {
+                        metas.push(meta);
+                    }
+                    i += 2;
+                    continue;
+                }
+                (TokenTree::Ident(word), next, _) if word == "pub" => {
+                    let restricted = matches!(next, Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
+                    i += if restricted { 2 } else { 1 };
+                    continue;
+                }
+                (TokenTree::Ident(word), Some(TokenTree::Ident(name)), Some(after))
+                    if word == "mod" =>
+                {
+                    let name_text = name.to_string();
+                    let name_text = name_text
+                        .strip_prefix("r#")
+                        .unwrap_or(&name_text)
+                        .to_owned();
+                    match after {
+                        TokenTree::Punct(semi) if semi.as_char() == ';' => {
+                            let attrs = ModAttrs::of(metas.iter());
+                            self.push(
+                                scope,
+                                name_text.clone(),
+                                ItemKind::Mod,
+                                name.span(),
+                                Visibility::Private,
+                            );
+                            self.mods.push(RawMod {
+                                name: name_text,
+                                scope: scope.clone(),
+                                line: line(name.span()),
+                                path_attr: attrs.path,
+                                cfg_paths: attrs.cfg_paths,
+                                optional: true,
+                            });
+                        }
+                        TokenTree::Group(body) if body.delimiter() == Delimiter::Brace => {
+                            scope.push(name_text);
+                            self.local_names.entry(scope.clone()).or_default();
+                            self.mods_in_tokens(body.stream(), scope);
+                            scope.pop();
+                        }
+                        _ => {}
+                    }
+                    metas.clear();
+                    i += 3;
+                    continue;
+                }
+                (
+                    TokenTree::Ident(word),
+                    Some(TokenTree::Punct(bang)),
+                    Some(TokenTree::Group(args)),
+                ) if word == "include" && bang.as_char() == '!' => {
+                    if let Some(path) = string_literal(args.stream()) {
+                        self.includes.push(RawInclude {
+                            path,
+                            scope: scope.clone(),
+                            line: line(word.span()),
+                            optional: true,
+                        });
+                    }
+                    metas.clear();
+                    i += 3;
+                    continue;
+                }
+                (TokenTree::Group(group), _, _) => self.mods_in_tokens(group.stream(), scope),
+                _ => {}
+            }
+            metas.clear();
+            i += 1;
+        }
+    }
+}
+
+/// What a `mod name;` declaration's attributes say about its file.
+#[derive(Debug, Default)]
+struct ModAttrs {
+    /// The plain `#[path = "…"]`.
+    path: Option<String>,
+    /// Every `path = "…"` inside `#[cfg_attr(…)]`, nested ones included.
+    cfg_paths: Vec<String>,
+    /// Whether a `#[cfg(…)]` gates it.
+    cfg_gated: bool,
+}
+
+impl ModAttrs {
+    fn of<'a>(metas: impl IntoIterator<Item = &'a syn::Meta>) -> Self {
+        let mut attrs = Self::default();
+        for meta in metas {
+            if let Some(path) = path_value(meta) {
+                attrs.path.get_or_insert(path);
+            } else if meta.path().is_ident("cfg") {
+                attrs.cfg_gated = true;
+            } else if meta.path().is_ident("cfg_attr") {
+                attrs.cfg_attr(meta);
+            }
+        }
+        attrs
+    }
+
+    /// `cfg_attr(predicate, attr, …)`: every branch's `path`, recursively.
+    fn cfg_attr(&mut self, meta: &syn::Meta) {
+        use syn::punctuated::Punctuated;
+        let syn::Meta::List(list) = meta else { return };
+        let Ok(parts) =
+            list.parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
+        else {
+            return;
+        };
+        for inner in parts.iter().skip(1) {
+            if let Some(path) = path_value(inner) {
+                if !self.cfg_paths.contains(&path) {
+                    self.cfg_paths.push(path);
+                }
+            } else if inner.path().is_ident("cfg_attr") {
+                self.cfg_attr(inner);
+            }
+        }
+    }
+}
+
+/// The value of a `path = "…"` meta.
+fn path_value(meta: &syn::Meta) -> Option<String> {
+    match meta {
         syn::Meta::NameValue(nv) if nv.path.is_ident("path") => match &nv.value {
             syn::Expr::Lit(syn::ExprLit {
                 lit: syn::Lit::Str(value),
@@ -362,7 +562,23 @@ fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
             _ => None,
         },
         _ => None,
-    })
+    }
+}
+
+/// The path of `include!("…")` when its argument is one string literal
+/// (`include!(concat!(…))` names no file the indexer can know).
+fn include_literal(mac: &syn::Macro) -> Option<String> {
+    if !(mac.path.is_ident("include") || path_text(&mac.path) == "std::include") {
+        return None;
+    }
+    string_literal(mac.tokens.clone())
+}
+
+/// The value of `tokens` when they are exactly one string literal.
+fn string_literal(tokens: TokenStream) -> Option<String> {
+    syn::parse2::<syn::LitStr>(tokens)
+        .ok()
+        .map(|lit| lit.value())
 }
 
 fn path_text(path: &syn::Path) -> String {

@@ -212,12 +212,21 @@ impl RequestError {
         }
     }
 
-    /// The executor's typed error behind an `ExecutorFailed`, if it is a `T`
-    /// (a dependency's failure is looked up through `DependencyFailed` too).
+    /// The executor's typed error behind an `ExecutorFailed`, if it or one
+    /// of its sources (`Error::source`, followed to the end) is a `T` (a
+    /// dependency's failure is looked up through `DependencyFailed` too).
     pub fn executor_cause<T: std::error::Error + 'static>(&self) -> Option<&T> {
         match self {
             Self::ExecutorFailed { cause, .. } => {
-                cause.as_deref().and_then(|cause| cause.downcast_ref::<T>())
+                let mut next: Option<&(dyn std::error::Error + 'static)> =
+                    cause.as_deref().map(|cause| cause as _);
+                while let Some(error) = next {
+                    if let Some(found) = error.downcast_ref::<T>() {
+                        return Some(found);
+                    }
+                    next = error.source();
+                }
+                None
             }
             Self::DependencyFailed { cause, .. } => cause.executor_cause(),
             _ => None,
@@ -235,3 +244,6 @@ impl RequestError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

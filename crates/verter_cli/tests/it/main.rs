@@ -114,16 +114,17 @@ fn an_unparsable_file_is_reported_and_the_build_goes_on() {
     assert!(output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("warning: src/util.rs: Source of"),
+        stderr.contains("warning: src/util.rs") && stderr.contains("cannot parse"),
         "{stderr}"
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("4 files"), "{stdout}");
-    // util.rs fails to parse; lib.rs, whose Artifact is blocked on util.rs's
-    // Analysis, fails as its dependent. The other two files index.
-    assert!(stdout.contains("2 files failed"), "{stdout}");
-    assert!(
-        stderr.contains("warning: src/lib.rs: dependency Analysis"),
+    // util.rs fails to parse and fails alone: lib.rs, which imports from
+    // it, still indexes, with those uses unresolved.
+    assert!(stdout.contains("1 files failed"), "{stdout}");
+    assert_eq!(
+        stderr.lines().filter(|l| l.starts_with("warning:")).count(),
+        1,
         "{stderr}"
     );
 }

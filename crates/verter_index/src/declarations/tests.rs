@@ -19,6 +19,7 @@ fn declared(child: &str, module: &str) -> Declared {
         child: PathBuf::from(child),
         location: location(module, true),
         exists: true,
+        defines_module: true,
     }
 }
 

@@ -151,6 +151,7 @@ fn snapshot(
             module_path: module(module_path),
             items: items.into(),
             uses: uses.into(),
+            parse_error: None,
         },
     })
 }

@@ -119,6 +119,95 @@ extern \"C\" { fn ext(); static EXT: u8; }
     );
 }
 
+/// `name@scope:line` of every `mod name;`, with `?` when it is a candidate.
+fn mods(text: &str) -> Vec<String> {
+    summary(text)
+        .mods
+        .into_iter()
+        .map(|m| {
+            format!(
+                "{}@{}:{}{}",
+                m.name,
+                m.scope.join("::"),
+                m.line,
+                if m.optional { "?" } else { "" }
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn mods_inside_macro_invocations_and_macro_rules_bodies_are_candidates() {
+    let text = "\
+cfg_if! {
+    if #[cfg(unix)] { mod unix; } else { pub(crate) mod windows; }
+}
+macro_rules! m {
+    ($name:ident) => { mod $name; #[path = \"p.rs\"] mod fixed; mod inner { mod leaf; } };
+}
+mod plain;
+";
+    assert_eq!(
+        mods(text),
+        [
+            "unix@:2?",
+            "windows@:2?",
+            "fixed@:5?",
+            "leaf@inner:5?",
+            "plain@:7"
+        ]
+    );
+    let fixed = summary(text)
+        .mods
+        .into_iter()
+        .find(|m| m.name == "fixed")
+        .expect("fixed");
+    assert_eq!(fixed.path_attr.as_deref(), Some("p.rs"));
+}
+
+#[test]
+fn a_macro_whose_input_is_items_is_summarised_as_items() {
+    let s = summary("wrap! {\n    pub mod a;\n    pub use self::a::B;\n    fn f() {}\n}\n");
+    let names: Vec<&str> = s.items.iter().map(|item| item.name.as_str()).collect();
+    assert_eq!(names, ["a", "B", "f"]);
+    assert_eq!(uses("wrap! { use crate::x::Y; }"), ["1:crate::x::Y"]);
+    assert!(s.mods[0].optional);
+}
+
+#[test]
+fn cfg_attr_paths_are_all_collected_and_cfg_makes_a_mod_optional() {
+    let text = "\
+#[cfg_attr(unix, path = \"u.rs\")]
+#[cfg_attr(windows, cfg_attr(target_env = \"msvc\", path = \"w.rs\"))]
+mod sys;
+#[cfg(feature = \"x\")]
+mod gated;
+";
+    let s = summary(text);
+    assert_eq!(s.mods[0].cfg_paths, ["u.rs", "w.rs"]);
+    assert_eq!(s.mods[0].path_attr, None);
+    assert!(!s.mods[0].optional);
+    assert!(s.mods[1].optional);
+}
+
+#[test]
+fn an_include_of_a_literal_is_recorded_and_one_of_a_computed_path_is_not() {
+    let text = "include!(\"a.rs\");\nmod m { include!(\"b.rs\"); }\ninclude!(concat!(env!(\"OUT_DIR\"), \"/c.rs\"));\nwrap! { include!(\"d.rs\"); }\n";
+    let includes: Vec<(String, Vec<String>, u32, bool)> = summary(text)
+        .includes
+        .into_iter()
+        .map(|i| (i.path, i.scope, i.line, i.optional))
+        .collect();
+    assert_eq!(
+        includes,
+        [
+            ("a.rs".to_owned(), vec![], 1, false),
+            ("b.rs".to_owned(), vec!["m".to_owned()], 2, false),
+            ("d.rs".to_owned(), vec![], 4, true),
+        ]
+    );
+}
+
 #[test]
 fn mod_declarations_keep_their_scope_and_path_attribute() {
     let text = "mod a;\n#[path = \"x/y.rs\"]\nmod b;\nmod c {\n    mod d;\n}\n";
@@ -150,13 +239,12 @@ fn local_names_are_declarations_per_scope_not_imports() {
 #[test]
 fn a_syntax_error_names_its_file_line_and_column() {
     let error = parse("src/x.rs", "fn ok() {}\nfn broken(a: ) {}\n").expect_err("does not parse");
-    assert!(
-        error.message.starts_with("src/x.rs:2:14: "),
-        "{}",
-        error.message
-    );
-    let lex = parse("src/y.rs", "fn f() {\n").expect_err("unbalanced");
-    assert!(lex.message.starts_with("src/y.rs:"), "{}", lex.message);
+    let message = error.to_string();
+    assert!(message.starts_with("src/x.rs:2:14: "), "{message}");
+    let lex = parse("src/y.rs", "fn f() {\n")
+        .expect_err("unbalanced")
+        .to_string();
+    assert!(lex.starts_with("src/y.rs:"), "{lex}");
 }
 
 #[test]

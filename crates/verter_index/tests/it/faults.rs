@@ -1,8 +1,9 @@
 //! The `faults` fixture: a syntax error, a missing module file, a file that
-//! is not UTF-8, and a module blocked on the broken one. Each fails alone,
-//! with its own typed error; every other file still indexes.
+//! is not UTF-8, and a module importing from the broken one. Each faulty
+//! file fails alone, with its own typed error; every other file still
+//! indexes, the importer with its `use` into the broken file unresolved.
 
-use verter_dag::TargetStage;
+use verter_index::ParseError;
 use verter_scheduler::RequestError;
 
 use crate::support::{fixture, index_package, inline_scheduler, render};
@@ -49,25 +50,42 @@ fn a_missing_module_file_is_source_missing() {
     );
 }
 
+/// Degrade, don't drop: a file that imports from an unparsable one still
+/// indexes, with the `use`s into it unresolved; only the broken file fails.
 #[test]
-fn a_file_blocked_on_a_broken_module_fails_with_dependency_failed() {
+fn a_file_importing_from_a_broken_module_indexes_with_those_uses_unresolved() {
     let dir = fixture("faults");
     let index = index_package(&inline_scheduler(), &dir);
+    assert!(
+        index.failures.iter().all(|f| f.path != "src/blocked.rs"),
+        "{:?}",
+        index.failures
+    );
     let blocked = index
+        .files
+        .iter()
+        .find(|file| file.path == "src/blocked.rs")
+        .expect("blocked.rs indexed");
+    assert_eq!(blocked.artifact.items.len(), 1);
+    assert_eq!(
+        (blocked.artifact.resolved, blocked.artifact.unresolved),
+        (0, 1)
+    );
+    assert_eq!(blocked.artifact.uses[0].path, "crate::broken::ok");
+    assert_eq!(blocked.artifact.uses[0].target, None);
+    let broken = index
         .failures
         .iter()
-        .find(|failure| failure.path == "src/blocked.rs")
-        .expect("blocked.rs failed");
-    match &blocked.error {
-        RequestError::DependencyFailed { dep, .. } => {
-            assert!(
-                dep.file.canonical.as_str().ends_with("src/broken.rs"),
-                "{dep}"
-            );
-            assert_eq!(dep.stage, TargetStage::Analysis);
-        }
-        other => panic!("expected DependencyFailed, got {other:?}"),
-    }
+        .find(|failure| failure.path == "src/broken.rs")
+        .expect("broken.rs failed");
+    assert!(
+        matches!(
+            broken.error.executor_cause::<ParseError>(),
+            Some(ParseError::Syntax { line: 3, .. })
+        ),
+        "{:?}",
+        broken.error
+    );
 }
 
 /// The error at the end of a `DependencyFailed` chain.

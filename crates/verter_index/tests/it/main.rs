@@ -12,6 +12,7 @@ mod faults;
 mod hostile;
 mod incremental;
 mod json;
+mod macros;
 mod own_repository;
 mod threaded;
 mod tree;
