@@ -18,11 +18,14 @@
 //!    (`loom_the_smallest_parent_wins_in_any_order`).
 //! 3. Every operation holds the table's one lock for a bounded, I/O-free
 //!    section; nothing is called under it.
+//! 4. A file declared a crate root is located as one, even when the layout
+//!    (`[[bin]] path = "src/cli.rs"`) or a parent's `mod` says otherwise
+//!    (`a_declared_root_is_its_own_crate_whatever_its_place`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::layout::ModuleLocation;
+use crate::layout::{self, ModuleLocation};
 use crate::model::CratePath;
 use crate::sync::Mutex;
 
@@ -52,6 +55,10 @@ struct Table {
     by_child: HashMap<PathBuf, BTreeSet<PathBuf>>,
     /// Index: (crate root, module) → declarations of an existing file for it.
     by_module: HashMap<(PathBuf, CratePath), BTreeSet<ModuleEntry>>,
+    /// Files the host named as crate roots (Cargo targets): each is the
+    /// root of its own crate, whatever its place in the layout or any
+    /// parent's declaration says.
+    roots: HashSet<PathBuf>,
 }
 
 /// The table; see the module docs.
@@ -138,10 +145,19 @@ impl Declarations {
             .insert(parent.to_path_buf(), (parent_module, declared));
     }
 
-    /// The location the smallest declaring parent gave `child`, if any parent
-    /// declared it (invariant 2).
+    /// Records `files` as crate roots (invariant 4).
+    pub(crate) fn declare_roots(&self, files: impl IntoIterator<Item = PathBuf>) {
+        self.table.lock().roots.extend(files);
+    }
+
+    /// The location of `child`: a crate root's own when it was declared a
+    /// root (invariant 4), else the one the smallest declaring parent gave
+    /// it, if any parent declared it (invariant 2).
     pub(crate) fn location_of(&self, child: &Path) -> Option<ModuleLocation> {
         let table = self.table.lock();
+        if table.roots.contains(child) {
+            return Some(layout::root_location(child));
+        }
         let parent = table.by_child.get(child)?.first()?;
         let (_, declared) = table.by_parent.get(parent)?;
         declared

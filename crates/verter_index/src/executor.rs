@@ -84,6 +84,15 @@ impl RustIndexer {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// Declares `files` (canonical paths) crate roots: each is located as
+    /// the root of its own crate when parsed, whatever the layout or a
+    /// parent's `mod` says (a `[[bin]] path = "src/cli.rs"` target is not
+    /// `crate::cli` of the library). [`crate::index_roots`] declares the
+    /// roots it is given; declare them before their first parse.
+    pub fn declare_roots(&self, files: impl IntoIterator<Item = PathBuf>) {
+        self.declarations.declare_roots(files);
+    }
 }
 
 fn is_file(path: &Path) -> bool {

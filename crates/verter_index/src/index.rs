@@ -176,6 +176,9 @@ pub fn index_roots(
         })?;
         canonical_roots.push(path_text(&canonical));
     }
+    scheduler
+        .executor()
+        .declare_roots(canonical_roots.iter().map(PathBuf::from));
     for root in canonical_roots {
         submit(root, &mut sources);
     }
@@ -209,13 +212,19 @@ pub fn index_roots(
     Ok(index)
 }
 
-/// The crate root files of the package at `package_dir`: `src/lib.rs`,
-/// `src/main.rs`, `src/bin/*.rs` and `src/bin/*/main.rs`, sorted.
+/// The crate root files of the package at `package_dir`: every Cargo
+/// target its manifest declares or cargo would auto-discover (library,
+/// binaries, examples, tests, benches) and its build script, in that
+/// order. Explicit `[lib]`, `[[bin]]`, `[[example]]`, `[[test]]` and
+/// `[[bench]]` targets are found by `path` or by name; auto-discovery
+/// follows `autobins` and its siblings; `package.build` names or disables
+/// the build script. A manifest that is not valid TOML is read as if it
+/// declared nothing (the conventional layout alone).
 ///
 /// # Errors
 /// [`IndexError::Missing`] if `package_dir` does not exist,
 /// [`IndexError::NotACrate`] if it has no `Cargo.toml` or no root,
-/// [`IndexError::Io`] if `src/bin` cannot be read.
+/// [`IndexError::Io`] if the manifest or a target directory cannot be read.
 pub fn package_roots(package_dir: &Path) -> Result<Vec<PathBuf>, IndexError> {
     if !package_dir.exists() {
         return Err(IndexError::Missing {
@@ -228,34 +237,7 @@ pub fn package_roots(package_dir: &Path) -> Result<Vec<PathBuf>, IndexError> {
     if !package_dir.join("Cargo.toml").is_file() {
         return Err(not_a_crate());
     }
-    let src = package_dir.join("src");
-    let mut roots: Vec<PathBuf> = ["lib.rs", "main.rs"]
-        .into_iter()
-        .map(|name| src.join(name))
-        .filter(|root| root.is_file())
-        .collect();
-    let bin = src.join("bin");
-    if bin.is_dir() {
-        let mut bins = Vec::new();
-        for entry in std::fs::read_dir(&bin).map_err(|source| IndexError::Io {
-            path: bin.clone(),
-            source,
-        })? {
-            let path = entry
-                .map_err(|source| IndexError::Io {
-                    path: bin.clone(),
-                    source,
-                })?
-                .path();
-            if path.extension().is_some_and(|ext| ext == "rs") && path.is_file() {
-                bins.push(path);
-            } else if path.join("main.rs").is_file() {
-                bins.push(path.join("main.rs"));
-            }
-        }
-        bins.sort();
-        roots.extend(bins);
-    }
+    let roots = crate::manifest::targets(package_dir)?;
     if roots.is_empty() {
         return Err(not_a_crate());
     }

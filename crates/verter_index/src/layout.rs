@@ -47,12 +47,7 @@ const TARGET_DIRS: [&str; 3] = ["tests", "benches", "examples"];
 /// The location of `file` (an absolute path) from the layout alone (rules 1
 /// and 2). `is_file` answers whether a path is an existing file.
 pub(crate) fn locate(file: &Path, is_file: &dyn Fn(&Path) -> bool) -> ModuleLocation {
-    let own_root = || ModuleLocation {
-        module_path: CratePath::root(),
-        crate_root: file.to_path_buf(),
-        root_dir: parent_dir(file),
-        mod_rs: true,
-    };
+    let own_root = || root_location(file);
     let Some(crate_dir) = file
         .ancestors()
         .skip(1)
@@ -90,16 +85,21 @@ pub(crate) fn locate(file: &Path, is_file: &dyn Fn(&Path) -> bool) -> ModuleLoca
     }
 }
 
-/// A file under a directory of single-file or directory targets
-/// (`src/bin`, `tests`, …): `x.rs` and `x/main.rs` are roots; `x/a/b.rs`
-/// belongs to the target rooted at `x/main.rs`.
-fn locate_in_target(file: &Path, targets_dir: &Path, rest: &[&str]) -> ModuleLocation {
-    let own_root = ModuleLocation {
+/// The location of `file` as the root of its own crate.
+pub(crate) fn root_location(file: &Path) -> ModuleLocation {
+    ModuleLocation {
         module_path: CratePath::root(),
         crate_root: file.to_path_buf(),
         root_dir: parent_dir(file),
         mod_rs: true,
-    };
+    }
+}
+
+/// A file under a directory of single-file or directory targets
+/// (`src/bin`, `tests`, …): `x.rs` and `x/main.rs` are roots; `x/a/b.rs`
+/// belongs to the target rooted at `x/main.rs`.
+fn locate_in_target(file: &Path, targets_dir: &Path, rest: &[&str]) -> ModuleLocation {
+    let own_root = root_location(file);
     match rest {
         [single] if single.ends_with(".rs") => own_root,
         [_, "main.rs"] => own_root,

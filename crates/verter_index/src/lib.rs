@@ -67,6 +67,7 @@ mod guard;
 mod index;
 mod layout;
 mod loader;
+mod manifest;
 mod model;
 mod resolve;
 mod summary;

@@ -128,3 +128,24 @@ fn loom_the_smallest_parent_wins_in_any_order() {
         assert_eq!(settled.as_deref(), Some("crate::from_a"));
     });
 }
+
+#[cfg(not(verter_loom))]
+#[test]
+fn a_declared_root_is_its_own_crate_whatever_its_place() {
+    let table = Declarations::default();
+    let lib = PathBuf::from("/p/src/lib.rs");
+    let cli = PathBuf::from("/p/src/cli.rs");
+    table.record(
+        &lib,
+        &location("crate", true),
+        vec![declared("/p/src/cli.rs", "crate::cli")],
+    );
+    assert_eq!(
+        table.location_of(&cli).map(|l| l.module_path.to_string()),
+        Some("crate::cli".to_owned())
+    );
+    table.declare_roots([cli.clone()]);
+    let located = table.location_of(&cli).expect("a root");
+    assert!(located.module_path.is_root());
+    assert_eq!(located.crate_root, cli);
+}

@@ -14,5 +14,6 @@ mod incremental;
 mod json;
 mod macros;
 mod own_repository;
+mod targets;
 mod threaded;
 mod tree;
