@@ -7,6 +7,7 @@
 mod bench;
 mod guard;
 mod readme;
+mod recall;
 mod sim;
 
 use std::path::{Path, PathBuf};
@@ -21,13 +22,23 @@ tasks:
   sim      the inline simulator: --seed S replays one seed (trace and
            violation), --seeds N [--from S] runs N seeds
   soak     the threaded simulator: --ops N --threads T --seed S; prints ops/s
-           and `0 violations` last, exits non-zero on any violation";
+           and `0 violations` last, exits non-zero on any violation
+  recall   compare the files `verter build` reaches with the files rustc
+           read (its dep-info) on registry crates; --dep 'name = \"req\"'
+           replaces the default crates (tokio, serde, libc, ...)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("guard") => run_guard(&workspace_root()),
         Some(task @ ("sim" | "soak")) => sim::run(&workspace_root(), task, &args[1..]),
+        Some("recall") => match recall::run(&workspace_root(), &args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("recall: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
         Some("bench") => match bench::run(&workspace_root(), &args[1..]) {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {

@@ -14,8 +14,9 @@
 //! **Degrade, don't drop.** A file that cannot be parsed (a syntax error,
 //! `file:line:col: message`, or the nesting guard's refusal) still answers
 //! its Source and Analysis, with no items and a [`ParseError`]; its own
-//! Artifact answers that error. Files that import from it index, with those
-//! `use`s unresolved.
+//! Artifact answers that error. The `mod`s and `include!`s its tokens show
+//! are still declared (as candidates), so its children index; files that
+//! import from it index too, with those `use`s unresolved.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -50,8 +51,9 @@ pub struct RustSource {
     pub includes: Vec<IncludeDecl>,
     /// The files whose analyses its Artifact needs, canonical and sorted.
     pub blockers: Vec<PathBuf>,
-    /// Why the text could not be parsed, if it could not: then every list
-    /// above is empty (see [`ParseError`]).
+    /// Why the text could not be parsed, if it could not: then `items`,
+    /// `uses` and `blockers` are empty, and `mods` and `includes` hold what
+    /// the tokens show, all optional (see [`ParseError`]).
     pub parse_error: Option<ParseError>,
 }
 
@@ -104,16 +106,34 @@ fn canonical(path: PathBuf) -> PathBuf {
     realpath(&path).unwrap_or(path)
 }
 
-/// The declarations one `mod name;` makes: its file, or, with
-/// `#[cfg_attr(…, path = "…")]`, every existing file any branch names plus
-/// the default one (all optional). When none exists, the default alone is
-/// kept, as required as the declaration itself.
-fn declare_mod(file: &Path, location: &ModuleLocation, raw: &RawMod) -> Vec<ModDecl> {
+/// The declarations one `mod name;` makes, each with the location it gives
+/// its file: its file, or, with `#[cfg_attr(…, path = "…")]`, every
+/// existing file any branch names plus the default one (all optional). When
+/// none exists, the default alone is kept, as required as the declaration
+/// itself. A declaration inside a `macro_rules!` body whose file is not
+/// beside the defining file is looked for beside the crate root, where such
+/// macros are usually expanded (`crate_root!()`), and then belongs to it.
+fn declare_mod(
+    file: &Path,
+    location: &ModuleLocation,
+    raw: &RawMod,
+) -> Vec<(ModDecl, ModuleLocation)> {
+    let root = raw
+        .in_macro_rules
+        .then(|| layout::root_location(&location.crate_root));
     let candidate = |path_attr: Option<&str>, optional: bool| {
+        let mut parent = location;
         let candidates =
             layout::child_candidates(file, location.mod_rs, &raw.scope, &raw.name, path_attr);
-        let (child, exists) = layout::pick_existing(candidates, &is_file);
-        ModDecl {
+        let (mut child, mut exists) = layout::pick_existing(candidates, &is_file);
+        if let Some(root) = root.as_ref().filter(|_| !exists) {
+            let at_root =
+                layout::child_candidates(&root.crate_root, true, &raw.scope, &raw.name, path_attr);
+            if let (found, true) = layout::pick_existing(at_root, &is_file) {
+                (child, exists, parent) = (found, true, root);
+            }
+        }
+        let decl = ModDecl {
             name: raw.name.clone(),
             scope: raw.scope.clone(),
             line: raw.line,
@@ -121,24 +141,35 @@ fn declare_mod(file: &Path, location: &ModuleLocation, raw: &RawMod) -> Vec<ModD
             file: canonical(child),
             exists,
             optional,
-        }
+        };
+        let child_location = layout::child_location(
+            parent,
+            &raw.scope,
+            &raw.name,
+            &decl.file,
+            path_attr.is_some(),
+        );
+        (decl, child_location)
     };
     let default = candidate(raw.path_attr.as_deref(), raw.optional);
     if raw.cfg_paths.is_empty() {
         return vec![default];
     }
-    let mut found: Vec<ModDecl> = Vec::new();
-    for decl in raw
+    let mut found: Vec<(ModDecl, ModuleLocation)> = Vec::new();
+    for (decl, child_location) in raw
         .cfg_paths
         .iter()
         .map(|path| candidate(Some(path), true))
-        .chain([ModDecl {
-            optional: true,
-            ..default.clone()
-        }])
+        .chain([(
+            ModDecl {
+                optional: true,
+                ..default.0.clone()
+            },
+            default.1.clone(),
+        )])
     {
-        if decl.exists && !found.iter().any(|seen| seen.file == decl.file) {
-            found.push(decl);
+        if decl.exists && !found.iter().any(|(seen, _)| seen.file == decl.file) {
+            found.push((decl, child_location));
         }
     }
     if found.is_empty() {
@@ -158,30 +189,17 @@ impl StageExecutor for RustIndexer {
             .declarations
             .location_of(file)
             .unwrap_or_else(|| layout::locate(file, &is_file));
-        let summary = match summary::parse(input.canonical.as_str(), input.text) {
-            Ok(summary) => summary,
-            Err(error) => {
-                // Degrade, don't drop: the file fails alone (its Artifact
-                // answers the error) and declares nothing, so importers
-                // still index.
-                self.declarations.record(file, &location, Vec::new());
-                return Ok(RustSource {
-                    location,
-                    items: Arc::from([]),
-                    mods: Vec::new(),
-                    includes: Vec::new(),
-                    uses: Arc::from([]),
-                    blockers: Vec::new(),
-                    parse_error: Some(error),
-                });
-            }
-        };
+        // Degrade, don't drop: a file that does not parse fails alone (its
+        // Artifact answers the error); it declares what its tokens show, and
+        // files importing from it still index.
+        let (summary, parse_error) =
+            summary::parse_or_salvage(input.canonical.as_str(), input.text);
 
-        let mods: Vec<ModDecl> = summary
+        let (mods, mod_locations): (Vec<ModDecl>, Vec<ModuleLocation>) = summary
             .mods
             .iter()
             .flat_map(|raw| declare_mod(file, &location, raw))
-            .collect();
+            .unzip();
         let includes: Vec<IncludeDecl> = summary
             .includes
             .iter()
@@ -199,15 +217,10 @@ impl StageExecutor for RustIndexer {
             .collect();
         let declared_children = mods
             .iter()
-            .map(|decl| Declared {
+            .zip(mod_locations)
+            .map(|(decl, child_location)| Declared {
                 child: decl.file.clone(),
-                location: layout::child_location(
-                    &location,
-                    &decl.scope,
-                    &decl.name,
-                    &decl.file,
-                    decl.path_attr.is_some(),
-                ),
+                location: child_location,
                 exists: decl.exists,
                 defines_module: true,
             })
@@ -278,7 +291,7 @@ impl StageExecutor for RustIndexer {
             includes,
             uses: uses.into(),
             blockers,
-            parse_error: None,
+            parse_error,
         })
     }
 

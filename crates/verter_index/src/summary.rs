@@ -28,6 +28,12 @@
 //! 5. cfg is never evaluated: every `path = "…"` of every `#[cfg_attr]`
 //!    branch is kept, and `#[cfg]` makes a declaration a candidate
 //!    (`cfg_attr_paths_are_all_collected_and_cfg_makes_a_mod_optional`).
+//! 6. A file that lexes but does not parse still declares the `mod`s and
+//!    `include!`s its tokens show, as candidates, so its children index
+//!    (`an_unparsable_file_still_declares_the_modules_its_tokens_show`).
+//! 7. `#[path = "…"] mod m;` inside a function body (rustc allows no other
+//!    `mod m;` there) is found, as a candidate, in every file that says
+//!    `#[path` (`a_path_module_inside_a_function_body_is_a_candidate`).
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
@@ -67,6 +73,9 @@ pub(crate) struct RawMod {
     /// Declared inside a macro invocation or `macro_rules!` body, or behind
     /// `#[cfg(…)]`: rustc may never see it, so a missing file is no error.
     pub optional: bool,
+    /// Declared inside a `macro_rules!` body: rustc resolves it where the
+    /// macro is expanded, which may be another file (often the crate root).
+    pub in_macro_rules: bool,
 }
 
 /// An item-position `include!("…")` of Rust source.
@@ -104,14 +113,31 @@ pub(crate) struct Summary {
     /// How many macro invocations deep the walk is: declarations found
     /// there are candidates.
     in_macro: usize,
+    /// How many `macro_rules!` bodies deep the walk is.
+    in_macro_rules: usize,
 }
 
 /// Parses `text` (the file `path`, for messages) and summarises it. The
 /// nesting guard sees the tokens first (see [`crate::guard`]): a file that
 /// would recurse past [`MAX_NESTING`] is refused, typed, before `syn` parses
 /// it.
+#[cfg(test)]
 pub(crate) fn parse(path: &str, text: &str) -> Result<Summary, ParseError> {
-    let summary = parse_guarded(path, text);
+    match parse_or_salvage(path, text) {
+        (summary, None) => Ok(summary),
+        (_, Some(error)) => Err(error),
+    }
+}
+
+/// Parses `text` (the file `path`, for messages) and summarises it. The
+/// nesting guard sees the tokens first (see [`crate::guard`]): a file that
+/// would recurse past [`MAX_NESTING`] is refused, typed, before `syn` parses
+/// it. A file that lexes and passes the guard but does not parse
+/// (edition-2015 syntax `syn` rejects, a typo) still yields its `mod`
+/// declarations and `include!`s, found by their shape in the tokens
+/// (invariant 6), beside the error; its items and uses are left empty.
+pub(crate) fn parse_or_salvage(path: &str, text: &str) -> (Summary, Option<ParseError>) {
+    let parsed = parse_guarded(path, text);
     // The tokens and the tree (and every span in them) are gone: clearing
     // the table is safe.
     PARSED_BYTES.with(|parsed| {
@@ -123,19 +149,48 @@ pub(crate) fn parse(path: &str, text: &str) -> Result<Summary, ParseError> {
             parsed.set(total);
         }
     });
-    summary
+    parsed
 }
 
 /// Lexes once, checks the nesting, then parses those tokens.
-fn parse_guarded(path: &str, text: &str) -> Result<Summary, ParseError> {
-    let tokens = TokenStream::from_str(without_bom_and_shebang(text))
-        .map_err(|error| syntax_error(path, &syn::Error::from(error)))?;
-    guard::check(&tokens, MAX_NESTING)?;
-    let file: syn::File = syn::parse2(tokens).map_err(|error| syntax_error(path, &error))?;
+fn parse_guarded(path: &str, text: &str) -> (Summary, Option<ParseError>) {
+    let failed = |error| (Summary::default(), Some(error));
+    let tokens = match TokenStream::from_str(without_bom_and_shebang(text)) {
+        Ok(tokens) => tokens,
+        Err(error) => return failed(syntax_error(path, &syn::Error::from(error))),
+    };
+    if let Err(error) = guard::check(&tokens, MAX_NESTING) {
+        return failed(error.into());
+    }
     let mut summary = Summary::default();
     summary.local_names.insert(Vec::new(), HashSet::new());
-    summary.items_in(&file.items, &mut Vec::new());
-    Ok(summary)
+    match syn::parse2::<syn::File>(tokens.clone()) {
+        Ok(file) => {
+            summary.items_in(&file.items, &mut Vec::new());
+            // `fn f() { #[path = "x.rs"] mod m; … }`: only a file that says
+            // `#[path` can declare one, so only such a file is walked.
+            if text.contains("#[path") {
+                syn::visit::Visit::visit_file(
+                    &mut BlockMods {
+                        summary: &mut summary,
+                        blocks: 0,
+                    },
+                    &file,
+                );
+            }
+            (summary, None)
+        }
+        Err(error) => {
+            summary.in_macro += 1; // every salvaged declaration is a candidate
+            summary.mods_in_tokens(tokens, &mut Vec::new());
+            let salvaged = Summary {
+                mods: summary.mods,
+                includes: summary.includes,
+                ..Summary::default()
+            };
+            (salvaged, Some(syntax_error(path, &error)))
+        }
+    }
 }
 
 /// `text` as `syn::parse_file` reads it: without a byte-order mark, and
@@ -203,13 +258,7 @@ impl Summary {
         kind: ItemKind,
         vis: &syn::Visibility,
     ) {
-        self.push(
-            scope,
-            ident.to_string(),
-            kind,
-            ident.span(),
-            visibility(vis),
-        );
+        self.push(scope, name_of(ident), kind, ident.span(), visibility(vis));
     }
 
     fn item(&mut self, item: &syn::Item, scope: &mut Vec<String>) {
@@ -259,7 +308,7 @@ impl Summary {
                     } else {
                         Visibility::Private
                     };
-                    self.push(scope, ident.to_string(), ItemKind::Macro, ident.span(), vis);
+                    self.push(scope, name_of(ident), ItemKind::Macro, ident.span(), vis);
                 }
                 if let Some(path) = include_literal(&it.mac) {
                     self.includes.push(RawInclude {
@@ -271,14 +320,17 @@ impl Summary {
                 } else {
                     // `cfg_if! { … mod a; … }`, `macro_rules! m { () => { mod b; } }`:
                     // never expanded, so every declaration inside is a candidate.
+                    let rules = it.ident.is_some();
+                    self.in_macro_rules += usize::from(rules);
                     self.mods_in_tokens(it.mac.tokens.clone(), scope);
+                    self.in_macro_rules -= usize::from(rules);
                 }
             }
             I::Mod(it) => {
                 self.named(scope, &it.ident, ItemKind::Mod, &it.vis);
                 match &it.content {
                     Some((_, items)) => {
-                        scope.push(it.ident.to_string());
+                        scope.push(name_of(&it.ident));
                         self.local_names.entry(scope.clone()).or_default();
                         self.items_in(items, scope);
                         scope.pop();
@@ -286,10 +338,11 @@ impl Summary {
                     None => {
                         let attrs = ModAttrs::of(it.attrs.iter().map(|attr| &attr.meta));
                         self.mods.push(RawMod {
-                            name: it.ident.to_string(),
+                            name: name_of(&it.ident),
                             scope: scope.clone(),
                             line: line(it.ident.span()),
                             optional: attrs.cfg_gated || self.in_macro > 0,
+                            in_macro_rules: self.in_macro_rules > 0,
                             path_attr: attrs.path,
                             cfg_paths: attrs.cfg_paths,
                         });
@@ -351,7 +404,7 @@ pub(crate) fn flatten(
 ) {
     match tree {
         syn::UseTree::Path(path) => {
-            prefix.push(path.ident.to_string());
+            prefix.push(name_of(&path.ident));
             flatten(&path.tree, prefix, leaf);
             prefix.pop();
         }
@@ -360,7 +413,7 @@ pub(crate) fn flatten(
         }
         syn::UseTree::Rename(rename) => leaf(
             leaf_path(prefix, &rename.ident),
-            Some(rename.rename.to_string()),
+            Some(name_of(&rename.rename)),
             rename.ident.span(),
         ),
         syn::UseTree::Glob(glob) => {
@@ -379,7 +432,7 @@ pub(crate) fn flatten(
 fn leaf_path(prefix: &[String], ident: &syn::Ident) -> Vec<String> {
     let mut path = prefix.to_vec();
     if ident != "self" || prefix.is_empty() {
-        path.push(ident.to_string());
+        path.push(name_of(ident));
     }
     path
 }
@@ -442,11 +495,7 @@ impl Summary {
                 (TokenTree::Ident(word), Some(TokenTree::Ident(name)), Some(after))
                     if word == "mod" =>
                 {
-                    let name_text = name.to_string();
-                    let name_text = name_text
-                        .strip_prefix("r#")
-                        .unwrap_or(&name_text)
-                        .to_owned();
+                    let name_text = name_of(name);
                     match after {
                         TokenTree::Punct(semi) if semi.as_char() == ';' => {
                             let attrs = ModAttrs::of(metas.iter());
@@ -464,6 +513,7 @@ impl Summary {
                                 path_attr: attrs.path,
                                 cfg_paths: attrs.cfg_paths,
                                 optional: true,
+                                in_macro_rules: self.in_macro_rules > 0,
                             });
                         }
                         TokenTree::Group(body) if body.delimiter() == Delimiter::Brace => {
@@ -500,6 +550,43 @@ impl Summary {
             }
             metas.clear();
             i += 1;
+        }
+    }
+}
+
+/// Finds `#[path = "…"] mod name;` inside blocks (a function body), which
+/// rustc allows only with a path attribute. Such a module is recorded at
+/// the file's top scope (a block has no module path of its own), as a
+/// candidate. Recursion is bounded by the nesting guard, as `syn`'s is.
+struct BlockMods<'a> {
+    summary: &'a mut Summary,
+    /// How many blocks deep the walk is.
+    blocks: usize,
+}
+
+impl<'ast> syn::visit::Visit<'ast> for BlockMods<'_> {
+    fn visit_block(&mut self, block: &'ast syn::Block) {
+        self.blocks += 1;
+        syn::visit::visit_block(self, block);
+        self.blocks -= 1;
+    }
+
+    fn visit_item_mod(&mut self, it: &'ast syn::ItemMod) {
+        if self.blocks == 0 || it.content.is_some() {
+            syn::visit::visit_item_mod(self, it);
+            return;
+        }
+        let attrs = ModAttrs::of(it.attrs.iter().map(|attr| &attr.meta));
+        if attrs.path.is_some() || !attrs.cfg_paths.is_empty() {
+            self.summary.mods.push(RawMod {
+                name: name_of(&it.ident),
+                scope: Vec::new(),
+                line: line(it.ident.span()),
+                path_attr: attrs.path,
+                cfg_paths: attrs.cfg_paths,
+                optional: true,
+                in_macro_rules: false,
+            });
         }
     }
 }
@@ -551,6 +638,12 @@ impl ModAttrs {
     }
 }
 
+/// An identifier as rustc names it: `r#type` is `type` (the file of
+/// `mod r#type;` is `type.rs`).
+fn name_of(ident: &proc_macro2::Ident) -> String {
+    syn::ext::IdentExt::unraw(ident).to_string()
+}
+
 /// The value of a `path = "…"` meta.
 fn path_value(meta: &syn::Meta) -> Option<String> {
     match meta {
@@ -585,7 +678,7 @@ fn path_text(path: &syn::Path) -> String {
     let segments: Vec<String> = path
         .segments
         .iter()
-        .map(|segment| segment.ident.to_string())
+        .map(|segment| name_of(&segment.ident))
         .collect();
     let joined = segments.join("::");
     if path.leading_colon.is_some() {
@@ -598,7 +691,7 @@ fn path_text(path: &syn::Path) -> String {
 fn path_tail(path: &syn::Path) -> String {
     path.segments
         .last()
-        .map_or_else(|| "_".to_owned(), |segment| segment.ident.to_string())
+        .map_or_else(|| "_".to_owned(), |segment| name_of(&segment.ident))
 }
 
 /// A short, readable name of a type: the last path segment, without generics.

@@ -279,3 +279,57 @@ fn the_span_table_is_cleared_after_the_budget_and_lines_stay_right() {
     .join()
     .expect("the parsing thread finished");
 }
+
+#[test]
+fn an_unparsable_file_still_declares_the_modules_its_tokens_show() {
+    let (salvaged, error) = parse_or_salvage(
+        "f.rs",
+        "mod a;\ntype T = Fn(u8) + Send;\nmod b { mod c; }\n",
+    );
+    assert!(
+        matches!(error, Some(ParseError::Syntax { line: 2, .. })),
+        "{error:?}"
+    );
+    assert_eq!(
+        salvaged
+            .mods
+            .iter()
+            .map(|m| (m.name.as_str(), m.optional))
+            .collect::<Vec<_>>(),
+        [("a", true), ("c", true)]
+    );
+    assert!(salvaged.items.is_empty() && salvaged.uses.is_empty());
+    // Nothing to salvage from text that does not lex.
+    let (nothing, error) = parse_or_salvage("g.rs", "mod a;\nfn f() {\n");
+    assert!(error.is_some() && nothing.mods.is_empty());
+}
+
+#[test]
+fn a_path_module_inside_a_function_body_is_a_candidate() {
+    let text = "fn f() {\n    #[path = \"../utils/lazy.rs\"]\n    mod lazy;\n    mod inline { }\n}\nmod top;\n";
+    let s = summary(text);
+    let found: Vec<(&str, Option<&str>, bool)> = s
+        .mods
+        .iter()
+        .map(|m| (m.name.as_str(), m.path_attr.as_deref(), m.optional))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("top", None, false),
+            ("lazy", Some("../utils/lazy.rs"), true)
+        ]
+    );
+}
+
+#[test]
+fn raw_identifiers_are_named_as_rustc_names_them() {
+    let s = summary("mod r#type;\npub fn r#match() {}\nuse self::r#type::r#Box as r#Alias;\n");
+    assert_eq!(s.mods[0].name, "type");
+    assert_eq!(s.items[0].name, "type");
+    assert_eq!(s.items[1].name, "match");
+    assert_eq!(
+        uses("use self::r#type::r#Box as r#Alias;"),
+        ["1:self::type::Box as Alias"]
+    );
+}
