@@ -23,6 +23,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Parsing allocates and frees millions of small blocks on every stage
+/// thread; glibc's malloc serialised them on its arena locks (a third of a
+/// two-thread build's time under perf). See `docs/benchmarks.md`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Index a Rust source tree incrementally and concurrently.
 #[derive(Debug, Parser)]
 #[command(name = "verter", version, about, long_about = None)]

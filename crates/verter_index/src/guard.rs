@@ -67,38 +67,61 @@ pub(crate) fn check(tokens: &TokenStream, limit: usize) -> Result<usize, Nesting
     }
 }
 
-/// Keywords that start a nested expression `syn` parses recursively.
-const RECURSIVE_KEYWORDS: [&str; 4] = ["return", "break", "yield", "box"];
+/// Whether `ident` starts an item or a statement: after a closed `{ … }`,
+/// one of these ends what was being counted (`fn a() -> &T { … } fn b() …`).
+fn is_item_start(ident: &str) -> bool {
+    matches!(
+        ident,
+        "fn" | "pub"
+            | "impl"
+            | "struct"
+            | "enum"
+            | "union"
+            | "mod"
+            | "use"
+            | "let"
+            | "const"
+            | "static"
+            | "trait"
+            | "type"
+            | "extern"
+            | "unsafe"
+            | "async"
+            | "macro_rules"
+            | "crate"
+            | "where"
+    )
+}
 
-/// Tokens that start an item or a statement: after a closed `{ … }`, one of
-/// these ends what was being counted (`fn a() -> &T { … } fn b() …`).
-const ITEM_STARTS: [&str; 19] = [
-    "fn",
-    "pub",
-    "impl",
-    "struct",
-    "enum",
-    "union",
-    "mod",
-    "use",
-    "let",
-    "const",
-    "static",
-    "trait",
-    "type",
-    "extern",
-    "unsafe",
-    "async",
-    "macro_rules",
-    "crate",
-    "where",
-];
-
-/// Keywords after which the next token is in prefix position.
-const NOT_OPERANDS: [&str; 22] = [
-    "as", "break", "const", "dyn", "else", "for", "if", "impl", "in", "let", "loop", "match",
-    "move", "mut", "ref", "return", "static", "unsafe", "where", "while", "yield", "box",
-];
+/// Whether the token after keyword `ident` is in prefix position.
+/// (`return`, `break`, `yield` and `box` also start a nested expression
+/// `syn` parses recursively: see `Level::ident`.)
+fn is_not_operand(ident: &str) -> bool {
+    matches!(
+        ident,
+        "as" | "break"
+            | "const"
+            | "dyn"
+            | "else"
+            | "for"
+            | "if"
+            | "impl"
+            | "in"
+            | "let"
+            | "loop"
+            | "match"
+            | "move"
+            | "mut"
+            | "ref"
+            | "return"
+            | "static"
+            | "unsafe"
+            | "where"
+            | "while"
+            | "yield"
+            | "box"
+    )
+}
 
 /// One bracket level of the walk.
 struct Level {
@@ -178,17 +201,17 @@ impl Level {
     fn ident(&mut self, ident: &str) {
         self.at_start = false;
         self.not_punct();
-        if std::mem::take(&mut self.after_block) && ITEM_STARTS.contains(&ident) {
+        if std::mem::take(&mut self.after_block) && is_item_start(ident) {
             self.separate();
         }
         if std::mem::take(&mut self.lifetime) {
             self.after_operand = false;
             return;
         }
-        if RECURSIVE_KEYWORDS.contains(&ident) {
+        if matches!(ident, "return" | "break" | "yield" | "box") {
             self.run += 1;
         }
-        self.after_operand = !NOT_OPERANDS.contains(&ident);
+        self.after_operand = !is_not_operand(ident);
     }
 
     fn literal(&mut self) {
@@ -267,7 +290,9 @@ impl Level {
 /// The recursion estimate of `tokens` (see the module docs). Stops walking
 /// once it exceeds `stop_past`, returning the value reached.
 pub(crate) fn recursion_estimate(tokens: &TokenStream, stop_past: usize) -> usize {
+    use std::fmt::Write as _;
     let mut deepest = 0;
+    let mut name = String::new();
     let mut levels = vec![Level::new(tokens.clone(), 0)];
     while let Some(level) = levels.last_mut() {
         let Some(tree) = level.tokens.next() else {
@@ -295,7 +320,12 @@ pub(crate) fn recursion_estimate(tokens: &TokenStream, stop_past: usize) -> usiz
                 levels.push(inner);
                 continue;
             }
-            TokenTree::Ident(ident) => level.ident(&ident.to_string()),
+            TokenTree::Ident(ident) => {
+                // One buffer for every identifier: no allocation per token.
+                name.clear();
+                let _ = write!(name, "{ident}");
+                level.ident(&name);
+            }
             TokenTree::Punct(punct) => level.punct(punct.as_char(), punct.spacing()),
             TokenTree::Literal(_) => level.literal(),
         }

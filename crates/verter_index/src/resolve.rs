@@ -179,7 +179,10 @@ pub(crate) fn lookup(
             index
                 .items
                 .iter()
-                .find(|item| accept(item.kind) && item.path_in(&index.module_path) == *wanted)
+                .find(|item| {
+                    accept(item.kind)
+                        && is_path(wanted, &index.module_path, &item.scope, &item.name)
+                })
                 .map(|item| target(file, item.line))
         })
     };
@@ -192,9 +195,9 @@ pub(crate) fn lookup(
                 .iter()
                 .find(|leaf| {
                     binding_name(leaf).is_some_and(|name| {
-                        let bound = index.module_path.join(&leaf.scope).join(&[name]);
                         // `use crate::a::X;` inside `crate::a` binds nothing new.
-                        bound == *wanted && leaf.local.as_ref() != Some(&bound)
+                        is_path(wanted, &index.module_path, &leaf.scope, name)
+                            && leaf.local.as_ref() != Some(wanted)
                     })
                 })
                 .map(|leaf| target(file, leaf.line))
@@ -224,6 +227,17 @@ pub(crate) fn lookup(
             })
             .or_else(|| binding_at(&owner))
         })
+}
+
+/// Whether `wanted` is `module::scope…::name`, compared in place: lookups
+/// run for every `use` against every item, so nothing is allocated.
+fn is_path(wanted: &CratePath, module: &CratePath, scope: &[String], name: &str) -> bool {
+    let wanted = wanted.segments();
+    let module = module.segments();
+    wanted.len() == module.len() + scope.len() + 1
+        && wanted[..module.len()] == *module
+        && wanted[module.len()..wanted.len() - 1] == *scope
+        && wanted[wanted.len() - 1] == name
 }
 
 /// The name a `use` leaf binds: its alias or last segment; `None` for a

@@ -237,10 +237,19 @@ impl Summary {
         vis: Visibility,
     ) {
         if !matches!(kind, ItemKind::Use | ItemKind::Impl | ItemKind::ExternCrate) {
-            self.local_names
-                .entry(scope.to_vec())
-                .or_default()
-                .insert(name.clone());
+            // The scope's set usually exists: look it up before allocating
+            // a key for it.
+            match self.local_names.get_mut(scope) {
+                Some(names) => {
+                    names.insert(name.clone());
+                }
+                None => {
+                    self.local_names
+                        .entry(scope.to_vec())
+                        .or_default()
+                        .insert(name.clone());
+                }
+            }
         }
         self.items.push(Item {
             name,
