@@ -1,43 +1,47 @@
 //! `verter build`: index every crate under a path once and print a summary.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use verter_index::{Index, IndexError, discover_crate_roots, index_roots, realpath};
+use verter_index::{
+    Index, IndexError, WalkProgress, discover_crate_roots, index_roots_observed, realpath,
+};
 
 use crate::error::CliError;
-use crate::host::{self, Progress, Recorder};
+use crate::host::{self, Progress, ProgressMode, Recorder};
+use crate::report;
+
+/// What `verter build` was asked to do.
+pub(crate) struct Options<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) out: Option<&'a Path>,
+    pub(crate) trace: Option<&'a Path>,
+    pub(crate) threads: Option<usize>,
+    pub(crate) progress: ProgressMode,
+    pub(crate) reads: &'a host::ReadPolicy,
+}
 
 /// Runs `verter build`.
-pub(crate) fn run(
-    path: &Path,
-    out: Option<&Path>,
-    trace: Option<&Path>,
-    threads: Option<usize>,
-    reads: &host::ReadPolicy,
-) -> Result<(), CliError> {
-    let _trace = trace.map(start_trace).transpose()?;
+pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
+    // Refuse an output that cannot be written before spending the build.
+    let out = options.out.map(OutFile::check).transpose()?;
+    let _trace = options.trace.map(start_trace).transpose()?;
     let started = Instant::now();
-    let roots = discover_crate_roots(path)?;
-    let base = realpath(path).map_err(|_| CliError::Missing {
-        path: path.to_path_buf(),
-    })?;
-    let base = if base.is_file() {
-        base.parent().map(Path::to_path_buf).unwrap_or(base)
-    } else {
-        base
-    };
+    let roots = discover_crate_roots(options.path)?;
+    let base = tree_base(options.path)?;
     let recorder = Arc::new(Recorder::default());
-    let loader = reads.loader(&base)?;
-    let host = host::start(threads, &recorder, loader.clone())?;
+    let loader = options.reads.loader(&base)?;
+    let host = host::start(options.threads, &recorder, loader.clone())?;
     let scheduler = host.scheduler();
-    let progress = Progress::start(scheduler, "indexing");
-    let mut index = index_roots(scheduler, &roots)?;
+    let walk = Arc::new(WalkProgress::default());
+    let progress = Progress::start(&walk, options.progress);
+    let index = index_roots_observed(scheduler, &roots, &walk);
     progress.finish();
+    let mut index = index?;
     let elapsed = started.elapsed();
     index.relative_to(&base);
-    print_failures(&index);
+    report::print_failures(&index, &base);
     let counters = scheduler.counters();
     let files = index.files.len() + index.failures.len();
     println!(
@@ -60,45 +64,117 @@ pub(crate) fn run(
     );
     println!("{}", host::describe_reads(&loader));
     if let Some(out) = out {
-        write_index(&index, out)?;
-        println!("wrote {}", out.display());
+        out.write(&index)?;
+        println!("wrote {}", out.path().display());
     }
     Ok(())
 }
 
-/// One line per file that failed; the build goes on without it.
-pub(crate) fn print_failures(index: &Index) {
-    for failure in &index.failures {
-        // The error and its causes, on one line (a cause whose text the
-        // line already says is not repeated).
-        let mut line = failure.error.to_string();
-        let mut source = std::error::Error::source(&failure.error);
-        while let Some(cause) = source {
-            let text = cause.to_string();
-            if !line.contains(&text) {
-                line.push_str(": ");
-                line.push_str(&text);
-            }
-            source = cause.source();
+/// The directory paths are shown relative to: PATH, or a file's directory.
+pub(crate) fn tree_base(path: &Path) -> Result<PathBuf, CliError> {
+    let base = realpath(path).map_err(|_| CliError::Missing {
+        path: path.to_path_buf(),
+    })?;
+    Ok(if base.is_file() {
+        base.parent().map(Path::to_path_buf).unwrap_or(base)
+    } else {
+        base
+    })
+}
+
+/// The `--out` file: checked up front, replaced atomically on every write
+/// (the JSON goes to a temporary file beside it, renamed over it once
+/// complete), so a reader never sees half an index.
+#[derive(Debug, Clone)]
+pub(crate) struct OutFile {
+    path: PathBuf,
+}
+
+impl OutFile {
+    /// Checks that `path` can be written: it is not a directory, and its
+    /// directory exists and accepts a new file (one is created there and
+    /// removed again).
+    pub(crate) fn check(path: &Path) -> Result<Self, CliError> {
+        let failed = |source: std::io::Error| CliError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        if path.is_dir() {
+            return Err(failed(std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "it is a directory",
+            )));
         }
-        eprintln!("warning: {}: {line}", failure.path);
+        let directory = Self::directory_of(path);
+        if !directory.is_dir() {
+            return Err(failed(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{} is not a directory", directory.display()),
+            )));
+        }
+        // The temporary file's own name is noise in the message.
+        tempfile::NamedTempFile::new_in(directory)
+            .map_err(|error| failed(std::io::Error::from(error.kind())))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn directory_of(path: &Path) -> &Path {
+        match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        }
+    }
+
+    /// Writes `index` as JSON, streamed through a buffer rather than built
+    /// as one string (for a synthetic 20 000-file tree the text was 180 MB).
+    pub(crate) fn write(&self, index: &Index) -> Result<(), CliError> {
+        let failed = |source: std::io::Error| CliError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        let temporary =
+            tempfile::NamedTempFile::new_in(Self::directory_of(&self.path)).map_err(failed)?;
+        let mut file = std::io::BufWriter::new(temporary);
+        index.write_json(&mut file).map_err(|error| match error {
+            IndexError::Json(json) if json.is_io() => failed(json.into()),
+            other => other.into(),
+        })?;
+        let temporary = file
+            .into_inner()
+            .map_err(|error| failed(error.into_error()))?;
+        // A temporary file is private (0600); the index is not: keep the
+        // permissions of the file it replaces, or the usual 0644.
+        let permissions = match std::fs::metadata(&self.path) {
+            Ok(existing) => existing.permissions(),
+            Err(_) => default_permissions(temporary.as_file()).map_err(failed)?,
+        };
+        temporary
+            .as_file()
+            .set_permissions(permissions)
+            .map_err(failed)?;
+        temporary
+            .persist(&self.path)
+            .map_err(|error| failed(error.error))?;
+        Ok(())
+    }
+
+    /// Where it is written.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
     }
 }
 
-/// Writes the index as JSON, streamed through a buffer rather than built
-/// as one string (for a synthetic 20 000-file tree the text was 180 MB).
-pub(crate) fn write_index(index: &Index, out: &Path) -> Result<(), CliError> {
-    use std::io::Write as _;
-    let failed = |source: std::io::Error| CliError::Write {
-        path: out.to_path_buf(),
-        source,
-    };
-    let mut file = std::io::BufWriter::new(std::fs::File::create(out).map_err(failed)?);
-    index.write_json(&mut file).map_err(|error| match error {
-        IndexError::Json(json) if json.is_io() => failed(json.into()),
-        other => other.into(),
-    })?;
-    file.flush().map_err(failed)
+#[cfg(unix)]
+fn default_permissions(_: &std::fs::File) -> std::io::Result<std::fs::Permissions> {
+    use std::os::unix::fs::PermissionsExt as _;
+    Ok(std::fs::Permissions::from_mode(0o644))
+}
+
+#[cfg(not(unix))]
+fn default_permissions(file: &std::fs::File) -> std::io::Result<std::fs::Permissions> {
+    Ok(file.metadata()?.permissions())
 }
 
 /// Installs a Chrome-trace subscriber; the guard flushes the file on drop.

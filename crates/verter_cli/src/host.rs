@@ -2,20 +2,21 @@
 //!
 //! The recorder is a `Hooks` implementation: the scheduler reports every
 //! completed stage to it, after its lock is released, and the CLI reads the
-//! list to say which files a change rebuilt. The progress bar polls the
-//! scheduler's counters from its own thread for display only.
+//! list to say which files a change rebuilt. The progress display polls the
+//! walk's counters from its own thread, for display only.
 
+use std::io::IsTerminal as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
 use verter_dag::{TargetStage, WorkNodeIdentity};
 use verter_host::{HostConfig, VerterHost};
-use verter_index::{FsLoader, RustIndexer};
-use verter_scheduler::{Hooks, Scheduler, SchedulerConfig, SchedulerEvent};
+use verter_index::{FsLoader, RustIndexer, WalkProgress};
+use verter_scheduler::{Hooks, SchedulerConfig, SchedulerEvent};
 
 use crate::error::CliError;
 
@@ -143,47 +144,111 @@ pub(crate) fn describe(completed: &[WorkNodeIdentity], base: &std::path::Path) -
         .collect()
 }
 
-/// A spinner showing stages run so far; hidden when stderr is not a terminal.
+/// How `verter build` shows its progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ProgressMode {
+    /// A bar on a terminal, plain lines when stderr is not one.
+    Auto,
+    /// A bar with a total and an ETA, redrawn in place.
+    Bar,
+    /// One line at most every second, and one when done.
+    Plain,
+    /// Nothing.
+    Off,
+}
+
+/// Progress on stderr: files parsed out of files found so far (the total
+/// grows as parents are parsed and declare children), drawn by a thread of
+/// its own. Display only: the ticker reads counters to draw, it
+/// synchronises nothing.
 pub(crate) struct Progress {
-    bar: ProgressBar,
     stop: Arc<AtomicBool>,
     ticker: Option<JoinHandle<()>>,
 }
 
 impl Progress {
-    pub(crate) fn start(scheduler: &Arc<Scheduler<RustIndexer>>, label: &str) -> Self {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {prefix} {msg} [{elapsed}]")
-                .expect("a valid template"),
-        );
-        bar.set_prefix(label.to_owned());
+    /// Starts showing `walk` in `mode`.
+    pub(crate) fn start(walk: &Arc<WalkProgress>, mode: ProgressMode) -> Self {
+        let mode = match mode {
+            ProgressMode::Auto if std::io::stderr().is_terminal() => ProgressMode::Bar,
+            ProgressMode::Auto => ProgressMode::Plain,
+            chosen => chosen,
+        };
         let stop = Arc::new(AtomicBool::new(false));
-        // Display only: the ticker reads counters to draw, it synchronises
-        // nothing. It is not started at all when the bar is hidden.
-        let ticker = (!bar.is_hidden()).then(|| {
-            let (bar, stop, scheduler) = (bar.clone(), Arc::clone(&stop), Arc::clone(scheduler));
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let counters = scheduler.counters();
-                    bar.set_message(format!(
-                        "{} parsed, {} analysed, {} resolved",
-                        counters.source_runs, counters.analysis_runs, counters.artifact_runs
-                    ));
-                    bar.tick();
-                    std::thread::park_timeout(Duration::from_millis(80));
-                }
-            })
-        });
-        Self { bar, stop, ticker }
+        let ticker = match mode {
+            ProgressMode::Bar => {
+                let bar =
+                    ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(12));
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "indexing {bar:30} {pos}/{len} files [{elapsed_precise}, ETA {eta}]",
+                    )
+                    .expect("a valid template"),
+                );
+                Some(Self::spawn(
+                    walk,
+                    &stop,
+                    Duration::from_millis(80),
+                    move |done, total, last| {
+                        bar.set_length(total as u64);
+                        bar.set_position(done as u64);
+                        if last {
+                            bar.finish_and_clear();
+                        }
+                    },
+                ))
+            }
+            ProgressMode::Plain => {
+                let started = Instant::now();
+                Some(Self::spawn(
+                    walk,
+                    &stop,
+                    Duration::from_secs(1),
+                    move |done, total, last| {
+                        // Nothing before the first second: a quick build
+                        // prints its one final line only.
+                        let due = started.elapsed() >= Duration::from_secs(1) && done < total;
+                        if last || due {
+                            eprintln!(
+                                "indexing: {done}/{total} files parsed, {:.1?}",
+                                started.elapsed()
+                            );
+                        }
+                    },
+                ))
+            }
+            ProgressMode::Off | ProgressMode::Auto => None,
+        };
+        Self { stop, ticker }
     }
 
+    /// A thread that calls `draw(done, total, last)` every `period` until
+    /// stopped, then once more with `last` set.
+    fn spawn(
+        walk: &Arc<WalkProgress>,
+        stop: &Arc<AtomicBool>,
+        period: Duration,
+        draw: impl Fn(usize, usize, bool) + Send + 'static,
+    ) -> JoinHandle<()> {
+        let (walk, stop) = (Arc::clone(walk), Arc::clone(stop));
+        std::thread::spawn(move || {
+            loop {
+                let last = stop.load(Ordering::Acquire);
+                draw(walk.finished(), walk.discovered(), last);
+                if last {
+                    break;
+                }
+                std::thread::park_timeout(period);
+            }
+        })
+    }
+
+    /// Draws the last state and stops.
     pub(crate) fn finish(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Release);
         if let Some(ticker) = self.ticker.take() {
             ticker.thread().unpark();
             let _ = ticker.join();
         }
-        self.bar.finish_and_clear();
     }
 }

@@ -2,7 +2,7 @@
 //! the verter scheduler — the reference host.
 //!
 //! ```text
-//! verter build [PATH] [--out index.json] [--trace trace.json] [--threads N]
+//! verter build [PATH] [--out index.json] [--trace trace.json] [--threads N] [--progress WHEN]
 //! verter watch [PATH] [--out index.json] [--threads N]
 //! ```
 //!
@@ -16,6 +16,7 @@
 mod build;
 mod error;
 mod host;
+mod report;
 mod watch;
 
 use std::path::PathBuf;
@@ -29,9 +30,27 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Index a Rust source tree incrementally and concurrently.
+/// What `verter --help` says under the usage line.
+const LONG_ABOUT: &str = "\
+Index Rust source trees incrementally and concurrently.
+
+verter finds every crate under PATH (each Cargo target: the library, binaries,
+examples, tests, benches and the build script), follows `mod` declarations
+as rustc does (including those inside macros, `#[path]`, `#[cfg_attr(.., path)]`
+and `include!`), and records every file's items and where each `use` leads.
+A file that cannot be read or parsed is reported once and the rest indexes.
+
+`build` indexes once; `watch` keeps the index current as files change.";
+
+/// Index Rust source trees incrementally and concurrently.
 #[derive(Debug, Parser)]
-#[command(name = "verter", version, about, long_about = None)]
+#[command(
+    name = "verter",
+    version,
+    long_version = concat!(env!("CARGO_PKG_VERSION"), "\n", env!("CARGO_PKG_DESCRIPTION")),
+    about,
+    long_about = LONG_ABOUT
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -57,9 +76,13 @@ struct BuildArgs {
     /// Write a Chrome trace of every stage run (open it in Perfetto).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
-    /// Stage CPU threads (default: available parallelism).
-    #[arg(long, value_name = "N")]
-    threads: Option<usize>,
+    /// Stage CPU threads, at least 1 (default: available parallelism).
+    #[arg(long, value_name = "N", value_parser = threads_parser())]
+    threads: Option<u16>,
+    /// How to show progress: a bar with an ETA on a terminal, plain lines
+    /// when stderr is piped (`auto`), or always one of them.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    progress: host::ProgressMode,
     #[command(flatten)]
     reads: host::ReadPolicy,
 }
@@ -67,32 +90,42 @@ struct BuildArgs {
 /// Arguments of `verter watch`.
 #[derive(Debug, clap::Args)]
 struct WatchArgs {
-    /// A crate, a workspace or a directory of crates.
+    /// A crate, a workspace, a directory of crates, or one `.rs` file.
     #[arg(default_value = ".")]
     path: PathBuf,
-    /// Rewrite the index as JSON to this file after every change.
+    /// Rewrite the index as JSON to this file after every change (replaced
+    /// atomically: a reader sees the old index or the new one).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Stage CPU threads (default: available parallelism).
-    #[arg(long, value_name = "N")]
-    threads: Option<usize>,
+    /// Stage CPU threads, at least 1 (default: available parallelism).
+    #[arg(long, value_name = "N", value_parser = threads_parser())]
+    threads: Option<u16>,
     #[command(flatten)]
     reads: host::ReadPolicy,
+}
+
+/// `--threads`: zero threads could run nothing, so it is a usage error.
+fn threads_parser() -> clap::builder::RangedI64ValueParser<u16> {
+    clap::value_parser!(u16).range(1..)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Build(args) => build::run(
+        Command::Build(args) => build::run(&build::Options {
+            path: &args.path,
+            out: args.out.as_deref(),
+            trace: args.trace.as_deref(),
+            threads: args.threads.map(usize::from),
+            progress: args.progress,
+            reads: &args.reads,
+        }),
+        Command::Watch(args) => watch::run(
             &args.path,
             args.out.as_deref(),
-            args.trace.as_deref(),
-            args.threads,
+            args.threads.map(usize::from),
             &args.reads,
         ),
-        Command::Watch(args) => {
-            watch::run(&args.path, args.out.as_deref(), args.threads, &args.reads)
-        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

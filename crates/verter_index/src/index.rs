@@ -24,8 +24,9 @@
 //! still be running. Every stage the walk caused has finished when
 //! [`index_roots`] returns.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Serialize, Serializer};
 use verter_dag::{ProfileHash, TargetStage};
@@ -57,6 +58,45 @@ pub struct FileFailure {
     /// What the scheduler answered; serialised as its message.
     #[serde(serialize_with = "as_message")]
     pub error: RequestError,
+    /// The declaration that brought the file into the index (`None` for a
+    /// crate root, which nothing declares).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_at: Option<DeclaredAt>,
+}
+
+/// Where a file was declared: the first `mod` or `include!` the walk
+/// followed to reach it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeclaredAt {
+    /// The declaring file, canonical (or relative, after
+    /// [`Index::relative_to`]).
+    pub file: String,
+    /// The 1-based line of the declaration.
+    pub line: u32,
+    /// The declaration as Rust would spell it: `mod net;`, or
+    /// `include!("gen.rs")`.
+    pub declaration: String,
+}
+
+/// How far an [`index_roots_observed`] walk is, readable from any thread
+/// while it runs (display only: it orders nothing).
+#[derive(Debug, Default)]
+pub struct WalkProgress {
+    discovered: AtomicUsize,
+    finished: AtomicUsize,
+}
+
+impl WalkProgress {
+    /// Files the walk has found so far: the roots and every declared
+    /// child reached from them. It grows as parents are parsed.
+    pub fn discovered(&self) -> usize {
+        self.discovered.load(Ordering::Relaxed)
+    }
+
+    /// Files whose Source stage has answered (parsed, or failed).
+    pub fn finished(&self) -> usize {
+        self.finished.load(Ordering::Relaxed)
+    }
 }
 
 fn as_message<S: Serializer>(error: &RequestError, serializer: S) -> Result<S::Ok, S::Error> {
@@ -113,6 +153,9 @@ impl Index {
         }
         for failure in &mut self.failures {
             relative(&mut failure.path);
+            if let Some(site) = &mut failure.declared_at {
+                relative(&mut site.file);
+            }
         }
     }
 
@@ -149,18 +192,35 @@ pub fn index_roots(
     scheduler: &Scheduler<RustIndexer>,
     roots: &[impl AsRef<Path>],
 ) -> Result<Index, IndexError> {
+    index_roots_observed(scheduler, roots, &WalkProgress::default())
+}
+
+/// [`index_roots`], counting its progress into `progress` as it goes, for
+/// a progress display on another thread.
+///
+/// # Errors
+/// As [`index_roots`].
+pub fn index_roots_observed(
+    scheduler: &Scheduler<RustIndexer>,
+    roots: &[impl AsRef<Path>],
+    progress: &WalkProgress,
+) -> Result<Index, IndexError> {
     let artifact = TargetStage::Artifact(INDEX_PROFILE);
-    let mut seen = HashSet::new();
+    // File → the declaration the walk reached it by (`None`: a root).
+    let mut seen: HashMap<String, Option<DeclaredAt>> = HashMap::new();
     let mut sources = VecDeque::new();
     let mut artifacts = Vec::new();
-    let mut submit = |path: String, sources: &mut VecDeque<_>| {
-        if seen.insert(path.clone()) {
-            let request = |stage| scheduler.submit_request(Request::new(path.clone(), stage));
-            sources.push_back(request(TargetStage::Source));
-            let analysis = request(TargetStage::Analysis);
-            let artifact = request(artifact);
-            artifacts.push((path, analysis, artifact));
+    let mut submit = |path: String, site: Option<DeclaredAt>, sources: &mut VecDeque<_>| {
+        if seen.contains_key(&path) {
+            return;
         }
+        let request = |stage| scheduler.submit_request(Request::new(path.clone(), stage));
+        sources.push_back((path.clone(), request(TargetStage::Source)));
+        let analysis = request(TargetStage::Analysis);
+        let artifact = request(artifact);
+        progress.discovered.fetch_add(1, Ordering::Relaxed);
+        seen.insert(path.clone(), site.clone());
+        artifacts.push((path, analysis, artifact, site));
     };
     let mut canonical_roots = Vec::with_capacity(roots.len());
     for root in roots {
@@ -180,20 +240,23 @@ pub fn index_roots(
         .executor()
         .declare_roots(canonical_roots.iter().map(PathBuf::from));
     for root in canonical_roots {
-        submit(root, &mut sources);
+        submit(root, None, &mut sources);
     }
-    while let Some(source) = sources.pop_front() {
-        let Ok(output) = scheduler.wait(&source) else {
+    while let Some((file, source)) = sources.pop_front() {
+        let answer = scheduler.wait(&source);
+        progress.finished.fetch_add(1, Ordering::Relaxed);
+        let Ok(output) = answer else {
             continue; // the Artifact answers with the same failure
         };
-        if let Some(source) = output.as_source() {
-            for child in &source.forward_deps {
-                submit(child.to_string(), &mut sources);
+        if let Some(parent) = output.as_source() {
+            for child in &parent.forward_deps {
+                let site = declaration_of(&parent.parsed, child, &file);
+                submit(child.to_string(), site, &mut sources);
             }
         }
     }
     let mut index = Index::default();
-    for (path, analysis, artifact) in artifacts {
+    for (path, analysis, artifact, declared_at) in artifacts {
         // Its outcome is the Artifact's too (or its cause); see the module docs.
         let _ = scheduler.wait(&analysis);
         match scheduler.wait(&artifact) {
@@ -204,12 +267,39 @@ pub fn index_roots(
                 }),
                 None => unreachable!("an Artifact request is answered with an artifact"),
             },
-            Err(error) => index.failures.push(FileFailure { path, error }),
+            Err(error) => index.failures.push(FileFailure {
+                path,
+                error,
+                declared_at,
+            }),
         }
     }
     index.files.sort_by(|a, b| a.path.cmp(&b.path));
     index.failures.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(index)
+}
+
+/// The declaration in `parent` (the file at `parent_path`) that names
+/// `child`, spelled as written.
+fn declaration_of(
+    parent: &crate::executor::RustSource,
+    child: &verter_dag::Canonical,
+    parent_path: &str,
+) -> Option<DeclaredAt> {
+    let child = Path::new(child.as_str());
+    let site = |line, declaration| DeclaredAt {
+        file: parent_path.to_owned(),
+        line,
+        declaration,
+    };
+    if let Some(decl) = parent.mods.iter().find(|m| m.file == child) {
+        return Some(site(decl.line, format!("mod {};", decl.name)));
+    }
+    parent
+        .includes
+        .iter()
+        .find(|i| i.file == child)
+        .map(|i| site(i.line, format!("include!({:?})", i.path)))
 }
 
 /// The crate root files of the package at `package_dir`: every Cargo

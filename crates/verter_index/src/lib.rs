@@ -77,7 +77,8 @@ pub use error::{IndexError, ParseError};
 pub use executor::{RustIndexer, RustSource};
 pub use guard::{MAX_NESTING, NestingError};
 pub use index::{
-    FileEntry, FileFailure, INDEX_PROFILE, Index, discover_crate_roots, index_roots, package_roots,
+    DeclaredAt, FileEntry, FileFailure, INDEX_PROFILE, Index, WalkProgress, discover_crate_roots,
+    index_roots, index_roots_observed, package_roots,
 };
 pub use layout::ModuleLocation;
 pub use loader::{FsLoader, realpath};

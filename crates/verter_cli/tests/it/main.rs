@@ -7,6 +7,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+mod ux;
+
 fn verter() -> Command {
     Command::new(env!("CARGO_BIN_EXE_verter"))
 }
@@ -148,6 +150,25 @@ fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
         }
     });
     rx
+}
+
+/// [`lines_of`] for the child's stderr.
+fn stderr_lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
+    let stderr = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The next stderr line starting with `prefix`, under a watchdog timeout.
+fn wait_for_stderr(lines: &mpsc::Receiver<String>, prefix: &str) -> String {
+    next_line_starting(lines, prefix)
 }
 
 fn next_line_starting(lines: &mpsc::Receiver<String>, prefix: &str) -> String {

@@ -1,0 +1,95 @@
+//! What the CLI tells a person about files that failed: one line per file,
+//! naming it once, relative to the indexed tree, with the declaration that
+//! brought it in; and, in watch mode, only what changed since the last
+//! report.
+//!
+//! It formats and remembers; it never touches the scheduler.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use verter_index::{FileFailure, Index};
+
+/// The warning line for `failure`, without the `warning: ` prefix: the
+/// file (relative to `base` once [`Index::relative_to`] ran), the deepest
+/// cause (its paths made relative to `base` too), and where the file was
+/// declared.
+///
+/// ```text
+/// src/util.rs:1:23: cannot parse …  (declared by `mod util;` at src/lib.rs:3)
+/// src/gone.rs: has no backing source (declared by `mod gone;` at src/lib.rs:10)
+/// ```
+pub(crate) fn warning(failure: &FileFailure, base: &Path) -> String {
+    // The deepest cause is the specific one; the layers above it
+    // ("Artifact of F failed: …") say which request carried it.
+    let mut cause: &dyn std::error::Error = &failure.error;
+    while let Some(deeper) = cause.source() {
+        cause = deeper;
+    }
+    let mut text = cause.to_string();
+    let prefix = format!("{}{}", base.display(), std::path::MAIN_SEPARATOR);
+    text = text.replace(&prefix, "");
+    let path = failure.path.as_str();
+    let mut line = match text.strip_prefix(path) {
+        // `path:line:column: message` already names the file, with a place.
+        Some(rest)
+            if rest.starts_with(':') && rest[1..].starts_with(|c: char| c.is_ascii_digit()) =>
+        {
+            format!("{path}{rest}")
+        }
+        Some(rest) => format!("{path}: {}", rest.trim_start_matches([':', ' '])),
+        None => format!("{path}: {text}"),
+    };
+    if let Some(site) = &failure.declared_at {
+        line.push_str(&format!(
+            " (declared by `{}` at {}:{})",
+            site.declaration, site.file, site.line
+        ));
+    }
+    line
+}
+
+/// Prints one `warning:` line per failed file of `index`.
+pub(crate) fn print_failures(index: &Index, base: &Path) {
+    for failure in &index.failures {
+        eprintln!("warning: {}", warning(failure, base));
+    }
+}
+
+/// The warnings a watch session has shown, so each is shown once: after a
+/// change, a file's warning is printed only if it is new or says something
+/// else, and a file that indexes again is said to.
+#[derive(Debug, Default)]
+pub(crate) struct Reported {
+    /// File → the warning last shown for it.
+    shown: BTreeMap<String, String>,
+}
+
+impl Reported {
+    /// Records `index`'s failures and returns the lines to print now:
+    /// `warning: …` for each new or changed failure and `fixed: FILE …` for
+    /// each file that failed before and does not now (it indexes, or nothing
+    /// declares it any more).
+    pub(crate) fn update(&mut self, index: &Index, base: &Path) -> Vec<String> {
+        let now: BTreeMap<String, String> = index
+            .failures
+            .iter()
+            .map(|failure| (failure.path.clone(), warning(failure, base)))
+            .collect();
+        let mut lines = Vec::new();
+        for (path, text) in &now {
+            if self.shown.get(path) != Some(text) {
+                lines.push(format!("warning: {text}"));
+            }
+        }
+        for path in self.shown.keys().filter(|path| !now.contains_key(*path)) {
+            if index.files.iter().any(|file| file.path == *path) {
+                lines.push(format!("fixed: {path} indexes again"));
+            } else {
+                lines.push(format!("fixed: {path} is no longer in the index"));
+            }
+        }
+        self.shown = now;
+        lines
+    }
+}
