@@ -150,6 +150,13 @@ impl Declarations {
         self.table.lock().roots.extend(files);
     }
 
+    /// Forgets `file`: what it declared, and that it is a crate root (it
+    /// left the index, or its text is gone).
+    pub(crate) fn forget(&self, file: &Path) {
+        self.record(file, &layout::root_location(file), Vec::new());
+        self.table.lock().roots.remove(file);
+    }
+
     /// The location of `child`: a crate root's own when it was declared a
     /// root (invariant 4), else the one the smallest declaring parent gave
     /// it, if any parent declared it (invariant 2).

@@ -36,6 +36,16 @@ pub enum IndexError {
     /// Serialising the index failed.
     #[error("writing the index as JSON failed")]
     Json(#[source] serde_json::Error),
+    /// The scheduler refused a call on a file (it was torn down, or the
+    /// path is not one it accepts).
+    #[error("the scheduler refused {}", path.display())]
+    Scheduler {
+        /// The file.
+        path: PathBuf,
+        /// What it answered.
+        #[source]
+        source: verter_scheduler::RequestError,
+    },
 }
 
 /// Why a file's text could not be parsed. The file fails alone: its Source

@@ -95,6 +95,14 @@ impl RustIndexer {
     pub fn declare_roots(&self, files: impl IntoIterator<Item = PathBuf>) {
         self.declarations.declare_roots(files);
     }
+
+    /// Forgets what `file` (a canonical path) declared and that it was a
+    /// crate root: call it when the file left the index or its text is
+    /// gone, so the module tree is what a fresh indexer would see.
+    /// [`crate::IndexSession`] does this for the files it drops.
+    pub fn forget(&self, file: &Path) {
+        self.declarations.forget(file);
+    }
 }
 
 fn is_file(path: &Path) -> bool {

@@ -24,18 +24,18 @@
 //! still be running. Every stage the walk caused has finished when
 //! [`index_roots`] returns.
 
-use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Serialize, Serializer};
-use verter_dag::{ProfileHash, TargetStage};
-use verter_scheduler::{Request, RequestError, Scheduler};
+use verter_dag::ProfileHash;
+use verter_scheduler::{RequestError, Scheduler};
 
 use crate::error::IndexError;
 use crate::executor::RustIndexer;
-use crate::loader::{path_text, realpath};
+use crate::loader::path_text;
 use crate::model::FileArtifact;
+use crate::session::IndexSession;
 
 /// The artifact profile the index is built under.
 pub const INDEX_PROFILE: ProfileHash = ProfileHash(0x1de7);
@@ -82,8 +82,8 @@ pub struct DeclaredAt {
 /// while it runs (display only: it orders nothing).
 #[derive(Debug, Default)]
 pub struct WalkProgress {
-    discovered: AtomicUsize,
-    finished: AtomicUsize,
+    pub(crate) discovered: AtomicUsize,
+    pub(crate) finished: AtomicUsize,
 }
 
 impl WalkProgress {
@@ -205,101 +205,7 @@ pub fn index_roots_observed(
     roots: &[impl AsRef<Path>],
     progress: &WalkProgress,
 ) -> Result<Index, IndexError> {
-    let artifact = TargetStage::Artifact(INDEX_PROFILE);
-    // File → the declaration the walk reached it by (`None`: a root).
-    let mut seen: HashMap<String, Option<DeclaredAt>> = HashMap::new();
-    let mut sources = VecDeque::new();
-    let mut artifacts = Vec::new();
-    let mut submit = |path: String, site: Option<DeclaredAt>, sources: &mut VecDeque<_>| {
-        if seen.contains_key(&path) {
-            return;
-        }
-        let request = |stage| scheduler.submit_request(Request::new(path.clone(), stage));
-        sources.push_back((path.clone(), request(TargetStage::Source)));
-        let analysis = request(TargetStage::Analysis);
-        let artifact = request(artifact);
-        progress.discovered.fetch_add(1, Ordering::Relaxed);
-        seen.insert(path.clone(), site.clone());
-        artifacts.push((path, analysis, artifact, site));
-    };
-    let mut canonical_roots = Vec::with_capacity(roots.len());
-    for root in roots {
-        let root = root.as_ref();
-        if !root.exists() {
-            return Err(IndexError::Missing {
-                path: root.to_path_buf(),
-            });
-        }
-        let canonical = realpath(root).map_err(|source| IndexError::Io {
-            path: root.to_path_buf(),
-            source,
-        })?;
-        canonical_roots.push(path_text(&canonical));
-    }
-    scheduler
-        .executor()
-        .declare_roots(canonical_roots.iter().map(PathBuf::from));
-    for root in canonical_roots {
-        submit(root, None, &mut sources);
-    }
-    while let Some((file, source)) = sources.pop_front() {
-        let answer = scheduler.wait(&source);
-        progress.finished.fetch_add(1, Ordering::Relaxed);
-        let Ok(output) = answer else {
-            continue; // the Artifact answers with the same failure
-        };
-        if let Some(parent) = output.as_source() {
-            for child in &parent.forward_deps {
-                let site = declaration_of(&parent.parsed, child, &file);
-                submit(child.to_string(), site, &mut sources);
-            }
-        }
-    }
-    let mut index = Index::default();
-    for (path, analysis, artifact, declared_at) in artifacts {
-        // Its outcome is the Artifact's too (or its cause); see the module docs.
-        let _ = scheduler.wait(&analysis);
-        match scheduler.wait(&artifact) {
-            Ok(output) => match output.as_artifact() {
-                Some(artifact) => index.files.push(FileEntry {
-                    path,
-                    artifact: artifact.data.clone(),
-                }),
-                None => unreachable!("an Artifact request is answered with an artifact"),
-            },
-            Err(error) => index.failures.push(FileFailure {
-                path,
-                error,
-                declared_at,
-            }),
-        }
-    }
-    index.files.sort_by(|a, b| a.path.cmp(&b.path));
-    index.failures.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(index)
-}
-
-/// The declaration in `parent` (the file at `parent_path`) that names
-/// `child`, spelled as written.
-fn declaration_of(
-    parent: &crate::executor::RustSource,
-    child: &verter_dag::Canonical,
-    parent_path: &str,
-) -> Option<DeclaredAt> {
-    let child = Path::new(child.as_str());
-    let site = |line, declaration| DeclaredAt {
-        file: parent_path.to_owned(),
-        line,
-        declaration,
-    };
-    if let Some(decl) = parent.mods.iter().find(|m| m.file == child) {
-        return Some(site(decl.line, format!("mod {};", decl.name)));
-    }
-    parent
-        .includes
-        .iter()
-        .find(|i| i.file == child)
-        .map(|i| site(i.line, format!("include!({:?})", i.path)))
+    Ok(IndexSession::build(scheduler, roots, progress)?.index())
 }
 
 /// The crate root files of the package at `package_dir`: every Cargo

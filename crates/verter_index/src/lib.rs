@@ -16,8 +16,9 @@
 //!   into. Analysis is the file's item table ([`FileIndex`]); the Artifact
 //!   resolves each `use` to a defining file and line ([`FileArtifact`]).
 //! - [`index_roots`] walks crates through a scheduler into an [`Index`]
-//!   that serialises to JSON; [`package_roots`] and
-//!   [`discover_crate_roots`] find the roots.
+//!   that serialises to JSON; [`IndexSession`] keeps one and, after
+//!   changes, asks again only about the files they reach;
+//!   [`package_roots`] and [`discover_crate_roots`] find the roots.
 //!
 //! This crate never schedules anything itself and holds no lock across a
 //! call into the scheduler.
@@ -70,6 +71,7 @@ mod loader;
 mod manifest;
 mod model;
 mod resolve;
+mod session;
 mod summary;
 mod sync;
 
@@ -86,3 +88,4 @@ pub use model::{
     CratePath, FileArtifact, FileIndex, IncludeDecl, Item, ItemKind, ModDecl, ResolvedUse, Target,
     UseDecl, Visibility,
 };
+pub use session::{IndexSession, Refresh};

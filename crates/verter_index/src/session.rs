@@ -1,0 +1,496 @@
+//! A kept index: [`IndexSession`] walks the crates once, like
+//! [`index_roots`](crate::index_roots), then brings its entries up to date
+//! after changes by re-asking the scheduler only about the files a change
+//! can reach, not the whole tree.
+//!
+//! It owns the entries and the walk; it never loads, parses or schedules
+//! anything itself (every answer is the scheduler's) and holds no lock.
+//!
+//! # What a change reaches
+//! A file's Source and Analysis read only its own text; its Artifact reads
+//! its own Analysis and its blockers' (`RustSource::blockers`). So after
+//! the host told the scheduler that files `C` changed (`invalidate` or
+//! `remove`), the only answers that can differ are those of `C` and of the
+//! files blocking on a file in `C`; a re-parsed file may also declare new
+//! children (walked) or stop declaring old ones (dropped once nothing
+//! reachable from a root declares them). [`IndexSession::refresh`] asks
+//! about exactly those, and `refresh_agrees_with_a_full_walk` checks the
+//! result against a full walk after every change of a seeded sequence.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use verter_dag::{Canonical, TargetStage};
+use verter_scheduler::{ArtifactSnapshot, Request, RequestError, Scheduler};
+
+use crate::error::IndexError;
+use crate::executor::{RustIndexer, RustSource};
+use crate::index::{DeclaredAt, FileEntry, FileFailure, INDEX_PROFILE, Index, WalkProgress};
+use crate::loader::{path_text, realpath};
+use crate::model::FileArtifact;
+
+/// One file as the session last saw it.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// Its Artifact, or why there is none.
+    outcome: Result<Arc<ArtifactSnapshot<FileArtifact>>, RequestError>,
+    /// The declaration the walk first reached it by (`None`: a root).
+    declared_at: Option<DeclaredAt>,
+    /// The children its last parse declared (forward dependencies).
+    children: Vec<String>,
+    /// The files its Artifact blocks on.
+    blockers: Vec<String>,
+    /// A hash of what its last parse declared (`mod`s with their files and
+    /// attributes, `include!`s); `None` when it has no text. Other files'
+    /// locations and blockers derive from it.
+    structure: Option<u64>,
+}
+
+/// What a [`IndexSession::refresh`] changed, canonical paths, sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refresh {
+    /// Files the walk asked the scheduler about again.
+    pub revisited: usize,
+    /// Files whose entry is new or differs from before (another artifact,
+    /// another error, or an artifact instead of an error or back).
+    pub updated: Vec<String>,
+    /// Files that left the index: nothing reachable declares them now.
+    pub removed: Vec<String>,
+    /// Whether the change altered the module tree (a file appeared or went,
+    /// or a changed file declares other `mod`s or `include!`s), so every
+    /// file was parsed again.
+    pub structural: bool,
+}
+
+/// An index kept current across changes; see the module docs.
+#[derive(Debug, Default)]
+pub struct IndexSession {
+    /// The crate roots, canonical.
+    roots: Vec<String>,
+    entries: HashMap<String, Entry>,
+    /// File → the files whose Artifacts block on it.
+    dependents: HashMap<String, BTreeSet<String>>,
+}
+
+impl IndexSession {
+    /// Walks every file reachable from `roots` (see the protocol in
+    /// [`index_roots`](crate::index_roots)), counting into `progress`.
+    ///
+    /// # Errors
+    /// [`IndexError::Missing`] if a root does not exist, [`IndexError::Io`]
+    /// if it cannot be canonicalised.
+    pub fn build(
+        scheduler: &Scheduler<RustIndexer>,
+        roots: &[impl AsRef<Path>],
+        progress: &WalkProgress,
+    ) -> Result<Self, IndexError> {
+        let mut session = Self::default();
+        session.set_roots(scheduler, roots)?;
+        let start = session
+            .roots
+            .iter()
+            .map(|root| (root.clone(), None))
+            .collect();
+        session.walk(scheduler, start, progress);
+        Ok(session)
+    }
+
+    /// Brings the entries up to date after the host told `scheduler` that
+    /// the files `changed` changed or went away, and that the crate roots
+    /// are now `roots` (pass the same roots when they did not change).
+    /// Only the files a change can reach are asked about again (see the
+    /// module docs).
+    ///
+    /// # Errors
+    /// As [`IndexSession::build`], for a new root.
+    pub fn refresh(
+        &mut self,
+        scheduler: &Scheduler<RustIndexer>,
+        roots: &[impl AsRef<Path>],
+        changed: &[impl AsRef<Path>],
+    ) -> Result<Refresh, IndexError> {
+        let old_roots: HashSet<String> = self.roots.iter().cloned().collect();
+        self.set_roots(scheduler, roots)?;
+        let changed: BTreeSet<String> = changed.iter().map(|p| path_text(p.as_ref())).collect();
+        for path in &changed {
+            if !Path::new(path).exists() {
+                scheduler.executor().forget(Path::new(path));
+            }
+        }
+        // A file appearing where the session knew none, or vanishing while
+        // a file blocks on it, changes what other files' parses derived
+        // (a `use` blocks on the longest module path with a file on disk).
+        let appeared_or_vanished = changed.iter().any(|path| {
+            let exists = Path::new(path).exists();
+            let known = self.entries.contains_key(path);
+            (exists && !known) || (!exists && self.dependents.contains_key(path))
+        });
+        let held_before: HashSet<String> = self.entries.keys().cloned().collect();
+        let mut dirty: BTreeSet<String> = changed.clone();
+        for path in &changed {
+            if let Some(dependents) = self.dependents.get(path) {
+                dirty.extend(dependents.iter().cloned());
+            }
+        }
+        let mut start: Vec<(String, Option<DeclaredAt>)> = dirty
+            .into_iter()
+            .filter_map(|path| {
+                let site = self.entries.get(&path)?.declared_at.clone();
+                Some((path, site))
+            })
+            .collect();
+        start.extend(
+            self.roots
+                .iter()
+                .filter(|root| !old_roots.contains(*root) || !self.entries.contains_key(*root))
+                .map(|root| (root.clone(), None)),
+        );
+        let before: HashMap<String, Entry> = start
+            .iter()
+            .filter_map(|(path, _)| Some((path.clone(), self.entries.remove(path)?)))
+            .collect();
+        let mut visited = self.walk(scheduler, start, &WalkProgress::default());
+        let mut removed = self.drop_unreachable(scheduler);
+        // What a changed file declares (or whether it exists) decides other
+        // files' module paths and blockers, which their Sources derived
+        // when they were parsed: re-derive every file, as a fresh indexer
+        // would see them (see the module docs).
+        let structural = changed.iter().any(|path| {
+            let old = before.get(path).map(|entry| entry.structure);
+            let new = self.entries.get(path).map(|entry| entry.structure);
+            old.is_some() && old != new
+        }) || appeared_or_vanished
+            || !removed.is_empty();
+        let mut before = before;
+        if structural {
+            for (path, entry) in self.entries.drain() {
+                scheduler
+                    .invalidate(&path)
+                    .map_err(|source| IndexError::Scheduler {
+                        path: PathBuf::from(&path),
+                        source,
+                    })?;
+                // Compared with what the refresh started from, not with
+                // its own first pass.
+                if held_before.contains(&path) {
+                    before.entry(path).or_insert(entry);
+                } else {
+                    before.remove(&path);
+                }
+            }
+            self.dependents.clear();
+            let start = self.roots.iter().map(|root| (root.clone(), None)).collect();
+            visited = self.walk(scheduler, start, &WalkProgress::default());
+            removed.extend(self.drop_unreachable(scheduler));
+            removed.retain(|path| !self.entries.contains_key(path));
+            removed.extend(
+                before
+                    .keys()
+                    .filter(|path| !self.entries.contains_key(*path))
+                    .cloned(),
+            );
+            removed.sort();
+            removed.dedup();
+        }
+        let mut refresh = Refresh {
+            revisited: visited.len(),
+            structural,
+            removed,
+            ..Refresh::default()
+        };
+        for path in &visited {
+            let Some(now) = self.entries.get(path) else {
+                continue;
+            };
+            if before.get(path).is_none_or(|old| !same_outcome(old, now)) {
+                refresh.updated.push(path.clone());
+            }
+        }
+        refresh.updated.sort();
+        Ok(refresh)
+    }
+
+    /// The current index, sorted by path (the same value
+    /// [`index_roots`](crate::index_roots) returns for these roots).
+    pub fn index(&self) -> Index {
+        let mut index = Index::default();
+        for (path, entry) in &self.entries {
+            match &entry.outcome {
+                Ok(artifact) => index.files.push(FileEntry {
+                    path: path.clone(),
+                    artifact: artifact.data.clone(),
+                }),
+                Err(error) => index.failures.push(self.failure(path, entry, error)),
+            }
+        }
+        index.files.sort_by(|a, b| a.path.cmp(&b.path));
+        index.failures.sort_by(|a, b| a.path.cmp(&b.path));
+        index
+    }
+
+    /// The entry of one file (canonical path): its artifact, or its
+    /// failure; `None` if the file is not in the index.
+    pub fn entry(&self, path: &str) -> Option<Result<FileEntry, FileFailure>> {
+        let entry = self.entries.get(path)?;
+        Some(match &entry.outcome {
+            Ok(artifact) => Ok(FileEntry {
+                path: path.to_owned(),
+                artifact: artifact.data.clone(),
+            }),
+            Err(error) => Err(self.failure(path, entry, error)),
+        })
+    }
+
+    /// Every failed file, sorted by path.
+    pub fn failures(&self) -> Vec<FileFailure> {
+        let mut failures: Vec<FileFailure> = self
+            .entries
+            .iter()
+            .filter_map(|(path, entry)| {
+                let error = entry.outcome.as_ref().err()?;
+                Some(self.failure(path, entry, error))
+            })
+            .collect();
+        failures.sort_by(|a, b| a.path.cmp(&b.path));
+        failures
+    }
+
+    /// Files in the index (indexed or failed).
+    pub fn file_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether `path` (canonical) is in the index.
+    pub fn contains(&self, path: &str) -> bool {
+        self.entries.contains_key(path)
+    }
+
+    /// Items across all indexed files.
+    pub fn item_count(&self) -> usize {
+        self.artifacts().map(|artifact| artifact.items.len()).sum()
+    }
+
+    fn artifacts(&self) -> impl Iterator<Item = &FileArtifact> {
+        self.entries
+            .values()
+            .filter_map(|entry| entry.outcome.as_ref().ok().map(|a| &a.data))
+    }
+
+    fn failure(&self, path: &str, entry: &Entry, error: &RequestError) -> FileFailure {
+        FileFailure {
+            path: path.to_owned(),
+            error: error.clone(),
+            declared_at: entry.declared_at.clone(),
+        }
+    }
+
+    /// Canonicalises `roots`, tells the executor, and keeps them.
+    fn set_roots(
+        &mut self,
+        scheduler: &Scheduler<RustIndexer>,
+        roots: &[impl AsRef<Path>],
+    ) -> Result<(), IndexError> {
+        let mut canonical = Vec::with_capacity(roots.len());
+        for root in roots {
+            let root = root.as_ref();
+            if !root.exists() {
+                return Err(IndexError::Missing {
+                    path: root.to_path_buf(),
+                });
+            }
+            let path = realpath(root).map_err(|source| IndexError::Io {
+                path: root.to_path_buf(),
+                source,
+            })?;
+            canonical.push(path_text(&path));
+        }
+        scheduler
+            .executor()
+            .declare_roots(canonical.iter().map(PathBuf::from));
+        self.roots = canonical;
+        Ok(())
+    }
+
+    /// The walk: asks for `start`'s three stages, and those of every child
+    /// a parse declares that the session does not hold yet; records an
+    /// entry for each. Returns the files it asked about.
+    fn walk(
+        &mut self,
+        scheduler: &Scheduler<RustIndexer>,
+        start: Vec<(String, Option<DeclaredAt>)>,
+        progress: &WalkProgress,
+    ) -> Vec<String> {
+        let artifact_stage = TargetStage::Artifact(INDEX_PROFILE);
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut sources = VecDeque::new();
+        let mut pending = Vec::new();
+        let entries = &self.entries;
+        let mut submit = |path: String, site: Option<DeclaredAt>, sources: &mut VecDeque<_>| {
+            if entries.contains_key(&path) || !seen.insert(path.clone()) {
+                return;
+            }
+            let request = |stage| scheduler.submit_request(Request::new(path.clone(), stage));
+            sources.push_back((path.clone(), request(TargetStage::Source)));
+            let analysis = request(TargetStage::Analysis);
+            let artifact = request(artifact_stage);
+            progress.discovered.fetch_add(1, Ordering::Relaxed);
+            pending.push((path, analysis, artifact, site));
+        };
+        for (path, site) in start {
+            submit(path, site, &mut sources);
+        }
+        type Parsed = (Vec<String>, Vec<String>, Option<u64>);
+        let mut parsed: HashMap<String, Parsed> = HashMap::new();
+        // Children already held whose declaring parent was parsed again:
+        // their declaration may have moved.
+        let mut moved_sites = Vec::new();
+        while let Some((file, source)) = sources.pop_front() {
+            let answer = scheduler.wait(&source);
+            progress.finished.fetch_add(1, Ordering::Relaxed);
+            let Ok(output) = answer else {
+                continue; // the Artifact answers with the same failure
+            };
+            if let Some(parent) = output.as_source() {
+                for child in &parent.forward_deps {
+                    let site = declaration_of(&parent.parsed, child, &file);
+                    let held = entries.get(child.as_str());
+                    if held.is_some_and(|e| e.declared_at.as_ref().is_some_and(|d| d.file == file))
+                    {
+                        moved_sites.push((child.to_string(), site.clone()));
+                    }
+                    submit(child.to_string(), site, &mut sources);
+                }
+                let children = parent
+                    .forward_deps
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                let blockers = parent
+                    .parsed
+                    .blockers
+                    .iter()
+                    .map(|b| path_text(b))
+                    .collect();
+                parsed.insert(
+                    file,
+                    (children, blockers, Some(structure_of(&parent.parsed))),
+                );
+            }
+        }
+        for (child, site) in moved_sites {
+            if let Some(entry) = self.entries.get_mut(&child) {
+                entry.declared_at = site;
+            }
+        }
+        let mut visited = Vec::with_capacity(pending.len());
+        for (path, analysis, artifact, declared_at) in pending {
+            // Its outcome is the Artifact's too (or its cause); see the
+            // protocol in `index_roots`.
+            let _ = scheduler.wait(&analysis);
+            let outcome = scheduler
+                .wait(&artifact)
+                .map(|output| match output.as_artifact() {
+                    Some(artifact) => Arc::clone(artifact),
+                    None => unreachable!("an Artifact request is answered with an artifact"),
+                });
+            let (children, blockers, structure) = parsed.remove(&path).unwrap_or_default();
+            for blocker in &blockers {
+                self.dependents
+                    .entry(blocker.clone())
+                    .or_default()
+                    .insert(path.clone());
+            }
+            self.entries.insert(
+                path.clone(),
+                Entry {
+                    outcome,
+                    declared_at,
+                    children,
+                    blockers,
+                    structure,
+                },
+            );
+            visited.push(path);
+        }
+        visited
+    }
+
+    /// Removes every entry no root reaches through `children`, and its
+    /// dependents links; returns the removed files, sorted.
+    fn drop_unreachable(&mut self, scheduler: &Scheduler<RustIndexer>) -> Vec<String> {
+        let mut reached: HashSet<&str> = HashSet::with_capacity(self.entries.len());
+        let mut stack: Vec<&str> = self.roots.iter().map(String::as_str).collect();
+        while let Some(path) = stack.pop() {
+            if let Some(entry) = self.entries.get(path)
+                && reached.insert(path)
+            {
+                stack.extend(entry.children.iter().map(String::as_str));
+            }
+        }
+        let mut removed: Vec<String> = self
+            .entries
+            .keys()
+            .filter(|path| !reached.contains(path.as_str()))
+            .cloned()
+            .collect();
+        removed.sort();
+        for path in &removed {
+            self.entries.remove(path);
+            scheduler.executor().forget(Path::new(path));
+        }
+        // A dependents link is kept only while its dependent is in the index
+        // and still blocks on the file.
+        let entries = &self.entries;
+        self.dependents.retain(|blocker, dependents| {
+            dependents.retain(|dependent| {
+                entries
+                    .get(dependent)
+                    .is_some_and(|entry| entry.blockers.contains(blocker))
+            });
+            !dependents.is_empty()
+        });
+        removed
+    }
+}
+
+/// A hash of what `source` declares (see `Entry::structure`).
+fn structure_of(source: &RustSource) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    source.mods.hash(&mut hasher);
+    source.includes.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Whether two entries of one file answer the same.
+fn same_outcome(old: &Entry, new: &Entry) -> bool {
+    match (&old.outcome, &new.outcome) {
+        (Ok(a), Ok(b)) => Arc::ptr_eq(a, b) || a.data == b.data,
+        (Err(a), Err(b)) => a.to_string() == b.to_string(),
+        _ => false,
+    }
+}
+
+/// The declaration in `parent` (the file at `parent_path`) that names
+/// `child`, spelled as written.
+fn declaration_of(parent: &RustSource, child: &Canonical, parent_path: &str) -> Option<DeclaredAt> {
+    let child = Path::new(child.as_str());
+    let site = |line, declaration| DeclaredAt {
+        file: parent_path.to_owned(),
+        line,
+        declaration,
+    };
+    if let Some(decl) = parent.mods.iter().find(|m| m.file == child) {
+        return Some(site(decl.line, format!("mod {};", decl.name)));
+    }
+    parent
+        .includes
+        .iter()
+        .find(|i| i.file == child)
+        .map(|i| site(i.line, format!("include!({:?})", i.path)))
+}
+
+#[cfg(test)]
+mod tests;
