@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! verter build [PATH] [--out index.json] [--trace trace.json] [--threads N] [--progress WHEN]
-//! verter watch [PATH] [--out index.json] [--threads N]
+//! verter watch [PATH] [--out index.json] [--out-dir DIR] [--threads N]
 //! ```
 //!
 //! # Exit codes
@@ -93,10 +93,16 @@ struct WatchArgs {
     /// A crate, a workspace, a directory of crates, or one `.rs` file.
     #[arg(default_value = ".")]
     path: PathBuf,
-    /// Rewrite the index as JSON to this file after every change (replaced
-    /// atomically: a reader sees the old index or the new one).
+    /// Write the whole index as JSON to this file after the first build,
+    /// whenever Enter is pressed, and on exit (replaced atomically: a
+    /// reader sees the old index or the new one).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Keep one JSON file per source file in this directory
+    /// (`src/lib.rs` → `DIR/src/lib.rs.json`), rewriting only the entries a
+    /// change altered.
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
     /// Stage CPU threads, at least 1 (default: available parallelism).
     #[arg(long, value_name = "N", value_parser = threads_parser())]
     threads: Option<u16>,
@@ -120,12 +126,13 @@ fn main() -> ExitCode {
             progress: args.progress,
             reads: &args.reads,
         }),
-        Command::Watch(args) => watch::run(
-            &args.path,
-            args.out.as_deref(),
-            args.threads.map(usize::from),
-            &args.reads,
-        ),
+        Command::Watch(args) => watch::run(&watch::Options {
+            path: &args.path,
+            out: args.out.as_deref(),
+            out_dir: args.out_dir.as_deref(),
+            threads: args.threads.map(usize::from),
+            reads: &args.reads,
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,7 +11,7 @@ use std::path::Path;
 use verter_index::{FileFailure, Index};
 
 /// The warning line for `failure`, without the `warning: ` prefix: the
-/// file (relative to `base` once [`Index::relative_to`] ran), the deepest
+/// file (relative to `base` when under it), the deepest
 /// cause (its paths made relative to `base` too), and where the file was
 /// declared.
 ///
@@ -29,7 +29,13 @@ pub(crate) fn warning(failure: &FileFailure, base: &Path) -> String {
     let mut text = cause.to_string();
     let prefix = format!("{}{}", base.display(), std::path::MAIN_SEPARATOR);
     text = text.replace(&prefix, "");
-    let path = failure.path.as_str();
+    let relative = |path: &str| -> String {
+        match Path::new(path).strip_prefix(base) {
+            Ok(stripped) => stripped.display().to_string(),
+            Err(_) => path.to_owned(),
+        }
+    };
+    let path = &relative(&failure.path);
     let mut line = match text.strip_prefix(path) {
         // `path:line:column: message` already names the file, with a place.
         Some(rest)
@@ -43,7 +49,9 @@ pub(crate) fn warning(failure: &FileFailure, base: &Path) -> String {
     if let Some(site) = &failure.declared_at {
         line.push_str(&format!(
             " (declared by `{}` at {}:{})",
-            site.declaration, site.file, site.line
+            site.declaration,
+            relative(&site.file),
+            site.line
         ));
     }
     line
@@ -66,13 +74,17 @@ pub(crate) struct Reported {
 }
 
 impl Reported {
-    /// Records `index`'s failures and returns the lines to print now:
+    /// Records the current `failures` and returns the lines to print now:
     /// `warning: …` for each new or changed failure and `fixed: FILE …` for
-    /// each file that failed before and does not now (it indexes, or nothing
-    /// declares it any more).
-    pub(crate) fn update(&mut self, index: &Index, base: &Path) -> Vec<String> {
-        let now: BTreeMap<String, String> = index
-            .failures
+    /// each file that failed before and does not now (it indexes, or
+    /// nothing declares it any more: `indexed` says which).
+    pub(crate) fn update(
+        &mut self,
+        failures: &[FileFailure],
+        indexed: impl Fn(&str) -> bool,
+        base: &Path,
+    ) -> Vec<String> {
+        let now: BTreeMap<String, String> = failures
             .iter()
             .map(|failure| (failure.path.clone(), warning(failure, base)))
             .collect();
@@ -83,10 +95,13 @@ impl Reported {
             }
         }
         for path in self.shown.keys().filter(|path| !now.contains_key(*path)) {
-            if index.files.iter().any(|file| file.path == *path) {
-                lines.push(format!("fixed: {path} indexes again"));
+            let shown = Path::new(path)
+                .strip_prefix(base)
+                .map_or_else(|_| path.clone(), |stripped| stripped.display().to_string());
+            if indexed(path) {
+                lines.push(format!("fixed: {shown} indexes again"));
             } else {
-                lines.push(format!("fixed: {path} is no longer in the index"));
+                lines.push(format!("fixed: {shown} is no longer in the index"));
             }
         }
         self.shown = now;

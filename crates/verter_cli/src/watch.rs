@@ -2,20 +2,24 @@
 //! invalidates the file (the scheduler reloads it), a deletion removes it, a
 //! creation is picked up through its parent's `mod` declaration; a changed
 //! `Cargo.toml`, a new directory, or a new `.rs` file no module declares
-//! yet makes it look for crate roots again (new targets, new packages). After each batch of
-//! changes the index is walked again — unchanged files answer from what is
-//! already built — and the files whose stages ran are printed with the
-//! latency; a warning is printed when it first appears or changes, not
-//! after every change. Ctrl-C exits cleanly.
+//! yet makes it look for crate roots again (new targets, new packages).
+//! After each batch of changes an [`IndexSession`] asks the scheduler again
+//! about only the files the change reaches, and the files whose stages ran
+//! are printed with the latency; a warning is printed when it first appears
+//! or changes, not after every change.
+//!
+//! Output stays proportional to the change: `--out-dir` holds one JSON
+//! file per source file and rewrites only the entries that changed;
+//! `--out` (the whole index in one file) is written after the first build,
+//! when Enter is pressed, and on exit. Ctrl-C exits cleanly.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Instant;
 
 use notify::{EventKind, RecursiveMode, Watcher};
-use verter_index::{Index, discover_crate_roots, index_roots};
+use verter_index::{Index, IndexSession, WalkProgress, discover_crate_roots};
 
 use crate::build::{OutFile, tree_base};
 use crate::error::CliError;
@@ -24,7 +28,21 @@ use crate::report::Reported;
 
 enum Message {
     Changed(Vec<PathBuf>),
+    /// Enter on stdin: write `--out` now.
+    Write,
     Stop,
+}
+
+/// How long after a directory appears it is looked into once more.
+const FOLDER_RESCAN: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// What `verter watch` was asked to do.
+pub(crate) struct Options<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) out: Option<&'a Path>,
+    pub(crate) out_dir: Option<&'a Path>,
+    pub(crate) threads: Option<usize>,
+    pub(crate) reads: &'a host::ReadPolicy,
 }
 
 /// Whether a changed path can matter to the index: Rust sources and
@@ -40,32 +58,36 @@ fn in_target(path: &Path) -> bool {
 }
 
 /// Runs `verter watch`.
-pub(crate) fn run(
-    path: &Path,
-    out: Option<&Path>,
-    threads: Option<usize>,
-    reads: &host::ReadPolicy,
-) -> Result<(), CliError> {
-    let out = out.map(OutFile::check).transpose()?;
+pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
+    let path = options.path;
+    let out = options.out.map(OutFile::check).transpose()?;
+    let out_dir = options.out_dir.map(OutDir::create).transpose()?;
     let single_file = path.is_file();
     let mut roots = discover_crate_roots(path)?;
     let base = tree_base(path)?;
     let recorder = Arc::new(Recorder::default());
-    let host = host::start(threads, &recorder, reads.loader(&base)?)?;
+    let host = host::start(options.threads, &recorder, options.reads.loader(&base)?)?;
     let scheduler = host.scheduler();
 
     let started = Instant::now();
-    let mut index = index_roots(scheduler, &roots)?;
+    let mut session = IndexSession::build(scheduler, &roots, &WalkProgress::default())?;
     let initial = started.elapsed();
-    let mut known = indexed_files(&index);
-    index.relative_to(&base);
     let mut reported = Reported::default();
-    for line in reported.update(&index, &base) {
+    for line in reported.update(&session.failures(), |p| session.contains(p), &base) {
         eprintln!("{line}");
     }
     recorder.take();
-    if let Some(out) = &out {
-        out.write(&index)?;
+    let write_all = |session: &IndexSession| -> Result<(), CliError> {
+        if let Some(out) = &out {
+            let mut index = session.index();
+            index.relative_to(&base);
+            out.write(&index)?;
+        }
+        Ok(())
+    };
+    write_all(&session)?;
+    if let Some(dir) = &out_dir {
+        dir.write_all(&session, &base)?;
     }
 
     let (tx, rx) = mpsc::channel();
@@ -102,6 +124,18 @@ pub(crate) fn run(
             path: base.clone(),
             source,
         })?;
+    if out.is_some() {
+        let stdin_tx = tx.clone();
+        // Display-side only: each line read asks for a write; the thread
+        // ends with stdin.
+        std::thread::spawn(move || {
+            for _ in std::io::stdin().lines().map_while(Result::ok) {
+                if stdin_tx.send(Message::Write).is_err() {
+                    break;
+                }
+            }
+        });
+    }
     let _ = ctrlc::set_handler(move || {
         let _ = tx.send(Message::Stop);
     });
@@ -109,84 +143,210 @@ pub(crate) fn run(
     println!(
         "watching {}: {} files, {} items, indexed in {:.1?}",
         base.display(),
-        index.files.len() + index.failures.len(),
-        index.item_count(),
+        session.file_count(),
+        session.item_count(),
         initial
     );
 
-    while let Ok(message) = rx.recv() {
-        let mut changed = match message {
-            Message::Stop => break,
-            Message::Changed(paths) => paths,
+    let mut stopping = false;
+    // Directories created by the last batch, to look into once more: the
+    // watcher starts covering a new directory only after reporting it, so a
+    // file written into it meanwhile sends no event of its own.
+    let mut new_folders: Vec<PathBuf> = Vec::new();
+    while !stopping {
+        let mut rescan = false;
+        let first = if new_folders.is_empty() {
+            match rx.recv() {
+                Ok(message) => message,
+                Err(_) => break,
+            }
+        } else {
+            match rx.recv_timeout(FOLDER_RESCAN) {
+                Ok(message) => message,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    rescan = true;
+                    Message::Changed(std::mem::take(&mut new_folders))
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
         };
+        let mut changed = Vec::new();
+        let mut write = false;
         // Coalesce a burst of events (an editor's save) into one rebuild.
-        while let Ok(message) = rx.try_recv() {
+        for message in std::iter::once(first).chain(std::iter::from_fn(|| rx.try_recv().ok())) {
             match message {
-                Message::Stop => return Ok(()),
+                Message::Stop => stopping = true,
+                Message::Write => write = true,
                 Message::Changed(paths) => changed.extend(paths),
             }
         }
-        changed.sort();
-        changed.dedup();
-        let started = Instant::now();
-        let mut rediscover = false;
-        for path in &changed {
-            let exists = path.exists();
-            if path.is_dir() || path.file_name().is_some_and(|name| name == "Cargo.toml") {
-                rediscover = true;
-                continue;
-            }
-            // A file no module declared: perhaps a new target or package.
-            rediscover |= exists && !known.contains(path);
-            let text = path.to_string_lossy();
-            let result = if exists {
-                scheduler.invalidate(&text)
-            } else {
-                scheduler.remove(&text)
-            };
-            if let Err(error) = result {
-                eprintln!("warning: {}: {error}", path.display());
-            }
+        if !rescan {
+            new_folders.extend(changed.iter().filter(|p| p.is_dir()).cloned());
         }
-        if rediscover && !single_file {
-            match discover_crate_roots(path) {
-                Ok(found) => roots = found,
-                Err(error) => eprintln!("warning: keeping the crate roots found before: {error}"),
+        if !changed.is_empty() {
+            changed.sort();
+            changed.dedup();
+            let started = Instant::now();
+            let mut rediscover = false;
+            for path in &changed {
+                let exists = path.exists();
+                if path.is_dir() || path.file_name().is_some_and(|name| name == "Cargo.toml") {
+                    rediscover = true;
+                    continue;
+                }
+                // A file no module declared: perhaps a new target or package.
+                let text = path.to_string_lossy();
+                rediscover |= exists && !session.contains(&text);
+                let result = if exists {
+                    scheduler.invalidate(&text)
+                } else {
+                    scheduler.remove(&text)
+                };
+                if let Err(error) = result {
+                    eprintln!("warning: {}: {error}", path.display());
+                }
             }
+            if rediscover && !single_file {
+                match discover_crate_roots(path) {
+                    Ok(found) => roots = found,
+                    Err(error) => {
+                        eprintln!("warning: keeping the crate roots found before: {error}");
+                    }
+                }
+            }
+            let files: Vec<&PathBuf> = changed.iter().filter(|p| !p.is_dir()).collect();
+            let refresh = session.refresh(scheduler, &roots, &files)?;
+            let latency = started.elapsed();
+            for line in reported.update(&session.failures(), |p| session.contains(p), &base) {
+                eprintln!("{line}");
+            }
+            // Before the change line: a reader of the line finds the
+            // entries written.
+            if let Some(dir) = &out_dir {
+                dir.update(&session, &refresh, &base)?;
+            }
+            let rebuilt = describe(&recorder.take(), &base);
+            let shown: Vec<String> = changed
+                .iter()
+                .map(|p| p.strip_prefix(&base).unwrap_or(p).display().to_string())
+                .collect();
+            if rescan && refresh.updated.is_empty() && refresh.removed.is_empty() {
+                continue; // a look into a new directory found nothing new
+            }
+            println!(
+                "changed {}: rebuilt {} in {:.1?}",
+                shown.join(", "),
+                if rebuilt.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    rebuilt.join(", ")
+                },
+                latency
+            );
         }
-        let mut index = index_roots(scheduler, &roots)?;
-        let latency = started.elapsed();
-        known = indexed_files(&index);
-        index.relative_to(&base);
-        for line in reported.update(&index, &base) {
-            eprintln!("{line}");
-        }
-        let rebuilt = describe(&recorder.take(), &base);
-        let shown: Vec<String> = changed
-            .iter()
-            .map(|p| p.strip_prefix(&base).unwrap_or(p).display().to_string())
-            .collect();
-        println!(
-            "changed {}: rebuilt {} in {:.1?}",
-            shown.join(", "),
-            if rebuilt.is_empty() {
-                "nothing".to_owned()
-            } else {
-                rebuilt.join(", ")
-            },
-            latency
-        );
-        if let Some(out) = &out {
-            out.write(&index)?;
+        if write || stopping {
+            write_all(&session)?;
+            if let Some(out) = &out {
+                println!("wrote {}", out.path().display());
+            }
         }
     }
     println!("stopped");
     Ok(())
 }
 
-/// Every file the index reached, as the canonical paths a watcher reports.
-fn indexed_files(index: &Index) -> HashSet<PathBuf> {
-    let files = index.files.iter().map(|file| &file.path);
-    let failures = index.failures.iter().map(|failure| &failure.path);
-    files.chain(failures).map(PathBuf::from).collect()
+/// `--out-dir`: one JSON file per source file, at the source's path under
+/// the tree with `.json` appended (`src/lib.rs` → `DIR/src/lib.rs.json`):
+/// its entry, or its failure. Each is replaced atomically.
+struct OutDir {
+    dir: PathBuf,
+}
+
+impl OutDir {
+    fn create(dir: &Path) -> Result<Self, CliError> {
+        std::fs::create_dir_all(dir).map_err(|source| CliError::Write {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        OutFile::check(&dir.join(".verter-check"))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Where `file` (canonical) is written, if it is under `base`.
+    fn target(&self, file: &str, base: &Path) -> Option<PathBuf> {
+        let relative = Path::new(file).strip_prefix(base).ok()?;
+        let mut name = relative.as_os_str().to_owned();
+        name.push(".json");
+        Some(self.dir.join(name))
+    }
+
+    fn write_entry(&self, session: &IndexSession, file: &str, base: &Path) -> Result<(), CliError> {
+        let (Some(target), Some(entry)) = (self.target(file, base), session.entry(file)) else {
+            return Ok(());
+        };
+        let mut index = Index::default();
+        match entry {
+            Ok(entry) => index.files.push(entry),
+            Err(failure) => index.failures.push(failure),
+        }
+        index.relative_to(base);
+        let failed = |source: std::io::Error| CliError::Write {
+            path: target.clone(),
+            source,
+        };
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(failed)?;
+        }
+        let json = match (index.files.first(), index.failures.first()) {
+            (Some(entry), _) => serde_json::to_string_pretty(entry),
+            (None, Some(failure)) => serde_json::to_string_pretty(failure),
+            (None, None) => return Ok(()),
+        }
+        .map_err(|error| failed(error.into()))?;
+        let temporary = tempfile::NamedTempFile::new_in(target.parent().unwrap_or(&self.dir))
+            .map_err(failed)?;
+        std::fs::write(temporary.path(), json).map_err(failed)?;
+        temporary
+            .persist(&target)
+            .map_err(|error| failed(error.error))?;
+        Ok(())
+    }
+
+    fn write_all(&self, session: &IndexSession, base: &Path) -> Result<(), CliError> {
+        let index = session.index();
+        let files = index.files.iter().map(|f| &f.path);
+        for file in files.chain(index.failures.iter().map(|f| &f.path)) {
+            self.write_entry(session, file, base)?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites what `refresh` updated and deletes what it removed.
+    fn update(
+        &self,
+        session: &IndexSession,
+        refresh: &verter_index::Refresh,
+        base: &Path,
+    ) -> Result<(), CliError> {
+        for file in &refresh.updated {
+            self.write_entry(session, file, base)?;
+        }
+        for file in &refresh.removed {
+            if let Some(target) = self.target(file, base) {
+                match std::fs::remove_file(&target) {
+                    Ok(()) => {}
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(source) => {
+                        return Err(CliError::Write {
+                            path: target,
+                            source,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }

@@ -231,10 +231,25 @@ fn watch(
     std::sync::mpsc::Receiver<String>,
     String,
 ) {
+    watch_with(path, &[])
+}
+
+/// [`watch`] with more arguments; stdin is piped (Enter writes `--out`).
+fn watch_with(
+    path: &std::path::Path,
+    args: &[&std::ffi::OsStr],
+) -> (
+    std::process::Child,
+    std::sync::mpsc::Receiver<String>,
+    std::sync::mpsc::Receiver<String>,
+    String,
+) {
     let mut child = verter()
         .arg("watch")
         .arg(path)
         .args(["--threads", "2"])
+        .args(args)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -332,7 +347,7 @@ fn watch_picks_up_a_new_target_and_a_new_package() {
     // One or two changes (the directory, then perhaps the file).
     loop {
         let changed = next_line_starting(&lines, "changed ");
-        if changed.contains("demo/examples/hello.rs (Source, Analysis, Artifact)") {
+        if changed.contains("demo/examples/hello.rs (Source, Analysis, Artifact") {
             break;
         }
     }
@@ -344,7 +359,7 @@ fn watch_picks_up_a_new_target_and_a_new_package() {
     std::fs::write(other.join("Cargo.toml"), "[package]\nname = \"other\"\n").expect("write");
     loop {
         let changed = next_line_starting(&lines, "changed ");
-        if changed.contains("other/src/lib.rs (Source, Analysis, Artifact)") {
+        if changed.contains("other/src/lib.rs (Source, Analysis, Artifact") {
             break;
         }
     }
@@ -369,5 +384,93 @@ fn watch_accepts_a_single_file() {
         changed.contains("helper.rs (Source, Analysis, Artifact)"),
         "{changed}"
     );
+    stop(child, &lines);
+}
+
+#[cfg(unix)]
+#[test]
+fn watch_out_dir_rewrites_only_the_entries_a_change_altered() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = copy_of_fixture();
+    let out = tempfile::tempdir().expect("temp dir");
+    let entries = out.path().join("entries");
+    let (child, lines, _errors, _) = watch_with(
+        dir.path(),
+        &[std::ffi::OsStr::new("--out-dir"), entries.as_os_str()],
+    );
+    let inode = |file: &str| {
+        std::fs::metadata(entries.join(file))
+            .expect("written")
+            .ino()
+    };
+    let json = |file: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(entries.join(file)).expect("read"))
+            .expect("JSON")
+    };
+    assert_eq!(json("src/lib.rs.json")["module_path"], "crate");
+    let (util, conn, net) = (
+        inode("src/util.rs.json"),
+        inode("src/net/conn.rs.json"),
+        inode("src/net/mod.rs.json"),
+    );
+    std::fs::write(
+        dir.path().join("src/util.rs"),
+        "pub fn helper() -> u16 {\n    8081\n}\n\npub fn other() {}\n",
+    )
+    .expect("edit");
+    next_line_starting(&lines, "changed src/util.rs");
+    // util.rs's entry is replaced and holds the new item; entries the
+    // change did not alter are the very same files.
+    assert_ne!(inode("src/util.rs.json"), util);
+    let items = json("src/util.rs.json")["items"].clone();
+    assert!(
+        items
+            .as_array()
+            .expect("items")
+            .iter()
+            .any(|i| i["name"] == "other"),
+        "{items}"
+    );
+    assert_eq!(inode("src/net/conn.rs.json"), conn);
+    assert_eq!(inode("src/net/mod.rs.json"), net);
+
+    // A file that leaves the index leaves the directory.
+    let lib = dir.path().join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).expect("read");
+    std::fs::write(&lib, text.replace("mod util;\n", "")).expect("edit");
+    next_line_starting(&lines, "changed src/lib.rs");
+    assert!(!entries.join("src/util.rs.json").exists());
+    stop(child, &lines);
+}
+
+#[test]
+fn watch_writes_the_whole_out_file_on_enter_and_on_exit() {
+    use std::io::Write as _;
+    let dir = copy_of_fixture();
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let out = out_dir.path().join("index.json");
+    let (mut child, lines, _errors, _) = watch_with(
+        dir.path(),
+        &[std::ffi::OsStr::new("--out"), out.as_os_str()],
+    );
+    let files = |out: &std::path::Path| -> usize {
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out).expect("read")).expect("JSON");
+        json["files"].as_array().expect("files").len()
+    };
+    assert_eq!(files(&out), 4, "written after the first build");
+    // A change alone does not rewrite the whole index.
+    let net = dir.path().join("src/net/mod.rs");
+    let text = std::fs::read_to_string(&net).expect("read");
+    std::fs::write(&net, text.replace("mod conn;\n", "")).expect("edit");
+    next_line_starting(&lines, "changed src/net/mod.rs");
+    assert_eq!(files(&out), 4);
+    // Enter writes it now.
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    stdin.write_all(b"\n").expect("enter");
+    stdin.flush().expect("flush");
+    next_line_starting(&lines, "wrote ");
+    assert_eq!(files(&out), 3);
+    drop(stdin);
     stop(child, &lines);
 }
