@@ -4,6 +4,7 @@
 //! lists the tasks. Every check is also exercised by `#[test]`s, so
 //! `cargo test` enforces the checks' own behaviour.
 
+mod bare;
 mod bench;
 mod guard;
 mod readme;
@@ -25,7 +26,9 @@ tasks:
            and `0 violations` last, exits non-zero on any violation
   recall   compare the files `verter build` reaches with the files rustc
            read (its dep-info) on registry crates; --dep 'name = \"req\"'
-           replaces the default crates (tokio, serde, libc, ...)";
+           replaces the default crates (tokio, serde, libc, ...)
+  bare     `verter build TREE` side by side with a bare rayon + syn loop over
+           the same files, at 1 and 2 threads: wall time, peak RSS, ratios";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -36,6 +39,13 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
                 eprintln!("recall: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Some("bare") => match bare::run(&workspace_root(), &args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("bare: {err:#}");
                 ExitCode::FAILURE
             }
         },

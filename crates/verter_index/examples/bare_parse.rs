@@ -3,13 +3,12 @@
 //! else (no scheduler, no summaries, no resolution).
 //!
 //! ```text
-//! verter build TREE --threads T --list files.txt
-//! cargo run --release -p verter_index --example bare_parse -- files.txt T
+//! cargo run --release -p verter_index --example bare_parse -- FILES.txt T
 //! ```
-//! (`--list` writes every file the build reached, one absolute path a line.)
-//! Prints `result bare files=N parsed=P threads=T wall_ms=W`; run it under
-//! `/usr/bin/time -f %M` for its peak RSS. `docs/benchmarks.md` has the
-//! side-by-side figures.
+//! (FILES.txt: one absolute path a line.) Prints
+//! `result bare files=N parsed=P threads=T wall_ms=W`. `cargo xtask bare
+//! TREE` builds the list from `verter build TREE --out` and runs both side
+//! by side; `docs/benchmarks.md` has the figures.
 
 use std::path::Path;
 use std::time::Instant;
