@@ -164,7 +164,10 @@ fn parse_guarded(path: &str, text: &str) -> (Summary, Option<ParseError>) {
     }
     let mut summary = Summary::default();
     summary.local_names.insert(Vec::new(), HashSet::new());
-    match syn::parse2::<syn::File>(tokens.clone()) {
+    // The tokens move into the parse: a shared stream would be copied
+    // whole as `syn` takes it apart. A file that fails is lexed again for
+    // its salvage (rare, and the text lexed once already).
+    match syn::parse2::<syn::File>(tokens) {
         Ok(file) => {
             summary.items_in(&file.items, &mut Vec::new());
             // `fn f() { #[path = "x.rs"] mod m; … }`: only a file that says
@@ -182,7 +185,9 @@ fn parse_guarded(path: &str, text: &str) -> (Summary, Option<ParseError>) {
         }
         Err(error) => {
             summary.in_macro += 1; // every salvaged declaration is a candidate
-            summary.mods_in_tokens(tokens, &mut Vec::new());
+            if let Ok(tokens) = TokenStream::from_str(without_bom_and_shebang(text)) {
+                summary.mods_in_tokens(tokens, &mut Vec::new());
+            }
             let salvaged = Summary {
                 mods: summary.mods,
                 includes: summary.includes,
