@@ -140,24 +140,19 @@ fn wrong_usage_is_exit_code_2() {
 /// Reads the child's stdout lines on a thread and hands them over a channel,
 /// so the test waits for reported events, under a watchdog timeout.
 fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
+    lines_from(child.stdout.take().expect("piped stdout"))
 }
 
 /// [`lines_of`] for the child's stderr.
 fn stderr_lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
-    let stderr = child.stderr.take().expect("piped stderr");
+    lines_from(child.stderr.take().expect("piped stderr"))
+}
+
+/// Every line `reader` yields, handed over a channel by a thread.
+fn lines_from(reader: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in BufReader::new(reader).lines().map_while(Result::ok) {
             if tx.send(line).is_err() {
                 break;
             }
