@@ -127,7 +127,6 @@ impl IndexSession {
             let known = self.entries.contains_key(path);
             (exists && !known) || (!exists && self.dependents.contains_key(path))
         });
-        let held_before: HashSet<String> = self.entries.keys().cloned().collect();
         let mut dirty: BTreeSet<String> = changed.clone();
         for path in &changed {
             if let Some(dependents) = self.dependents.get(path) {
@@ -147,7 +146,7 @@ impl IndexSession {
                 .filter(|root| !old_roots.contains(*root) || !self.entries.contains_key(*root))
                 .map(|root| (root.clone(), None)),
         );
-        let before: HashMap<String, Entry> = start
+        let mut before: HashMap<String, Entry> = start
             .iter()
             .filter_map(|(path, _)| Some((path.clone(), self.entries.remove(path)?)))
             .collect();
@@ -163,8 +162,14 @@ impl IndexSession {
             old.is_some() && old != new
         }) || appeared_or_vanished
             || !removed.is_empty();
-        let mut before = before;
         if structural {
+            // Files the first pass found that the session did not hold: the
+            // full pass compares them with nothing, not with that pass.
+            let found: HashSet<String> = visited
+                .iter()
+                .filter(|path| !before.contains_key(*path))
+                .cloned()
+                .collect();
             for (path, entry) in self.entries.drain() {
                 scheduler
                     .invalidate(&path)
@@ -172,12 +177,9 @@ impl IndexSession {
                         path: PathBuf::from(&path),
                         source,
                     })?;
-                // Compared with what the refresh started from, not with
-                // its own first pass.
-                if held_before.contains(&path) {
+                // Compared with what the refresh started from.
+                if !found.contains(&path) {
                     before.entry(path).or_insert(entry);
-                } else {
-                    before.remove(&path);
                 }
             }
             self.dependents.clear();

@@ -213,12 +213,18 @@ fn watch_rebuilds_only_the_edited_file_and_its_dependents() {
     assert!(!changed.contains("net/mod.rs"), "{changed}");
 
     // Ctrl-C exits cleanly.
+    stop(child, &lines);
+}
+
+/// Sends Ctrl-C to a `verter watch` child, waits for its `stopped` line,
+/// and checks that it exits with success.
+fn stop(mut child: std::process::Child, lines: &mpsc::Receiver<String>) {
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .expect("kill -INT");
     assert!(status.success());
-    next_line_starting(&lines, "stopped");
+    next_line_starting(lines, "stopped");
     let exit = child.wait().expect("verter exits");
     assert!(exit.success(), "{exit:?}");
 }

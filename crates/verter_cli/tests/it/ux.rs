@@ -5,7 +5,7 @@
 
 use std::process::{Command, Stdio};
 
-use super::{copy_of_fixture, fixture, lines_of, next_line_starting, verter};
+use super::{copy_of_fixture, fixture, lines_of, next_line_starting, stop, verter};
 
 fn stderr_of(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -258,16 +258,6 @@ fn watch_with(
     let errors = super::stderr_lines_of(&mut child);
     let ready = next_line_starting(&lines, "watching ");
     (child, lines, errors, ready)
-}
-
-fn stop(mut child: std::process::Child, lines: &std::sync::mpsc::Receiver<String>) {
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill -INT");
-    assert!(status.success());
-    next_line_starting(lines, "stopped");
-    assert!(child.wait().expect("exits").success());
 }
 
 /// Every stderr line received so far (the child has printed the stdout
