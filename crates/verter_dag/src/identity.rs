@@ -25,44 +25,90 @@ use crate::error::GenerationExhausted;
 
 /// The canonical path of a file: the key every layer uses for it.
 ///
-/// Cheap to clone (an `Arc<str>`). Two canonicals are equal when their text
-/// is equal; canonicalisation (resolving symlinks, `..`) is the loader's job.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Canonical(Arc<str>);
+/// Cheap to clone (an `Arc<str>` and a `u64`). Two canonicals are equal when
+/// their text is equal; canonicalisation (resolving symlinks, `..`) is the
+/// loader's job.
+///
+/// The text is hashed once, when the value is made, with a per-process
+/// seeded hasher; [`Hash`] feeds only that stored hash, and equality checks
+/// the shared pointer and the stored hash before it compares bytes. Every map
+/// keyed by a canonical, or by an identity that contains one, therefore
+/// hashes a `u64` and rarely compares paths (docs/design.md, "Names").
+/// Ordering is by text.
+#[derive(Clone)]
+pub struct Canonical {
+    text: Arc<str>,
+    hash: u64,
+}
+
+/// The per-process seed of [`Canonical`]'s stored hash: random per process
+/// (so a hostile set of paths cannot be chosen to collide), fixed within it
+/// (so equal texts made anywhere hash equally).
+fn canonical_hasher() -> &'static foldhash::fast::RandomState {
+    static SEED: std::sync::OnceLock<foldhash::fast::RandomState> = std::sync::OnceLock::new();
+    SEED.get_or_init(foldhash::fast::RandomState::default)
+}
 
 impl Canonical {
     /// Wraps an already canonical path.
     pub fn new(path: impl Into<Arc<str>>) -> Self {
-        Self(path.into())
+        use std::hash::BuildHasher as _;
+        let text: Arc<str> = path.into();
+        let hash = canonical_hasher().hash_one(&*text);
+        Self { text, hash }
     }
 
     /// The path as text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
+    }
+}
+
+impl PartialEq for Canonical {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.text, &other.text) || (self.hash == other.hash && self.text == other.text)
+    }
+}
+
+impl Eq for Canonical {}
+
+impl std::hash::Hash for Canonical {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl PartialOrd for Canonical {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Canonical {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if Arc::ptr_eq(&self.text, &other.text) {
+            std::cmp::Ordering::Equal
+        } else {
+            self.text.cmp(&other.text)
+        }
     }
 }
 
 impl fmt::Debug for Canonical {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(&*self.text, f)
     }
 }
 
 impl fmt::Display for Canonical {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 
 impl AsRef<str> for Canonical {
     fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::borrow::Borrow<str> for Canonical {
-    fn borrow(&self) -> &str {
-        &self.0
+        &self.text
     }
 }
 
@@ -75,6 +121,18 @@ impl From<&str> for Canonical {
 impl From<String> for Canonical {
     fn from(path: String) -> Self {
         Self::new(path)
+    }
+}
+
+impl From<&String> for Canonical {
+    fn from(path: &String) -> Self {
+        Self::new(path.as_str())
+    }
+}
+
+impl From<&Canonical> for Canonical {
+    fn from(canonical: &Canonical) -> Self {
+        canonical.clone()
     }
 }
 

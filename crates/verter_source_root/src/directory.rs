@@ -40,6 +40,7 @@
 //!    (`a_present_after_pending_serves_the_reloaded_text`).
 
 use std::fmt;
+use verter_dag::Canonical;
 
 use crate::epoch::Epoch;
 use crate::lease::{DirectoryId, SchedulerSourceRoot};
@@ -187,7 +188,7 @@ impl<T: Clone + Send + Sync + 'static> SchedulerSourceDirectory<T> {
     pub fn state_at(
         &self,
         root: &SchedulerSourceRoot,
-        canonical: impl AsRef<str>,
+        canonical: impl Into<Canonical>,
     ) -> SourceState<T> {
         assert!(
             root.directory() == self.id,
@@ -195,17 +196,17 @@ impl<T: Clone + Send + Sync + 'static> SchedulerSourceDirectory<T> {
              directory that captured it"
         );
         self.lock("state_at", sync::thread_token())
-            .read(root.visible_epoch(), canonical.as_ref())
+            .read(root.visible_epoch(), &canonical.into())
     }
 
     /// What `canonical` reads in the newest snapshot.
     ///
     /// # Panics
     /// If called from inside a publication closure of the same directory.
-    pub fn state_now(&self, canonical: impl AsRef<str>) -> SourceState<T> {
+    pub fn state_now(&self, canonical: impl Into<Canonical>) -> SourceState<T> {
         let mut store = self.lock("state_now", sync::thread_token());
         let epoch = store.epoch();
-        store.read(epoch, canonical.as_ref())
+        store.read(epoch, &canonical.into())
     }
 
     /// Frees every version that neither the current epoch nor any live root

@@ -384,7 +384,7 @@ impl<T> Store<T> {
 
 impl<T: Clone> Store<T> {
     /// What `canonical` reads as of `epoch`.
-    pub(crate) fn read(&mut self, epoch: Epoch, canonical: &str) -> SourceState<T> {
+    pub(crate) fn read(&mut self, epoch: Epoch, canonical: &Canonical) -> SourceState<T> {
         let Some(&slot) = self.slots.get(canonical) else {
             return SourceState::Unknown;
         };

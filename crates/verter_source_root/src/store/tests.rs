@@ -222,12 +222,24 @@ fn a_rolled_back_transition_leaves_every_read_unchanged() {
     );
     // Recorded changes are stamped with the next epoch, so the current
     // snapshot still reads as it did while the transition is open.
-    assert_eq!(store.read(current, "a.rs").hash(), Some(ContentHash(1)));
-    assert_eq!(store.read(current, "b.rs"), SourceState::Unknown);
+    assert_eq!(
+        store.read(current, &Canonical::from("a.rs")).hash(),
+        Some(ContentHash(1))
+    );
+    assert_eq!(
+        store.read(current, &Canonical::from("b.rs")),
+        SourceState::Unknown
+    );
     store.rollback(epoch, &mut undo);
     assert_eq!(store.epoch(), current);
-    assert_eq!(store.read(epoch, "a.rs").hash(), Some(ContentHash(1)));
-    assert_eq!(store.read(epoch, "b.rs"), SourceState::Unknown);
+    assert_eq!(
+        store.read(epoch, &Canonical::from("a.rs")).hash(),
+        Some(ContentHash(1))
+    );
+    assert_eq!(
+        store.read(epoch, &Canonical::from("b.rs")),
+        SourceState::Unknown
+    );
 }
 
 #[test]
@@ -266,8 +278,14 @@ fn an_older_version_is_refused_and_nothing_is_published() {
     );
     assert_eq!(undo.len(), 1, "the refused change logged no undo step");
     store.rollback(epoch, &mut undo);
-    assert_eq!(store.read(epoch, "a.rs").hash(), Some(ContentHash(5)));
-    assert_eq!(store.read(epoch, "b.rs"), SourceState::Unknown);
+    assert_eq!(
+        store.read(epoch, &Canonical::from("a.rs")).hash(),
+        Some(ContentHash(5))
+    );
+    assert_eq!(
+        store.read(epoch, &Canonical::from("b.rs")),
+        SourceState::Unknown
+    );
     audit(&store);
 }
 
@@ -281,7 +299,7 @@ fn an_equal_version_is_accepted_so_a_removal_can_name_the_removed_version() {
     );
     publish(&mut store, vec![("a.rs", version(object, 3), Body::Absent)]);
     assert_eq!(
-        store.read(store.epoch(), "a.rs"),
+        store.read(store.epoch(), &Canonical::from("a.rs")),
         SourceState::Absent {
             version: version(object, 3)
         }
@@ -378,7 +396,7 @@ fn slots_and_records_agree_after_forgetting_and_reuse() {
     assert_eq!(store.free_slots.len(), 2);
     audit(&store);
     // New files reuse the freed slots; the survivor keeps its own.
-    let c_slot = store.slots["c.rs"];
+    let c_slot = store.slots[&Canonical::from("c.rs")];
     publish(
         &mut store,
         vec![
@@ -388,12 +406,15 @@ fn slots_and_records_agree_after_forgetting_and_reuse() {
     );
     assert!(store.free_slots.is_empty());
     assert_eq!(store.files.len(), 3);
-    assert_eq!(store.slots["c.rs"], c_slot);
+    assert_eq!(store.slots[&Canonical::from("c.rs")], c_slot);
     assert_eq!(
-        store.read(store.epoch(), "d.rs").hash(),
+        store.read(store.epoch(), &Canonical::from("d.rs")).hash(),
         Some(ContentHash(2))
     );
-    assert_eq!(store.read(store.epoch(), "a.rs"), SourceState::Unknown);
+    assert_eq!(
+        store.read(store.epoch(), &Canonical::from("a.rs")),
+        SourceState::Unknown
+    );
     audit(&store);
 }
 
@@ -423,7 +444,9 @@ fn gc_never_forgets_a_pending_file_and_frees_the_text_it_superseded_once_unread(
     assert_eq!((report.reclaimed_versions, report.forgotten_files), (0, 0));
     assert!(garbage.is_empty());
     assert_eq!(
-        store.read(root.visible_epoch(), "a.rs").hash(),
+        store
+            .read(root.visible_epoch(), &Canonical::from("a.rs"))
+            .hash(),
         Some(ContentHash(1))
     );
     audit(&store);
@@ -450,7 +473,10 @@ fn gc_never_forgets_a_pending_file_and_frees_the_text_it_superseded_once_unread(
     }
     let now = store.epoch();
     for file in ["a.rs", "closed.rs"] {
-        assert!(store.read(now, file).is_pending(), "{file}");
+        assert!(
+            store.read(now, &Canonical::from(file)).is_pending(),
+            "{file}"
+        );
     }
     assert_eq!(store.tracked_files, 3);
     assert_eq!(store.retained_versions, 3);
@@ -465,8 +491,15 @@ fn gc_never_forgets_a_pending_file_and_frees_the_text_it_superseded_once_unread(
     );
     let (report, _garbage) = store.gc();
     assert_eq!(report.forgotten_files, 1);
-    assert_eq!(store.read(store.epoch(), "a.rs"), SourceState::Unknown);
-    assert!(store.read(store.epoch(), "closed.rs").is_pending());
+    assert_eq!(
+        store.read(store.epoch(), &Canonical::from("a.rs")),
+        SourceState::Unknown
+    );
+    assert!(
+        store
+            .read(store.epoch(), &Canonical::from("closed.rs"))
+            .is_pending()
+    );
     audit(&store);
 }
 
@@ -510,8 +543,14 @@ fn a_rolled_back_pending_record_restores_the_text_it_replaced() {
     store.rollback(epoch, &mut undo);
     store.return_undo_buffer(undo);
     assert_eq!(store.epoch(), current);
-    assert_eq!(store.read(epoch, "a.rs").hash(), Some(ContentHash(1)));
-    assert_eq!(store.read(epoch, "new.rs"), SourceState::Unknown);
+    assert_eq!(
+        store.read(epoch, &Canonical::from("a.rs")).hash(),
+        Some(ContentHash(1))
+    );
+    assert_eq!(
+        store.read(epoch, &Canonical::from("new.rs")),
+        SourceState::Unknown
+    );
     assert_eq!(store.retained_versions, 1);
     assert_eq!(store.retained_bytes, 10);
     assert_eq!(store.tracked_files, 1);
