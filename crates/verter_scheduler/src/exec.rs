@@ -108,24 +108,46 @@ impl<E: StageExecutor> Scheduler<E> {
     /// queues them (and, threaded, hands each pool one token per job).
     /// Returns how many jobs were queued.
     pub(crate) fn dispatch_ready(&self) -> usize {
-        let jobs = self.transact(|locked, post| {
-            let jobs = self.take_jobs(locked, post);
-            // `take_jobs` dispatched all the budgets allow; what it leaves
-            // ready waits for capacity, which a completion re-dispatches.
-            post.dispatch = false;
-            jobs
-        });
-        let queued = jobs.len();
-        for job in jobs {
-            self.queue_job(job);
-        }
-        if queued > 0 {
-            self.progress.notify();
-        }
-        queued
+        self.transact_dispatching(None, |_, post| post.dispatch = true)
+            .2
     }
 
-    fn take_jobs(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> Vec<Job<E>> {
+    /// After the lock: queues `jobs` (handing each pool a token per job),
+    /// except the first of class `keep`, which is returned for the calling
+    /// thread to run. The caller signals progress.
+    pub(crate) fn queue_jobs(
+        &self,
+        jobs: Vec<Job<E>>,
+        keep: Option<ResourceClass>,
+    ) -> Option<Job<E>> {
+        let mut kept = None;
+        for job in jobs {
+            if kept.is_none() && keep == Some(job.dispatch.class) {
+                kept = Some(job);
+            } else {
+                self.queue_job(job);
+            }
+        }
+        kept
+    }
+
+    /// The class of work the calling thread may continue with after it
+    /// finishes a job of `class`: only an outermost job on a pool thread of
+    /// that class, on a threaded scheduler. Inline callers and nested
+    /// (waiting) jobs queue what they dispatch, as before.
+    fn continuation(&self, class: ResourceClass) -> Option<ResourceClass> {
+        let Mode::Threaded { .. } = &self.mode else {
+            return None;
+        };
+        let outermost = JOB_DEPTH.with(Cell::get) == 1;
+        let pool_thread = matches!(
+            (class, CallerKind::current()),
+            (ResourceClass::Cpu, CallerKind::CpuWorker) | (ResourceClass::Io, CallerKind::IoWorker)
+        );
+        (outermost && pool_thread).then_some(class)
+    }
+
+    pub(crate) fn take_jobs(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> Vec<Job<E>> {
         let mut jobs = Vec::new();
         loop {
             let mut progressed = false;
@@ -322,10 +344,18 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(crate) fn run_queued(&self, class: ResourceClass) -> bool {
         match self.jobs[class_index(class)].pop() {
             Some(job) => {
-                self.run_job(job);
+                self.run_chain(job);
                 true
             }
             None => false,
+        }
+    }
+
+    /// Runs `job`, then every job its completion handed back to this thread.
+    fn run_chain(&self, job: Job<E>) {
+        let mut next = Some(job);
+        while let Some(job) = next {
+            next = self.run_job(job);
         }
     }
 
@@ -390,14 +420,16 @@ impl<E: StageExecutor> Scheduler<E> {
         });
         match job {
             Some(job) => {
-                self.run_job(job);
+                self.run_chain(job);
                 true
             }
             None => false,
         }
     }
 
-    fn run_job(&self, job: Job<E>) {
+    /// Runs one job and completes it; returns the job its completion's hold
+    /// dispatched for this thread to run next, if any.
+    fn run_job(&self, job: Job<E>) -> Option<Job<E>> {
         JOB_DEPTH.with(|depth| depth.set(depth.get() + 1));
         let _depth = JobDepth;
         let Job {
@@ -418,13 +450,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 || node.view().generation != file.generation
         };
         if stale(&node, &dispatch) {
-            self.complete_stale(dispatch);
-            return;
+            return self.complete_stale(dispatch);
         }
         hooks.pause(HookPoint::AfterDispatch, &identity, dispatch.class);
         if stale(&node, &dispatch) {
-            self.complete_stale(dispatch);
-            return;
+            return self.complete_stale(dispatch);
         }
         let cancel = dispatch.cancel.clone();
         hooks.on_event(&match work {
@@ -453,7 +483,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 });
                 self.finish(dispatch, &node, output, &[], |view, analysis| {
                     view.analysis = Some(analysis);
-                });
+                })
             }
             Work::Artifact {
                 profile,
@@ -490,7 +520,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.finish(dispatch, &node, output, &inputs, move |view, artifact| {
                     view.artifacts.retain(|a| a.profile != profile);
                     view.artifacts.push(artifact);
-                });
+                })
             }
         }
     }
@@ -535,13 +565,14 @@ impl<E: StageExecutor> Scheduler<E> {
         &self,
         dispatch: Dispatch,
         commit: impl FnOnce(&mut Locked<E>, Dispatch, &mut PostWork<E>) -> R,
-    ) -> R {
+    ) -> (R, Option<Job<E>>) {
         self.config.hooks.pause(
             HookPoint::BeforeCompletion,
             &dispatch.identity,
             dispatch.class,
         );
-        self.transact(|locked, post| {
+        let keep = self.continuation(dispatch.class);
+        self.transact_keeping(keep, |locked, post| {
             if locked.dag.is_current(&dispatch) {
                 let result = commit(locked, dispatch, post);
                 Self::capacity_released(locked, post);
@@ -567,8 +598,10 @@ impl<E: StageExecutor> Scheduler<E> {
         self.absorb(locked, effects, post);
     }
 
-    fn complete_stale(&self, dispatch: Dispatch) {
-        self.transact(|locked, post| self.refuse(locked, dispatch, post));
+    fn complete_stale(&self, dispatch: Dispatch) -> Option<Job<E>> {
+        let keep = self.continuation(dispatch.class);
+        self.transact_keeping(keep, |locked, post| self.refuse(locked, dispatch, post))
+            .1
     }
 
     /// Completes Analysis or Artifact work: publishes `output` into the view
@@ -580,8 +613,8 @@ impl<E: StageExecutor> Scheduler<E> {
         output: Result<T, RequestError>,
         inputs: &[FileIdentity],
         publish: impl FnOnce(&mut crate::node::NodeView<E>, T),
-    ) {
-        let broken = self.complete_with(dispatch, |locked, dispatch, post| {
+    ) -> Option<Job<E>> {
+        let (broken, next) = self.complete_with(dispatch, |locked, dispatch, post| {
             let identity = dispatch.identity.clone();
             let file = identity.file().expect("file work").clone();
             // A current dispatch was built from inputs that are all live now:
@@ -619,10 +652,11 @@ impl<E: StageExecutor> Scheduler<E> {
         if let Some(message) = broken {
             debug_assert!(false, "{message}");
         }
+        next
     }
 
     /// The I/O half of Source: read the bytes, then hand the parse to CPU.
-    fn run_load(&self, dispatch: Dispatch, file: &FileIdentity) {
+    fn run_load(&self, dispatch: Dispatch, file: &FileIdentity) -> Option<Job<E>> {
         self.counters.loads.fetch_add(1, Ordering::Relaxed);
         let result = catch_unwind(AssertUnwindSafe(|| self.loader.load(&file.canonical)));
         let outcome = match result {
@@ -658,13 +692,19 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.absorb(locked, effects, post);
             }
             Err(error) => self.fail_current(locked, dispatch, error, post),
-        });
+        })
+        .1
     }
 
     /// The CPU half of Source: parse, extract dependencies and resolve their
     /// paths outside the lock; then, in one lock hold and only if still
     /// current, publish and consume everything.
-    fn run_parse(&self, dispatch: Dispatch, node: &Arc<FileNode<E>>, text: Arc<SourceText>) {
+    fn run_parse(
+        &self,
+        dispatch: Dispatch,
+        node: &Arc<FileNode<E>>,
+        text: Arc<SourceText>,
+    ) -> Option<Job<E>> {
         self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
         let file = dispatch.identity.file().cloned().expect("file work");
         let cancel = dispatch.cancel.clone();
@@ -698,7 +738,8 @@ impl<E: StageExecutor> Scheduler<E> {
                 );
             }
             Err(error) => self.fail_current(locked, dispatch, error, post),
-        });
+        })
+        .1
     }
 
     /// Resolves the paths a source named (loader calls: outside the lock).

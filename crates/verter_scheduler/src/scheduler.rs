@@ -390,14 +390,59 @@ impl<E: StageExecutor> Scheduler<E> {
     /// only way to change state under the lock; `f` can push answers, never
     /// deliver them.
     pub(crate) fn transact<R>(&self, f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R) -> R {
+        self.transact_keeping(None, f).0
+    }
+
+    /// [`Self::transact`], and when the hold made work ready, the same hold
+    /// dispatches it (one lock acquisition, not two). With `keep`, the first
+    /// dispatched job of that class is handed back for the calling thread to
+    /// run itself instead of being queued: a worker that finished a stage
+    /// runs the next one without a queue, a pool token or a wake
+    /// (docs/design.md, "The life of a stage").
+    pub(crate) fn transact_keeping<R>(
+        &self,
+        keep: Option<ResourceClass>,
+        f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R,
+    ) -> (R, Option<Job<E>>) {
+        let (result, kept, _) = self.transact_dispatching(keep, f);
+        (result, kept)
+    }
+
+    /// [`Self::transact_keeping`], also returning how many jobs its hold
+    /// dispatched (queued or kept).
+    pub(crate) fn transact_dispatching<R>(
+        &self,
+        keep: Option<ResourceClass>,
+        f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R,
+    ) -> (R, Option<Job<E>>, usize) {
         let mut post = PostWork::default();
-        let result = {
+        let (result, jobs, made_ready) = {
             let mut locked = self.lock();
             let _mark = LockMark::set();
-            f(&mut locked, &mut post)
+            let result = f(&mut locked, &mut post);
+            let made_ready = post.dispatch;
+            let jobs = if made_ready {
+                // `take_jobs` dispatches all the budgets allow; what it
+                // leaves ready waits for capacity, which a completion
+                // dispatches in its own hold.
+                let jobs = self.take_jobs(&mut locked, &mut post);
+                post.dispatch = false;
+                jobs
+            } else {
+                Vec::new()
+            };
+            (result, jobs, made_ready)
         };
         self.run_post(post);
-        result
+        let dispatched = jobs.len();
+        let kept = self.queue_jobs(jobs, keep);
+        if made_ready {
+            // Work became ready (and what the budget allowed is queued now):
+            // a pumping waiter may run it, and a thread blocked in a nested
+            // wait may run it on its lent slot even with no budget left.
+            self.progress.notify();
+        }
+        (result, kept, dispatched)
     }
 
     /// Reads state under the DAG lock; changes nothing and answers no one.

@@ -42,12 +42,19 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                 );
                 let node = Arc::clone(&job.node);
                 caught = Some(catch_unwind(AssertUnwindSafe(|| {
-                    scheduler.finish(job.dispatch, &node, output, &[retired], |view, artifact| {
-                        view.artifacts.push(artifact);
-                    });
+                    let next = scheduler.finish(
+                        job.dispatch,
+                        &node,
+                        output,
+                        &[retired],
+                        |view, artifact| {
+                            view.artifacts.push(artifact);
+                        },
+                    );
+                    assert!(next.is_none(), "an inline completion keeps no job");
                 })));
             }
-            _ => scheduler.run_job(job),
+            _ => scheduler.run_chain(job),
         }
     }
     let caught = caught.expect("the Artifact was dispatched");
