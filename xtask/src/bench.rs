@@ -322,6 +322,16 @@ fn mib(kib: Option<f64>) -> String {
     kib.map_or_else(|| "—".to_owned(), |k| format!("{:.0} MiB", k / 1024.0))
 }
 
+/// A byte count as B, KiB or MiB; — when absent.
+fn bytes(count: Option<f64>) -> String {
+    match count {
+        None => "—".to_owned(),
+        Some(b) if b.abs() >= 1024.0 * 1024.0 => format!("{:.1} MiB", b / (1024.0 * 1024.0)),
+        Some(b) if b.abs() >= 1024.0 => format!("{:.1} KiB", b / 1024.0),
+        Some(b) => format!("{b:.0} B"),
+    }
+}
+
 /// The whole marked section.
 fn render(
     records: &[Record],
@@ -376,7 +386,12 @@ fn render_w1(out: &mut String, records: &[Record]) {
         "### W1 — cold build\n\nMedian wall time of fresh systems; *first result*: one file requested at high \
          priority while the whole build runs at normal priority, from the start of the build (rayon, tokio: \
          no priorities, so when that file happens to finish; salsa 1 thread: asked for first; salsa 2 threads: \
-         a third handle asks while two build). Speed-up = 1-thread wall / 2-thread wall.\n"
+         a third handle asks while two build). Speed-up = 1-thread wall / 2-thread wall. *allocs / file*, \
+         *bytes / file*: heap allocations (a reallocation counts once, at its new size) and their bytes during \
+         the timed builds, per file built, leaving out what the harness allocates to drive the system (request \
+         vectors, the result map, the loader's in-memory files); *retained / file*: the live heap a build leaves \
+         (allocated minus freed, before the system is dropped, without that harness data). Unlike wall time, \
+         these do not move with the machine's load; — where a run did not count them.\n"
     );
     let mut cases: Vec<(String, String)> = Vec::new();
     for r in w1_rows(records) {
@@ -391,7 +406,7 @@ fn render_w1(out: &mut String, records: &[Record]) {
     for (n, c) in cases {
         let _ = writeln!(
             out,
-            "**N = {n}, c = {c} µs**\n\n| system | threads | wall | vs verter | tasks/s | overhead / task | first result | peak RSS | speed-up 1→2 |\n|---|---|---|---|---|---|---|---|---|"
+            "**N = {n}, c = {c} µs**\n\n| system | threads | wall | vs verter | tasks/s | overhead / task | first result | peak RSS | speed-up 1→2 | allocs / file | bytes / file | retained / file |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
         );
         let find = |system: &str, threads: &str| {
             w1_rows(records).find(|r| {
@@ -418,13 +433,17 @@ fn render_w1(out: &mut String, records: &[Record]) {
                 };
                 let _ = writeln!(
                     out,
-                    "| {system} | {threads} | {} | {} | {} | {} ns | {} | {} | {speedup} |",
+                    "| {system} | {threads} | {} | {} | {} | {} ns | {} | {} | {speedup} | {} | {} | {} |",
                     r.num("wall_us").map_or_else(String::new, ms),
                     ratio(r.num("wall_us"), verter),
                     r.get("tasks_per_s").unwrap_or("—"),
                     r.get("overhead_ns").unwrap_or("—"),
                     r.num("first_us").map_or_else(String::new, ms),
                     mib(r.num("peak_rss_kib")),
+                    r.num("allocs_per_file")
+                        .map_or_else(|| "—".to_owned(), |a| format!("{a:.1}")),
+                    bytes(r.num("alloc_bytes_per_file")),
+                    bytes(r.num("retained_bytes_per_file")),
                 );
             }
         }
@@ -748,6 +767,51 @@ mod tests {
             Some("63 ns")
         );
         assert_eq!(divan_ns("2.868 µs"), Some(2868.0));
+    }
+
+    #[test]
+    fn w1_rows_show_allocation_columns_and_dashes_where_a_record_has_none() {
+        let records: Vec<Record> = [
+            "result workload=w1 system=verter threads=1 n=1000 c=0 wall_us=2000.0 first_us=10.0 \
+             peak_rss_kib=20480 allocs_per_file=82.72 alloc_bytes_per_file=17928.5 retained_bytes_per_file=829.7",
+            "result workload=w1 system=salsa threads=1 n=1000 c=0 wall_us=1000.0 first_us=5.0 peak_rss_kib=10240",
+        ]
+        .iter()
+        .filter_map(|line| Record::parse(line))
+        .collect();
+        let mut out = String::new();
+        render_w1(&mut out, &records);
+        let row = |system: &str| {
+            out.lines()
+                .find(|line| line.starts_with(&format!("| {system} |")))
+                .unwrap_or_else(|| panic!("no {system} row in\n{out}"))
+                .to_owned()
+        };
+        assert!(
+            row("verter").ends_with("| 20 MiB |  | 82.7 | 17.5 KiB | 830 B |"),
+            "{}",
+            row("verter")
+        );
+        assert!(
+            row("salsa").ends_with("| 10 MiB |  | — | — | — |"),
+            "{}",
+            row("salsa")
+        );
+        let header = out
+            .lines()
+            .find(|line| line.starts_with("| system |"))
+            .expect("a header");
+        let separator = out
+            .lines()
+            .find(|line| line.starts_with("|---"))
+            .expect("a separator");
+        for line in [header, &row("verter"), &row("salsa")] {
+            assert_eq!(
+                line.matches('|').count(),
+                separator.matches('|').count(),
+                "{line}"
+            );
+        }
     }
 
     #[test]

@@ -16,9 +16,10 @@
 //! ```text
 //! generator (sources, edits) ──▶ workloads ──▶ System: verter | salsa | rayon | tokio
 //!                              │                 └─ kernels (identical)
-//!                              └─ report (result lines, RSS)
+//!                              └─ report (result lines, RSS), alloc_count (allocations)
 //! ```
 
+pub mod alloc_count;
 pub mod generator;
 pub mod kernel;
 pub mod overload;

@@ -12,14 +12,21 @@
 //!
 //! Owns argument parsing only; the workloads live in the library.
 
+use std::alloc::System;
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use verter_bench::alloc_count::Counting;
 use verter_bench::overload::{OverloadShape, w4};
 use verter_bench::quick;
 use verter_bench::storm::{StormShape, w3};
 use verter_bench::workloads::{Shape, SystemKind, w1, w2};
+
+/// The allocator the binary always used (the system's), counted, so W1 can
+/// report allocations per file.
+#[global_allocator]
+static ALLOCATOR: Counting = Counting::new(System);
 
 const USAGE: &str = "usage: verter_bench (w1|w2|w3|w4) --system (verter|salsa|rayon|tokio) \
 [--threads 2] [--n 1000] [--c 0] [--iterations 3] [--edits 2000] [--factor 10]

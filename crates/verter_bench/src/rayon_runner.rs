@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use crate::alloc_count;
 use crate::generator::{Change, Sources};
 use crate::kernel::{Analysis, Kernels};
 use crate::system::{Built, System};
@@ -94,12 +95,21 @@ impl RayonSystem {
                 }
                 (Arc::clone(path), hash)
             };
-            let mut hashes: HashMap<Arc<str>, u64> = paths.par_iter().map(artifact).collect();
+            // Allocation accounting (W1): the result map is the harness's, so
+            // the workers write the hashes into a vector sized up front (which
+            // never allocates again) and the map is built from it.
+            let mut answers = alloc_count::harness(|| Vec::with_capacity(paths.len()));
+            paths
+                .par_iter()
+                .map(|path| artifact(path).1)
+                .collect_into_vec(&mut answers);
+            let mut hashes: HashMap<Arc<str>, u64> =
+                alloc_count::harness(|| paths.iter().cloned().zip(answers).collect());
             if let Some(path) = urgent
                 && !hashes.contains_key(path)
             {
                 let (path, hash) = artifact(path);
-                hashes.insert(path, hash);
+                alloc_count::harness(|| hashes.insert(path, hash));
             }
             let touched = (analyses.len() + hashes.len()) as u64;
             (hashes, first.get().copied(), touched)
@@ -125,7 +135,7 @@ impl System for RayonSystem {
     fn cold(&mut self, sources: &Sources, urgent: Option<&Arc<str>>) -> Built {
         let start = Instant::now();
         self.sources = sources.clone();
-        let paths: Vec<Arc<str>> = self.sources.keys().cloned().collect();
+        let paths: Vec<Arc<str>> = alloc_count::harness(|| self.sources.keys().cloned().collect());
         self.build(&paths, urgent, start)
     }
 

@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use salsa::Setter;
 
+use crate::alloc_count;
 use crate::generator::{Change, Sources};
 use crate::kernel::{Analysis, Kernels};
 use crate::system::{Built, System};
@@ -169,18 +170,22 @@ impl SalsaSystem {
         start: Instant,
     ) -> Built {
         let project = self.project();
-        let inputs: Vec<(Arc<str>, SourceFile)> = paths
-            .iter()
-            .map(|path| {
-                let file = self
-                    .file(path)
-                    .unwrap_or_else(|| panic!("{path} is not a salsa input"));
-                (Arc::clone(path), file)
-            })
-            .collect();
+        // Allocation accounting (W1): the inputs to query and the result map
+        // (sized up front, so inserting never allocates) are the harness's.
+        let inputs: Vec<(Arc<str>, SourceFile)> = alloc_count::harness(|| {
+            paths
+                .iter()
+                .map(|path| {
+                    let file = self
+                        .file(path)
+                        .unwrap_or_else(|| panic!("{path} is not a salsa input"));
+                    (Arc::clone(path), file)
+                })
+                .collect()
+        });
         let mut urgent_input =
             urgent.map(|path| (Arc::clone(path), self.file(path).expect("input")));
-        let mut hashes = HashMap::with_capacity(inputs.len() + 1);
+        let mut hashes = alloc_count::harness(|| HashMap::with_capacity(inputs.len() + 1));
         let mut first = None;
         if !beside && let Some((path, file)) = urgent_input.take() {
             hashes.insert(path, artifact(&self.db, project, file));
@@ -206,12 +211,13 @@ impl SalsaSystem {
                 .map(|worker| {
                     let db = self.db.clone();
                     scope.spawn(move || {
-                        inputs
-                            .iter()
-                            .skip(worker)
-                            .step_by(threads)
-                            .map(|(path, file)| (Arc::clone(path), artifact(&db, project, *file)))
-                            .collect::<Vec<_>>()
+                        let mine = inputs.iter().skip(worker).step_by(threads);
+                        let mut answers = alloc_count::harness(|| Vec::with_capacity(mine.len()));
+                        for (path, file) in mine {
+                            let hash = artifact(&db, project, *file);
+                            answers.push((Arc::clone(path), hash));
+                        }
+                        answers
                     })
                 })
                 .collect();
@@ -221,7 +227,8 @@ impl SalsaSystem {
                 first = Some(start.elapsed());
             }
             for worker in workers {
-                hashes.extend(worker.join().expect("a salsa worker panicked"));
+                let answers = worker.join().expect("a salsa worker panicked");
+                alloc_count::harness(|| hashes.extend(answers));
             }
             Built { hashes, first }
         })
@@ -276,7 +283,7 @@ impl System for SalsaSystem {
             self.files.insert(Arc::clone(path), file);
         }
         self.project = Some(ProjectFiles::new(&self.db, Arc::new(self.files.clone())));
-        let paths: Vec<Arc<str>> = sources.keys().cloned().collect();
+        let paths: Vec<Arc<str>> = alloc_count::harness(|| sources.keys().cloned().collect());
         self.build(&paths, urgent, true, start)
     }
 

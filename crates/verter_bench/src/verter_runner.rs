@@ -19,6 +19,7 @@ use verter_scheduler::{
     StageExecutor,
 };
 
+use crate::alloc_count;
 use crate::generator::{Change, Sources};
 use crate::kernel::Kernels;
 use crate::system::{Built, System};
@@ -185,11 +186,18 @@ impl System for VerterSystem {
 
     fn cold(&mut self, sources: &Sources, urgent: Option<&Arc<str>>) -> Built {
         let start = Instant::now();
-        self.load_world(sources);
-        let requests = sources
-            .iter()
-            .map(|(path, text)| Request::new(path.as_ref(), ARTIFACT).text(Arc::clone(text)))
-            .collect();
+        // Allocation accounting (W1): the loader's in-memory files stand in
+        // for the disk a host reads, the request vector and the result map
+        // only carry the calls, so they are the harness's; each `Request`'s
+        // own path `String` is what verter's API asks of any host, so it is
+        // verter's.
+        alloc_count::harness_held(|| self.load_world(sources));
+        let mut requests = alloc_count::harness(|| Vec::with_capacity(sources.len()));
+        requests.extend(
+            sources
+                .iter()
+                .map(|(path, text)| Request::new(path.as_ref(), ARTIFACT).text(Arc::clone(text))),
+        );
         let batch = self.scheduler.submit_batch_atomic(requests);
         let first = urgent.map(|path| {
             let handle = self
@@ -198,11 +206,14 @@ impl System for VerterSystem {
             let _ = artifact_of(path, self.scheduler.wait(&handle));
             start.elapsed()
         });
-        let hashes = sources
-            .keys()
-            .zip(self.scheduler.wait_batch(&batch))
-            .map(|(path, result)| (Arc::clone(path), artifact_of(path, result)))
-            .collect();
+        let results = self.scheduler.wait_batch(&batch);
+        let hashes = alloc_count::harness(|| {
+            sources
+                .keys()
+                .zip(results)
+                .map(|(path, result)| (Arc::clone(path), artifact_of(path, result)))
+                .collect()
+        });
         Built { hashes, first }
     }
 

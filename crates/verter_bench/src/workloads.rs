@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::alloc_count::{self, Counts};
 use crate::generator::{GenConfig, Project, Sources, path_of};
 use crate::kernel::{Kernels, reference_build, serial_kernel_time};
 use crate::rayon_runner::RayonSystem;
@@ -134,7 +135,9 @@ pub fn urgent_path(sources: &Sources) -> Arc<str> {
 /// W1, cold build: median wall time over `shape.iterations` fresh systems,
 /// tasks/s, per-task overhead against the serial kernel time, time to the
 /// urgent file's artifact during a cold build, and the process's peak RSS
-/// after the first build.
+/// after the first build. Where a [`alloc_count::Counting`] allocator is
+/// installed (the binary), also the system's allocations per file built,
+/// their bytes, and the live heap a build leaves per file.
 pub fn w1(shape: Shape) -> Record {
     let sources = Project::generate(GenConfig::new(shape.files)).sources();
     let reference = reference_build(&sources);
@@ -143,11 +146,27 @@ pub fn w1(shape: Shape) -> Record {
     let mut walls = Vec::with_capacity(shape.iterations);
     let mut executions = 0;
     let mut peak_rss_kib = 0;
+    // Allocation accounting. The counted window is the timed `cold` call
+    // only: the sources, the reference and the system itself (its threads
+    // and pools) are made before it. What the harness must still allocate
+    // inside it (the request vectors, the result map, the loader's in-memory
+    // files) is taken out at the source, not estimated and subtracted: the
+    // runners wrap it in `alloc_count::harness` scopes, whose allocations are
+    // counted apart (`Counts::harness_*`) and left out of these figures.
+    let mut allocated = Counts::default();
+    // The live heap each build leaves: allocated minus freed from the start
+    // of `cold` until its result map is dropped (the system still alive),
+    // minus the harness data the system holds (`harness_held` scopes: the
+    // loader's files).
+    let mut retained = 0_i64;
     for iteration in 0..shape.iterations.max(1) {
         let mut system = shape.system.make(shape.threads, shape.spin_us, false);
+        let before = alloc_count::global();
         let start = Instant::now();
         let built = system.cold(&sources, None);
-        walls.push(start.elapsed());
+        let wall = start.elapsed();
+        allocated = allocated.plus(alloc_count::global().since(before));
+        walls.push(wall);
         if iteration == 0 {
             // The peak of one build (plus the sources and the reference every
             // process holds), before later iterations add allocator
@@ -160,6 +179,9 @@ pub fn w1(shape: Shape) -> Record {
             &reference,
         );
         executions = system.kernels().stats.executions();
+        drop(built);
+        let window = alloc_count::global().since(before);
+        retained += window.live_bytes() - window.held();
     }
     let urgent = urgent_path(&sources);
     let mut system = shape.system.make(shape.threads, shape.spin_us, false);
@@ -174,7 +196,7 @@ pub fn w1(shape: Shape) -> Record {
     let wall = median(&walls);
     let busy = wall.as_secs_f64() * shape.threads as f64;
     let overhead_ns = (busy - serial.as_secs_f64()) / tasks as f64 * 1e9;
-    shape
+    let record = shape
         .record("w1")
         .field("iterations", walls.len())
         .micros("wall_us", wall)
@@ -191,7 +213,24 @@ pub fn w1(shape: Shape) -> Record {
         .field("overhead_ns", format!("{overhead_ns:.1}"))
         .micros("first_us", first)
         .field("executions", executions)
-        .field("peak_rss_kib", peak_rss_kib)
+        .field("peak_rss_kib", peak_rss_kib);
+    if !alloc_count::is_installed() {
+        return record;
+    }
+    let built_files = (sources.len() * walls.len()).max(1) as f64;
+    record
+        .field(
+            "allocs_per_file",
+            format!("{:.2}", allocated.allocs as f64 / built_files),
+        )
+        .field(
+            "alloc_bytes_per_file",
+            format!("{:.1}", allocated.bytes as f64 / built_files),
+        )
+        .field(
+            "retained_bytes_per_file",
+            format!("{:.1}", retained as f64 / built_files),
+        )
 }
 
 /// The W2 edit cases.
