@@ -17,23 +17,151 @@
 //!    it follows the consumer's own map or the key's own map
 //!    (`removing_a_consumer_unlinks_only_its_edges`).
 
-use crate::hash::{HashMap, HashSet};
+use crate::hash::HashMap;
 use crate::vec_map::VecMap;
-use std::collections::BTreeMap;
 
 use crate::identity::{Canonical, DepKey, SourceVersion, WorkNodeIdentity};
 
+/// Above this many keys, a consumer's keys move from a vector (scanned) to a
+/// hash table, so a consumer that waits on thousands of files links in
+/// constant time per edge.
+const SMALL_DEPS: usize = 16;
+
 /// Dependency edges between admitted work and the file stages it waits on.
+///
+/// Almost every consumer waits on a handful of keys and almost every key has
+/// a handful of waiters, so both sides are vectors: a consumer's keys are
+/// scanned (a table only past [`SMALL_DEPS`]), a key's waiters are kept in
+/// link order with tombstones, so removing one waiter of a hub is a binary
+/// search, not a shift.
 #[derive(Debug, Default)]
 pub(crate) struct DepEdges {
-    /// Consumer → the keys it waits on → the edge's sequence number.
-    by_consumer: HashMap<WorkNodeIdentity, HashMap<DepKey, u64>>,
+    /// Consumer → the keys it waits on, each with the edge's sequence number.
+    by_consumer: HashMap<WorkNodeIdentity, ConsumerDeps>,
     /// Key → its waiting consumers, in link order.
-    by_dep: HashMap<DepKey, BTreeMap<u64, WorkNodeIdentity>>,
+    by_dep: HashMap<DepKey, Waiters>,
     /// Canonical → versions (across incarnations) → keys with waiters.
-    file_index: HashMap<Canonical, VecMap<SourceVersion, HashSet<DepKey>>>,
+    file_index: HashMap<Canonical, VecMap<SourceVersion, Vec<DepKey>>>,
     /// The next edge sequence number; never reused.
     next_seq: u64,
+}
+
+/// The keys one consumer waits on.
+#[derive(Debug)]
+enum ConsumerDeps {
+    /// At most [`SMALL_DEPS`] keys, unordered.
+    Few(Vec<(DepKey, u64)>),
+    /// More: a table.
+    Many(HashMap<DepKey, u64>),
+}
+
+impl Default for ConsumerDeps {
+    fn default() -> Self {
+        Self::Few(Vec::new())
+    }
+}
+
+impl ConsumerDeps {
+    fn contains(&self, dep: &DepKey) -> bool {
+        match self {
+            Self::Few(deps) => deps.iter().any(|(key, _)| key == dep),
+            Self::Many(deps) => deps.contains_key(dep),
+        }
+    }
+
+    fn insert(&mut self, dep: DepKey, seq: u64) {
+        match self {
+            Self::Few(deps) if deps.len() < SMALL_DEPS => deps.push((dep, seq)),
+            Self::Few(deps) => {
+                let mut table: HashMap<DepKey, u64> = deps.drain(..).collect();
+                table.insert(dep, seq);
+                *self = Self::Many(table);
+            }
+            Self::Many(deps) => {
+                deps.insert(dep, seq);
+            }
+        }
+    }
+
+    fn remove(&mut self, dep: &DepKey) -> Option<u64> {
+        match self {
+            Self::Few(deps) => {
+                let at = deps.iter().position(|(key, _)| key == dep)?;
+                Some(deps.swap_remove(at).1)
+            }
+            Self::Many(deps) => deps.remove(dep),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Few(deps) => deps.len(),
+            Self::Many(deps) => deps.len(),
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        match self {
+            Self::Few(deps) => deps.capacity(),
+            Self::Many(deps) => deps.capacity(),
+        }
+    }
+
+    fn into_pairs(self) -> Vec<(DepKey, u64)> {
+        match self {
+            Self::Few(deps) => deps,
+            Self::Many(deps) => deps.into_iter().collect(),
+        }
+    }
+
+    fn keys(&self) -> Vec<DepKey> {
+        match self {
+            Self::Few(deps) => deps.iter().map(|(key, _)| key.clone()).collect(),
+            Self::Many(deps) => deps.keys().cloned().collect(),
+        }
+    }
+}
+
+/// The consumers waiting on one key, in link (sequence) order. A removed
+/// waiter leaves a tombstone; the vector is compacted when tombstones
+/// outnumber the living.
+#[derive(Debug, Default)]
+struct Waiters {
+    entries: Vec<(u64, Option<WorkNodeIdentity>)>,
+    live: usize,
+}
+
+impl Waiters {
+    fn push(&mut self, seq: u64, consumer: WorkNodeIdentity) {
+        debug_assert!(self.entries.last().is_none_or(|(last, _)| *last < seq));
+        self.entries.push((seq, Some(consumer)));
+        self.live += 1;
+    }
+
+    /// Removes the waiter linked with `seq`, if present.
+    fn remove(&mut self, seq: u64) {
+        let Ok(at) = self.entries.binary_search_by_key(&seq, |(s, _)| *s) else {
+            return;
+        };
+        if self.entries[at].1.take().is_some() {
+            self.live -= 1;
+            if self.live * 2 < self.entries.len() {
+                self.entries.retain(|(_, consumer)| consumer.is_some());
+            }
+        }
+    }
+
+    fn consumers(&self) -> impl Iterator<Item = &WorkNodeIdentity> {
+        self.entries
+            .iter()
+            .filter_map(|(_, consumer)| consumer.as_ref())
+    }
+
+    fn into_consumers(self) -> impl Iterator<Item = WorkNodeIdentity> {
+        self.entries
+            .into_iter()
+            .filter_map(|(_, consumer)| consumer)
+    }
 }
 
 /// Membership counts and backing capacity of the edge store.
@@ -58,21 +186,23 @@ impl DepEdges {
     /// edge already exists.
     pub(crate) fn link(&mut self, consumer: &WorkNodeIdentity, dep: &DepKey) -> bool {
         let deps = self.by_consumer.entry(consumer.clone()).or_default();
-        if deps.contains_key(dep) {
+        if deps.contains(dep) {
             return false;
         }
         let seq = self.next_seq;
         self.next_seq += 1;
         deps.insert(dep.clone(), seq);
-        self.by_dep
-            .entry(dep.clone())
-            .or_default()
-            .insert(seq, consumer.clone());
-        self.file_index
-            .entry(dep.file.canonical.clone())
-            .or_default()
-            .entry_or_default(dep.file.version())
-            .insert(dep.clone());
+        let waiters = self.by_dep.entry(dep.clone()).or_default();
+        let first = waiters.live == 0;
+        waiters.push(seq, consumer.clone());
+        if first {
+            // A key enters the index when it gains its first waiter.
+            self.file_index
+                .entry(dep.file.canonical.clone())
+                .or_default()
+                .entry_or_default(dep.file.version())
+                .push(dep.clone());
+        }
         true
     }
 
@@ -84,7 +214,7 @@ impl DepEdges {
         let Some(seq) = deps.remove(dep) else {
             return false;
         };
-        if deps.is_empty() {
+        if deps.len() == 0 {
             self.by_consumer.remove(consumer);
         }
         self.remove_waiter(dep, seq);
@@ -96,8 +226,9 @@ impl DepEdges {
         let Some(deps) = self.by_consumer.remove(consumer) else {
             return Vec::new();
         };
-        let mut keys = Vec::with_capacity(deps.len());
-        for (dep, seq) in deps {
+        let pairs = deps.into_pairs();
+        let mut keys = Vec::with_capacity(pairs.len());
+        for (dep, seq) in pairs {
             self.remove_waiter(&dep, seq);
             keys.push(dep);
         }
@@ -110,11 +241,11 @@ impl DepEdges {
             return Vec::new();
         };
         self.unindex(dep);
-        let mut consumers = Vec::with_capacity(waiters.len());
-        for consumer in waiters.into_values() {
+        let mut consumers = Vec::with_capacity(waiters.live);
+        for consumer in waiters.into_consumers() {
             if let Some(deps) = self.by_consumer.get_mut(&consumer) {
                 deps.remove(dep);
-                if deps.is_empty() {
+                if deps.len() == 0 {
                     self.by_consumer.remove(&consumer);
                 }
             }
@@ -125,14 +256,14 @@ impl DepEdges {
 
     /// How many keys `consumer` still waits on.
     pub(crate) fn remaining(&self, consumer: &WorkNodeIdentity) -> usize {
-        self.by_consumer.get(consumer).map_or(0, HashMap::len)
+        self.by_consumer.get(consumer).map_or(0, ConsumerDeps::len)
     }
 
     /// The keys `consumer` waits on (unordered).
     pub(crate) fn deps_of(&self, consumer: &WorkNodeIdentity) -> Vec<DepKey> {
         self.by_consumer
             .get(consumer)
-            .map(|deps| deps.keys().cloned().collect())
+            .map(ConsumerDeps::keys)
             .unwrap_or_default()
     }
 
@@ -140,7 +271,7 @@ impl DepEdges {
     pub(crate) fn waiters_of(&self, dep: &DepKey) -> Vec<WorkNodeIdentity> {
         self.by_dep
             .get(dep)
-            .map(|waiters| waiters.values().cloned().collect())
+            .map(|waiters| waiters.consumers().cloned().collect())
             .unwrap_or_default()
     }
 
@@ -169,24 +300,28 @@ impl DepEdges {
 
     /// Counts and capacities, including the nested tables.
     pub(crate) fn occupancy(&self) -> EdgeOccupancy {
-        let nested_consumer: usize = self.by_consumer.values().map(HashMap::capacity).sum();
+        let nested_consumer: usize = self.by_consumer.values().map(ConsumerDeps::capacity).sum();
         let nested_index: usize = self
             .file_index
             .values()
             .map(|versions| {
-                versions.capacity() + versions.values().map(HashSet::capacity).sum::<usize>()
+                versions.capacity() + versions.values().map(Vec::capacity).sum::<usize>()
             })
             .sum();
         EdgeOccupancy {
             consumers: self.by_consumer.len(),
-            edges: self.by_consumer.values().map(HashMap::len).sum(),
+            edges: self.by_consumer.values().map(ConsumerDeps::len).sum(),
             keys: self.by_dep.len(),
             indexed_files: self.file_index.len(),
             indexed_versions: self.file_index.values().map(VecMap::len).sum(),
             capacity: self.by_consumer.capacity()
                 + nested_consumer
                 + self.by_dep.capacity()
-                + self.by_dep.values().map(BTreeMap::len).sum::<usize>()
+                + self
+                    .by_dep
+                    .values()
+                    .map(|waiters| waiters.entries.capacity())
+                    .sum::<usize>()
                 + self.file_index.capacity()
                 + nested_index,
         }
@@ -203,8 +338,8 @@ impl DepEdges {
 
     fn remove_waiter(&mut self, dep: &DepKey, seq: u64) {
         if let Some(waiters) = self.by_dep.get_mut(dep) {
-            waiters.remove(&seq);
-            if waiters.is_empty() {
+            waiters.remove(seq);
+            if waiters.live == 0 {
                 self.by_dep.remove(dep);
                 self.unindex(dep);
             }
@@ -216,7 +351,9 @@ impl DepEdges {
         if let Some(versions) = self.file_index.get_mut(canonical) {
             let version = dep.file.version();
             if let Some(keys) = versions.get_mut(&version) {
-                keys.remove(dep);
+                if let Some(at) = keys.iter().position(|key| key == dep) {
+                    keys.swap_remove(at);
+                }
                 if keys.is_empty() {
                     versions.remove(&version);
                 }

@@ -118,3 +118,52 @@ fn clear_releases_backing_storage() {
     edges.clear_and_release();
     assert_eq!(edges.occupancy(), EdgeOccupancy::default());
 }
+
+/// A consumer past the small-vector bound moves to a table and keeps every
+/// edge; a hub key losing most of its waiters one by one keeps the rest in
+/// link order (tombstones are compacted, never reordered).
+#[test]
+fn wide_consumers_and_hub_keys_keep_every_edge_in_order() {
+    let inc = Incarnation::allocate();
+    let consumer = artifact(&file("wide.rs", inc, 0));
+    let deps: Vec<_> = (0..3 * SMALL_DEPS)
+        .map(|i| file(&format!("d{i}.rs"), inc, 0).at(TargetStage::Analysis))
+        .collect();
+    let mut edges = DepEdges::default();
+    for dep in &deps {
+        assert!(edges.link(&consumer, dep));
+        assert!(!edges.link(&consumer, dep));
+    }
+    assert_eq!(edges.remaining(&consumer), deps.len());
+    let mut linked = edges.deps_of(&consumer);
+    linked.sort_by(|a, b| a.file.canonical.cmp(&b.file.canonical));
+    let mut expected = deps.clone();
+    expected.sort_by(|a, b| a.file.canonical.cmp(&b.file.canonical));
+    assert_eq!(linked, expected);
+    for dep in &deps[..deps.len() - 1] {
+        assert!(edges.unlink(&consumer, dep));
+    }
+    assert_eq!(edges.remaining(&consumer), 1);
+
+    let hub = file("hub.rs", inc, 0).at(TargetStage::Analysis);
+    let consumers: Vec<_> = (0..100)
+        .map(|i| artifact(&file(&format!("c{i}.rs"), inc, 0)))
+        .collect();
+    for consumer in &consumers {
+        edges.link(consumer, &hub);
+    }
+    let kept: Vec<_> = consumers.iter().step_by(7).cloned().collect();
+    for consumer in consumers.iter().filter(|c| !kept.contains(c)) {
+        assert!(edges.unlink(consumer, &hub));
+    }
+    assert_eq!(edges.waiters_of(&hub), kept);
+    assert_eq!(
+        edges.keys_of_file(&Canonical::from("hub.rs")),
+        vec![hub.clone()]
+    );
+    assert_eq!(edges.take_waiters(&hub), kept);
+    assert!(edges.keys_of_file(&Canonical::from("hub.rs")).is_empty());
+    for consumer in &kept {
+        assert_eq!(edges.remaining(consumer), 0);
+    }
+}
