@@ -1290,6 +1290,15 @@ impl SchedulerDag {
     /// (priority inheritance). Edges only point down in stage rank, so the
     /// walk is bounded by the number of stages.
     fn raise(&mut self, identity: &WorkNodeIdentity, priority: Priority) {
+        // Most calls raise nothing (the producer already runs at least as
+        // urgently): answer those without allocating the walk.
+        if self
+            .nodes
+            .get(identity)
+            .is_none_or(|node| node.priority >= priority)
+        {
+            return;
+        }
         let mut pending = vec![identity.clone()];
         while let Some(identity) = pending.pop() {
             let Some(node) = self.nodes.get_mut(&identity) else {

@@ -202,7 +202,7 @@ impl<E: StageExecutor> Scheduler<E> {
     fn refuse(&self, locked: &mut Locked<E>, dispatch: Dispatch, post: &mut PostWork<E>) {
         let identity = dispatch.identity.clone();
         let (_, effects) = locked.dag.complete(dispatch);
-        post.events.push(SchedulerEvent::DidRefuseStale(identity));
+        post.event(|| SchedulerEvent::DidRefuseStale(identity));
         self.absorb(locked, effects, post);
         Self::capacity_released(locked, post);
     }
@@ -457,10 +457,12 @@ impl<E: StageExecutor> Scheduler<E> {
             return self.complete_stale(dispatch);
         }
         let cancel = dispatch.cancel.clone();
-        hooks.on_event(&match work {
-            Work::Load => SchedulerEvent::WillLoad(identity.clone()),
-            _ => SchedulerEvent::WillExecute(identity.clone()),
-        });
+        if self.observes_events {
+            hooks.on_event(&match work {
+                Work::Load => SchedulerEvent::WillLoad(identity.clone()),
+                _ => SchedulerEvent::WillExecute(identity.clone()),
+            });
+        }
         let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
         let _span = span.enter();
         match work {
@@ -594,7 +596,7 @@ impl<E: StageExecutor> Scheduler<E> {
     ) {
         let identity = dispatch.identity.clone();
         let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
-        post.events.push(SchedulerEvent::DidFail(identity));
+        post.event(|| SchedulerEvent::DidFail(identity));
         self.absorb(locked, effects, post);
     }
 
@@ -642,7 +644,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     let published = node.update_view(generation, |view| publish(view, value));
                     debug_assert!(published, "a current dispatch matches the node's view");
                     let (_, effects) = locked.dag.complete(dispatch);
-                    post.events.push(SchedulerEvent::DidComplete(identity));
+                    post.event(|| SchedulerEvent::DidComplete(identity));
                     self.absorb(locked, effects, post);
                 }
                 Err(error) => self.fail_current(locked, dispatch, error, post),
@@ -845,7 +847,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let published = node.update_view(file.generation, |view| view.source = Some(snapshot));
         debug_assert!(published, "a current dispatch matches the node's view");
         let (_, effects) = locked.dag.complete(dispatch);
-        post.events.push(SchedulerEvent::DidComplete(identity));
+        post.event(|| SchedulerEvent::DidComplete(identity));
         self.absorb(locked, effects, post);
     }
 

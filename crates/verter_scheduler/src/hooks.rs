@@ -45,10 +45,22 @@ pub trait Hooks: Send + Sync + 'static {
     fn on_event(&self, event: &SchedulerEvent) {
         let _ = event;
     }
+
+    /// Whether [`Hooks::on_event`] does anything. When `false`, the
+    /// scheduler does not build events at all (the production default: no
+    /// allocation or identity clone per stage for nobody). Read once, when
+    /// the scheduler is built.
+    fn observes_events(&self) -> bool {
+        true
+    }
 }
 
 /// The production hooks: nothing.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoHooks;
 
-impl Hooks for NoHooks {}
+impl Hooks for NoHooks {
+    fn observes_events(&self) -> bool {
+        false
+    }
+}

@@ -109,21 +109,36 @@ impl<E: StageExecutor> AnswerSlot<E> {
 /// answers, hook events, and whether newly ready work must be dispatched.
 pub(crate) struct PostWork<E: StageExecutor> {
     answers: Vec<(AnswerSlot<E>, RequestResult<E>)>,
-    pub(crate) events: Vec<SchedulerEvent>,
+    events: Vec<SchedulerEvent>,
+    /// Whether events are recorded (the hooks observe them).
+    observed: bool,
     pub(crate) dispatch: bool,
 }
 
 impl<E: StageExecutor> Default for PostWork<E> {
     fn default() -> Self {
-        Self {
-            answers: Vec::new(),
-            events: Vec::new(),
-            dispatch: false,
-        }
+        Self::observing(true)
     }
 }
 
 impl<E: StageExecutor> PostWork<E> {
+    /// Empty post-work that records events only when `observed`.
+    pub(crate) fn observing(observed: bool) -> Self {
+        Self {
+            answers: Vec::new(),
+            events: Vec::new(),
+            observed,
+            dispatch: false,
+        }
+    }
+
+    /// Records the event `make` builds, if anyone observes events.
+    pub(crate) fn event(&mut self, make: impl FnOnce() -> SchedulerEvent) {
+        if self.observed {
+            self.events.push(make());
+        }
+    }
+
     /// Queues `result` as `slot`'s answer.
     pub(crate) fn answer(&mut self, slot: AnswerSlot<E>, result: RequestResult<E>) {
         self.answers.push((slot, result));

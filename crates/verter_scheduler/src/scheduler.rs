@@ -262,6 +262,8 @@ pub struct Scheduler<E: StageExecutor> {
     /// Raised after every post-work delivery and every enqueue: wakes idle
     /// driving waiters and `wait_idle` instead of a clock.
     pub(crate) progress: ProgressSignal,
+    /// Whether the hooks observe events (`Hooks::observes_events`, read once).
+    pub(crate) observes_events: bool,
 }
 
 impl<E: StageExecutor> Scheduler<E> {
@@ -344,6 +346,7 @@ impl<E: StageExecutor> Scheduler<E> {
         teardown_tx: Sender<()>,
     ) -> Arc<Self> {
         let (inbox_tx, inbox_rx) = crossbeam_channel::bounded(config.inbox_capacity);
+        let observes_events = config.hooks.observes_events();
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             locked: Mutex::new(Locked {
@@ -365,6 +368,7 @@ impl<E: StageExecutor> Scheduler<E> {
             jobs: [SegQueue::new(), SegQueue::new()],
             counters: Counters::default(),
             progress: ProgressSignal::new(),
+            observes_events,
         })
     }
 
@@ -415,7 +419,7 @@ impl<E: StageExecutor> Scheduler<E> {
         keep: Option<ResourceClass>,
         f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R,
     ) -> (R, Option<Job<E>>, usize) {
-        let mut post = PostWork::default();
+        let mut post = self.post_work();
         let (result, jobs, made_ready) = {
             let mut locked = self.lock();
             let _mark = LockMark::set();
@@ -443,6 +447,11 @@ impl<E: StageExecutor> Scheduler<E> {
             self.progress.notify();
         }
         (result, kept, dispatched)
+    }
+
+    /// Empty post-work that records events only if the hooks observe them.
+    pub(crate) fn post_work(&self) -> PostWork<E> {
+        PostWork::observing(self.observes_events)
     }
 
     /// Reads state under the DAG lock; changes nothing and answers no one.
@@ -509,7 +518,7 @@ impl<E: StageExecutor> Scheduler<E> {
     pub fn submit_batch_atomic(&self, requests: Vec<Request>) -> BatchHandle<E> {
         let mut handles = Vec::with_capacity(requests.len());
         let mut prepared = Vec::with_capacity(requests.len());
-        let mut post = PostWork::default();
+        let mut post = self.post_work();
         let mut may_answer = true;
         for request in requests {
             let slot = AnswerSlot::new();
@@ -618,7 +627,7 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Answers `slot` outside the lock.
     fn answer_now(&self, slot: AnswerSlot<E>, result: RequestResult<E>) {
-        let mut post = PostWork::default();
+        let mut post = self.post_work();
         post.answer(slot, result);
         self.run_post(post);
     }
@@ -748,7 +757,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Answers every request of an item that can never be admitted
     /// `Shutdown`, each with its own path.
     fn refuse_at_shutdown(&self, item: Submission<E>) {
-        let mut post = PostWork::default();
+        let mut post = self.post_work();
         self.counters
             .pending_admissions
             .fetch_sub(item.len(), Ordering::AcqRel);
@@ -933,7 +942,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 .register_request(live.clone().at(prepared.stage), policy, prepared.priority);
         locked.waiters.insert(registration.waiter, prepared.slot);
         if let Some(joiner) = registration.joiner {
-            post.events.push(SchedulerEvent::DidJoin(joiner.key));
+            post.event(|| SchedulerEvent::DidJoin(joiner.key));
         }
         if let Some(answer) = registration.answered {
             let effects = Effects {
@@ -1063,7 +1072,7 @@ impl<E: StageExecutor> Scheduler<E> {
             post.answer(slot, result);
         }
         for joiner in effects.joiners {
-            post.events.push(SchedulerEvent::DidJoin(joiner.key));
+            post.event(|| SchedulerEvent::DidJoin(joiner.key));
         }
         // Artifacts built on a blocker version that changed stop being served.
         for work in effects.invalidated {
@@ -1376,7 +1385,7 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
         }
         // Every request still waiting is answered, after the lock drops:
         // nothing hangs, and no waker runs under the lock.
-        let mut post = PostWork::default();
+        let mut post = self.post_work();
         {
             let mut locked = self.lock();
             let _mark = LockMark::set();

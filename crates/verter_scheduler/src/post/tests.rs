@@ -38,3 +38,38 @@ fn answers_are_only_delivered_with_the_lock_released() {
     );
     assert!(!holds_dag_lock(), "the mark is cleared on unwind");
 }
+
+/// With hooks that observe no events, no event is even built; with hooks
+/// that do, every event is recorded and delivered.
+#[test]
+fn events_are_built_only_when_the_hooks_observe_them() {
+    use crate::hooks::{Hooks, SchedulerEvent};
+    use verter_dag::{Canonical, FileIdentity, Generation, Incarnation, TargetStage};
+
+    assert!(!NoHooks.observes_events());
+    let mut unobserved = PostWork::<Lines>::observing(false);
+    unobserved.event(|| panic!("an unobserved event is never built"));
+    assert!(unobserved.is_empty());
+
+    struct Count(AtomicU64);
+    impl Hooks for Count {
+        fn on_event(&self, _: &SchedulerEvent) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let hooks = Count(AtomicU64::new(0));
+    assert!(hooks.observes_events(), "observing is the default");
+    let identity = verter_dag::WorkNodeIdentity::File(
+        FileIdentity::new(
+            Canonical::from("a.rs"),
+            Incarnation::allocate(),
+            Generation::ZERO,
+        )
+        .at(TargetStage::Source),
+    );
+    let mut observed = PostWork::<Lines>::observing(true);
+    observed.event(|| SchedulerEvent::DidComplete(identity));
+    assert!(!observed.is_empty());
+    let _ = observed.deliver(&hooks, &AtomicU64::new(0));
+    assert_eq!(hooks.0.load(Ordering::Relaxed), 1);
+}
