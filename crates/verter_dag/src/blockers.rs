@@ -16,7 +16,8 @@
 //! 3. Nothing scans all owners: owner removal follows `owners_by_file`, key
 //!    removal follows `refs` of that key's canonical.
 
-use crate::hash::{HashMap, HashSet};
+use crate::hash::HashMap;
+use crate::small_set::SmallSet;
 use crate::vec_map::VecMap;
 
 use crate::identity::{Canonical, DepKey, FileIdentity, SourceVersion};
@@ -24,12 +25,14 @@ use crate::identity::{Canonical, DepKey, FileIdentity, SourceVersion};
 /// Blocker records and their reverse demand index.
 #[derive(Debug, Default)]
 pub(crate) struct BlockerRegistry {
-    /// Owner → the keys its Artifact waits for.
-    by_owner: HashMap<FileIdentity, HashSet<DepKey>>,
+    /// Owner → the keys its Artifact waits for, sorted and distinct.
+    by_owner: HashMap<FileIdentity, Vec<DepKey>>,
     /// Canonical → versions of that canonical that own records.
     owners_by_file: HashMap<Canonical, VecMap<SourceVersion, ()>>,
-    /// Blocker canonical → blocker version → key → owners naming it.
-    refs: HashMap<Canonical, VecMap<SourceVersion, HashMap<DepKey, HashSet<FileIdentity>>>>,
+    /// Blocker canonical → blocker version → key → owners naming it. A
+    /// version has one key per stage named (almost always one), so its keys
+    /// are a short vector.
+    refs: HashMap<Canonical, VecMap<SourceVersion, Vec<(DepKey, SmallSet<FileIdentity>)>>>,
 }
 
 /// Membership counts and backing capacity of the blocker registry.
@@ -55,7 +58,9 @@ impl BlockerRegistry {
         keys: impl IntoIterator<Item = DepKey>,
     ) -> Vec<DepKey> {
         let previous = self.drain(owner);
-        let keys: HashSet<DepKey> = keys.into_iter().collect();
+        let mut keys: Vec<DepKey> = keys.into_iter().collect();
+        keys.sort_unstable();
+        keys.dedup();
         if keys.is_empty() {
             return previous;
         }
@@ -84,18 +89,12 @@ impl BlockerRegistry {
         for key in &keys {
             self.remove_ref(key, owner);
         }
-        keys.into_iter().collect()
+        keys
     }
 
     /// `owner`'s record, if any, sorted (so callers act in one order).
     pub(crate) fn blockers_of(&self, owner: &FileIdentity) -> Vec<DepKey> {
-        let mut keys: Vec<DepKey> = self
-            .by_owner
-            .get(owner)
-            .map(|keys| keys.iter().cloned().collect())
-            .unwrap_or_default();
-        keys.sort();
-        keys
+        self.by_owner.get(owner).cloned().unwrap_or_default()
     }
 
     /// Whether some owner names `key`: the reverse index, O(1).
@@ -108,8 +107,8 @@ impl BlockerRegistry {
         self.refs
             .get(&key.file.canonical)
             .and_then(|versions| versions.get(&key.file.version()))
-            .and_then(|keys| keys.get(key))
-            .map_or(0, HashSet::len)
+            .and_then(|keys| keys.iter().find(|(k, _)| k == key))
+            .map_or(0, |(_, owners)| owners.len())
     }
 
     /// Drops the records of every owner of `canonical` below `bound`.
@@ -172,10 +171,17 @@ impl BlockerRegistry {
         let Some(keys) = self.by_owner.get_mut(owner) else {
             return;
         };
-        if !keys.remove(old) {
+        let Ok(at) = keys.binary_search(old) else {
             return;
-        }
-        let inserted = keys.insert(new.clone());
+        };
+        keys.remove(at);
+        let inserted = match keys.binary_search(&new) {
+            Ok(_) => false,
+            Err(at) => {
+                keys.insert(at, new.clone());
+                true
+            }
+        };
         self.remove_ref(old, owner);
         if inserted {
             self.add_ref(&new, owner);
@@ -187,9 +193,10 @@ impl BlockerRegistry {
         let Some(keys) = self.by_owner.get_mut(owner) else {
             return;
         };
-        if !keys.remove(key) {
+        let Ok(at) = keys.binary_search(key) else {
             return;
-        }
+        };
+        keys.remove(at);
         let now_empty = keys.is_empty();
         self.remove_ref(key, owner);
         if now_empty {
@@ -220,7 +227,7 @@ impl BlockerRegistry {
         let mut capacity = self.by_owner.capacity()
             + self.owners_by_file.capacity()
             + self.refs.capacity()
-            + self.by_owner.values().map(HashSet::capacity).sum::<usize>()
+            + self.by_owner.values().map(Vec::capacity).sum::<usize>()
             + self
                 .owners_by_file
                 .values()
@@ -231,7 +238,7 @@ impl BlockerRegistry {
             for keys in versions.values() {
                 capacity += keys.capacity();
                 referenced_keys += keys.len();
-                for owners in keys.values() {
+                for (_, owners) in keys {
                     capacity += owners.capacity();
                     references += owners.len();
                 }
@@ -275,13 +282,19 @@ impl BlockerRegistry {
     }
 
     fn add_ref(&mut self, key: &DepKey, owner: &FileIdentity) {
-        self.refs
+        let keys = self
+            .refs
             .entry(key.file.canonical.clone())
             .or_default()
-            .entry_or_default(key.file.version())
-            .entry(key.clone())
-            .or_default()
-            .insert(owner.clone());
+            .entry_or_default(key.file.version());
+        let owners = match keys.iter().position(|(k, _)| k == key) {
+            Some(at) => &mut keys[at].1,
+            None => {
+                keys.push((key.clone(), SmallSet::default()));
+                &mut keys.last_mut().expect("just pushed").1
+            }
+        };
+        owners.insert(owner.clone());
     }
 
     fn remove_ref(&mut self, key: &DepKey, owner: &FileIdentity) {
@@ -291,10 +304,11 @@ impl BlockerRegistry {
         };
         let version = key.file.version();
         if let Some(keys) = versions.get_mut(&version) {
-            if let Some(owners) = keys.get_mut(key) {
+            if let Some(at) = keys.iter().position(|(k, _)| k == key) {
+                let owners = &mut keys[at].1;
                 owners.remove(owner);
                 if owners.is_empty() {
-                    keys.remove(key);
+                    keys.swap_remove(at);
                 }
             }
             if keys.is_empty() {

@@ -95,6 +95,7 @@ mod error;
 mod hash;
 mod identity;
 mod ready;
+mod small_set;
 mod vec_map;
 
 pub use blockers::BlockerOccupancy;

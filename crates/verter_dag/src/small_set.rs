@@ -1,0 +1,148 @@
+//! `SmallSet`: a set kept as a vector until it grows past a few entries,
+//! then as a hash table.
+//!
+//! The DAG's per-key and per-owner sets hold one to a few entries almost
+//! always (a key named by one owner, an owner naming a few blockers); a
+//! `HashSet` allocates a table of buckets for the first of them. Hubs (a
+//! prelude every file names) still need constant-time membership, hence the
+//! table past [`SMALL`] entries. It never allocates until the first insert.
+
+use std::hash::Hash;
+
+use crate::hash::HashSet;
+
+/// Above this many entries a set becomes a table.
+pub(crate) const SMALL: usize = 16;
+
+/// A set of `T`, unordered.
+#[derive(Debug, Clone)]
+pub(crate) enum SmallSet<T> {
+    /// At most [`SMALL`] entries, scanned.
+    Few(Vec<T>),
+    /// More: a table.
+    Many(HashSet<T>),
+}
+
+impl<T> Default for SmallSet<T> {
+    fn default() -> Self {
+        Self::Few(Vec::new())
+    }
+}
+
+impl<T: Hash + Eq> SmallSet<T> {
+    /// Whether `value` is in the set.
+    pub(crate) fn contains(&self, value: &T) -> bool {
+        match self {
+            Self::Few(values) => values.contains(value),
+            Self::Many(values) => values.contains(value),
+        }
+    }
+
+    /// Inserts `value`; returns whether it was new.
+    pub(crate) fn insert(&mut self, value: T) -> bool {
+        match self {
+            Self::Few(values) => {
+                if values.contains(&value) {
+                    return false;
+                }
+                if values.len() < SMALL {
+                    values.push(value);
+                } else {
+                    let mut table: HashSet<T> = values.drain(..).collect();
+                    table.insert(value);
+                    *self = Self::Many(table);
+                }
+                true
+            }
+            Self::Many(values) => values.insert(value),
+        }
+    }
+
+    /// Removes `value`; returns whether it was present.
+    pub(crate) fn remove(&mut self, value: &T) -> bool {
+        match self {
+            Self::Few(values) => match values.iter().position(|v| v == value) {
+                Some(at) => {
+                    values.swap_remove(at);
+                    true
+                }
+                None => false,
+            },
+            Self::Many(values) => values.remove(value),
+        }
+    }
+
+    /// How many entries the set holds.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::Few(values) => values.len(),
+            Self::Many(values) => values.len(),
+        }
+    }
+
+    /// Whether the set is empty.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Backing capacity, in entries.
+    pub(crate) fn capacity(&self) -> usize {
+        match self {
+            Self::Few(values) => values.capacity(),
+            Self::Many(values) => values.capacity(),
+        }
+    }
+
+    /// The entries, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        let (few, many) = match self {
+            Self::Few(values) => (Some(values.iter()), None),
+            Self::Many(values) => (None, Some(values.iter())),
+        };
+        few.into_iter().flatten().chain(many.into_iter().flatten())
+    }
+
+    /// The entries, consumed, in no particular order.
+    pub(crate) fn into_vec(self) -> Vec<T> {
+        match self {
+            Self::Few(values) => values,
+            Self::Many(values) => values.into_iter().collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Membership, insert and remove agree with a `HashSet` on both sides of
+    /// the vector/table boundary.
+    #[test]
+    fn agrees_with_a_hash_set_across_the_boundary() {
+        let mut small = SmallSet::default();
+        let mut reference = std::collections::HashSet::new();
+        for round in 0..3 {
+            for value in 0..(3 * SMALL as u32) {
+                let value = (value * 7 + round) % 40;
+                assert_eq!(small.insert(value), reference.insert(value));
+                assert_eq!(small.len(), reference.len());
+            }
+            for value in (0..40).step_by(3 + round as usize) {
+                assert_eq!(small.remove(&value), reference.remove(&value));
+                assert!(!small.contains(&value));
+            }
+            let mut listed: Vec<u32> = small.iter().copied().collect();
+            listed.sort_unstable();
+            let mut expected: Vec<u32> = reference.iter().copied().collect();
+            expected.sort_unstable();
+            assert_eq!(listed, expected);
+        }
+        assert!(
+            matches!(small, SmallSet::Many(_)),
+            "it crossed the boundary"
+        );
+        let mut all = small.into_vec();
+        all.sort_unstable();
+        assert_eq!(all.len(), reference.len());
+    }
+}
