@@ -32,8 +32,11 @@ pub(crate) struct BlockerRegistry {
     /// Blocker canonical → blocker version → key → owners naming it. A
     /// version has one key per stage named (almost always one), so its keys
     /// are a short vector.
-    refs: HashMap<Canonical, VecMap<SourceVersion, Vec<(DepKey, SmallSet<FileIdentity>)>>>,
+    refs: HashMap<Canonical, VecMap<SourceVersion, KeyOwners>>,
 }
+
+/// The keys of one blocker version with the owners naming each.
+type KeyOwners = Vec<(DepKey, SmallSet<FileIdentity>)>;
 
 /// Membership counts and backing capacity of the blocker registry.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -31,6 +31,7 @@ impl<T> Default for SmallSet<T> {
 
 impl<T: Hash + Eq> SmallSet<T> {
     /// Whether `value` is in the set.
+    #[cfg(test)]
     pub(crate) fn contains(&self, value: &T) -> bool {
         match self {
             Self::Few(values) => values.contains(value),
@@ -103,6 +104,7 @@ impl<T: Hash + Eq> SmallSet<T> {
     }
 
     /// The entries, consumed, in no particular order.
+    #[cfg(test)]
     pub(crate) fn into_vec(self) -> Vec<T> {
         match self {
             Self::Few(values) => values,
