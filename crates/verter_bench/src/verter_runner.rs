@@ -239,13 +239,23 @@ impl System for VerterSystem {
 
     fn request(&mut self, paths: &[Arc<str>], urgent: Option<&Arc<str>>) -> Built {
         let start = Instant::now();
-        let urgent_handle = urgent.map(|path| {
-            self.scheduler
-                .submit_request(Request::new(path.as_ref(), ARTIFACT).priority(Priority::High))
+        let mut hashes = HashMap::with_capacity(paths.len() + 1);
+        // The urgent request is answered before the bulk batch is submitted:
+        // submitting a batch answers its committed items at submission, on
+        // this thread, and the urgent answer must not wait behind that (as
+        // salsa's host asks for the urgent file first).
+        let first = urgent.map(|path| {
+            let handle = self
+                .scheduler
+                .submit_request(Request::new(path.as_ref(), ARTIFACT).priority(Priority::High));
+            hashes.insert(
+                Arc::clone(path),
+                artifact_of(path, self.scheduler.wait(&handle)),
+            );
+            start.elapsed()
         });
         // One inbox item admitted under one lock hold: cheaper than 100k
-        // items through the bounded inbox, and the urgent request, submitted
-        // before it, is admitted first.
+        // items through the bounded inbox.
         let batch = (!paths.is_empty()).then(|| {
             self.scheduler.submit_batch_atomic(
                 paths
@@ -253,14 +263,6 @@ impl System for VerterSystem {
                     .map(|path| Request::new(path.as_ref(), ARTIFACT))
                     .collect(),
             )
-        });
-        let mut hashes = HashMap::with_capacity(paths.len() + 1);
-        let first = urgent.zip(urgent_handle).map(|(path, handle)| {
-            hashes.insert(
-                Arc::clone(path),
-                artifact_of(path, self.scheduler.wait(&handle)),
-            );
-            start.elapsed()
         });
         if let Some(batch) = batch {
             for (path, result) in paths.iter().zip(self.scheduler.wait_batch(&batch)) {
