@@ -1,0 +1,287 @@
+//! `SchedulerDag`: Dispatch, completion, failure, cancellation and observation.
+//!
+//! Part of the `dag` module; see its docs for what the DAG holds and its
+//! invariants.
+
+use super::*;
+
+impl SchedulerDag {
+    /// Takes the next ready work of `class` by weighted round robin across
+    /// priority lanes, reserving one unit of `class` capacity for it. `None`
+    /// when nothing is ready or the budget is spent.
+    pub fn dequeue_ready(&mut self, class: ResourceClass) -> Option<Dispatch> {
+        if !self.ledger.has_room(class) {
+            return None;
+        }
+        self.take_ready(class, false)
+    }
+
+    /// Like [`Self::dequeue_ready`], but ignores the budget: for a thread that
+    /// holds a reservation and is blocked inside its work waiting on other
+    /// work. It lends its own idle slot to the work it runs inline, so the
+    /// number of threads actually running stays within the budget even though
+    /// the ledger shows one more reservation. The reservation is released
+    /// exactly once, like any other.
+    pub fn dequeue_ready_lent(&mut self, class: ResourceClass) -> Option<Dispatch> {
+        self.take_ready(class, true)
+    }
+
+    /// Pops the next ready work of `class` and reserves capacity for it
+    /// (beyond the budget when `lent`).
+    pub(super) fn take_ready(&mut self, class: ResourceClass, lent: bool) -> Option<Dispatch> {
+        let (identity, priority) = self.ready.pop(class)?;
+        let node = self
+            .nodes
+            .get_mut(&identity)
+            .expect("ready members are resident nodes");
+        debug_assert!(matches!(node.state, NodeState::Ready));
+        node.state = NodeState::Running;
+        if lent {
+            self.ledger.reserve_lent(class, node.admission);
+        } else {
+            self.ledger.reserve(class, node.admission);
+        }
+        self.counters.dequeued += 1;
+        Some(Dispatch {
+            identity,
+            admission: node.admission,
+            class,
+            priority,
+            cancel: node.cancel.clone(),
+        })
+    }
+
+    /// Whether `dispatch` is still the current admission of live work: the
+    /// carried identity and admission are compared with the resident node,
+    /// and file work's object must be live at the carried version.
+    pub fn is_current(&self, dispatch: &Dispatch) -> bool {
+        let Some(node) = self.nodes.get(&dispatch.identity) else {
+            return false;
+        };
+        if node.admission != dispatch.admission || !matches!(node.state, NodeState::Running) {
+            return false;
+        }
+        match dispatch.identity.file() {
+            Some(file) => self.is_live(file),
+            None => true,
+        }
+    }
+
+    /// Moves running work to the other budget (Source: loaded on I/O, parsed
+    /// on CPU): releases its reservation and makes it ready in `class`. A
+    /// stale dispatch is refused (its reservation is released and counted).
+    pub fn continue_on(&mut self, dispatch: Dispatch, class: ResourceClass) -> Effects {
+        let mut effects = Effects::default();
+        let current = self.is_current(&dispatch);
+        self.ledger.release(dispatch.admission);
+        if !current {
+            self.counters.stale_completion_refusals += 1;
+            return effects;
+        }
+        let node = self
+            .nodes
+            .get_mut(&dispatch.identity)
+            .expect("current dispatches are resident");
+        node.class = class;
+        node.state = NodeState::Ready;
+        let priority = node.priority;
+        self.ready.insert(dispatch.identity, class, priority);
+        effects.newly_ready += 1;
+        effects
+    }
+
+    /// Completes `dispatch`. Its reservation is released in every case. If
+    /// it is current, the work is done: its group is answered `Ok`, and
+    /// consumers whose last dependency it was become ready. If it is stale,
+    /// nothing is published or consumed; the refusal is counted and the
+    /// flag is `false` (the sweep that made it stale already moved or
+    /// answered its waiters).
+    pub fn complete(&mut self, dispatch: Dispatch) -> (bool, Effects) {
+        let mut effects = Effects::default();
+        let current = self.is_current(&dispatch);
+        let released = self.ledger.release(dispatch.admission);
+        debug_assert!(
+            released,
+            "a dispatch holds its reservation until it returns"
+        );
+        if !current {
+            self.counters.stale_completion_refusals += 1;
+            return (false, effects);
+        }
+        self.counters.completed += 1;
+        self.node_mut(&dispatch.identity).state = NodeState::Done;
+        if let WorkNodeIdentity::File(key) = &dispatch.identity {
+            self.answer_group(key, Ok(()), &mut effects);
+            for consumer in self.edges.take_waiters(key) {
+                self.settle(&consumer, &mut effects);
+            }
+        }
+        (true, effects)
+    }
+
+    /// Fails `dispatch` with the work's own `cause`. Its reservation is
+    /// released in every case. If current, the node stays resident as a
+    /// terminal failure until its generation is retired; its group is
+    /// answered with the failure and every consumer fails with
+    /// `DependencyFailed` (transitively). A stale failure is refused like a
+    /// stale completion.
+    pub fn fail(&mut self, dispatch: Dispatch, cause: FailureCause) -> (bool, Effects) {
+        let mut effects = Effects::default();
+        let current = self.is_current(&dispatch);
+        self.ledger.release(dispatch.admission);
+        if !current {
+            self.counters.stale_completion_refusals += 1;
+            return (false, effects);
+        }
+        self.counters.failed += 1;
+        let failure = Arc::new(DagFailure::Failed {
+            work: dispatch.identity.clone(),
+            cause,
+        });
+        self.node_mut(&dispatch.identity).state = NodeState::Failed(Arc::clone(&failure));
+        if let WorkNodeIdentity::File(key) = &dispatch.identity {
+            self.answer_group(key, Err((*failure).clone()), &mut effects);
+            self.fail_consumers(key, &failure, &mut effects);
+        }
+        (true, effects)
+    }
+
+    /// Cancels admitted work that has not finished: its waiters are answered
+    /// `Cancelled`, its consumers fail with `DependencyFailed`, and the node
+    /// is dropped so a later request admits it afresh. Running work is
+    /// abandoned (its result will be refused). Done or failed work, and
+    /// unknown identities, are left alone.
+    pub fn cancel(&mut self, identity: &WorkNodeIdentity) -> Effects {
+        let mut effects = Effects::default();
+        let Some(node) = self.nodes.get(identity) else {
+            return effects;
+        };
+        if node.is_finished() {
+            return effects;
+        }
+        let failure = Arc::new(DagFailure::Cancelled);
+        self.drop_node(identity, &mut effects);
+        if let WorkNodeIdentity::File(key) = identity {
+            self.answer_group(key, Err(DagFailure::Cancelled), &mut effects);
+            self.fail_consumers(key, &failure, &mut effects);
+        }
+        effects
+    }
+
+    /// Forgets done work whose output the caller stopped serving (e.g. an
+    /// artifact the host evicted), so the next request admits it afresh.
+    /// Returns whether `identity` was resident and done; anything else is
+    /// left alone.
+    pub fn forget_done(&mut self, identity: &WorkNodeIdentity) -> bool {
+        if !self.is_done(identity) {
+            return false;
+        }
+        let mut effects = Effects::default();
+        self.drop_node(identity, &mut effects);
+        debug_assert!(effects.is_empty(), "done work has no running dispatch");
+        true
+    }
+
+    // ----- observation ----------------------------------------------------
+
+    /// The capacity ledger now.
+    pub fn ledger(&self) -> LedgerSnapshot {
+        self.ledger.snapshot()
+    }
+
+    /// Ready work per priority lane of `class`, `Low` first. O(1).
+    pub fn pending_counts(&self, class: ResourceClass) -> [usize; 4] {
+        self.ready.pending_counts(class)
+    }
+
+    /// Ready work of `class`. O(1).
+    pub fn ready_len(&self, class: ResourceClass) -> usize {
+        self.ready.len(class)
+    }
+
+    /// What the DAG has done so far.
+    pub fn counters(&self) -> DagCounters {
+        self.counters
+    }
+
+    /// Whether `identity` is resident and done.
+    pub fn is_done(&self, identity: &WorkNodeIdentity) -> bool {
+        matches!(
+            self.nodes.get(identity).map(|n| &n.state),
+            Some(NodeState::Done)
+        )
+    }
+
+    /// The terminal failure of `identity`, if it is resident and failed.
+    pub fn failure_of(&self, identity: &WorkNodeIdentity) -> Option<Arc<DagFailure>> {
+        match &self.nodes.get(identity)?.state {
+            NodeState::Failed(failure) => Some(Arc::clone(failure)),
+            _ => None,
+        }
+    }
+
+    /// Whether `identity` is admitted (in any state).
+    pub fn is_admitted(&self, identity: &WorkNodeIdentity) -> bool {
+        self.nodes.contains_key(identity)
+    }
+
+    /// The effective priority of admitted `identity`.
+    pub fn priority_of(&self, identity: &WorkNodeIdentity) -> Option<Priority> {
+        self.nodes.get(identity).map(|n| n.priority)
+    }
+
+    /// The highest priority of any admitted work or waiting request of
+    /// `canonical`, read from its own index only.
+    pub fn highest_priority_for_file(&self, canonical: &Canonical) -> Option<Priority> {
+        let records = self.files.get(canonical)?;
+        let mut best: Option<Priority> = None;
+        for (version, slot) in records.versions.iter() {
+            let file =
+                FileIdentity::new(canonical.clone(), version.incarnation, version.generation);
+            for stage in &slot.nodes {
+                let identity = WorkNodeIdentity::File(file.clone().at(*stage));
+                if let Some(node) = self.nodes.get(&identity) {
+                    best = best.max(Some(node.priority));
+                }
+            }
+            for stage in &slot.groups {
+                if let Some(members) = self.groups.get(&file.clone().at(*stage)) {
+                    best = best.max(members.iter().map(|m| m.priority).max());
+                }
+            }
+        }
+        best
+    }
+
+    /// Request waiters registered on `key`.
+    pub fn waiters_on(&self, key: &DepKey) -> usize {
+        self.groups.get(key).map_or(0, Vec::len)
+    }
+
+    /// Consumers gated on `key`, in link order.
+    pub fn consumers_of(&self, key: &DepKey) -> Vec<WorkNodeIdentity> {
+        self.edges.waiters_of(key)
+    }
+
+    /// Dependencies `consumer` still waits on.
+    pub fn dependencies_of(&self, consumer: &WorkNodeIdentity) -> Vec<DepKey> {
+        let mut deps = self.edges.deps_of(consumer);
+        deps.sort();
+        deps
+    }
+
+    /// Membership counts and backing capacity of edges, blockers, nodes and
+    /// groups. Every membership count is zero after [`Self::reset`].
+    pub fn dependency_occupancy(&self) -> DependencyOccupancy {
+        DependencyOccupancy {
+            edges: self.edges.occupancy(),
+            blockers: self.blockers.occupancy(),
+            nodes: self.nodes.len(),
+            groups: self.groups.len(),
+            waiters: self.groups.values().map(Vec::len).sum(),
+            files: self.files.len(),
+            ready: self.ready.len(ResourceClass::Cpu) + self.ready.len(ResourceClass::Io),
+            ready_backing: self.ready.backing_entries(),
+        }
+    }
+}

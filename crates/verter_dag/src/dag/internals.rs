@@ -1,0 +1,415 @@
+//! `SchedulerDag`: Private helpers shared by the operations: nodes, groups, edges, failure propagation.
+//!
+//! Part of the `dag` module; see its docs for what the DAG holds and its
+//! invariants.
+
+use super::*;
+
+impl SchedulerDag {
+    pub(super) fn allocate_waiter(&mut self) -> WaiterId {
+        let id = WaiterId(self.next_waiter);
+        self.next_waiter += 1;
+        id
+    }
+
+    pub(super) fn expect_object(
+        &self,
+        canonical: &Canonical,
+        incarnation: Incarnation,
+    ) -> Result<ObjectRecord, ObjectError> {
+        let object = self.object(canonical).ok_or_else(|| ObjectError::NotLive {
+            canonical: canonical.clone(),
+        })?;
+        if object.incarnation != incarnation {
+            return Err(ObjectError::Replaced {
+                canonical: canonical.clone(),
+                expected: incarnation,
+                live: object.incarnation,
+            });
+        }
+        Ok(object)
+    }
+
+    pub(super) fn node_mut(&mut self, identity: &WorkNodeIdentity) -> &mut WorkNode {
+        self.nodes
+            .get_mut(identity)
+            .expect("the node was checked resident")
+    }
+
+    pub(super) fn slot_mut(&mut self, file: &FileIdentity) -> &mut VersionSlot {
+        self.files
+            .entry(file.canonical.clone())
+            .or_default()
+            .versions
+            .entry_or_default(file.version())
+    }
+
+    /// Adds `member` to `key`'s group. Returns the group size when it joined
+    /// an existing group.
+    pub(super) fn add_member(&mut self, key: &DepKey, member: Member) -> Option<usize> {
+        let members = self.groups.entry(key.clone()).or_default();
+        members.push(member);
+        let size = members.len();
+        if size == 1 {
+            add_stage(&mut self.slot_mut(&key.file).groups, key.stage);
+            None
+        } else {
+            Some(size)
+        }
+    }
+
+    pub(super) fn group_priority(&self, key: &DepKey) -> Priority {
+        self.groups
+            .get(key)
+            .and_then(|members| members.iter().map(|m| m.priority).max())
+            .unwrap_or_default()
+    }
+
+    /// The one place a node enters the map. Private: every caller checked
+    /// liveness (file work) or the identity kind (cache nodes) first.
+    pub(super) fn insert_node(&mut self, identity: WorkNodeIdentity, priority: Priority) {
+        let admission = AdmissionId(self.next_admission);
+        self.next_admission += 1;
+        if let WorkNodeIdentity::File(key) = &identity {
+            let (file, stage) = (key.file.clone(), key.stage);
+            add_stage(&mut self.slot_mut(&file).nodes, stage);
+        }
+        let class = initial_class(&identity);
+        self.nodes.insert(
+            identity,
+            WorkNode {
+                admission,
+                priority,
+                class,
+                state: NodeState::Gated,
+                cancel: CancellationToken::new(),
+            },
+        );
+        self.counters.admitted += 1;
+    }
+
+    /// Ensures file work `key` (live-checked by the caller) and the stages it
+    /// needs exist, at no less than `priority`.
+    pub(super) fn ensure_file_node(
+        &mut self,
+        key: &DepKey,
+        priority: Priority,
+        effects: &mut Effects,
+    ) {
+        let identity = WorkNodeIdentity::File(key.clone());
+        if self.nodes.contains_key(&identity) {
+            self.raise(&identity, priority);
+            return;
+        }
+        self.insert_node(identity.clone(), priority);
+        let lower: Vec<DepKey> = match key.stage {
+            TargetStage::Source => Vec::new(),
+            TargetStage::Analysis => vec![key.file.clone().at(TargetStage::Source)],
+            TargetStage::Artifact(_) => {
+                let mut deps = vec![key.file.clone().at(TargetStage::Analysis)];
+                deps.extend(self.live_blockers_of(&key.file, effects));
+                deps
+            }
+        };
+        for dep in lower {
+            // Ranks are right by construction: every dependency listed above is
+            // a strictly lower stage (blockers are filtered by `link_inner`).
+            let _ = self.link_inner(&identity, dep, effects);
+        }
+        self.settle(&identity, effects);
+    }
+
+    /// Links without settling the consumer. See [`Self::link`].
+    pub(super) fn link_inner(
+        &mut self,
+        consumer: &WorkNodeIdentity,
+        dep: DepKey,
+        effects: &mut Effects,
+    ) -> Result<LinkOutcome, LinkError> {
+        if consumer_rank(consumer) <= dep.stage.rank() {
+            return Err(LinkError::RankViolation {
+                consumer: consumer.clone(),
+                dep,
+            });
+        }
+        let Some(node) = self.nodes.get(consumer) else {
+            return Err(LinkError::ConsumerNotGated {
+                consumer: consumer.clone(),
+            });
+        };
+        if !matches!(node.state, NodeState::Gated | NodeState::Ready) {
+            return Err(LinkError::ConsumerNotGated {
+                consumer: consumer.clone(),
+            });
+        }
+        let consumer_priority = node.priority;
+        let producer = WorkNodeIdentity::File(dep.clone());
+        match self.nodes.get(&producer).map(|n| n.state.clone()) {
+            Some(NodeState::Done) => return Ok(LinkOutcome::AlreadySatisfied),
+            Some(NodeState::Failed(failure)) => {
+                self.fail_node(consumer, &dep, &failure, effects);
+                return Ok(LinkOutcome::Failed);
+            }
+            Some(_) => self.raise(&producer, consumer_priority),
+            None if self.is_live(&dep.file) => {
+                // Link before creating the producer: if it fails as it is
+                // created (one of its own dependencies already failed), the
+                // failure reaches this consumer through the edge, instead of
+                // leaving it gated on a producer that no longer exists.
+                self.edges.link(consumer, &dep);
+                if self.ready.remove(consumer) {
+                    self.node_mut(consumer).state = NodeState::Gated;
+                }
+                self.ensure_file_node(&dep, consumer_priority, effects);
+                return Ok(if self.nodes.contains_key(consumer) {
+                    LinkOutcome::Linked
+                } else {
+                    LinkOutcome::Failed
+                });
+            }
+            None => {
+                let failure = Arc::new(DagFailure::Shutdown {
+                    canonical: dep.file.canonical.clone(),
+                });
+                self.fail_node(consumer, &dep, &failure, effects);
+                return Ok(LinkOutcome::Failed);
+            }
+        }
+        if !self.edges.link(consumer, &dep) {
+            return Ok(LinkOutcome::AlreadyLinked);
+        }
+        if self.ready.remove(consumer) {
+            self.node_mut(consumer).state = NodeState::Gated;
+        }
+        Ok(LinkOutcome::Linked)
+    }
+
+    /// Moves a gated node with no dependencies left to the ready queue.
+    pub(super) fn settle(&mut self, identity: &WorkNodeIdentity, effects: &mut Effects) {
+        let Some(node) = self.nodes.get_mut(identity) else {
+            return;
+        };
+        if matches!(node.state, NodeState::Gated) && self.edges.remaining(identity) == 0 {
+            node.state = NodeState::Ready;
+            let (class, priority) = (node.class, node.priority);
+            self.ready.insert(identity.clone(), class, priority);
+            effects.newly_ready += 1;
+        }
+    }
+
+    /// Raises `identity` and everything it waits on to at least `priority`
+    /// (priority inheritance). Edges only point down in stage rank, so the
+    /// walk is bounded by the number of stages.
+    pub(super) fn raise(&mut self, identity: &WorkNodeIdentity, priority: Priority) {
+        // Most calls raise nothing (the producer already runs at least as
+        // urgently): answer those without allocating the walk.
+        if self
+            .nodes
+            .get(identity)
+            .is_none_or(|node| node.priority >= priority)
+        {
+            return;
+        }
+        let mut pending = vec![identity.clone()];
+        while let Some(identity) = pending.pop() {
+            let Some(node) = self.nodes.get_mut(&identity) else {
+                continue;
+            };
+            if node.priority >= priority {
+                continue;
+            }
+            node.priority = priority;
+            if matches!(node.state, NodeState::Ready) {
+                self.ready.raise(&identity, priority);
+            }
+            pending.extend(
+                self.edges
+                    .deps_of(&identity)
+                    .into_iter()
+                    .map(WorkNodeIdentity::File),
+            );
+        }
+    }
+
+    pub(super) fn answer_group(
+        &mut self,
+        key: &DepKey,
+        outcome: Result<(), DagFailure>,
+        effects: &mut Effects,
+    ) {
+        let Some(members) = self.groups.remove(key) else {
+            return;
+        };
+        self.unindex_group(key);
+        for member in members {
+            effects.answers.push(Answer {
+                waiter: member.waiter,
+                key: key.clone(),
+                outcome: outcome.clone(),
+            });
+        }
+    }
+
+    pub(super) fn unindex_group(&mut self, key: &DepKey) {
+        if let Some(records) = self.files.get_mut(&key.file.canonical)
+            && let Some(slot) = records.versions.get_mut(&key.file.version())
+        {
+            remove_stage(&mut slot.groups, key.stage);
+            if slot.is_empty() {
+                records.versions.remove(&key.file.version());
+            }
+        }
+        self.drop_file_if_empty(&key.file.canonical);
+    }
+
+    /// Stops `node`, which just left the map: an unfinished node has its
+    /// token cancelled and is counted, and a running one is reported
+    /// abandoned (its result will be refused).
+    pub(super) fn abandon(
+        &mut self,
+        identity: &WorkNodeIdentity,
+        node: &WorkNode,
+        effects: &mut Effects,
+    ) {
+        if node.is_finished() {
+            return;
+        }
+        node.cancel.cancel();
+        self.counters.cancelled += 1;
+        if matches!(node.state, NodeState::Running) {
+            effects.abandoned_running.push(identity.clone());
+        }
+    }
+
+    /// The live object of `canonical`, created when there is none (reported
+    /// in `effects.ingested`, so the caller publishes a node for it).
+    pub(super) fn ensure_live(
+        &mut self,
+        canonical: &Canonical,
+        effects: &mut Effects,
+    ) -> FileIdentity {
+        let (object, created) = self.ensure_object(canonical);
+        if created {
+            effects.ingested.push((canonical.clone(), object));
+        }
+        FileIdentity::new(canonical.clone(), object.incarnation, object.generation)
+    }
+
+    /// `owner`'s blocker keys, each at its file's live version: a reference
+    /// to a version that is no longer live (its file was removed) is
+    /// re-pointed to the live object, which is ensured when the file has
+    /// none.
+    pub(super) fn live_blockers_of(
+        &mut self,
+        owner: &FileIdentity,
+        effects: &mut Effects,
+    ) -> Vec<DepKey> {
+        let mut keys = self.blockers.blockers_of(owner);
+        for key in &mut keys {
+            if self.is_live(&key.file) {
+                continue;
+            }
+            let live = self.ensure_live(&key.file.canonical, effects).at(key.stage);
+            self.blockers.repoint(owner, key, live.clone());
+            *key = live;
+        }
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// Removes a node from every table (ready queue, edges, index). Its
+    /// consumers are not touched; the caller decides their fate.
+    pub(super) fn drop_node(&mut self, identity: &WorkNodeIdentity, effects: &mut Effects) {
+        let Some(node) = self.nodes.remove(identity) else {
+            return;
+        };
+        self.abandon(identity, &node, effects);
+        self.ready.remove(identity);
+        self.edges.remove_consumer(identity);
+        if let WorkNodeIdentity::File(key) = identity
+            && let Some(records) = self.files.get_mut(&key.file.canonical)
+            && let Some(slot) = records.versions.get_mut(&key.file.version())
+        {
+            remove_stage(&mut slot.nodes, key.stage);
+            if slot.is_empty() {
+                records.versions.remove(&key.file.version());
+            }
+            self.drop_file_if_empty(&key.file.canonical);
+        }
+    }
+
+    /// Fails `consumer` because `dep` failed with `cause`: its waiters are
+    /// answered `DependencyFailed`, it is dropped, and its own consumers fail
+    /// in turn.
+    pub(super) fn fail_node(
+        &mut self,
+        consumer: &WorkNodeIdentity,
+        dep: &DepKey,
+        cause: &Arc<DagFailure>,
+        effects: &mut Effects,
+    ) {
+        let failure = Arc::new(DagFailure::DependencyFailed {
+            dep: dep.clone(),
+            cause: Arc::clone(cause),
+        });
+        let mut pending = vec![(consumer.clone(), failure)];
+        while let Some((identity, failure)) = pending.pop() {
+            if !self.nodes.contains_key(&identity) {
+                continue;
+            }
+            self.drop_node(&identity, effects);
+            if let WorkNodeIdentity::File(key) = &identity {
+                self.answer_group(key, Err((*failure).clone()), effects);
+                let next = Arc::new(DagFailure::DependencyFailed {
+                    dep: key.clone(),
+                    cause: Arc::clone(&failure),
+                });
+                for consumer in self.edges.take_waiters(key) {
+                    pending.push((consumer, Arc::clone(&next)));
+                }
+            }
+        }
+    }
+
+    pub(super) fn fail_consumers(
+        &mut self,
+        key: &DepKey,
+        cause: &Arc<DagFailure>,
+        effects: &mut Effects,
+    ) {
+        for consumer in self.edges.take_waiters(key) {
+            self.fail_node(&consumer, key, cause, effects);
+        }
+    }
+
+    pub(super) fn artifact_nodes_of(&self, owner: &FileIdentity) -> Vec<WorkNodeIdentity> {
+        self.files
+            .get(&owner.canonical)
+            .and_then(|records| records.versions.get(&owner.version()))
+            .map(|slot| {
+                slot.nodes
+                    .iter()
+                    .filter(|stage| matches!(stage, TargetStage::Artifact(_)))
+                    .map(|stage| WorkNodeIdentity::File(owner.clone().at(*stage)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub(super) fn is_gated_or_ready(&self, identity: &WorkNodeIdentity) -> bool {
+        matches!(
+            self.nodes.get(identity).map(|n| &n.state),
+            Some(NodeState::Gated | NodeState::Ready)
+        )
+    }
+
+    pub(super) fn drop_file_if_empty(&mut self, canonical: &Canonical) {
+        if let Some(records) = self.files.get(canonical)
+            && records.object.is_none()
+            && records.versions.is_empty()
+        {
+            self.files.remove(canonical);
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! `SchedulerDag`: Requests, cache nodes, links and blocker records: admission into the DAG.
+//!
+//! Part of the `dag` module; see its docs for what the DAG holds and its
+//! invariants.
+
+use super::*;
+
+impl SchedulerDag {
+    /// Registers a request waiter on `key`. It joins the key's group when
+    /// there is one (the joiner event is returned, to fire after unlocking);
+    /// it is answered at once when the work is already done or failed, or
+    /// when the key's object is gone (`Shutdown`) or superseded (a follower
+    /// moves to the live version; a pinned request is `Superseded`).
+    ///
+    /// Registration does not admit work: the caller then calls
+    /// [`Self::submit_file`] for the returned key in the same lock hold.
+    pub fn register_request(
+        &mut self,
+        key: DepKey,
+        policy: WaitPolicy,
+        priority: Priority,
+    ) -> Registration {
+        let waiter = self.allocate_waiter();
+        let member = Member {
+            waiter,
+            policy,
+            priority,
+        };
+        let canonical = key.file.canonical.clone();
+        let Some(object) = self.object(&canonical) else {
+            return Registration {
+                waiter,
+                answered: Some(Answer {
+                    waiter,
+                    key: key.clone(),
+                    outcome: Err(DagFailure::Shutdown { canonical }),
+                }),
+                key,
+                joiner: None,
+            };
+        };
+        let key = if object.version() == key.file.version() {
+            key
+        } else if object.incarnation == key.file.incarnation
+            && object.generation > key.file.generation
+            && policy == WaitPolicy::Follow
+        {
+            self.counters.followed += 1;
+            FileIdentity::new(canonical, object.incarnation, object.generation).at(key.stage)
+        } else {
+            let outcome = if object.incarnation == key.file.incarnation
+                && object.generation > key.file.generation
+            {
+                self.counters.superseded += 1;
+                DagFailure::Superseded { canonical }
+            } else {
+                DagFailure::Shutdown { canonical }
+            };
+            return Registration {
+                waiter,
+                answered: Some(Answer {
+                    waiter,
+                    key: key.clone(),
+                    outcome: Err(outcome),
+                }),
+                key,
+                joiner: None,
+            };
+        };
+        let identity = WorkNodeIdentity::File(key.clone());
+        if let Some(node) = self.nodes.get(&identity) {
+            let outcome = match &node.state {
+                NodeState::Done => Some(Ok(())),
+                NodeState::Failed(failure) => Some(Err((**failure).clone())),
+                _ => None,
+            };
+            if let Some(outcome) = outcome {
+                return Registration {
+                    waiter,
+                    answered: Some(Answer {
+                        waiter,
+                        key: key.clone(),
+                        outcome,
+                    }),
+                    key,
+                    joiner: None,
+                };
+            }
+            self.raise(&identity, priority);
+        }
+        let joiner = self.add_member(&key, member).map(|group_size| {
+            self.counters.dedupe_joins += 1;
+            DedupJoinerEvent {
+                key: key.clone(),
+                waiter,
+                group_size,
+            }
+        });
+        Registration {
+            waiter,
+            key,
+            joiner,
+            answered: None,
+        }
+    }
+
+    /// Admits `identity` (file work) if `witness` names the live object at its
+    /// current generation and `identity` is work on exactly that file version.
+    /// Admitting ensures the stages it needs (Artifact → Analysis → Source,
+    /// plus recorded blockers). Already admitted work is left as it is
+    /// (dedupe). Refuses with `None`, changing nothing, otherwise.
+    pub fn submit_file(
+        &mut self,
+        witness: &FileIdentity,
+        identity: &WorkNodeIdentity,
+    ) -> Option<Effects> {
+        let key = identity.as_dep_key()?;
+        if &key.file != witness || !self.is_live(witness) {
+            return None;
+        }
+        let mut effects = Effects::default();
+        let priority = self.group_priority(key);
+        self.ensure_file_node(key, priority, &mut effects);
+        Some(effects)
+    }
+
+    /// Admits Analysis of `file` when it is demanded late (after a
+    /// Source-only completion, or by a blocker record): the same checked path
+    /// as [`Self::submit_file`].
+    pub fn ensure_analysis_for_demand(&mut self, file: &FileIdentity) -> Option<Effects> {
+        let identity = WorkNodeIdentity::File(file.clone().at(TargetStage::Analysis));
+        self.submit_file(file, &identity)
+    }
+
+    /// Admits a host-defined cache node at `priority`, waiting on `deps`
+    /// (file stages). Already admitted nodes are left as they are. A
+    /// dependency that already failed, or whose file is not live, fails the
+    /// node at once; the call still succeeds, and its effects include those
+    /// of the dependencies it linked before (e.g. producers made ready).
+    pub fn submit_cache_node(
+        &mut self,
+        identity: WorkNodeIdentity,
+        priority: Priority,
+        deps: impl IntoIterator<Item = DepKey>,
+    ) -> Result<Effects, LinkError> {
+        assert!(
+            matches!(identity, WorkNodeIdentity::CacheNode { .. }),
+            "submit_cache_node takes cache-node identities; file work goes through submit_file"
+        );
+        let mut effects = Effects::default();
+        if self.nodes.contains_key(&identity) {
+            return Ok(effects);
+        }
+        self.insert_node(identity.clone(), priority);
+        for dep in deps {
+            if !self.nodes.contains_key(&identity) {
+                // An earlier dependency failed the node: there is nothing
+                // left to link, and the effects so far must still be run.
+                break;
+            }
+            self.link_inner(&identity, dep, &mut effects)?;
+        }
+        self.settle(&identity, &mut effects);
+        Ok(effects)
+    }
+
+    /// Makes admitted `consumer` wait on `dep`. The edge must point from a
+    /// higher stage to a strictly lower one; anything else is refused with
+    /// [`LinkError::RankViolation`]. An unadmitted producer is created as
+    /// pending work (if its file is live at that version); a failed or dead
+    /// one fails the consumer at once.
+    pub fn link(
+        &mut self,
+        consumer: &WorkNodeIdentity,
+        dep: DepKey,
+    ) -> Result<(LinkOutcome, Effects), LinkError> {
+        let mut effects = Effects::default();
+        let outcome = self.link_inner(consumer, dep, &mut effects)?;
+        self.settle(consumer, &mut effects);
+        Ok((outcome, effects))
+    }
+
+    /// Raises admitted `identity`, and everything it waits on, to at least
+    /// `priority` (priority inheritance). Never lowers a priority.
+    pub fn raise_priority(&mut self, identity: &WorkNodeIdentity, priority: Priority) {
+        self.raise(identity, priority);
+    }
+
+    /// Removes the edge `consumer → dep` (e.g. a dependency that is no longer
+    /// needed). The consumer becomes ready if that was its last dependency.
+    pub fn unlink(&mut self, consumer: &WorkNodeIdentity, dep: &DepKey) -> Effects {
+        let mut effects = Effects::default();
+        if self.edges.unlink(consumer, dep) {
+            self.settle(consumer, &mut effects);
+        }
+        effects
+    }
+
+    // ----- blockers -------------------------------------------------------
+
+    /// Replaces `owner`'s blocker record with `blockers` (the analyses its
+    /// Artifact must wait for). Each blocker's producer is ensured (it exists
+    /// as soon as it is named), and any admitted Artifact of `owner` that has
+    /// not started is gated on the new set. Refused (`None`) unless `owner` is
+    /// live. Blockers on files that are not live are dropped from the record
+    /// and fail gated Artifacts of `owner` with `DependencyFailed`.
+    pub fn record_blockers(
+        &mut self,
+        owner: &FileIdentity,
+        blockers: impl IntoIterator<Item = DepKey>,
+    ) -> Option<Effects> {
+        if !self.is_live(owner) {
+            return None;
+        }
+        let mut effects = Effects::default();
+        let blockers: Vec<DepKey> = blockers
+            .into_iter()
+            .filter(|key| key.file != *owner)
+            .collect();
+        let previous = self.blockers.record(owner, blockers.iter().cloned());
+        let artifacts = self.artifact_nodes_of(owner);
+        for artifact in &artifacts {
+            if !self.is_gated_or_ready(artifact) {
+                continue;
+            }
+            for old in &previous {
+                if !blockers.contains(old) {
+                    self.edges.unlink(artifact, old);
+                }
+            }
+        }
+        for blocker in &blockers {
+            if self.is_live(&blocker.file) {
+                let priority = artifacts
+                    .iter()
+                    .filter_map(|a| self.nodes.get(a).map(|n| n.priority))
+                    .max()
+                    .unwrap_or_default();
+                self.ensure_file_node(blocker, priority, &mut effects);
+            } else {
+                self.blockers.remove_key(owner, blocker);
+            }
+            for artifact in &artifacts {
+                if self.is_gated_or_ready(artifact) {
+                    // Rank is fine by construction (Artifact over a lower stage)
+                    // unless the host names an Artifact as a blocker: refused.
+                    let _ = self.link_inner(artifact, blocker.clone(), &mut effects);
+                }
+            }
+        }
+        for artifact in &artifacts {
+            self.settle(artifact, &mut effects);
+        }
+        Some(effects)
+    }
+
+    /// Removes and returns `owner`'s blocker record (the deferred-blocker
+    /// drain). Already linked edges are not touched.
+    pub fn drain_blockers(&mut self, owner: &FileIdentity) -> Vec<DepKey> {
+        self.blockers.drain(owner)
+    }
+
+    /// `owner`'s blocker record.
+    pub fn blockers_of(&self, owner: &FileIdentity) -> Vec<DepKey> {
+        self.blockers.blockers_of(owner)
+    }
+
+    /// Whether `dep` (an Analysis) is demanded: a request group waits on it or
+    /// on an Artifact of the same version, an admitted consumer is gated on
+    /// it, or a blocker record names it. Reads indices only: O(1) in the size
+    /// of the DAG.
+    pub fn has_analysis_demand(&self, dep: &DepKey) -> bool {
+        if self.blockers.has_demand(dep) || self.groups.contains_key(dep) {
+            return true;
+        }
+        let identity = WorkNodeIdentity::File(dep.clone());
+        if self.nodes.contains_key(&identity) {
+            return true;
+        }
+        self.files
+            .get(&dep.file.canonical)
+            .and_then(|records| records.versions.get(&dep.file.version()))
+            .is_some_and(|slot| {
+                slot.groups
+                    .iter()
+                    .chain(&slot.nodes)
+                    .any(|stage| matches!(stage, TargetStage::Artifact(_)))
+            })
+    }
+}

@@ -1,0 +1,205 @@
+//! `SchedulerDag`: Retirement: sweeping one canonical's records below a version.
+//!
+//! Part of the `dag` module; see its docs for what the DAG holds and its
+//! invariants.
+
+use super::*;
+
+impl SchedulerDag {
+    /// Retires every record of `canonical` below `bound`, in one call. Driven
+    /// by the canonical's own indices: its version slots, the edge store's
+    /// file index and the blocker registry's per-file indices.
+    pub(super) fn sweep(
+        &mut self,
+        canonical: &Canonical,
+        bound: SourceVersion,
+        reason: SweepReason,
+    ) -> Effects {
+        let mut effects = Effects::default();
+        // Waiters follow only to a live version the sweep leaves standing.
+        let live = self
+            .live_file(canonical)
+            .filter(|live| live.version() >= bound);
+        let retired: Vec<(SourceVersion, VersionSlot)> = match self.files.get_mut(canonical) {
+            Some(records) => records.versions.split_below(&bound),
+            None => Vec::new(),
+        };
+        let mut retired_keys: Vec<DepKey> = Vec::new();
+        let mut retired_groups: Vec<DepKey> = Vec::new();
+        for (version, slot) in retired {
+            let file =
+                FileIdentity::new(canonical.clone(), version.incarnation, version.generation);
+            retired_keys.extend(slot.nodes.iter().map(|stage| file.clone().at(*stage)));
+            retired_groups.extend(slot.groups.iter().map(|stage| file.clone().at(*stage)));
+        }
+        // Keys with dependency waiters but no node (defensive: producers are
+        // created when named, so this finds only what the slots already had).
+        for key in self.edges.keys_below(canonical, bound) {
+            if !retired_keys.contains(&key) {
+                retired_keys.push(key);
+            }
+        }
+        retired_keys.sort();
+        retired_groups.sort();
+
+        // 1. Nodes: drop them; move their consumers in other files onto the
+        //    live version of the same stage. On removal there is none: the
+        //    consumers (Artifacts of importers) are re-linked in step 5.
+        let mut orphans: Vec<(WorkNodeIdentity, DepKey)> = Vec::new();
+        for key in &retired_keys {
+            let identity = WorkNodeIdentity::File(key.clone());
+            for consumer in self.edges.take_waiters(key) {
+                orphans.push((consumer, key.clone()));
+            }
+            if let Some(node) = self.nodes.remove(&identity) {
+                self.abandon(&identity, &node, &mut effects);
+                self.ready.remove(&identity);
+                self.edges.remove_consumer(&identity);
+            }
+        }
+        let mut relink: Vec<(WorkNodeIdentity, DepKey)> = Vec::new();
+        for (consumer, old) in orphans {
+            if !self.nodes.contains_key(&consumer) {
+                continue; // retired itself (same file) or already failed
+            }
+            match &live {
+                Some(live) => {
+                    let _ = self.link_inner(&consumer, live.clone().at(old.stage), &mut effects);
+                    self.settle(&consumer, &mut effects);
+                }
+                None => relink.push((consumer, old)),
+            }
+        }
+
+        // 2. Request waiters: follow, supersede or shut down.
+        for key in retired_groups {
+            let members = self.groups.remove(&key).unwrap_or_default();
+            for member in members {
+                let follows = match reason {
+                    SweepReason::NewGeneration => member.policy == WaitPolicy::Follow,
+                    SweepReason::Rehome => true,
+                    SweepReason::Removal => false,
+                };
+                match (&live, follows) {
+                    (Some(live), true) => {
+                        self.counters.followed += 1;
+                        let new_key = live.clone().at(key.stage);
+                        let identity = WorkNodeIdentity::File(new_key.clone());
+                        match self.nodes.get(&identity).map(|n| n.state.clone()) {
+                            Some(NodeState::Done) => effects.answers.push(Answer {
+                                waiter: member.waiter,
+                                key: new_key,
+                                outcome: Ok(()),
+                            }),
+                            Some(NodeState::Failed(failure)) => effects.answers.push(Answer {
+                                waiter: member.waiter,
+                                key: new_key,
+                                outcome: Err((*failure).clone()),
+                            }),
+                            _ => {
+                                let _ = self.add_member(&new_key, member);
+                                self.ensure_file_node(&new_key, member.priority, &mut effects);
+                            }
+                        }
+                    }
+                    (Some(_), false) if matches!(reason, SweepReason::NewGeneration) => {
+                        self.counters.superseded += 1;
+                        effects.answers.push(Answer {
+                            waiter: member.waiter,
+                            key: key.clone(),
+                            outcome: Err(DagFailure::Superseded {
+                                canonical: canonical.clone(),
+                            }),
+                        });
+                    }
+                    _ => effects.answers.push(Answer {
+                        waiter: member.waiter,
+                        key: key.clone(),
+                        outcome: Err(DagFailure::Shutdown {
+                            canonical: canonical.clone(),
+                        }),
+                    }),
+                }
+            }
+        }
+
+        // 3. Blocker records: owners below the bound lose theirs; references
+        //    to retired versions move to the live version (or are dropped).
+        self.blockers.retire_owners_below(canonical, bound);
+        let mut affected_owners: Vec<FileIdentity> = Vec::new();
+        for (owner, old) in self.blockers.references_below(canonical, bound) {
+            // On removal the reference stays, naming the removed version: the
+            // owner still depends on the file, and its next Artifact ensures
+            // the file again (`live_blockers_of`).
+            if let Some(live) = &live {
+                self.blockers
+                    .repoint(&owner, &old, live.clone().at(old.stage));
+            }
+            if !affected_owners.contains(&owner) {
+                affected_owners.push(owner);
+            }
+        }
+        // 4. Artifacts built (or being built) on a retired blocker version are
+        //    stale: drop them, and re-admit those that have waiters, gated on
+        //    the blockers' live versions. Their waiters keep waiting on the
+        //    same key; a running build's completion is refused (its admission
+        //    is gone).
+        affected_owners.sort();
+        for owner in affected_owners {
+            if !self.is_live(&owner) {
+                continue;
+            }
+            for artifact in self.artifact_nodes_of(&owner) {
+                let done = self.is_done(&artifact);
+                self.drop_node(&artifact, &mut effects);
+                if done {
+                    effects.invalidated.push(artifact.clone());
+                }
+                let key = artifact
+                    .as_dep_key()
+                    .expect("artifact nodes are file work")
+                    .clone();
+                if self.groups.contains_key(&key) {
+                    let priority = self.group_priority(&key);
+                    self.ensure_file_node(&key, priority, &mut effects);
+                }
+            }
+        }
+        // 5. Consumers of a removed file that step 4 did not rebuild: an
+        //    Artifact waits on its owner's blockers, ensured again; anything
+        //    else fails, as the file it waited on is gone.
+        for (consumer, old) in relink {
+            if !self.nodes.contains_key(&consumer) {
+                continue;
+            }
+            let owner = match &consumer {
+                WorkNodeIdentity::File(key) if matches!(key.stage, TargetStage::Artifact(_)) => {
+                    Some(key.file.clone())
+                }
+                _ => None,
+            };
+            let names_it = owner.as_ref().is_some_and(|owner| {
+                self.blockers
+                    .blockers_of(owner)
+                    .iter()
+                    .any(|blocker| blocker.file.canonical == *canonical)
+            });
+            match owner {
+                Some(owner) if names_it => {
+                    for blocker in self.live_blockers_of(&owner, &mut effects) {
+                        let _ = self.link_inner(&consumer, blocker, &mut effects);
+                    }
+                    self.settle(&consumer, &mut effects);
+                }
+                _ => {
+                    let cause = Arc::new(DagFailure::Shutdown {
+                        canonical: canonical.clone(),
+                    });
+                    self.fail_node(&consumer, &old, &cause, &mut effects);
+                }
+            }
+        }
+        self.drop_file_if_empty(canonical);
+        effects
+    }
+}
