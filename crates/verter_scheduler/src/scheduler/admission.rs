@@ -1,0 +1,365 @@
+//! `Scheduler`: Admission under the lock: draining the inbox in order, creating and re-homing objects, and carrying out what the DAG decided (`absorb`).
+//!
+//! Part of the `scheduler` module, which owns the DAG lock; see its docs for
+//! the admission protocol and the lock rank.
+
+use super::*;
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// Admits every item in the inbox, up to 64 per lock hold. Returns how
+    /// many items were admitted.
+    pub(crate) fn drain_inbox(&self) -> usize {
+        let mut admitted = 0;
+        loop {
+            // Every pump pass drains: skip the lock when there is nothing to
+            // take (an item sent after this check wakes a pump of its own).
+            if self.inbox_rx.is_empty() {
+                return admitted;
+            }
+            let n = self.transact(|locked, post| self.admit_pending(locked, post, 64));
+            if n == 0 {
+                return admitted;
+            }
+            admitted += n;
+        }
+    }
+
+    /// Under the lock: takes up to `max` items out of the inbox and admits
+    /// them, in order, in this hold. Taking an item and admitting it in one
+    /// hold is what keeps every sender's submissions in their order.
+    pub(crate) fn admit_pending(
+        &self,
+        locked: &mut Locked<E>,
+        post: &mut PostWork<E>,
+        max: usize,
+    ) -> usize {
+        let mut items = 0;
+        let mut requests = 0;
+        while items < max {
+            let Ok(item) = self.inbox_rx.try_recv() else {
+                break;
+            };
+            items += 1;
+            requests += item.len();
+            match item {
+                Submission::One(prepared) => self.admit(locked, prepared, post),
+                Submission::Batch(batch) => {
+                    for prepared in batch {
+                        self.admit(locked, prepared, post);
+                    }
+                }
+            }
+        }
+        if requests > 0 {
+            // Release: whatever these admissions published is visible to a
+            // fast path that sees the count drop.
+            self.counters
+                .pending_admissions
+                .fetch_sub(requests, Ordering::Release);
+        }
+        items
+    }
+
+    /// Admission under the lock. See the module docs.
+    pub(super) fn admit(
+        &self,
+        locked: &mut Locked<E>,
+        prepared: Prepared<E>,
+        post: &mut PostWork<E>,
+    ) {
+        let canonical = prepared.canonical.clone();
+        let _span =
+            tracing::trace_span!("admit", path = %canonical, stage = %prepared.stage).entered();
+        // 1. Revalidate the lifetime, or ensure the object. A lifetime that
+        //    ended (the file was removed or reset, and maybe added again
+        //    since) answers `Shutdown`, with or without text.
+        let published = self.nodes.get(&canonical).map(|node| Arc::clone(&node));
+        let (mut node, created) = match (prepared.lifetime, published) {
+            (Some(lifetime), published)
+                if published
+                    .as_ref()
+                    .is_none_or(|node| node.lifetime() != lifetime) =>
+            {
+                post.answer(
+                    prepared.slot,
+                    Err(RequestError::Shutdown { path: canonical }),
+                );
+                return;
+            }
+            (_, Some(node)) => (node, false),
+            (_, None) => {
+                let (object, created) = locked.dag.ensure_object(&canonical);
+                debug_assert!(created, "an unpublished canonical has no live object");
+                if !prepared.explicit_language {
+                    locked
+                        .languages
+                        .insert(canonical.clone(), prepared.language.clone());
+                }
+                let node = self.publish_node(&canonical, object, prepared.language.clone());
+                (node, created)
+            }
+        };
+        prepared.slot.mark_admitted();
+        // 2. Re-home the language: new object, same lifetime.
+        if prepared.explicit_language && node.language() != &prepared.language {
+            node = self.rehome(locked, &node, prepared.language.clone(), post);
+        }
+        // 3. New text: bump the generation (with its sweep) unless the object
+        //    was created by this very request or the text is unchanged; the
+        //    empty view and the text are published in one transition.
+        let mut live = locked
+            .dag
+            .live_file(&canonical)
+            .expect("the node is published, so its object is live");
+        if let Some(text) = &prepared.text {
+            let hash = content_hash(text);
+            let unchanged = locked.texts.get(&canonical).is_some_and(|known| {
+                known.text.version == live.version()
+                    && known.text.hash == hash
+                    && known.text.text == *text
+            });
+            if !unchanged {
+                let mut swept = None;
+                if !created {
+                    match locked.dag.advance_generation(&canonical, live.incarnation) {
+                        Ok((next, effects)) => {
+                            live = next;
+                            swept = Some(effects);
+                        }
+                        Err(ObjectError::Exhausted(_)) => {
+                            post.answer(
+                                prepared.slot,
+                                Err(RequestError::GenerationExhausted { path: canonical }),
+                            );
+                            return;
+                        }
+                        Err(other) => unreachable!("the live object was checked: {other}"),
+                    }
+                }
+                let source = Arc::new(SourceText {
+                    canonical: canonical.clone(),
+                    version: live.version(),
+                    text: Arc::clone(text),
+                    hash,
+                });
+                self.source_root.publish_transition(|tx| {
+                    if swept.is_some() {
+                        node.reset_view(live.generation);
+                    }
+                    present(tx, &source);
+                });
+                locked.texts.insert(
+                    canonical.clone(),
+                    KnownText {
+                        text: source,
+                        published: true,
+                    },
+                );
+                if let Some(effects) = swept {
+                    self.absorb(locked, effects, post);
+                }
+            } else if let Some(known) = locked.texts.get_mut(&canonical)
+                && !known.published
+            {
+                // The same text was loaded and waits to be parsed: the host
+                // upserted it, so it reads it from now on (its Source commit
+                // will not publish it again).
+                known.published = true;
+                let source = Arc::clone(&known.text);
+                self.publish_present(&source);
+            }
+        }
+        // 4. Register the waiter before admitting its work.
+        let policy = if prepared.text.is_some() {
+            WaitPolicy::Pinned
+        } else {
+            WaitPolicy::Follow
+        };
+        let registration =
+            locked
+                .dag
+                .register_request(live.clone().at(prepared.stage), policy, prepared.priority);
+        locked.waiters.insert(registration.waiter, prepared.slot);
+        if let Some(joiner) = registration.joiner {
+            post.event(|| SchedulerEvent::DidJoin(joiner.key));
+        }
+        if let Some(answer) = registration.answered {
+            let effects = Effects {
+                answers: vec![answer],
+                ..Effects::default()
+            };
+            self.absorb(locked, effects, post);
+            return;
+        }
+        let identity = WorkNodeIdentity::File(registration.key.clone());
+        let effects = locked
+            .dag
+            .submit_file(&registration.key.file, &identity)
+            .expect("registration validated the key against the live object in this hold");
+        self.absorb(locked, effects, post);
+    }
+
+    /// Under the lock: publishes a node for `object`, a new object of
+    /// `canonical` (creating a node publishes nothing to the source root).
+    pub(crate) fn publish_node(
+        &self,
+        canonical: &Canonical,
+        object: ObjectRecord,
+        language: Language,
+    ) -> Arc<FileNode<E>> {
+        let node = Arc::new(FileNode::new(
+            canonical.clone(),
+            object.incarnation,
+            object.lifetime,
+            language,
+            object.generation,
+        ));
+        self.nodes.insert(canonical.clone(), Arc::clone(&node));
+        node
+    }
+
+    /// Under the lock: replaces `node` with a new object of the same lifetime
+    /// processed as `language`; its waiters follow the replacement. The
+    /// swap of nodes and the source root's record of the new version are
+    /// one transition.
+    pub(super) fn rehome(
+        &self,
+        locked: &mut Locked<E>,
+        node: &Arc<FileNode<E>>,
+        language: Language,
+        post: &mut PostWork<E>,
+    ) -> Arc<FileNode<E>> {
+        let canonical = node.canonical().clone();
+        let (live, effects) = locked
+            .dag
+            .rehome_object(&canonical, node.incarnation())
+            .expect("the node is published, so its object is live");
+        let replacement = Arc::new(FileNode::new(
+            canonical.clone(),
+            live.incarnation,
+            node.lifetime(),
+            language,
+            live.generation,
+        ));
+        // The replacement starts from the same text, if it was known.
+        let known = locked.texts.remove(&canonical).map(|known| {
+            Arc::new(SourceText {
+                version: live.version(),
+                ..(*known.text).clone()
+            })
+        });
+        self.source_root.publish_transition(|tx| {
+            node.retire();
+            self.nodes
+                .insert(canonical.clone(), Arc::clone(&replacement));
+            match &known {
+                Some(source) => present(tx, source),
+                None => tx.pending(canonical.clone(), live.version()),
+            }
+        });
+        if let Some(source) = known {
+            locked.texts.insert(
+                canonical,
+                KnownText {
+                    text: source,
+                    published: true,
+                },
+            );
+        }
+        self.absorb(locked, effects, post);
+        replacement
+    }
+
+    /// Under the lock: turns DAG effects into post-work. Answers read their
+    /// outputs from the published node views (the one store of outputs).
+    pub(crate) fn absorb(&self, locked: &mut Locked<E>, effects: Effects, post: &mut PostWork<E>) {
+        // Objects the DAG created itself (a removed blocker an importer
+        // needs again) get their nodes first: their work is about to run.
+        for (canonical, object) in effects.ingested {
+            let language = locked.languages.get(&canonical).cloned();
+            debug_assert!(
+                language.is_some(),
+                "{canonical} was named by a parsed source, which recorded its language"
+            );
+            let language = language.unwrap_or_else(|| Language::new("unknown"));
+            self.publish_node(&canonical, object, language);
+        }
+        for answer in effects.answers {
+            let Some(slot) = locked.waiters.remove(&answer.waiter) else {
+                debug_assert!(false, "waiter {:?} answered twice", answer.waiter);
+                self.counters
+                    .duplicate_answers
+                    .fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            let result = match answer.outcome {
+                Ok(()) => self.output_of(&answer.key).ok_or_else(|| {
+                    // Done work always has its output in the published view:
+                    // every path that stops serving an output also makes the
+                    // DAG forget the work (invalidation, eviction, retirement).
+                    debug_assert!(false, "{} is done but has no committed output", answer.key);
+                    self.counters
+                        .internal_errors
+                        .fetch_add(1, Ordering::Relaxed);
+                    RequestError::Internal {
+                        path: answer.key.file.canonical.clone(),
+                        message: "done work has no committed output".into(),
+                    }
+                }),
+                Err(failure) => Err(answer_error(&answer.key.file, &failure)),
+            };
+            post.answer(slot, result);
+        }
+        for joiner in effects.joiners {
+            post.event(|| SchedulerEvent::DidJoin(joiner.key));
+        }
+        // Artifacts built on a blocker version that changed stop being served.
+        for work in effects.invalidated {
+            if let Some(key) = work.as_dep_key()
+                && let TargetStage::Artifact(profile) = key.stage
+                && let Some(node) = self.nodes.get(&key.file.canonical)
+                && node.incarnation() == key.file.incarnation
+            {
+                node.update_view(key.file.generation, |view| {
+                    view.artifacts
+                        .retain(|artifact| artifact.profile != profile);
+                });
+            }
+        }
+        if effects.newly_ready > 0 {
+            post.dispatch = true;
+        }
+    }
+
+    /// The committed output for `key`, if its object and generation are the
+    /// published ones.
+    pub(super) fn output_of(
+        &self,
+        key: &verter_dag::DepKey,
+    ) -> Option<crate::snapshot::StageOutput<E>> {
+        let node = self.nodes.get(&key.file.canonical)?;
+        if node.incarnation() != key.file.incarnation {
+            return None;
+        }
+        let view = node.view();
+        if view.generation != key.file.generation {
+            return None;
+        }
+        view.output(key.stage)
+    }
+
+    /// Under the lock: records `source` (a loaded text) as present, in a
+    /// transition of its own.
+    pub(crate) fn publish_present(&self, source: &Arc<SourceText>) {
+        self.source_root
+            .publish_transition(|tx| present(tx, source));
+    }
+
+    /// Admits whatever the caller (or anyone) sent before this call, so the
+    /// call that follows reads those writes; a no-op when nothing is pending.
+    pub(super) fn admit_everything_sent(&self) {
+        if self.counters.pending_admissions.load(Ordering::Acquire) > 0 {
+            self.transact(|locked, post| self.admit_pending(locked, post, usize::MAX));
+        }
+    }
+}

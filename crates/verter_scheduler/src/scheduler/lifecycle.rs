@@ -1,0 +1,105 @@
+//! `Scheduler`: Lifecycle: invalidate, close, remove and reset, each one lock hold that first admits what is pending.
+//!
+//! Part of the `scheduler` module, which owns the DAG lock; see its docs for
+//! the admission protocol and the lock rank.
+
+use super::*;
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// Drops the file's current text and bumps its generation, so its next
+    /// request reloads it through the loader; the source root stops serving
+    /// the old text at once (the file reads `Pending` until the reload).
+    /// Waiters without text follow to the new generation (their work is
+    /// re-admitted); waiters that carried text are answered `Superseded`.
+    /// Unknown paths are ignored. Everything the caller submitted before is
+    /// admitted first.
+    pub fn invalidate(&self, path: &str) -> Result<(), RequestError> {
+        let canonical = self.canonicalize(path)?;
+        self.transact(|locked, post| {
+            self.admit_pending(locked, post, usize::MAX);
+            let Some(node) = self.nodes.get(&canonical).map(|node| Arc::clone(&node)) else {
+                return Ok(());
+            };
+            match locked
+                .dag
+                .advance_generation(&canonical, node.incarnation())
+            {
+                Ok((live, effects)) => {
+                    locked.texts.remove(&canonical);
+                    self.source_root.publish_transition(|tx| {
+                        node.reset_view(live.generation);
+                        tx.pending(canonical.clone(), live.version());
+                    });
+                    self.absorb(locked, effects, post);
+                    Ok(())
+                }
+                Err(ObjectError::Exhausted(_)) => {
+                    Err(RequestError::GenerationExhausted { path: canonical })
+                }
+                Err(other) => unreachable!("the published node's object is live: {other}"),
+            }
+        })
+    }
+
+    /// Closes an editor's overlay: the file reverts to the loader's bytes.
+    /// The same transition as [`Self::invalidate`].
+    pub fn close_file(&self, path: &str) -> Result<(), RequestError> {
+        self.invalidate(path)
+    }
+
+    /// Removes the file: its waiters are answered `Shutdown`, its work is
+    /// cancelled, the node is unpublished and the source root records it
+    /// `Absent` — in one lock hold, the node map and the source root in one
+    /// transition. Files whose Artifacts wait on it keep depending on it:
+    /// they ask the loader for it again (a successor object) and fail with
+    /// `DependencyFailed` if it has none. A later request creates a
+    /// successor (new incarnation, generation 0). Unknown paths are ignored.
+    /// Everything the caller submitted before is admitted first.
+    pub fn remove(&self, path: &str) -> Result<(), RequestError> {
+        let canonical = self.canonicalize(path)?;
+        self.transact(|locked, post| {
+            self.admit_pending(locked, post, usize::MAX);
+            let Some(node) = self.nodes.get(&canonical).map(|node| Arc::clone(&node)) else {
+                return;
+            };
+            let version = node.version();
+            let effects = locked.dag.remove_object(&canonical);
+            locked.texts.remove(&canonical);
+            self.source_root.publish_transition(|tx| {
+                self.nodes.remove(&canonical);
+                node.retire();
+                tx.absent(canonical.clone(), version);
+            });
+            self.absorb(locked, effects, post);
+        });
+        Ok(())
+    }
+
+    /// Removes every file at once (one source-root epoch, with the node map
+    /// cleared inside it): every waiter is answered `Shutdown`, work in
+    /// flight is cancelled and refused when it returns, and the DAG's
+    /// backing storage is released. Everything submitted before is admitted
+    /// first (and so shut down).
+    pub fn reset(&self) {
+        self.transact(|locked, post| {
+            self.admit_pending(locked, post, usize::MAX);
+            let effects = locked.dag.reset();
+            self.source_root.publish_transition(|tx| {
+                let nodes: Vec<Arc<FileNode<E>>> = self
+                    .nodes
+                    .iter()
+                    .map(|entry| Arc::clone(entry.value()))
+                    .collect();
+                self.nodes.clear();
+                for node in &nodes {
+                    node.retire();
+                    tx.absent(node.canonical().clone(), node.version());
+                }
+            });
+            locked.texts = HashMap::default();
+            locked.languages = HashMap::default();
+            self.absorb(locked, effects, post);
+            debug_assert!(locked.waiters.is_empty(), "reset answers every waiter");
+        });
+    }
+}

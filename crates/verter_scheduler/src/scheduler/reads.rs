@@ -1,0 +1,143 @@
+//! `Scheduler`: Reads: source text and roots, published nodes, counters, the ledger and quiescence.
+//!
+//! Part of the `scheduler` module, which owns the DAG lock; see its docs for
+//! the admission protocol and the lock rank.
+
+use super::*;
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// The newest source text of `path` the source root holds, if present
+    /// (after admitting what the caller submitted before).
+    pub fn try_get_source(&self, path: &str) -> Option<Arc<SourceText>> {
+        let canonical = self.canonicalize(path).ok()?;
+        self.admit_everything_sent();
+        self.source_root.state_now(&canonical).payload().cloned()
+    }
+
+    /// A root that reads every file's source as of now, for as long as it
+    /// lives (a retention lease); it sees everything the caller submitted
+    /// before.
+    pub fn capture_root(&self) -> SchedulerSourceRoot {
+        self.admit_everything_sent();
+        self.source_root.capture_root()
+    }
+
+    /// The source text of `path` as of `root`, if present then.
+    pub fn try_get_source_at(
+        &self,
+        root: &SchedulerSourceRoot,
+        path: &str,
+    ) -> Option<Arc<SourceText>> {
+        let canonical = self.canonicalize(path).ok()?;
+        self.source_root
+            .state_at(root, &canonical)
+            .payload()
+            .cloned()
+    }
+
+    /// The full state of `path` as of `root`: unknown, absent, pending or
+    /// present.
+    pub fn source_state_at(
+        &self,
+        root: &SchedulerSourceRoot,
+        canonical: &Canonical,
+    ) -> SourceState<Arc<SourceText>> {
+        self.source_root.state_at(root, canonical)
+    }
+
+    /// What the source root holds: files, retained versions, live roots.
+    pub fn source_root_stats(&self) -> SourceRootStats {
+        self.source_root.stats()
+    }
+
+    /// Frees every source version neither the current epoch nor a live root
+    /// reads, now (the source root also collects on its own as it
+    /// publishes).
+    pub fn gc_source_root(&self) -> GcReport {
+        self.source_root.gc()
+    }
+
+    /// The published node of `path`, if any (after admitting what the
+    /// caller submitted before).
+    pub fn node(&self, canonical: &Canonical) -> Option<Arc<FileNode<E>>> {
+        self.admit_everything_sent();
+        self.nodes.get(canonical).map(|node| Arc::clone(&node))
+    }
+
+    /// The published version of `canonical`, if any (after admitting what
+    /// the caller submitted before).
+    pub fn version_of(&self, canonical: &Canonical) -> Option<SourceVersion> {
+        self.admit_everything_sent();
+        self.nodes.get(canonical).map(|node| node.version())
+    }
+
+    /// What the scheduler has done so far.
+    pub fn counters(&self) -> SchedulerCounters {
+        let (dag, ledger) = self.read_locked(|locked| (locked.dag.counters(), locked.dag.ledger()));
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        SchedulerCounters {
+            submits: load(&self.counters.submits),
+            batches: load(&self.counters.batches),
+            dedupe_joins: dag.dedupe_joins,
+            stale_completion_refusals: dag.stale_completion_refusals,
+            supersedes: dag.superseded,
+            cancellations: dag.cancelled,
+            inbox_depth_max: self.counters.inbox_depth_max.load(Ordering::Relaxed),
+            ledger_in_use: ledger.in_use(),
+            loads: load(&self.counters.loads),
+            source_runs: load(&self.counters.source_runs),
+            analysis_runs: load(&self.counters.analysis_runs),
+            artifact_runs: load(&self.counters.artifact_runs),
+            executor_panics: load(&self.counters.executor_panics),
+            answered_without_admission: load(&self.counters.answered_without_admission),
+            duplicate_answers: load(&self.counters.duplicate_answers),
+            internal_errors: load(&self.counters.internal_errors),
+        }
+    }
+
+    /// The capacity ledger now.
+    pub fn ledger(&self) -> LedgerSnapshot {
+        self.read_locked(|locked| locked.dag.ledger())
+    }
+
+    /// Membership counts and backing capacity of dependency state.
+    pub fn dependency_occupancy(&self) -> DependencyOccupancy {
+        self.read_locked(|locked| locked.dag.dependency_occupancy())
+    }
+
+    /// Ready work not yet dispatched, CPU plus I/O.
+    pub fn ready_queue_depth(&self) -> usize {
+        self.read_locked(|locked| {
+            locked.dag.ready_len(ResourceClass::Cpu) + locked.dag.ready_len(ResourceClass::Io)
+        })
+    }
+
+    /// What is running, waiting or queued now; [`QuiescenceReport::clean`]
+    /// when the scheduler is idle.
+    pub fn quiescence_report(&self) -> QuiescenceReport {
+        self.read_locked(|locked| QuiescenceReport {
+            ledger_in_use: locked.dag.ledger().in_use(),
+            waiting: locked.waiters.len(),
+            queued_jobs: self.jobs[0].len() + self.jobs[1].len(),
+            inbox: self.inbox_rx.len(),
+        })
+    }
+
+    /// Dependency state read under the lock, for the witness module.
+    pub(crate) fn with_dag<R>(&self, f: impl FnOnce(&Locked<E>) -> R) -> R {
+        self.read_locked(f)
+    }
+
+    /// Pumps until nothing is left to do on this thread: drains the inbox
+    /// and runs ready work (inline mode runs it here; threaded mode hands it
+    /// to the pools). Returns how many pump passes made progress.
+    pub fn run_until_idle(&self) -> usize {
+        let _inline = (self.is_inline() && !CallerKind::current().drives_while_waiting())
+            .then(|| CallerKind::enter(CallerKind::Inline));
+        let mut passes = 0;
+        while self.pump_pass() {
+            passes += 1;
+        }
+        passes
+    }
+}

@@ -1,0 +1,295 @@
+//! `Scheduler`: Submission: requests, batches, waits, preparation outside the lock and the inbox.
+//!
+//! Part of the `scheduler` module, which owns the DAG lock; see its docs for
+//! the admission protocol and the lock rank.
+
+use super::*;
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// Submits one request. The handle is answered exactly once.
+    pub fn submit_request(&self, request: Request) -> CompletionHandle<E> {
+        let slot = AnswerSlot::new();
+        let handle = CompletionHandle::new(slot.state());
+        self.counters.submits.fetch_add(1, Ordering::Relaxed);
+        match self.prepare(request, slot.share(), true) {
+            Ok(Preparation::Queue(prepared)) => self.enqueue(Submission::One(prepared)),
+            Ok(Preparation::Answered(result)) => self.answer_now(slot, result),
+            Err(error) => self.answer_now(slot, Err(error)),
+        }
+        handle
+    }
+
+    /// Submits each request as its own inbox item: the pump may see the
+    /// batch half-admitted. Handles are in input order.
+    pub fn submit_batch(&self, requests: Vec<Request>) -> BatchHandle<E> {
+        BatchHandle {
+            handles: requests
+                .into_iter()
+                .map(|request| self.submit_request(request))
+                .collect(),
+        }
+    }
+
+    /// Submits the requests as one inbox item, admitted under one lock hold:
+    /// no pump ever sees the batch half-admitted, and a batch of source
+    /// updates supersedes every file's old generation at once. Each item
+    /// reads the writes of the items before it: once an item changes a file
+    /// (text or language), no later item is answered at submission — any of
+    /// them may depend on that file.
+    pub fn submit_batch_atomic(&self, requests: Vec<Request>) -> BatchHandle<E> {
+        let mut handles = Vec::with_capacity(requests.len());
+        let mut prepared = Vec::with_capacity(requests.len());
+        let mut post = self.post_work();
+        let mut may_answer = true;
+        for request in requests {
+            let slot = AnswerSlot::new();
+            handles.push(CompletionHandle::new(slot.state()));
+            self.counters.submits.fetch_add(1, Ordering::Relaxed);
+            let changes = request.text.is_some() || request.language.is_some();
+            match self.prepare(request, slot.share(), may_answer) {
+                Ok(Preparation::Queue(p)) => prepared.push(p),
+                Ok(Preparation::Answered(result)) => post.answer(slot, result),
+                Err(error) => post.answer(slot, Err(error)),
+            }
+            may_answer &= !changes;
+        }
+        if !prepared.is_empty() {
+            self.enqueue(Submission::Batch(prepared));
+        }
+        self.run_post(post);
+        BatchHandle { handles }
+    }
+
+    /// Submits a Source request carrying new `text` for `path` (an editor's
+    /// buffer): it bumps the file's generation when the text differs.
+    pub fn upsert(
+        &self,
+        path: &str,
+        text: impl Into<Arc<str>>,
+        priority: Priority,
+    ) -> CompletionHandle<E> {
+        self.submit_request(
+            Request::new(path, TargetStage::Source)
+                .text(text)
+                .priority(priority),
+        )
+    }
+
+    /// Records that a host layer submitted one non-empty batch.
+    pub fn account_batch_submission(&self) {
+        self.counters.batches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Waits for `handle`'s answer. A stage worker or an inline caller drives
+    /// the scheduler while it waits; any other thread parks.
+    pub fn wait(&self, handle: &CompletionHandle<E>) -> RequestResult<E> {
+        if let Some(result) = handle.try_result() {
+            return result;
+        }
+        let _inline = (self.is_inline() && !CallerKind::current().drives_while_waiting())
+            .then(|| CallerKind::enter(CallerKind::Inline));
+        wait_or_drive_with(handle.state.cell(), self, self.config.wait_backstop)
+    }
+
+    /// Waits for every handle of `batch`; results in input order, never
+    /// partial.
+    pub fn wait_batch(&self, batch: &BatchHandle<E>) -> Vec<RequestResult<E>> {
+        batch
+            .handles
+            .iter()
+            .map(|handle| self.wait(handle))
+            .collect()
+    }
+
+    /// Blocks until the scheduler is idle — nothing waiting for admission,
+    /// queued, ready or running — or `timeout` passes; returns whether it is
+    /// idle. An inline scheduler is pumped on this thread. Wakes on the
+    /// scheduler's progress signal, never by polling a clock.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            let seen = self.progress.epoch();
+            if self.is_inline() {
+                self.run_until_idle();
+            }
+            if self.is_idle() {
+                return true;
+            }
+            let remaining = match deadline {
+                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                    Some(remaining) if !remaining.is_zero() => Some(remaining),
+                    _ => return false,
+                },
+                None => None,
+            };
+            self.progress.park(seen, remaining);
+        }
+    }
+
+    /// Driving waiters (inline callers, stage workers) and `wait_idle`
+    /// callers parked on the scheduler's progress signal right now: for
+    /// diagnostics, and for tests that must know a waiter is parked before
+    /// they let work go on.
+    pub fn idle_waiters(&self) -> usize {
+        self.progress.parked_threads()
+    }
+
+    /// Whether nothing is waiting for admission, queued, ready or running.
+    pub(super) fn is_idle(&self) -> bool {
+        self.counters.pending_admissions.load(Ordering::Acquire) == 0
+            && self.inbox_rx.is_empty()
+            && self.jobs.iter().all(SegQueue::is_empty)
+            && self.read_locked(|locked| {
+                locked.dag.ledger().in_use() == 0
+                    && locked.dag.ready_len(ResourceClass::Cpu) == 0
+                    && locked.dag.ready_len(ResourceClass::Io) == 0
+            })
+    }
+
+    /// Answers `slot` outside the lock.
+    pub(super) fn answer_now(&self, slot: AnswerSlot<E>, result: RequestResult<E>) {
+        let mut post = self.post_work();
+        post.answer(slot, result);
+        self.run_post(post);
+    }
+
+    pub(super) fn prepare(
+        &self,
+        request: Request,
+        slot: AnswerSlot<E>,
+        may_answer: bool,
+    ) -> Result<Preparation<E>, RequestError> {
+        let canonical = self.canonicalize(&request.path)?;
+        // Sample the published node; the node map guard drops before
+        // anything takes the DAG lock.
+        let published = self.nodes.get(&canonical).map(|node| Arc::clone(&node));
+        // A request that changes nothing (no text, no language) for output the
+        // live object already committed is answered here, without the inbox or
+        // the lock: it reads a published snapshot, which readers may do
+        // without the lock, and is ordered before any edit that lands later.
+        if may_answer
+            && request.text.is_none()
+            && request.language.is_none()
+            // Only when nothing submitted earlier is still waiting for
+            // admission: an earlier upsert from this thread must be seen.
+            && self.counters.pending_admissions.load(Ordering::Acquire) == 0
+            && let Some(node) = &published
+            && !node.is_retired()
+            && let Some(output) = node.view().output(request.stage)
+        {
+            self.counters
+                .answered_without_admission
+                .fetch_add(1, Ordering::Relaxed);
+            return Ok(Preparation::Answered(Ok(output)));
+        }
+        let explicit_language = request.language.is_some();
+        let language = match (request.language, &published) {
+            (Some(language), _) => language,
+            (None, Some(node)) => node.language().clone(),
+            (None, None) => self.classify(&canonical)?,
+        };
+        let lifetime = published.map(|node| node.lifetime());
+        Ok(Preparation::Queue(Prepared {
+            canonical,
+            stage: request.stage,
+            priority: request.priority,
+            text: request.text,
+            language,
+            explicit_language,
+            lifetime,
+            slot,
+        }))
+    }
+
+    /// The loader's canonical form of `path`, with its panics caught (and
+    /// counted).
+    pub(crate) fn canonicalize(&self, path: &str) -> Result<Canonical, RequestError> {
+        match catch_unwind(AssertUnwindSafe(|| self.loader.realpath(path))) {
+            Ok(Ok(canonical)) => Ok(canonical),
+            Ok(Err(error)) => Err(RequestError::from_load(&Canonical::from(path), &error)),
+            Err(payload) => {
+                self.counters
+                    .executor_panics
+                    .fetch_add(1, Ordering::Relaxed);
+                Err(RequestError::LoadFailed {
+                    path: Canonical::from(path),
+                    message: format!("realpath panicked: {}", panic_message(&*payload)).into(),
+                    cause: None,
+                })
+            }
+        }
+    }
+
+    /// The loader's language for `canonical`, with its panics caught (and
+    /// counted).
+    pub(crate) fn classify(&self, canonical: &Canonical) -> Result<Language, RequestError> {
+        catch_unwind(AssertUnwindSafe(|| self.loader.classify(canonical))).map_err(|payload| {
+            self.counters
+                .executor_panics
+                .fetch_add(1, Ordering::Relaxed);
+            RequestError::LoadFailed {
+                path: canonical.clone(),
+                message: format!("classify panicked: {}", panic_message(&*payload)).into(),
+                cause: None,
+            }
+        })
+    }
+
+    pub(super) fn enqueue(&self, mut item: Submission<E>) {
+        self.counters
+            .pending_admissions
+            .fetch_add(item.len(), Ordering::AcqRel);
+        loop {
+            match self.inbox_tx.try_send(item) {
+                Ok(()) => {
+                    self.counters
+                        .inbox_depth_max
+                        .fetch_max(self.inbox_rx.len(), Ordering::Relaxed);
+                    self.progress.notify();
+                    return;
+                }
+                Err(TrySendError::Full(back)) => {
+                    // A thread that pumps must not park on the inbox: it may be
+                    // its only consumer. It drains first, then retries.
+                    if self.is_inline() || CallerKind::current() != CallerKind::External {
+                        self.drain_inbox();
+                        item = back;
+                    } else {
+                        // An external submitter waits for room: the driver drains.
+                        if let Err(err) = self.inbox_tx.send(back) {
+                            self.refuse_at_shutdown(err.into_inner());
+                            return;
+                        }
+                        self.counters
+                            .inbox_depth_max
+                            .fetch_max(self.inbox_rx.len(), Ordering::Relaxed);
+                        self.progress.notify();
+                        return;
+                    }
+                }
+                Err(TrySendError::Disconnected(back)) => {
+                    self.refuse_at_shutdown(back);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Answers every request of an item that can never be admitted
+    /// `Shutdown`, each with its own path.
+    pub(super) fn refuse_at_shutdown(&self, item: Submission<E>) {
+        let mut post = self.post_work();
+        self.counters
+            .pending_admissions
+            .fetch_sub(item.len(), Ordering::AcqRel);
+        for prepared in item.into_items() {
+            post.answer(
+                prepared.slot,
+                Err(RequestError::Shutdown {
+                    path: prepared.canonical,
+                }),
+            );
+        }
+        self.run_post(post);
+    }
+}
