@@ -490,6 +490,42 @@ impl SchedulerDag {
         effects
     }
 
+    /// Whether no work is in flight: no reservation held, nothing ready, no
+    /// edge, no waiter group. O(1).
+    pub fn is_idle(&self) -> bool {
+        self.ledger.snapshot().in_use() == 0
+            && self.ready.len(ResourceClass::Cpu) + self.ready.len(ResourceClass::Io) == 0
+            && self.groups.is_empty()
+            && self.edges.is_empty()
+    }
+
+    /// Releases the backing storage of the tables that track work in flight
+    /// (edges, waiter groups, the ready queue) once nothing is in flight: no
+    /// reservation held, nothing ready, no edge, no group. A large build
+    /// grows those tables to its peak and then empties them; without this
+    /// they would keep that capacity for the scheduler's whole life.
+    /// Returns whether anything was released. O(1) when work is in flight or
+    /// everything is already released; otherwise O(capacity) once.
+    pub fn release_idle_capacity(&mut self) -> bool {
+        if !self.is_idle() {
+            return false;
+        }
+        let mut released = false;
+        if !self.edges.is_released() {
+            self.edges.clear_and_release();
+            released = true;
+        }
+        if self.groups.capacity() > 0 {
+            self.groups = HashMap::default();
+            released = true;
+        }
+        if !self.ready.is_released() {
+            self.ready.clear_and_release();
+            released = true;
+        }
+        released
+    }
+
     /// Removes every object at once: every waiter is answered `Shutdown`,
     /// running work is abandoned, and the backing storage of every table is
     /// released. Reservations of running work stay in the ledger until their

@@ -327,6 +327,18 @@ impl DepEdges {
         }
     }
 
+    /// Whether no edge is stored and no table holds backing storage.
+    pub(crate) fn is_released(&self) -> bool {
+        self.by_consumer.capacity() == 0
+            && self.by_dep.capacity() == 0
+            && self.file_index.capacity() == 0
+    }
+
+    /// Whether no edge is stored.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_consumer.is_empty() && self.by_dep.is_empty() && self.file_index.is_empty()
+    }
+
     /// Drops every edge and releases the backing storage.
     pub(crate) fn clear_and_release(&mut self) {
         let next_seq = self.next_seq;

@@ -200,6 +200,16 @@ impl ReadyQueue {
             .sum()
     }
 
+    /// Whether no lane and no membership table holds backing storage.
+    pub(crate) fn is_released(&self) -> bool {
+        self.members.capacity() == 0
+            && self
+                .classes
+                .iter()
+                .flat_map(|class| class.lanes.iter())
+                .all(|lane| lane.capacity() == 0)
+    }
+
     /// Drops every member and releases the backing storage.
     pub(crate) fn clear_and_release(&mut self) {
         let weights = self.weights;

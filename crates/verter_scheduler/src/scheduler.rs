@@ -435,6 +435,9 @@ impl<E: StageExecutor> Scheduler<E> {
             } else {
                 Vec::new()
             };
+            if jobs.is_empty() {
+                Self::release_idle_capacity(&mut locked);
+            }
             (result, jobs, made_ready)
         };
         self.run_post(post);
@@ -447,6 +450,19 @@ impl<E: StageExecutor> Scheduler<E> {
             self.progress.notify();
         }
         (result, kept, dispatched)
+    }
+
+    /// Under the lock, at the end of a hold that dispatched nothing: once no
+    /// work is in flight, the tables a build grew to its peak and emptied
+    /// give their capacity back (O(1) otherwise).
+    fn release_idle_capacity(locked: &mut Locked<E>) {
+        if !locked.dag.is_idle() {
+            return;
+        }
+        locked.dag.release_idle_capacity();
+        if locked.waiters.is_empty() && locked.waiters.capacity() > 0 {
+            locked.waiters = HashMap::default();
+        }
     }
 
     /// Empty post-work that records events only if the hooks observe them.

@@ -1086,3 +1086,42 @@ fn forgotten_done_work_is_admitted_afresh_by_the_next_request() {
     assert_eq!(h.log, [source]);
     h.assert_quiescent();
 }
+
+/// A build grows the work-tracking tables and empties them; once nothing is
+/// in flight their capacity is released, and never while work is in flight.
+#[test]
+fn idle_capacity_is_released_only_when_nothing_is_in_flight() {
+    let mut h = Harness::new();
+    let files: Vec<FileIdentity> = (0..64).map(|i| h.add(&format!("f{i}.rs"))).collect();
+    for (i, file) in files.iter().enumerate() {
+        h.request(file, P, WaitPolicy::Follow);
+        let effects = h
+            .dag
+            .record_blockers(file, [files[(i + 1) % 64].clone().at(TargetStage::Analysis)])
+            .expect("live");
+        h.absorb(effects);
+    }
+    assert!(
+        !h.dag.release_idle_capacity(),
+        "gated and ready work is in flight"
+    );
+    let running = h.dequeue(ResourceClass::Io).expect("ready");
+    assert!(!h.dag.release_idle_capacity(), "a reservation is held");
+    let effects = h.dag.continue_on(running, ResourceClass::Cpu);
+    h.absorb(effects);
+    h.run();
+    h.assert_quiescent();
+    let before = h.dag.dependency_occupancy();
+    assert!(before.edges.capacity > 0 || before.ready_backing > 0);
+    assert!(h.dag.release_idle_capacity());
+    let after = h.dag.dependency_occupancy();
+    assert_eq!(after.edges.capacity, 0, "{after:?}");
+    assert_eq!(after.ready_backing, 0);
+    assert!(
+        !h.dag.release_idle_capacity(),
+        "a second call finds nothing to release"
+    );
+    // The released tables grow again for the next request.
+    let again = h.request(&files[0], P, WaitPolicy::Follow);
+    assert!(h.outcome(again).is_ok(), "done work is answered at once");
+}
