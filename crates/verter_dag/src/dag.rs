@@ -247,8 +247,9 @@ struct WorkNode {
     class: ResourceClass,
     state: NodeState,
     /// Cancelled when the node leaves the map unfinished; every dispatch of
-    /// this admission carries a clone.
-    cancel: CancellationToken,
+    /// this admission carries a clone. Made at the first dispatch (work that
+    /// never runs needs none) and dropped when the work is done.
+    cancel: Option<CancellationToken>,
 }
 
 impl WorkNode {
@@ -552,7 +553,9 @@ impl SchedulerDag {
             if node.is_finished() {
                 continue;
             }
-            node.cancel.cancel();
+            if let Some(token) = &node.cancel {
+                token.cancel();
+            }
             self.counters.cancelled += 1;
             if matches!(node.state, NodeState::Running) {
                 running.push(identity.clone());

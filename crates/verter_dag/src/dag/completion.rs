@@ -47,7 +47,10 @@ impl SchedulerDag {
             admission: node.admission,
             class,
             priority,
-            cancel: node.cancel.clone(),
+            cancel: node
+                .cancel
+                .get_or_insert_with(CancellationToken::new)
+                .clone(),
         })
     }
 
@@ -109,7 +112,9 @@ impl SchedulerDag {
             return (false, effects);
         }
         self.counters.completed += 1;
-        self.node_mut(&dispatch.identity).state = NodeState::Done;
+        let node = self.node_mut(&dispatch.identity);
+        node.state = NodeState::Done;
+        node.cancel = None;
         if let WorkNodeIdentity::File(key) = &dispatch.identity {
             self.answer_group(key, Ok(()), &mut effects);
             for consumer in self.edges.take_waiters(key) {

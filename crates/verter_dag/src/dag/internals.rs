@@ -82,7 +82,7 @@ impl SchedulerDag {
                 priority,
                 class,
                 state: NodeState::Gated,
-                cancel: CancellationToken::new(),
+                cancel: None,
             },
         );
         self.counters.admitted += 1;
@@ -274,7 +274,9 @@ impl SchedulerDag {
         if node.is_finished() {
             return;
         }
-        node.cancel.cancel();
+        if let Some(token) = &node.cancel {
+            token.cancel();
+        }
         self.counters.cancelled += 1;
         if matches!(node.state, NodeState::Running) {
             effects.abandoned_running.push(identity.clone());
