@@ -4,10 +4,11 @@
 //! It holds only a `Weak` reference to the scheduler, upgraded for one pass
 //! at a time, so dropping the last handle tears the scheduler down. It parks
 //! on three things at once: its private teardown channel (which only it
-//! reads, so a teardown can never be consumed by another pump), the shared
-//! inbox (which every pumping thread also drains; the driver only waits for
-//! it to be ready and takes nothing out itself, so items leave the inbox
-//! only in the lock hold that admits them), and — when configured — an idle
+//! reads, so a teardown can never be consumed by another pump), both lanes
+//! of the shared inbox (which every pumping thread also drains; the driver
+//! only waits for one to be ready and takes nothing out itself, so items
+//! leave the inbox only in the lock hold that admits them), and — when
+//! configured — an idle
 //! re-pump deadline. The deadline is a backstop only: every test
 //! passes with it disabled, so no wake-up depends on a clock.
 
@@ -18,13 +19,14 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Select};
 use verter_pools::CallerKind;
 
+use crate::inbox::Envelope;
 use crate::scheduler::{Scheduler, Submission};
 use crate::traits::StageExecutor;
 
 /// Spawns the driver thread.
 pub(crate) fn spawn<E: StageExecutor>(
     scheduler: Weak<Scheduler<E>>,
-    inbox: Receiver<Submission<E>>,
+    inbox: [Receiver<Envelope<Submission<E>>>; 2],
     teardown: Receiver<()>,
     idle_repump: Option<Duration>,
 ) -> JoinHandle<()> {
@@ -39,7 +41,9 @@ pub(crate) fn spawn<E: StageExecutor>(
                 // every sender's submissions are admitted in order.
                 let mut select = Select::new();
                 let teardown_index = select.recv(&teardown);
-                select.recv(&inbox);
+                for lane in &inbox {
+                    select.recv(lane);
+                }
                 let ready = match idle_repump {
                     Some(interval) => select.ready_timeout(interval).ok(),
                     None => Some(select.ready()),

@@ -111,6 +111,7 @@ mod error;
 mod exec;
 mod handle;
 mod hooks;
+mod inbox;
 mod node;
 mod post;
 mod scheduler;

@@ -40,7 +40,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam::queue::SegQueue;
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::Sender;
 use dashmap::DashMap;
 use parking_lot::Mutex;
 use verter_dag::{
@@ -60,6 +60,7 @@ use crate::error::RequestError;
 use crate::exec::Job;
 use crate::handle::{BatchHandle, CompletionHandle, Request};
 use crate::hooks::SchedulerEvent;
+use crate::inbox::{Inbox, SendError};
 use crate::node::FileNode;
 use crate::post::{AnswerSlot, LockMark, PostWork};
 use crate::snapshot::{RequestResult, SourceText, content_hash};
@@ -251,8 +252,7 @@ pub struct Scheduler<E: StageExecutor> {
     pub(crate) nodes: DashMap<Canonical, Arc<FileNode<E>>, foldhash::fast::RandomState>,
     /// Written only under the DAG lock (publication lock ranks below it).
     pub(crate) source_root: SchedulerSourceDirectory<Arc<SourceText>>,
-    pub(crate) inbox_tx: Sender<Submission<E>>,
-    pub(crate) inbox_rx: Receiver<Submission<E>>,
+    pub(crate) inbox: Inbox<Submission<E>>,
     /// The driver's private teardown channel (capacity one).
     pub(crate) teardown_tx: Sender<()>,
     pub(crate) driver: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -309,7 +309,7 @@ impl<E: StageExecutor> Scheduler<E> {
         );
         let handle = crate::driver::spawn(
             Arc::downgrade(&scheduler),
-            scheduler.inbox_rx.clone(),
+            scheduler.inbox.receivers(),
             teardown_rx,
             idle,
         );
@@ -345,7 +345,7 @@ impl<E: StageExecutor> Scheduler<E> {
         mode: Mode,
         teardown_tx: Sender<()>,
     ) -> Arc<Self> {
-        let (inbox_tx, inbox_rx) = crossbeam_channel::bounded(config.inbox_capacity);
+        let inbox = Inbox::new(config.inbox_capacity, config.inbox_capacity);
         let observes_events = config.hooks.observes_events();
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
@@ -361,8 +361,7 @@ impl<E: StageExecutor> Scheduler<E> {
             mode,
             nodes: DashMap::default(),
             source_root: SchedulerSourceDirectory::new(),
-            inbox_tx,
-            inbox_rx,
+            inbox,
             teardown_tx,
             driver: Mutex::new(None),
             jobs: [SegQueue::new(), SegQueue::new()],
@@ -531,7 +530,9 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
         {
             let mut locked = self.lock();
             let _mark = LockMark::set();
-            while let Ok(item) = self.inbox_rx.try_recv() {
+            while let Some(envelope) = self.inbox.try_recv() {
+                let (item, admitted) = envelope.open();
+                admitted.admitted();
                 for prepared in item.into_items() {
                     post.answer(
                         prepared.slot,

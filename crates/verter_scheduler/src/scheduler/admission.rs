@@ -13,7 +13,7 @@ impl<E: StageExecutor> Scheduler<E> {
         loop {
             // Every pump pass drains: skip the lock when there is nothing to
             // take (an item sent after this check wakes a pump of its own).
-            if self.inbox_rx.is_empty() {
+            if self.inbox.is_empty() {
                 return admitted;
             }
             let n = self.transact(|locked, post| self.admit_pending(locked, post, 64));
@@ -24,9 +24,10 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    /// Under the lock: takes up to `max` items out of the inbox and admits
-    /// them, in order, in this hold. Taking an item and admitting it in one
-    /// hold is what keeps every sender's submissions in their order.
+    /// Under the lock: takes up to `max` items out of the inbox (the urgent
+    /// lane first) and admits them, in order, in this hold. Taking an item
+    /// and admitting it in one hold, and the inbox's lane rule, are what
+    /// keep every sender's submissions in their order.
     pub(crate) fn admit_pending(
         &self,
         locked: &mut Locked<E>,
@@ -36,9 +37,10 @@ impl<E: StageExecutor> Scheduler<E> {
         let mut items = 0;
         let mut requests = 0;
         while items < max {
-            let Ok(item) = self.inbox_rx.try_recv() else {
+            let Some(envelope) = self.inbox.try_recv() else {
                 break;
             };
+            let (item, admitted) = envelope.open();
             items += 1;
             requests += item.len();
             match item {
@@ -49,6 +51,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     }
                 }
             }
+            admitted.admitted();
         }
         if requests > 0 {
             // Release: whatever these admissions published is visible to a

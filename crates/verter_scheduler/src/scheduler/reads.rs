@@ -119,7 +119,7 @@ impl<E: StageExecutor> Scheduler<E> {
             ledger_in_use: locked.dag.ledger().in_use(),
             waiting: locked.waiters.len(),
             queued_jobs: self.jobs[0].len() + self.jobs[1].len(),
-            inbox: self.inbox_rx.len(),
+            inbox: self.inbox.len(),
         })
     }
 

@@ -137,7 +137,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Whether nothing is waiting for admission, queued, ready or running.
     pub(super) fn is_idle(&self) -> bool {
         self.counters.pending_admissions.load(Ordering::Acquire) == 0
-            && self.inbox_rx.is_empty()
+            && self.inbox.is_empty()
             && self.jobs.iter().all(SegQueue::is_empty)
             && self.read_locked(|locked| {
                 locked.dag.ledger().in_use() == 0
@@ -235,44 +235,56 @@ impl<E: StageExecutor> Scheduler<E> {
         })
     }
 
-    pub(super) fn enqueue(&self, mut item: Submission<E>) {
+    pub(super) fn enqueue(&self, item: Submission<E>) {
         self.counters
             .pending_admissions
             .fetch_add(item.len(), Ordering::AcqRel);
+        // A lone High or Critical request asks for the urgent lane; the
+        // inbox keeps it behind this thread's own pending items.
+        let wants_urgent =
+            matches!(&item, Submission::One(prepared) if prepared.priority >= Priority::High);
+        let (mut envelope, lane) = self.inbox.seal(item, wants_urgent);
         loop {
-            match self.inbox_tx.try_send(item) {
+            match self.inbox.try_send(envelope, lane) {
                 Ok(()) => {
                     self.counters
                         .inbox_depth_max
-                        .fetch_max(self.inbox_rx.len(), Ordering::Relaxed);
+                        .fetch_max(self.inbox.len(), Ordering::Relaxed);
                     self.progress.notify();
                     return;
                 }
-                Err(TrySendError::Full(back)) => {
+                Err(SendError::Full(back)) => {
                     // A thread that pumps must not park on the inbox: it may be
                     // its only consumer. It drains first, then retries.
                     if self.is_inline() || CallerKind::current() != CallerKind::External {
                         self.drain_inbox();
-                        item = back;
+                        envelope = back;
                     } else {
                         // An external submitter waits for room: the driver drains.
-                        if let Err(err) = self.inbox_tx.send(back) {
-                            self.refuse_at_shutdown(err.into_inner());
+                        if let Err(back) = self.inbox.send(back, lane) {
+                            self.refuse_envelope(back);
                             return;
                         }
                         self.counters
                             .inbox_depth_max
-                            .fetch_max(self.inbox_rx.len(), Ordering::Relaxed);
+                            .fetch_max(self.inbox.len(), Ordering::Relaxed);
                         self.progress.notify();
                         return;
                     }
                 }
-                Err(TrySendError::Disconnected(back)) => {
-                    self.refuse_at_shutdown(back);
+                Err(SendError::Disconnected(back)) => {
+                    self.refuse_envelope(back);
                     return;
                 }
             }
         }
+    }
+
+    /// Answers an envelope the torn-down inbox refused, `Shutdown`.
+    fn refuse_envelope(&self, envelope: crate::inbox::Envelope<Submission<E>>) {
+        let (item, admitted) = envelope.open();
+        admitted.admitted();
+        self.refuse_at_shutdown(item);
     }
 
     /// Answers every request of an item that can never be admitted

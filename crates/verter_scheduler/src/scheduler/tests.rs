@@ -130,3 +130,53 @@ fn teardown_answers_waiters_after_the_lock_is_released() {
         Some(Err(RequestError::Shutdown { .. }))
     ));
 }
+
+/// An editor's urgent request is admitted before background requests
+/// another thread queued earlier, but never before its own earlier write.
+#[test]
+fn an_urgent_request_is_admitted_ahead_of_other_threads_but_not_its_own_writes() {
+    let scheduler = Scheduler::new_inline(config(), Echo, Lines).unwrap();
+    let background: Vec<CompletionHandle<Lines>> = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                (0..8)
+                    .map(|i| {
+                        scheduler
+                            .submit_request(Request::new(format!("bg{i}.rs"), TargetStage::Source))
+                    })
+                    .collect()
+            })
+            .join()
+            .unwrap()
+    });
+    let admit_one = || scheduler.transact(|locked, post| scheduler.admit_pending(locked, post, 1));
+
+    let urgent = scheduler
+        .submit_request(Request::new("open.rs", TargetStage::Source).priority(Priority::High));
+    assert_eq!(admit_one(), 1);
+    assert!(urgent.is_admitted(), "the urgent lane is taken first");
+    assert!(background.iter().all(|h| !h.is_admitted()));
+
+    // This thread's normal write, then its urgent read of the same file: the
+    // read follows the write (it must see it), behind the background items.
+    let write = scheduler.upsert("open.rs", "new text", Priority::Normal);
+    let read = scheduler
+        .submit_request(Request::new("open.rs", TargetStage::Source).priority(Priority::High));
+    for _ in 0..background.len() {
+        assert_eq!(admit_one(), 1);
+        assert!(!write.is_admitted() && !read.is_admitted());
+    }
+    assert_eq!(admit_one(), 1);
+    assert!(write.is_admitted() && !read.is_admitted());
+    assert_eq!(admit_one(), 1);
+    assert!(read.is_admitted());
+    let parsed = scheduler.wait(&read).expect("parsed");
+    assert_eq!(
+        parsed.version().generation.get(),
+        1,
+        "the read saw this thread's write"
+    );
+    for handle in &background {
+        scheduler.wait(handle).expect("parsed");
+    }
+}
