@@ -128,6 +128,12 @@ impl<E: StageExecutor> FileNode<E> {
         self.view.load_full()
     }
 
+    /// The committed output of `stage` for the current generation, read
+    /// without cloning the view.
+    pub fn committed(&self, stage: TargetStage) -> Option<StageOutput<E>> {
+        self.view.load().output(stage)
+    }
+
     /// The object's current version.
     pub fn version(&self) -> SourceVersion {
         SourceVersion::new(self.incarnation, self.view.load().generation)

@@ -4,6 +4,7 @@
 //! the admission protocol and the lock rank.
 
 use super::*;
+use crate::snapshot::StageOutput;
 
 impl<E: StageExecutor> Scheduler<E> {
     /// The newest source text of `path` the source root holds, if present
@@ -57,7 +58,42 @@ impl<E: StageExecutor> Scheduler<E> {
         self.source_root.gc()
     }
 
-    /// The published node of `path`, if any (after admitting what the
+    /// The committed output of each `(canonical, stage)`, read without the
+    /// DAG lock and without a handle: the output the live object committed
+    /// for its current generation, or `None` — not committed yet, no such
+    /// file, or something sent earlier still waits for admission (then
+    /// every item is `None`, so the caller never misses its own writes;
+    /// submit requests for the `None`s, which are answered in order).
+    ///
+    /// The read path of a host that re-asks for what is built: no
+    /// canonicalisation (the caller names files by canonical), no answer
+    /// slot, no inbox; it allocates the result vector only. An answer is as
+    /// current as a request answered at submission would be.
+    pub fn committed_outputs<'a>(
+        &self,
+        items: impl IntoIterator<Item = (&'a Canonical, TargetStage)>,
+    ) -> Vec<Option<StageOutput<E>>> {
+        let items = items.into_iter();
+        let mut outputs = Vec::with_capacity(items.size_hint().0);
+        // Acquire, once: every submission this thread made before the call
+        // has been admitted when the count reads zero.
+        let settled = self.counters.pending_admissions.load(Ordering::Acquire) == 0;
+        for (canonical, stage) in items {
+            outputs.push(
+                settled
+                    .then(|| self.nodes.get(canonical))
+                    .flatten()
+                    .filter(|node| !node.is_retired())
+                    .and_then(|node| node.committed(stage)),
+            );
+        }
+        self.counters
+            .answered_without_admission
+            .fetch_add(outputs.iter().flatten().count() as u64, Ordering::Relaxed);
+        outputs
+    }
+
+    /// The published node of `canonical`, if any (after admitting what the
     /// caller submitted before).
     pub fn node(&self, canonical: &Canonical) -> Option<Arc<FileNode<E>>> {
         self.admit_everything_sent();

@@ -205,3 +205,34 @@ fn a_batch_of_nothing_and_bad_paths_are_answered() {
     ));
     assert_quiescent(&scheduler, &[&missing]);
 }
+
+/// The read path: committed outputs come back without a handle; a file not
+/// built, or every file while a write the caller sent is still waiting for
+/// admission, reads `None`; after that write is built, the new output.
+#[test]
+fn committed_outputs_read_what_is_built_and_never_miss_the_callers_writes() {
+    let files = MemFiles::with(&[("a.rs", "one"), ("b.rs", "two")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let (a, b) = (Canonical::from("a.rs"), Canonical::from("b.rs"));
+    let built = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+    scheduler.wait(&built).expect("parsed");
+    let generation = |output: &Option<verter_scheduler::StageOutput<LineExecutor>>| {
+        output.as_ref().map(|o| o.version().generation.get())
+    };
+
+    let read = scheduler.committed_outputs([(&a, TargetStage::Source), (&b, TargetStage::Source)]);
+    assert_eq!(generation(&read[0]), Some(0));
+    assert!(read[1].is_none(), "b.rs was never built");
+    let analysis = scheduler.committed_outputs([(&a, TargetStage::Analysis)]);
+    assert!(analysis[0].is_none(), "a.rs's Analysis was never asked for");
+
+    let write = scheduler.upsert("a.rs", "one, edited", verter_dag::Priority::Normal);
+    let read = scheduler.committed_outputs([(&a, TargetStage::Source)]);
+    assert!(read[0].is_none(), "a write sent earlier is still waiting");
+    scheduler.wait(&write).expect("parsed");
+    let read = scheduler.committed_outputs([(&a, TargetStage::Source)]);
+    assert_eq!(generation(&read[0]), Some(1));
+    assert_quiescent(&scheduler, &[&built, &write]);
+}
