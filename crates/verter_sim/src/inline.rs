@@ -552,6 +552,41 @@ impl Shared {
                 self.close_open_records(end);
                 self.judge_read(&canonical, got.as_ref(), start, end, seq, "try_get_source");
             }
+            Op::ReadCommitted { path, stage } => {
+                let canonical = verter_dag::Canonical::from(canonical_name(path));
+                let reader = Reader {
+                    thread: HOST,
+                    seq: self.next_seq(),
+                };
+                let start = self.tick();
+                let got = scheduler
+                    .committed_outputs([(&canonical, *stage)])
+                    .pop()
+                    .flatten();
+                let end = self.tick();
+                self.close_open_records(end);
+                if let Some(output) = got {
+                    let asked = Asked {
+                        path: canonical.to_string(),
+                        stage: *stage,
+                        start,
+                        end,
+                        reader: Some(reader),
+                        own_record: None,
+                        carried_text: false,
+                    };
+                    let answer = render(&Ok(output));
+                    let verdict = self.oracle.judge(&asked, &answer);
+                    let mut state = self.state.lock();
+                    state.answers += 1;
+                    state.digest = mix(state.digest ^ fnv1a(answer.to_string().as_bytes()));
+                    if let Err(message) = verdict
+                        && state.violation.is_none()
+                    {
+                        state.violation = Some(format!("{message}\n  read: {op}"));
+                    }
+                }
+            }
             Op::Within {
                 point,
                 stage,
@@ -941,7 +976,8 @@ fn trace_paths(trace: &[Op]) -> Vec<String> {
                 | Op::Close(p)
                 | Op::Remove(p)
                 | Op::Witness(p)
-                | Op::ReadNow(p) => {
+                | Op::ReadNow(p)
+                | Op::ReadCommitted { path: p, .. } => {
                     out.push(canonical_name(p).to_owned());
                 }
                 Op::Commit { path, .. } | Op::ReadRoot { path, .. } => {

@@ -123,6 +123,13 @@ pub enum Op {
     DropRoot(usize),
     /// `try_get_source(path)`.
     ReadNow(String),
+    /// `committed_outputs` of one stage of `path` (the lock-free read path).
+    ReadCommitted {
+        /// The file, as written.
+        path: String,
+        /// The stage.
+        stage: TargetStage,
+    },
     /// Runs `ops` from inside the scheduler's hook at `point`, the next time
     /// it stops for `stage` of `path`: an operation placed exactly inside a
     /// window (inline mode).
@@ -387,7 +394,11 @@ impl Generator {
                 path: self.path(),
             }],
             98 => vec![Op::DropRoot(self.rng.below(8))],
-            _ => vec![Op::ReadNow(self.path())],
+            _ if self.rng.chance(50) => vec![Op::ReadNow(self.path())],
+            _ => vec![Op::ReadCommitted {
+                path: self.path(),
+                stage: *self.rng.pick(&STAGES),
+            }],
         }
     }
 
@@ -490,6 +501,7 @@ impl fmt::Display for Op {
             Self::ReadRoot { root, path } => write!(f, "read root #{root} {path}"),
             Self::DropRoot(i) => write!(f, "drop root #{i}"),
             Self::ReadNow(path) => write!(f, "try_get_source {path}"),
+            Self::ReadCommitted { path, stage } => write!(f, "committed_outputs {path} {stage}"),
             Self::Within {
                 point,
                 stage,

@@ -505,6 +505,34 @@ impl HostThread {
                     world.violate(message);
                 }
             }
+            Op::ReadCommitted { path, stage } => {
+                let canonical = verter_dag::Canonical::from(canonical_name(path));
+                let (seq, start) = (self.next_seq(), world.tick());
+                let got = scheduler
+                    .committed_outputs([(&canonical, *stage)])
+                    .pop()
+                    .flatten();
+                let end = world.tick();
+                self.close_open_records(world, end);
+                if let Some(output) = got {
+                    let asked = Asked {
+                        path: canonical.to_string(),
+                        stage: *stage,
+                        start,
+                        end,
+                        reader: Some(self.reader(seq)),
+                        own_record: None,
+                        carried_text: false,
+                    };
+                    world.answers.fetch_add(1, Ordering::Relaxed);
+                    if let Err(message) = world.oracle.judge(&asked, &render(&Ok(output))) {
+                        world.violate(format!(
+                            "{message}\n  read from host thread {}: {op}",
+                            self.id
+                        ));
+                    }
+                }
+            }
             Op::Reset | Op::Pump | Op::Step(_) | Op::Within { .. } | Op::Check => {}
         }
     }
