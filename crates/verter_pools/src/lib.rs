@@ -43,6 +43,7 @@ mod drive;
 mod error;
 mod host_pool;
 mod io_pool;
+mod lanes;
 mod progress;
 mod semaphore;
 mod sync;
@@ -62,6 +63,7 @@ pub use drive::{
 pub use error::PoolError;
 pub use host_pool::{HOST_WORKER_STACK_SIZE, HostCpuPool};
 pub use io_pool::SchedulerIoPool;
+pub use lanes::{Lane, WriteLanes};
 /// The event count that wakes idle driving waiters; see its module docs for
 /// the protocol and why no notify is lost.
 pub use progress::ProgressSignal;

@@ -1,108 +1,57 @@
-//! The inbox: two bounded lanes of prepared submissions, and the rule that
-//! keeps every sender's submissions in the order it sent them.
+//! The inbox: two bounded lanes of prepared submissions, and the rules that
+//! keep every item behind every write sent before it.
 //!
-//! An urgent request (`High` or `Critical`, sent alone) goes through the
+//! An urgent item (a lone `High` or `Critical` request) goes through the
 //! urgent lane, which every pump drains before the normal lane, so it is not
 //! admitted behind thousands of background requests (docs/design.md, "The
-//! inbox"). Reordering across senders is free: nothing orders two threads'
-//! submissions except their own synchronisation, which happens outside.
-//! Reordering one sender's own submissions is not: a thread's read must see
-//! its earlier write. So each (thread, scheduler) pair has a [`Sender`]
-//! state that counts its items not yet admitted and remembers their lane;
-//! while any is pending, its next item goes to the same lane, whatever its
-//! priority. Both lanes are FIFO, so a sender's items are admitted in order.
+//! inbox"). Overtaking a read is harmless (a read may see newer state);
+//! overtaking a write is not: an item must see every write sent before it,
+//! by any thread (a host that upserts on one thread and then asks on another
+//! relies on it). The lane choice is `verter_pools::WriteLanes`: it counts
+//! the writes waiting in each lane (never in both at once) and sends every
+//! item sealed while writes wait to their lane, behind them.
 //!
 //! This module owns the lanes and the lane choice. It never admits anything:
 //! the pump takes items out (`try_recv`) in the lock hold that admits them,
-//! and reports each admitted envelope back with [`Envelope::admitted`].
+//! and reports each one admitted there ([`Inbox::admitted`]).
 //!
 //! # Invariants
-//! 1. All of one sender's pending items are in one lane
-//!    (`a_senders_urgent_item_waits_behind_its_own_normal_items`).
-//! 2. An urgent item of a sender with nothing pending is taken before every
-//!    normal item (`an_urgent_request_overtakes_other_senders_normal_items`).
-
-use std::cell::RefCell;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+//! 1. No item is admitted before a write sent before it
+//!    (`an_urgent_item_never_overtakes_a_pending_write`,
+//!    `everything_follows_a_pending_urgent_write`).
+//! 2. An urgent item sent while no write waits is taken before every normal
+//!    item (`an_urgent_read_overtakes_pending_reads`).
 
 use crossbeam_channel::{Receiver, Sender as ChannelSender, TrySendError};
+use verter_pools::{Lane, WriteLanes};
 
-/// Which lane an item travels in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lane {
-    /// Drained first.
-    Urgent,
-    /// Everything else.
-    Normal,
-}
-
-/// One sender's items not yet admitted, and their lane.
-#[derive(Debug, Default)]
-pub(crate) struct SenderState {
-    pending: AtomicUsize,
-    /// Whether the pending items are in the urgent lane. Written only by the
-    /// owning thread, and only while nothing of its is pending.
-    urgent: AtomicBool,
-}
-
-impl SenderState {
-    /// The lane for this sender's next item, and counts it as pending. Only
-    /// the owning thread calls this.
-    fn lane_for(&self, wants_urgent: bool) -> Lane {
-        // Acquire pairs with the admitting hold's Release: seeing zero means
-        // every earlier item of this sender has been admitted.
-        if self.pending.load(Ordering::Acquire) == 0 {
-            self.urgent.store(wants_urgent, Ordering::Relaxed);
-        }
-        self.pending.fetch_add(1, Ordering::AcqRel);
-        if self.urgent.load(Ordering::Relaxed) {
-            Lane::Urgent
-        } else {
-            Lane::Normal
-        }
-    }
-}
-
-/// Distinguishes schedulers in the per-thread sender table. Never reused.
-static NEXT_INBOX: AtomicU64 = AtomicU64::new(1);
-
-thread_local! {
-    /// This thread's sender state per inbox it has sent to.
-    static SENDERS: RefCell<Vec<(u64, Arc<SenderState>)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// An item with its sender, so its admission can be reported back.
+/// An item on its way to admission.
 pub(crate) struct Envelope<T> {
     item: T,
-    sender: Arc<SenderState>,
+    /// The write counter it holds a unit of, if it is a write.
+    write: Option<Lane>,
 }
 
 impl<T> Envelope<T> {
-    /// The item; call [`Envelope::admitted`] with the sender once it is
+    /// The item, and the receipt to hand to [`Inbox::admitted`] once it is
     /// admitted (or answered without admission).
     pub(crate) fn open(self) -> (T, Admitted) {
-        (self.item, Admitted(self.sender))
+        (self.item, Admitted { write: self.write })
     }
 }
 
-/// Proof that an envelope was opened; consumed when its item is admitted.
-#[must_use = "an admitted item must be reported, or its sender's later items stay in its lane"]
-pub(crate) struct Admitted(Arc<SenderState>);
-
-impl Admitted {
-    /// Reports the item admitted (under the DAG lock, in the admitting
-    /// hold).
-    pub(crate) fn admitted(self) {
-        self.0.pending.fetch_sub(1, Ordering::Release);
-    }
+/// The receipt of an opened envelope.
+#[must_use = "an admitted write must be reported, or the lanes stay pinned"]
+pub(crate) struct Admitted {
+    write: Option<Lane>,
 }
 
 /// The two lanes.
 pub(crate) struct Inbox<T> {
-    id: u64,
     urgent: (ChannelSender<Envelope<T>>, Receiver<Envelope<T>>),
     normal: (ChannelSender<Envelope<T>>, Receiver<Envelope<T>>),
+    /// The writes waiting in each lane, and the lane choice.
+    writes: WriteLanes,
 }
 
 /// Why a send did not go through.
@@ -118,36 +67,31 @@ impl<T> Inbox<T> {
     /// Two lanes: `capacity` normal items and `urgent_capacity` urgent ones.
     pub(crate) fn new(capacity: usize, urgent_capacity: usize) -> Self {
         Self {
-            id: NEXT_INBOX.fetch_add(1, Ordering::Relaxed),
             urgent: crossbeam_channel::bounded(urgent_capacity),
             normal: crossbeam_channel::bounded(capacity),
+            writes: WriteLanes::new(),
         }
     }
 
-    /// The calling thread's sender state for this inbox.
-    fn sender(&self) -> Arc<SenderState> {
-        SENDERS.with(|senders| {
-            let mut senders = senders.borrow_mut();
-            if let Some((_, state)) = senders.iter().find(|(id, _)| *id == self.id) {
-                return Arc::clone(state);
-            }
-            if senders.len() >= 8 {
-                // Forget the states nothing else holds (no item in flight):
-                // most belong to schedulers that are gone.
-                senders.retain(|(_, state)| Arc::strong_count(state) > 1);
-            }
-            let state = Arc::new(SenderState::default());
-            senders.push((self.id, Arc::clone(&state)));
-            state
-        })
+    /// Wraps `item` for sending and picks its lane (see the module docs).
+    /// `write`: whether it changes a file (text or language).
+    pub(crate) fn seal(&self, item: T, urgent: bool, write: bool) -> (Envelope<T>, Lane) {
+        let lane = self.writes.seal(urgent, write);
+        (
+            Envelope {
+                item,
+                write: write.then_some(lane),
+            },
+            lane,
+        )
     }
 
-    /// Wraps `item` for sending from this thread: picks its lane (see the
-    /// module docs) and counts it as pending.
-    pub(crate) fn seal(&self, item: T, wants_urgent: bool) -> (Envelope<T>, Lane) {
-        let sender = self.sender();
-        let lane = sender.lane_for(wants_urgent);
-        (Envelope { item, sender }, lane)
+    /// Reports an opened item admitted (under the DAG lock, in the hold
+    /// that admitted it), or refused.
+    pub(crate) fn admitted(&self, receipt: Admitted) {
+        if let Some(lane) = receipt.write {
+            self.writes.admitted(lane);
+        }
     }
 
     fn lane(&self, lane: Lane) -> &(ChannelSender<Envelope<T>>, Receiver<Envelope<T>>) {
@@ -206,56 +150,87 @@ mod tests {
 
     fn take(inbox: &Inbox<&'static str>) -> Option<&'static str> {
         inbox.try_recv().map(|envelope| {
-            let (item, admitted) = envelope.open();
-            admitted.admitted();
+            let (item, receipt) = envelope.open();
+            inbox.admitted(receipt);
             item
         })
     }
 
-    /// Invariant 2, from two threads: the urgent item of a sender with
-    /// nothing pending is taken before another sender's earlier normal ones.
+    fn send(inbox: &Inbox<&'static str>, item: &'static str, urgent: bool, write: bool) -> Lane {
+        let (envelope, lane) = inbox.seal(item, urgent, write);
+        assert!(inbox.try_send(envelope, lane).is_ok());
+        lane
+    }
+
+    /// Invariant 2: with no write waiting, an urgent item is taken before
+    /// reads sent earlier (by this thread or another).
     #[test]
-    fn an_urgent_request_overtakes_other_senders_normal_items() {
+    fn an_urgent_read_overtakes_pending_reads() {
         let inbox = Inbox::new(16, 4);
         std::thread::scope(|scope| {
             scope.spawn(|| {
-                for item in ["b1", "b2", "b3"] {
-                    let (envelope, lane) = inbox.seal(item, false);
-                    assert_eq!(lane, Lane::Normal);
-                    assert!(inbox.try_send(envelope, lane).is_ok());
+                for item in ["b1", "b2"] {
+                    assert_eq!(send(&inbox, item, false, false), Lane::Normal);
                 }
             });
         });
-        let (envelope, lane) = inbox.seal("urgent", true);
-        assert_eq!(lane, Lane::Urgent);
-        assert!(inbox.try_send(envelope, lane).is_ok());
+        assert_eq!(send(&inbox, "urgent", true, false), Lane::Urgent);
         assert_eq!(take(&inbox), Some("urgent"));
         assert_eq!(take(&inbox), Some("b1"));
-        assert_eq!(inbox.len(), 2);
+        assert_eq!(take(&inbox), Some("b2"));
+        assert!(inbox.is_empty());
     }
 
-    /// Invariant 1: while a sender has normal items pending, its urgent item
-    /// follows them in the normal lane; once they are admitted, its next
-    /// urgent item takes the urgent lane again.
+    /// Invariant 1, normal lane: while a write (from any thread) waits there,
+    /// urgent items follow it; once it is admitted, they overtake again.
     #[test]
-    fn a_senders_urgent_item_waits_behind_its_own_normal_items() {
+    fn an_urgent_item_never_overtakes_a_pending_write() {
         let inbox = Inbox::new(16, 4);
-        let (write, lane) = inbox.seal("write", false);
-        assert!(inbox.try_send(write, lane).is_ok());
-        let (read, lane) = inbox.seal("read", true);
-        assert_eq!(lane, Lane::Normal, "it must not overtake its own write");
-        assert!(inbox.try_send(read, lane).is_ok());
+        std::thread::scope(|scope| {
+            scope.spawn(|| assert_eq!(send(&inbox, "write", false, true), Lane::Normal));
+        });
+        assert_eq!(send(&inbox, "read", true, false), Lane::Normal);
+        assert_eq!(send(&inbox, "urgent write", true, true), Lane::Normal);
         assert_eq!(take(&inbox), Some("write"));
         assert_eq!(take(&inbox), Some("read"));
-        let (later, lane) = inbox.seal("later", true);
-        assert_eq!(lane, Lane::Urgent, "nothing of this sender is pending now");
-        assert!(inbox.try_send(later, lane).is_ok());
-        // And a normal item sent while the urgent one is pending follows it.
-        let (after, lane) = inbox.seal("after", false);
-        assert_eq!(lane, Lane::Urgent);
-        assert!(inbox.try_send(after, lane).is_ok());
+        assert_eq!(take(&inbox), Some("urgent write"));
+        assert_eq!(send(&inbox, "later", true, false), Lane::Urgent);
         assert_eq!(take(&inbox), Some("later"));
+        assert!(inbox.is_empty());
+    }
+
+    /// Invariant 1, urgent lane: an urgent write overtakes waiting reads,
+    /// and everything sent after it, urgent or not, follows it.
+    #[test]
+    fn everything_follows_a_pending_urgent_write() {
+        let inbox = Inbox::new(16, 4);
+        assert_eq!(send(&inbox, "background read", false, false), Lane::Normal);
+        assert_eq!(send(&inbox, "edit", true, true), Lane::Urgent);
+        std::thread::scope(|scope| {
+            scope.spawn(|| assert_eq!(send(&inbox, "normal read", false, false), Lane::Urgent));
+        });
+        assert_eq!(send(&inbox, "normal write", false, true), Lane::Urgent);
+        assert_eq!(take(&inbox), Some("edit"));
+        assert_eq!(take(&inbox), Some("normal read"));
+        assert_eq!(take(&inbox), Some("normal write"));
+        assert_eq!(take(&inbox), Some("background read"));
+        assert_eq!(send(&inbox, "after", false, false), Lane::Normal);
         assert_eq!(take(&inbox), Some("after"));
         assert!(inbox.is_empty());
+    }
+
+    /// Invariant 1 across lanes: a write waiting in the normal lane keeps an
+    /// urgent write (and what follows it) behind it, so a thread's normal
+    /// write is never overtaken by its later urgent one, nor by another
+    /// thread's item that comes after both.
+    #[test]
+    fn writes_never_wait_in_both_lanes() {
+        let inbox = Inbox::new(16, 4);
+        assert_eq!(send(&inbox, "write 1", false, true), Lane::Normal);
+        assert_eq!(send(&inbox, "urgent write 2", true, true), Lane::Normal);
+        assert_eq!(send(&inbox, "low read", false, false), Lane::Normal);
+        assert_eq!(take(&inbox), Some("write 1"));
+        assert_eq!(take(&inbox), Some("urgent write 2"));
+        assert_eq!(take(&inbox), Some("low read"));
     }
 }

@@ -531,8 +531,8 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
             let mut locked = self.lock();
             let _mark = LockMark::set();
             while let Some(envelope) = self.inbox.try_recv() {
-                let (item, admitted) = envelope.open();
-                admitted.admitted();
+                let (item, receipt) = envelope.open();
+                self.inbox.admitted(receipt);
                 for prepared in item.into_items() {
                     post.answer(
                         prepared.slot,

@@ -563,8 +563,9 @@ impl Shared {
                     .committed_outputs([(&canonical, *stage)])
                     .pop()
                     .flatten();
+                // No record is closed here: the read path admits nothing,
+                // so earlier submissions may still be pending.
                 let end = self.tick();
-                self.close_open_records(end);
                 if let Some(output) = got {
                     let asked = Asked {
                         path: canonical.to_string(),

@@ -512,8 +512,9 @@ impl HostThread {
                     .committed_outputs([(&canonical, *stage)])
                     .pop()
                     .flatten();
+                // No record is closed here: the read path admits nothing,
+                // so this thread's earlier submissions may still be pending.
                 let end = world.tick();
-                self.close_open_records(world, end);
                 if let Some(output) = got {
                     let asked = Asked {
                         path: canonical.to_string(),

@@ -40,7 +40,7 @@ impl<E: StageExecutor> Scheduler<E> {
             let Some(envelope) = self.inbox.try_recv() else {
                 break;
             };
-            let (item, admitted) = envelope.open();
+            let (item, receipt) = envelope.open();
             items += 1;
             requests += item.len();
             match item {
@@ -51,7 +51,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     }
                 }
             }
-            admitted.admitted();
+            self.inbox.admitted(receipt);
         }
         if requests > 0 {
             // Release: whatever these admissions published is visible to a

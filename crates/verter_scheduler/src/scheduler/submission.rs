@@ -240,10 +240,14 @@ impl<E: StageExecutor> Scheduler<E> {
             .pending_admissions
             .fetch_add(item.len(), Ordering::AcqRel);
         // A lone High or Critical request asks for the urgent lane; the
-        // inbox keeps it behind this thread's own pending items.
-        let wants_urgent =
-            matches!(&item, Submission::One(prepared) if prepared.priority >= Priority::High);
-        let (mut envelope, lane) = self.inbox.seal(item, wants_urgent);
+        // inbox keeps every item behind every write sent before it.
+        let changes =
+            |prepared: &Prepared<E>| prepared.text.is_some() || prepared.explicit_language;
+        let (urgent, write) = match &item {
+            Submission::One(prepared) => (prepared.priority >= Priority::High, changes(prepared)),
+            Submission::Batch(batch) => (false, batch.iter().any(changes)),
+        };
+        let (mut envelope, lane) = self.inbox.seal(item, urgent, write);
         loop {
             match self.inbox.try_send(envelope, lane) {
                 Ok(()) => {
@@ -282,8 +286,8 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Answers an envelope the torn-down inbox refused, `Shutdown`.
     fn refuse_envelope(&self, envelope: crate::inbox::Envelope<Submission<E>>) {
-        let (item, admitted) = envelope.open();
-        admitted.admitted();
+        let (item, receipt) = envelope.open();
+        self.inbox.admitted(receipt);
         self.refuse_at_shutdown(item);
     }
 

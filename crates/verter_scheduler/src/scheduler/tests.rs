@@ -131,10 +131,10 @@ fn teardown_answers_waiters_after_the_lock_is_released() {
     ));
 }
 
-/// An editor's urgent request is admitted before background requests
-/// another thread queued earlier, but never before its own earlier write.
+/// An editor's urgent read is admitted before background reads another
+/// thread queued earlier, but never before a write sent before it.
 #[test]
-fn an_urgent_request_is_admitted_ahead_of_other_threads_but_not_its_own_writes() {
+fn an_urgent_read_is_admitted_ahead_of_queued_reads_but_never_of_a_write() {
     let scheduler = Scheduler::new_inline(config(), Echo, Lines).unwrap();
     let background: Vec<CompletionHandle<Lines>> = std::thread::scope(|scope| {
         scope
@@ -157,8 +157,8 @@ fn an_urgent_request_is_admitted_ahead_of_other_threads_but_not_its_own_writes()
     assert!(urgent.is_admitted(), "the urgent lane is taken first");
     assert!(background.iter().all(|h| !h.is_admitted()));
 
-    // This thread's normal write, then its urgent read of the same file: the
-    // read follows the write (it must see it), behind the background items.
+    // A normal write, then an urgent read of the same file: the read
+    // follows the write (it must see it), behind the background items.
     let write = scheduler.upsert("open.rs", "new text", Priority::Normal);
     let read = scheduler
         .submit_request(Request::new("open.rs", TargetStage::Source).priority(Priority::High));
