@@ -128,6 +128,16 @@ impl<T> Inbox<T> {
             .ok()
     }
 
+    /// The next item of `lane` alone.
+    pub(crate) fn try_recv_lane(&self, lane: Lane) -> Option<Envelope<T>> {
+        self.lane(lane).1.try_recv().ok()
+    }
+
+    /// Items in the urgent and the normal lane now.
+    pub(crate) fn lens(&self) -> (usize, usize) {
+        (self.urgent.1.len(), self.normal.1.len())
+    }
+
     /// Whether both lanes are empty.
     pub(crate) fn is_empty(&self) -> bool {
         self.urgent.1.is_empty() && self.normal.1.is_empty()

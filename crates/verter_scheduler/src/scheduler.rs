@@ -65,6 +65,7 @@ use crate::node::FileNode;
 use crate::post::{AnswerSlot, LockMark, PostWork};
 use crate::snapshot::{RequestResult, SourceText, content_hash};
 use crate::traits::{Language, SourceLoader, StageExecutor};
+use verter_pools::Lane;
 
 /// The scheduler's hash tables use foldhash's per-process seeded hasher
 /// (SipHash dominated the cold-build profile).

@@ -95,7 +95,7 @@ impl<E: StageExecutor> Scheduler<E> {
     pub fn try_get_witnessed_source(&self, path: &str) -> Option<(Arc<SourceText>, SourceWitness)> {
         let canonical = self.canonicalize(path).ok()?;
         self.transact(|locked, post| {
-            self.admit_pending(locked, post, usize::MAX);
+            self.admit_sent(locked, post);
             let live = locked.dag.live_file(&canonical)?;
             let known = locked.texts.get(&canonical)?;
             (known.text.version == live.version())
@@ -108,7 +108,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// [`Self::commit_artifact`] would).
     pub fn try_get_source_for_witness(&self, witness: &SourceWitness) -> Option<Arc<SourceText>> {
         self.transact(|locked, post| {
-            self.admit_pending(locked, post, usize::MAX);
+            self.admit_sent(locked, post);
             if !locked.dag.is_live(&witness.file) {
                 return None;
             }
@@ -129,7 +129,7 @@ impl<E: StageExecutor> Scheduler<E> {
         data: E::Artifact,
     ) -> Result<Arc<ArtifactSnapshot<E::Artifact>>, WitnessError> {
         self.transact(|locked, post| {
-            self.admit_pending(locked, post, usize::MAX);
+            self.admit_sent(locked, post);
             let node = self.witnessed_node(&locked.dag, witness)?;
             let live = locked
                 .dag
@@ -166,7 +166,7 @@ impl<E: StageExecutor> Scheduler<E> {
         profile: ProfileHash,
     ) -> Result<bool, WitnessError> {
         self.transact(|locked, post| {
-            self.admit_pending(locked, post, usize::MAX);
+            self.admit_sent(locked, post);
             let node = self.witnessed_node(&locked.dag, witness)?;
             let view = node.view();
             let evicted = view.artifact(profile).filter(|artifact| {

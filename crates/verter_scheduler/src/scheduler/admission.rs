@@ -24,6 +24,54 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
+    /// Under the lock: admits what was sent before this call — exactly the
+    /// items in each lane when it starts, urgent lane first — and nothing
+    /// that arrives meanwhile (concurrent with the call, so it needs no
+    /// order), so a lifecycle call's hold is bounded by the inbox's capacity
+    /// even while a busy sender keeps refilling it. A caller that reads its
+    /// own writes finds all of them admitted.
+    pub(crate) fn admit_sent(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> usize {
+        let (urgent, normal) = self.inbox.lens();
+        let mut requests = 0;
+        for (lane, count) in [(Lane::Urgent, urgent), (Lane::Normal, normal)] {
+            for _ in 0..count {
+                let Some(envelope) = self.inbox.try_recv_lane(lane) else {
+                    break;
+                };
+                requests += self.admit_envelope(locked, post, envelope);
+            }
+        }
+        if requests > 0 {
+            self.counters
+                .pending_admissions
+                .fetch_sub(requests, Ordering::Release);
+        }
+        urgent + normal
+    }
+
+    /// Under the lock: admits one inbox item and reports it admitted;
+    /// returns how many requests it held. The caller settles
+    /// `pending_admissions`.
+    fn admit_envelope(
+        &self,
+        locked: &mut Locked<E>,
+        post: &mut PostWork<E>,
+        envelope: crate::inbox::Envelope<Submission<E>>,
+    ) -> usize {
+        let (item, receipt) = envelope.open();
+        let requests = item.len();
+        match item {
+            Submission::One(prepared) => self.admit(locked, prepared, post),
+            Submission::Batch(batch) => {
+                for prepared in batch {
+                    self.admit(locked, prepared, post);
+                }
+            }
+        }
+        self.inbox.admitted(receipt);
+        requests
+    }
+
     /// Under the lock: takes up to `max` items out of the inbox (the urgent
     /// lane first) and admits them, in order, in this hold. Taking an item
     /// and admitting it in one hold, and the inbox's lane rule, are what
@@ -40,18 +88,8 @@ impl<E: StageExecutor> Scheduler<E> {
             let Some(envelope) = self.inbox.try_recv() else {
                 break;
             };
-            let (item, receipt) = envelope.open();
             items += 1;
-            requests += item.len();
-            match item {
-                Submission::One(prepared) => self.admit(locked, prepared, post),
-                Submission::Batch(batch) => {
-                    for prepared in batch {
-                        self.admit(locked, prepared, post);
-                    }
-                }
-            }
-            self.inbox.admitted(receipt);
+            requests += self.admit_envelope(locked, post, envelope);
         }
         if requests > 0 {
             // Release: whatever these admissions published is visible to a
@@ -362,7 +400,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// call that follows reads those writes; a no-op when nothing is pending.
     pub(super) fn admit_everything_sent(&self) {
         if self.counters.pending_admissions.load(Ordering::Acquire) > 0 {
-            self.transact(|locked, post| self.admit_pending(locked, post, usize::MAX));
+            self.transact(|locked, post| self.admit_sent(locked, post));
         }
     }
 }

@@ -16,7 +16,7 @@ impl<E: StageExecutor> Scheduler<E> {
     pub fn invalidate(&self, path: &str) -> Result<(), RequestError> {
         let canonical = self.canonicalize(path)?;
         self.transact(|locked, post| {
-            self.admit_pending(locked, post, usize::MAX);
+            self.admit_sent(locked, post);
             let Some(node) = self.nodes.get(&canonical).map(|node| Arc::clone(&node)) else {
                 return Ok(());
             };
@@ -58,7 +58,7 @@ impl<E: StageExecutor> Scheduler<E> {
     pub fn remove(&self, path: &str) -> Result<(), RequestError> {
         let canonical = self.canonicalize(path)?;
         self.transact(|locked, post| {
-            self.admit_pending(locked, post, usize::MAX);
+            self.admit_sent(locked, post);
             let Some(node) = self.nodes.get(&canonical).map(|node| Arc::clone(&node)) else {
                 return;
             };
@@ -82,7 +82,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// first (and so shut down).
     pub fn reset(&self) {
         self.transact(|locked, post| {
-            self.admit_pending(locked, post, usize::MAX);
+            self.admit_sent(locked, post);
             let effects = locked.dag.reset();
             self.source_root.publish_transition(|tx| {
                 let nodes: Vec<Arc<FileNode<E>>> = self
