@@ -553,31 +553,20 @@ impl Shared {
                 self.judge_read(&canonical, got.as_ref(), start, end, seq, "try_get_source");
             }
             Op::ReadCommitted { path, stage } => {
-                let canonical = verter_dag::Canonical::from(canonical_name(path));
                 let reader = Reader {
                     thread: HOST,
                     seq: self.next_seq(),
                 };
                 let start = self.tick();
-                let got = scheduler
-                    .committed_outputs([(&canonical, *stage)])
-                    .pop()
-                    .flatten();
-                // No record is closed here: the read path admits nothing,
-                // so earlier submissions may still be pending.
-                let end = self.tick();
-                if let Some(output) = got {
-                    let asked = Asked {
-                        path: canonical.to_string(),
-                        stage: *stage,
-                        start,
-                        end,
-                        reader: Some(reader),
-                        own_record: None,
-                        carried_text: false,
-                    };
-                    let answer = render(&Ok(output));
-                    let verdict = self.oracle.judge(&asked, &answer);
+                let judged = self.oracle.judge_committed_read(
+                    scheduler,
+                    path,
+                    *stage,
+                    reader,
+                    start,
+                    || self.tick(),
+                );
+                if let Some((answer, verdict)) = judged {
                     let mut state = self.state.lock();
                     state.answers += 1;
                     state.digest = mix(state.digest ^ fnv1a(answer.to_string().as_bytes()));

@@ -993,6 +993,42 @@ impl Oracle {
         }
     }
 
+    /// Reads `stage` of `path` through the read path (`committed_outputs`)
+    /// between `start` and the tick `end` returns, and judges what it got
+    /// like a request by `reader` answered in that window. `None` when
+    /// nothing was committed (always allowed); otherwise the rendered answer
+    /// and the verdict. Closes no record: the read path admits nothing, so
+    /// the reader's earlier submissions may still be pending.
+    pub fn judge_committed_read(
+        &self,
+        scheduler: &verter_scheduler::Scheduler<SimExecutor>,
+        path: &str,
+        stage: TargetStage,
+        reader: Reader,
+        start: Tick,
+        end: impl FnOnce() -> Tick,
+    ) -> Option<(Outcome, Result<(), String>)> {
+        let canonical = verter_dag::Canonical::from(canonical_name(path));
+        let got = scheduler
+            .committed_outputs([(&canonical, stage)])
+            .pop()
+            .flatten();
+        let end = end();
+        let output = got?;
+        let asked = Asked {
+            path: canonical.to_string(),
+            stage,
+            start,
+            end,
+            reader: Some(reader),
+            own_record: None,
+            carried_text: false,
+        };
+        let answer = render(&Ok(output));
+        let verdict = self.judge(&asked, &answer);
+        Some((answer, verdict))
+    }
+
     /// Judges `answer` to `asked`: `Ok` when a fresh scheduler could have
     /// given it, or the result table allows it.
     pub fn judge(&self, asked: &Asked, answer: &Outcome) -> Result<(), String> {

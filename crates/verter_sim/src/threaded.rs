@@ -506,27 +506,18 @@ impl HostThread {
                 }
             }
             Op::ReadCommitted { path, stage } => {
-                let canonical = verter_dag::Canonical::from(canonical_name(path));
                 let (seq, start) = (self.next_seq(), world.tick());
-                let got = scheduler
-                    .committed_outputs([(&canonical, *stage)])
-                    .pop()
-                    .flatten();
-                // No record is closed here: the read path admits nothing,
-                // so this thread's earlier submissions may still be pending.
-                let end = world.tick();
-                if let Some(output) = got {
-                    let asked = Asked {
-                        path: canonical.to_string(),
-                        stage: *stage,
-                        start,
-                        end,
-                        reader: Some(self.reader(seq)),
-                        own_record: None,
-                        carried_text: false,
-                    };
+                let judged = world.oracle.judge_committed_read(
+                    scheduler,
+                    path,
+                    *stage,
+                    self.reader(seq),
+                    start,
+                    || world.tick(),
+                );
+                if let Some((_, verdict)) = judged {
                     world.answers.fetch_add(1, Ordering::Relaxed);
-                    if let Err(message) = world.oracle.judge(&asked, &render(&Ok(output))) {
+                    if let Err(message) = verdict {
                         world.violate(format!(
                             "{message}\n  read from host thread {}: {op}",
                             self.id
