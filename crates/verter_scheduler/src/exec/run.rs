@@ -398,16 +398,18 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         // Forward dependencies: ensure each file the scheduler has never seen
         // (atomic ensure) and admit its Source.
-        let inherited = locked.dag.highest_priority_for_file(&file.canonical);
+        // The priority a new object inherits is read (a walk of this file's
+        // nodes and groups) only if some dependency is new.
+        let mut inherited = None;
         for dep in &forward {
-            if let Some(effects) = self.ingest(locked, dep, inherited) {
+            if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file) {
                 self.absorb(locked, effects, post);
             }
         }
         // Blockers: ensure their objects too, then replace the record.
         let mut blocker_keys = Vec::with_capacity(blockers.len());
         for dep in &blockers {
-            if let Some(effects) = self.ingest(locked, dep, inherited) {
+            if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file) {
                 self.absorb(locked, effects, post);
             }
             if let Some(live) = locked.dag.live_file(&dep.canonical) {
@@ -432,16 +434,21 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// Under the lock: ensures `dep`'s object and node exist (entry-or-insert)
-    /// and, for a new one, admits its Source. `None` when it already existed.
+    /// and, for a new one, admits its Source at the priority it inherits
+    /// from `consumer` (read once per commit, into `inherited`, and only
+    /// when some dependency is new). `None` when it already existed.
     pub(super) fn ingest(
         &self,
         locked: &mut Locked<E>,
         dep: &ResolvedDep,
-        priority: Option<Priority>,
+        inherited: &mut Option<Option<Priority>>,
+        consumer: &FileIdentity,
     ) -> Option<Effects> {
         if self.nodes.contains_key(&dep.canonical) {
             return None;
         }
+        let priority = *inherited
+            .get_or_insert_with(|| locked.dag.highest_priority_for_file(&consumer.canonical));
         let (object, created) = locked.dag.ensure_object(&dep.canonical);
         debug_assert!(created, "an unpublished canonical has no live object");
         self.publish_node(&dep.canonical, object, dep.language.clone());
