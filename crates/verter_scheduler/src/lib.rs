@@ -20,8 +20,10 @@
 //! live node and publishes nothing when it is stale.
 //!
 //! # A caller reads its own writes
-//! Submissions are admitted in the order they were sent, and every call that
-//! takes the DAG lock — [`Scheduler::invalidate`], [`Scheduler::remove`],
+//! Submissions are admitted in the order they were sent — except that a lone
+//! `High` or `Critical` request may overtake queued requests that change
+//! nothing, never a write sent before it — and every call that takes the
+//! DAG lock — [`Scheduler::invalidate`], [`Scheduler::remove`],
 //! [`Scheduler::reset`], the witness calls, and reads such as
 //! [`Scheduler::try_get_source`] and [`Scheduler::capture_root`] — first
 //! admits what is still queued. An upsert followed by an invalidate ends on

@@ -16,20 +16,22 @@
 //! 1. *Prepare*, on the submitting thread, outside the lock: canonicalise the
 //!    path and resolve the language through the loader; sample the live
 //!    node's submission lifetime. Creates and re-homes nothing.
-//! 2. *Enqueue* on the bounded inbox; a pumping thread (driver, inline
-//!    caller, stage worker) drains the inbox before it would block on it.
+//! 2. *Enqueue* on the bounded inbox (one of its two lanes: see
+//!    `crate::inbox`); a pumping thread (driver, inline caller, stage
+//!    worker) drains the inbox before it would block on it.
 //! 3. *Admit*, under the lock, in the same hold that takes the item out of
-//!    the inbox (so items are admitted in the order they were sent):
+//!    the inbox (so items are admitted in the order they were sent, the
+//!    urgent lane's reads aside):
 //!    revalidate the lifetime against the published node (or create the
 //!    node by atomic ensure), re-home the language, bump the generation for
 //!    new text (the only place a request does) with its sweep, register the
 //!    waiter, then admit the work.
 //!
 //! # A caller reads its own writes
-//! Submissions are admitted in the order they were sent. Every other call
+//! Nothing is admitted before a write sent before it. Every other call
 //! that takes the DAG lock — `invalidate`, `close_file`, `remove`, `reset`,
 //! the witness calls, and the reads that consult the lock — first admits
-//! whatever is still in the inbox, in the same hold. So a thread's earlier
+//! what was in the inbox when it started (`admit_sent`), in the same hold. So a thread's earlier
 //! submissions take effect before its later calls, and a request answered
 //! at submission (from committed output) is answered only when nothing the
 //! caller sent earlier is still waiting for admission.
