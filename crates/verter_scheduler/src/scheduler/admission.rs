@@ -41,12 +41,19 @@ impl<E: StageExecutor> Scheduler<E> {
                 requests += self.admit_envelope(locked, post, envelope);
             }
         }
+        self.settle_admitted(requests);
+        urgent + normal
+    }
+
+    /// Takes `requests` just admitted (in this hold) off the pending count.
+    /// Release: whatever those admissions published is visible to a fast
+    /// path that sees the count drop.
+    fn settle_admitted(&self, requests: usize) {
         if requests > 0 {
             self.counters
                 .pending_admissions
                 .fetch_sub(requests, Ordering::Release);
         }
-        urgent + normal
     }
 
     /// Under the lock: admits one inbox item and reports it admitted;
@@ -91,13 +98,7 @@ impl<E: StageExecutor> Scheduler<E> {
             items += 1;
             requests += self.admit_envelope(locked, post, envelope);
         }
-        if requests > 0 {
-            // Release: whatever these admissions published is visible to a
-            // fast path that sees the count drop.
-            self.counters
-                .pending_admissions
-                .fetch_sub(requests, Ordering::Release);
-        }
+        self.settle_admitted(requests);
         items
     }
 

@@ -78,18 +78,19 @@ impl<E: StageExecutor> Scheduler<E> {
         // Acquire, once: every submission this thread made before the call
         // has been admitted when the count reads zero.
         let settled = self.counters.pending_admissions.load(Ordering::Acquire) == 0;
+        let mut answered = 0;
         for (canonical, stage) in items {
-            outputs.push(
-                settled
-                    .then(|| self.nodes.get(canonical))
-                    .flatten()
-                    .filter(|node| !node.is_retired())
-                    .and_then(|node| node.committed(stage)),
-            );
+            let output = settled
+                .then(|| self.nodes.get(canonical))
+                .flatten()
+                .filter(|node| !node.is_retired())
+                .and_then(|node| node.committed(stage));
+            answered += u64::from(output.is_some());
+            outputs.push(output);
         }
         self.counters
             .answered_without_admission
-            .fetch_add(outputs.iter().flatten().count() as u64, Ordering::Relaxed);
+            .fetch_add(answered, Ordering::Relaxed);
         outputs
     }
 
