@@ -212,8 +212,6 @@ impl DependencyOccupancy {
         self.edges.consumers == 0
             && self.edges.edges == 0
             && self.edges.keys == 0
-            && self.edges.indexed_files == 0
-            && self.edges.indexed_versions == 0
             && self.blockers.owners == 0
             && self.blockers.references == 0
             && self.blockers.referenced_keys == 0

@@ -1,26 +1,28 @@
 //! `DepEdges`: the one representation of dependency edges.
 //!
-//! Each consumer maps the [`DepKey`]s it waits on to the edge's sequence
-//! number; each `DepKey` maps its waiting consumers by sequence (so they are
-//! released in link order); a file index keeps, per canonical and across
-//! incarnations, the versions that have waiters. Link and unlink touch both
-//! sides in one step. This module stores edges and nothing else: it never
-//! decides readiness, never checks stage rank (the DAG does, before linking)
-//! and never wakes anyone.
+//! One table holds both sides of every file stage's edges: the keys it waits
+//! on (as a consumer) and the consumers waiting on it (as a producer), so an
+//! Analysis that waits on its Source and is waited on by Artifacts is one
+//! entry, and linking an edge touches two entries of one table. Cache nodes
+//! only consume (nothing can wait on them), so their keys are a table of
+//! their own. Each edge carries a sequence number, so a key's waiters are
+//! released in link order. This module stores edges and nothing else: it
+//! never decides readiness, never checks stage rank (the DAG does, before
+//! linking) and never wakes anyone. Retirement finds a file's keys through
+//! the DAG's own per-file index of nodes, not through an index here.
 //!
 //! # Invariants
-//! 1. An edge is in `by_consumer` exactly when it is in `by_dep`, with the same
-//!    sequence number (`link_and_unlink_touch_both_sides`).
-//! 2. The file index holds a `DepKey` exactly when that key has at least one
-//!    waiter (`file_index_tracks_keys_with_waiters`).
+//! 1. An edge is on its consumer's side exactly when it is on its key's
+//!    side, with the same sequence number (`link_and_unlink_touch_both_sides`).
+//! 2. An entry is present only while one of its sides is non-empty, so an
+//!    empty store holds no entries (`clear_releases_backing_storage`).
 //! 3. Removing a consumer's edges or a key's waiters never scans siblings:
-//!    it follows the consumer's own map or the key's own map
+//!    it follows the consumer's own keys or the key's own waiters
 //!    (`removing_a_consumer_unlinks_only_its_edges`).
 
 use crate::hash::HashMap;
-use crate::vec_map::VecMap;
 
-use crate::identity::{Canonical, DepKey, SourceVersion, WorkNodeIdentity};
+use crate::identity::{DepKey, SchedulerCacheId, WorkNodeIdentity};
 
 /// Above this many keys, a consumer's keys move from a vector (scanned) to a
 /// hash table, so a consumer that waits on thousands of files links in
@@ -36,14 +38,29 @@ const SMALL_DEPS: usize = 16;
 /// search, not a shift.
 #[derive(Debug, Default)]
 pub(crate) struct DepEdges {
-    /// Consumer → the keys it waits on, each with the edge's sequence number.
-    by_consumer: HashMap<WorkNodeIdentity, ConsumerDeps>,
-    /// Key → its waiting consumers, in link order.
-    by_dep: HashMap<DepKey, Waiters>,
-    /// Canonical → versions (across incarnations) → keys with waiters.
-    file_index: HashMap<Canonical, VecMap<SourceVersion, Vec<DepKey>>>,
+    /// File stage → its keys (as a consumer) and its waiters (as a key).
+    files: HashMap<DepKey, StageEdges>,
+    /// Cache node → the keys it waits on.
+    cache_nodes: HashMap<(SchedulerCacheId, u64), ConsumerDeps>,
+    /// Edges stored, each counted once.
+    edges: usize,
     /// The next edge sequence number; never reused.
     next_seq: u64,
+}
+
+/// Both sides of one file stage's edges.
+#[derive(Debug, Default)]
+struct StageEdges {
+    /// The keys this stage waits on.
+    deps: ConsumerDeps,
+    /// The consumers waiting on this stage.
+    waiters: Waiters,
+}
+
+impl StageEdges {
+    fn is_empty(&self) -> bool {
+        self.deps.len() == 0 && self.waiters.live == 0
+    }
 }
 
 /// The keys one consumer waits on.
@@ -173,60 +190,104 @@ pub struct EdgeOccupancy {
     pub edges: usize,
     /// Keys with at least one waiter.
     pub keys: usize,
-    /// Canonicals in the file index.
-    pub indexed_files: usize,
-    /// (canonical, version) buckets in the file index.
-    pub indexed_versions: usize,
-    /// Backing capacity of the outer and nested tables, in entries.
+    /// Backing capacity of the tables and nested vectors, in entries.
     pub capacity: usize,
 }
 
 impl DepEdges {
+    /// The consumer side of `consumer`, if it has one.
+    fn deps(&self, consumer: &WorkNodeIdentity) -> Option<&ConsumerDeps> {
+        match consumer {
+            WorkNodeIdentity::File(key) => self.files.get(key).map(|entry| &entry.deps),
+            WorkNodeIdentity::CacheNode { cache_id, key_hash } => {
+                self.cache_nodes.get(&(*cache_id, *key_hash))
+            }
+        }
+    }
+
+    /// Runs `f` on the consumer side of `consumer` (made when missing), then
+    /// drops the entry if both its sides are empty.
+    fn with_deps<R>(
+        &mut self,
+        consumer: &WorkNodeIdentity,
+        create: bool,
+        f: impl FnOnce(&mut ConsumerDeps) -> R,
+    ) -> Option<R> {
+        match consumer {
+            WorkNodeIdentity::File(key) => {
+                let entry = if create {
+                    self.files.entry(key.clone()).or_default()
+                } else {
+                    self.files.get_mut(key)?
+                };
+                let result = f(&mut entry.deps);
+                if entry.is_empty() {
+                    self.files.remove(key);
+                }
+                Some(result)
+            }
+            WorkNodeIdentity::CacheNode { cache_id, key_hash } => {
+                let id = (*cache_id, *key_hash);
+                let deps = if create {
+                    self.cache_nodes.entry(id).or_default()
+                } else {
+                    self.cache_nodes.get_mut(&id)?
+                };
+                let result = f(deps);
+                if deps.len() == 0 {
+                    self.cache_nodes.remove(&id);
+                }
+                Some(result)
+            }
+        }
+    }
+
     /// Links `consumer` to `dep`. Returns `false` (and changes nothing) if the
     /// edge already exists.
     pub(crate) fn link(&mut self, consumer: &WorkNodeIdentity, dep: &DepKey) -> bool {
-        let deps = self.by_consumer.entry(consumer.clone()).or_default();
-        if deps.contains(dep) {
+        let seq = self.next_seq;
+        let added = self
+            .with_deps(consumer, true, |deps| {
+                if deps.contains(dep) {
+                    false
+                } else {
+                    deps.insert(dep.clone(), seq);
+                    true
+                }
+            })
+            .unwrap_or(false);
+        if !added {
             return false;
         }
-        let seq = self.next_seq;
         self.next_seq += 1;
-        deps.insert(dep.clone(), seq);
-        let waiters = self.by_dep.entry(dep.clone()).or_default();
-        let first = waiters.live == 0;
-        waiters.push(seq, consumer.clone());
-        if first {
-            // A key enters the index when it gains its first waiter.
-            self.file_index
-                .entry(dep.file.canonical.clone())
-                .or_default()
-                .entry_or_default(dep.file.version())
-                .push(dep.clone());
-        }
+        self.edges += 1;
+        self.files
+            .entry(dep.clone())
+            .or_default()
+            .waiters
+            .push(seq, consumer.clone());
         true
     }
 
     /// Removes the edge `consumer → dep`, if present. Returns whether it was.
     pub(crate) fn unlink(&mut self, consumer: &WorkNodeIdentity, dep: &DepKey) -> bool {
-        let Some(deps) = self.by_consumer.get_mut(consumer) else {
+        let Some(seq) = self
+            .with_deps(consumer, false, |deps| deps.remove(dep))
+            .flatten()
+        else {
             return false;
         };
-        let Some(seq) = deps.remove(dep) else {
-            return false;
-        };
-        if deps.len() == 0 {
-            self.by_consumer.remove(consumer);
-        }
+        self.edges -= 1;
         self.remove_waiter(dep, seq);
         true
     }
 
     /// Removes every edge of `consumer`; returns the keys it waited on.
     pub(crate) fn remove_consumer(&mut self, consumer: &WorkNodeIdentity) -> Vec<DepKey> {
-        let Some(deps) = self.by_consumer.remove(consumer) else {
-            return Vec::new();
-        };
-        let pairs = deps.into_pairs();
+        let pairs = self
+            .with_deps(consumer, false, |deps| std::mem::take(deps).into_pairs())
+            .unwrap_or_default();
+        self.edges -= pairs.len();
         let mut keys = Vec::with_capacity(pairs.len());
         for (dep, seq) in pairs {
             self.remove_waiter(&dep, seq);
@@ -237,17 +298,21 @@ impl DepEdges {
 
     /// Removes every edge into `dep`; returns its consumers in link order.
     pub(crate) fn take_waiters(&mut self, dep: &DepKey) -> Vec<WorkNodeIdentity> {
-        let Some(waiters) = self.by_dep.remove(dep) else {
+        let Some(entry) = self.files.get_mut(dep) else {
             return Vec::new();
         };
-        self.unindex(dep);
+        let waiters = std::mem::take(&mut entry.waiters);
+        if entry.is_empty() {
+            self.files.remove(dep);
+        }
         let mut consumers = Vec::with_capacity(waiters.live);
         for consumer in waiters.into_consumers() {
-            if let Some(deps) = self.by_consumer.get_mut(&consumer) {
-                deps.remove(dep);
-                if deps.len() == 0 {
-                    self.by_consumer.remove(&consumer);
-                }
+            if self
+                .with_deps(&consumer, false, |deps| deps.remove(dep))
+                .flatten()
+                .is_some()
+            {
+                self.edges -= 1;
             }
             consumers.push(consumer);
         }
@@ -256,87 +321,65 @@ impl DepEdges {
 
     /// How many keys `consumer` still waits on.
     pub(crate) fn remaining(&self, consumer: &WorkNodeIdentity) -> usize {
-        self.by_consumer.get(consumer).map_or(0, ConsumerDeps::len)
+        self.deps(consumer).map_or(0, ConsumerDeps::len)
     }
 
     /// The keys `consumer` waits on (unordered).
     pub(crate) fn deps_of(&self, consumer: &WorkNodeIdentity) -> Vec<DepKey> {
-        self.by_consumer
-            .get(consumer)
+        self.deps(consumer)
             .map(ConsumerDeps::keys)
             .unwrap_or_default()
     }
 
     /// The consumers waiting on `dep`, in link order.
     pub(crate) fn waiters_of(&self, dep: &DepKey) -> Vec<WorkNodeIdentity> {
-        self.by_dep
+        self.files
             .get(dep)
-            .map(|waiters| waiters.consumers().cloned().collect())
+            .map(|entry| entry.waiters.consumers().cloned().collect())
             .unwrap_or_default()
     }
 
-    /// The keys of `canonical` with waiters whose version is below `bound`,
-    /// reached through the file index alone (no scan of other files).
-    pub(crate) fn keys_below(&self, canonical: &Canonical, bound: SourceVersion) -> Vec<DepKey> {
-        self.file_index
-            .get(canonical)
-            .map(|versions| {
-                versions
-                    .range_below(&bound)
-                    .flat_map(|(_, keys)| keys.iter().cloned())
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    #[cfg(test)]
-    /// Every key of `canonical` with waiters, at any version.
-    pub(crate) fn keys_of_file(&self, canonical: &Canonical) -> Vec<DepKey> {
-        self.file_index
-            .get(canonical)
-            .map(|versions| versions.values().flatten().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    /// Counts and capacities, including the nested tables.
+    /// Counts and capacities, including the nested vectors.
     pub(crate) fn occupancy(&self) -> EdgeOccupancy {
-        let nested_consumer: usize = self.by_consumer.values().map(ConsumerDeps::capacity).sum();
-        let nested_index: usize = self
-            .file_index
+        let consumer_sides = self
+            .files
             .values()
-            .map(|versions| {
-                versions.capacity() + versions.values().map(Vec::capacity).sum::<usize>()
-            })
-            .sum();
+            .map(|entry| &entry.deps)
+            .chain(self.cache_nodes.values());
+        let (mut consumers, mut edges, mut nested) = (0, 0, 0);
+        for deps in consumer_sides {
+            consumers += usize::from(deps.len() > 0);
+            edges += deps.len();
+            nested += deps.capacity();
+        }
+        debug_assert_eq!(edges, self.edges, "the edge count drifted from the store");
         EdgeOccupancy {
-            consumers: self.by_consumer.len(),
-            edges: self.by_consumer.values().map(ConsumerDeps::len).sum(),
-            keys: self.by_dep.len(),
-            indexed_files: self.file_index.len(),
-            indexed_versions: self.file_index.values().map(VecMap::len).sum(),
-            capacity: self.by_consumer.capacity()
-                + nested_consumer
-                + self.by_dep.capacity()
+            consumers,
+            edges,
+            keys: self
+                .files
+                .values()
+                .filter(|entry| entry.waiters.live > 0)
+                .count(),
+            capacity: self.files.capacity()
+                + self.cache_nodes.capacity()
+                + nested
                 + self
-                    .by_dep
+                    .files
                     .values()
-                    .map(|waiters| waiters.entries.capacity())
-                    .sum::<usize>()
-                + self.file_index.capacity()
-                + nested_index,
+                    .map(|entry| entry.waiters.entries.capacity())
+                    .sum::<usize>(),
         }
     }
 
     /// Whether no edge is stored and no table holds backing storage.
     pub(crate) fn is_released(&self) -> bool {
-        self.by_consumer.capacity() == 0
-            && self.by_dep.capacity() == 0
-            && self.file_index.capacity() == 0
+        self.files.capacity() == 0 && self.cache_nodes.capacity() == 0
     }
 
-    /// Whether no edge is stored.
+    /// Whether no edge is stored. O(1).
     pub(crate) fn is_empty(&self) -> bool {
-        self.by_consumer.is_empty() && self.by_dep.is_empty() && self.file_index.is_empty()
+        self.edges == 0
     }
 
     /// Drops every edge and releases the backing storage.
@@ -349,29 +392,10 @@ impl DepEdges {
     }
 
     fn remove_waiter(&mut self, dep: &DepKey, seq: u64) {
-        if let Some(waiters) = self.by_dep.get_mut(dep) {
-            waiters.remove(seq);
-            if waiters.live == 0 {
-                self.by_dep.remove(dep);
-                self.unindex(dep);
-            }
-        }
-    }
-
-    fn unindex(&mut self, dep: &DepKey) {
-        let canonical = &dep.file.canonical;
-        if let Some(versions) = self.file_index.get_mut(canonical) {
-            let version = dep.file.version();
-            if let Some(keys) = versions.get_mut(&version) {
-                if let Some(at) = keys.iter().position(|key| key == dep) {
-                    keys.swap_remove(at);
-                }
-                if keys.is_empty() {
-                    versions.remove(&version);
-                }
-            }
-            if versions.is_empty() {
-                self.file_index.remove(canonical);
+        if let Some(entry) = self.files.get_mut(dep) {
+            entry.waiters.remove(seq);
+            if entry.is_empty() {
+                self.files.remove(dep);
             }
         }
     }

@@ -93,6 +93,7 @@ impl<K: Ord, V> VecMap<K, V> {
     }
 
     /// How many entries.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }

@@ -7,8 +7,9 @@ use super::*;
 
 impl SchedulerDag {
     /// Retires every record of `canonical` below `bound`, in one call. Driven
-    /// by the canonical's own indices: its version slots, the edge store's
-    /// file index and the blocker registry's per-file indices.
+    /// by the canonical's own indices: its version slots (every key with
+    /// waiting consumers has a node there) and the blocker registry's
+    /// per-file indices.
     pub(super) fn sweep(
         &mut self,
         canonical: &Canonical,
@@ -31,13 +32,6 @@ impl SchedulerDag {
                 FileIdentity::new(canonical.clone(), version.incarnation, version.generation);
             retired_keys.extend(slot.nodes.iter().map(|stage| file.clone().at(*stage)));
             retired_groups.extend(slot.groups.iter().map(|stage| file.clone().at(*stage)));
-        }
-        // Keys with dependency waiters but no node (defensive: producers are
-        // created when named, so this finds only what the slots already had).
-        for key in self.edges.keys_below(canonical, bound) {
-            if !retired_keys.contains(&key) {
-                retired_keys.push(key);
-            }
         }
         retired_keys.sort();
         retired_groups.sort();
@@ -159,8 +153,15 @@ impl SchedulerDag {
                     .as_dep_key()
                     .expect("artifact nodes are file work")
                     .clone();
-                if self.groups.contains_key(&key) {
-                    let priority = self.group_priority(&key);
+                // Consumers gated on it (cache nodes) keep their edges: the
+                // rebuilt node answers them, so no edge is left without a
+                // producer.
+                let consumers = self.edges.waiters_of(&key);
+                if self.groups.contains_key(&key) || !consumers.is_empty() {
+                    let priority = consumers
+                        .iter()
+                        .filter_map(|consumer| self.priority_of(consumer))
+                        .fold(self.group_priority(&key), Priority::max);
                     self.ensure_file_node(&key, priority, &mut effects);
                 }
             }

@@ -1128,3 +1128,47 @@ fn idle_capacity_is_released_only_when_nothing_is_in_flight() {
     let again = h.request(&files[0], P, WaitPolicy::Follow);
     assert!(h.outcome(again).is_ok(), "done work is answered at once");
 }
+
+/// A blocker edit that drops a gated Artifact rebuilds it when only a cache
+/// node waits on it (no request group): the node is never left gated on a
+/// producer that no longer exists, and it runs once the Artifact is rebuilt
+/// on the blocker's new version.
+#[test]
+fn a_blocker_edit_rebuilds_an_artifact_a_cache_node_waits_on() {
+    let mut h = Harness::new();
+    let (a, m) = (h.add("a.rs"), h.add("macros.rs"));
+    let cache = WorkNodeIdentity::CacheNode {
+        cache_id: crate::SchedulerCacheId(9),
+        key_hash: 1,
+    };
+    let effects = h
+        .dag
+        .submit_cache_node(cache.clone(), Priority::Normal, [a.clone().at(P)])
+        .expect("a live dependency");
+    h.absorb(effects);
+    let effects = h
+        .dag
+        .record_blockers(&a, [m.clone().at(TargetStage::Analysis)])
+        .expect("live");
+    h.absorb(effects);
+    let (m1, effects) = h
+        .dag
+        .advance_generation(&m.canonical, m.incarnation)
+        .expect("live");
+    h.absorb(effects);
+    assert!(
+        h.dag.is_admitted(&work(&a, P)),
+        "the artifact the cache node waits on was rebuilt"
+    );
+    assert_eq!(h.dag.consumers_of(&a.clone().at(P)), [cache.clone()]);
+    assert!(
+        h.dag
+            .dependencies_of(&work(&a, P))
+            .contains(&m1.clone().at(TargetStage::Analysis)),
+        "the rebuilt artifact waits on the blocker's new version"
+    );
+    h.run();
+    assert_eq!(h.log.last(), Some(&cache));
+    assert!(h.dag.is_done(&cache));
+    h.assert_quiescent();
+}

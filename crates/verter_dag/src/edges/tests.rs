@@ -1,7 +1,7 @@
-//! Unit tests of `DepEdges`: both sides and the file index move together.
+//! Unit tests of `DepEdges`: both sides of an edge move together.
 
 use super::*;
-use crate::identity::{FileIdentity, Generation, Incarnation, TargetStage};
+use crate::identity::{Canonical, FileIdentity, Generation, Incarnation, TargetStage};
 
 fn file(path: &str, incarnation: Incarnation, generation: u64) -> FileIdentity {
     FileIdentity::new(
@@ -52,37 +52,53 @@ fn waiters_are_released_in_link_order() {
     }
 }
 
+/// A stage is one entry for both sides: the Analysis a consumer's key names
+/// is the same entry that holds the Analysis's own keys, and the entry goes
+/// when both sides are empty.
 #[test]
-fn file_index_tracks_keys_with_waiters() {
-    let old = Incarnation::allocate();
-    let new = Incarnation::allocate();
-    let consumer = artifact(&file("a.rs", old, 0));
-    let b_old = file("b.rs", old, 5).at(TargetStage::Analysis);
-    let b_new = file("b.rs", new, 0).at(TargetStage::Analysis);
+fn a_stage_is_one_entry_for_both_sides() {
+    let inc = Incarnation::allocate();
+    let source = file("b.rs", inc, 0).at(TargetStage::Source);
+    let analysis = file("b.rs", inc, 0).at(TargetStage::Analysis);
+    let consumer = artifact(&file("a.rs", inc, 0));
     let mut edges = DepEdges::default();
-    edges.link(&consumer, &b_old);
-    edges.link(&consumer, &b_new);
-    let b = Canonical::from("b.rs");
-    // Across incarnations, ordered incarnation first: the successor's g0 is
-    // above the predecessor's g5.
+    edges.link(&WorkNodeIdentity::File(analysis.clone()), &source);
+    edges.link(&consumer, &analysis);
+    let occupancy = edges.occupancy();
     assert_eq!(
-        edges.keys_below(&b, b_new.file.version()),
-        std::slice::from_ref(&b_old)
+        (occupancy.consumers, occupancy.edges, occupancy.keys),
+        (2, 2, 2)
     );
-    let mut all = edges.keys_of_file(&b);
-    all.sort();
-    assert_eq!(all, [b_old.clone(), b_new.clone()]);
-    edges.take_waiters(&b_old);
-    assert!(edges.keys_below(&b, b_new.file.version()).is_empty());
-    edges.remove_consumer(&consumer);
-    assert!(edges.keys_of_file(&b).is_empty());
+    // Entries: the Source (waiters), the Analysis (both sides), the Artifact.
+    assert_eq!(edges.files.len(), 3);
     assert_eq!(
-        edges.occupancy(),
-        EdgeOccupancy {
-            capacity: edges.occupancy().capacity,
-            ..Default::default()
-        }
+        edges.take_waiters(&source),
+        [WorkNodeIdentity::File(analysis.clone())]
     );
+    assert_eq!(
+        edges.files.len(),
+        2,
+        "the Source entry went with its last waiter"
+    );
+    assert_eq!(edges.remove_consumer(&consumer), [analysis]);
+    assert!(edges.files.is_empty() && edges.is_empty());
+}
+
+#[test]
+fn cache_nodes_are_consumers_with_keys_of_their_own() {
+    let inc = Incarnation::allocate();
+    let dep = file("lib.rs", inc, 0).at(TargetStage::Analysis);
+    let node = WorkNodeIdentity::CacheNode {
+        cache_id: crate::SchedulerCacheId(7),
+        key_hash: 42,
+    };
+    let mut edges = DepEdges::default();
+    assert!(edges.link(&node, &dep));
+    assert_eq!(edges.remaining(&node), 1);
+    assert_eq!(edges.waiters_of(&dep), std::slice::from_ref(&node));
+    assert_eq!(edges.take_waiters(&dep), [node.clone()]);
+    assert_eq!(edges.remaining(&node), 0);
+    assert!(edges.cache_nodes.is_empty() && edges.is_empty());
 }
 
 #[test]
@@ -157,12 +173,8 @@ fn wide_consumers_and_hub_keys_keep_every_edge_in_order() {
         assert!(edges.unlink(consumer, &hub));
     }
     assert_eq!(edges.waiters_of(&hub), kept);
-    assert_eq!(
-        edges.keys_of_file(&Canonical::from("hub.rs")),
-        vec![hub.clone()]
-    );
     assert_eq!(edges.take_waiters(&hub), kept);
-    assert!(edges.keys_of_file(&Canonical::from("hub.rs")).is_empty());
+    assert!(edges.waiters_of(&hub).is_empty());
     for consumer in &kept {
         assert_eq!(edges.remaining(consumer), 0);
     }
