@@ -6,17 +6,19 @@
 //! lock or wakes a thread, so every rule can be tested deterministically.
 //!
 //! # What it holds
-//! - **Live objects**: per canonical, the published file object (incarnation,
-//!   current generation, submission lifetime). An object is live while its
-//!   record is present; removal deletes it in the same call (no tombstones).
-//! - **Work nodes**: admitted work by [`WorkNodeIdentity`], gated on its
-//!   dependencies, ready, running, done or failed. A failed producer stays
-//!   resident until its generation is retired.
-//! - **Waiter groups**: request waiters by [`DepKey`].
+//! - **Per-file records**: per canonical, the published file object
+//!   (incarnation, current generation, submission lifetime) and, per
+//!   version, per stage, its admitted work node and its request waiters. An
+//!   object is live while its record is present; removal deletes it in the
+//!   same call (no tombstones). A node is gated on its dependencies, ready,
+//!   running, done or failed; a failed producer stays resident until its
+//!   generation is retired. One lookup of the canonical reaches a stage's
+//!   node and group, and retirement takes a file's versions out whole, so
+//!   nothing scans a DAG-wide map (`slots.rs` is the only place records
+//!   enter or leave).
+//! - **Cache nodes**, which belong to no file, in a table of their own.
 //! - **Edges** (`DepEdges`), **blocker records** (`BlockerRegistry`), the
 //!   **ready queue** and the **capacity ledger**.
-//! - A per-canonical index of the versions that have nodes or groups, so
-//!   retirement and removal never scan a DAG-wide map.
 //!
 //! # Invariants (each pinned by the named test in `dag/tests.rs`)
 //! 1. Work is admitted only for a live object at its current generation, and
@@ -61,11 +63,12 @@ use crate::effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, Wa
 use crate::error::{DagFailure, FailureCause, GenerationExhausted, LinkError};
 use crate::identity::{
     CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, Priority,
-    SourceVersion, SubmissionLifetime, TargetStage, WorkNodeIdentity,
+    SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage, WorkNodeIdentity,
 };
 use crate::ready::{
     AdmissionId, CapacityLedger, DEFAULT_LANE_WEIGHTS, LedgerSnapshot, ReadyQueue, ResourceClass,
 };
+use slots::VersionSlot;
 
 /// Budgets and fairness settings of a [`SchedulerDag`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,34 +266,12 @@ struct Member {
     priority: Priority,
 }
 
-/// Per canonical: its live object and the versions that have records.
+/// Per canonical: its live object and the versions that have records (each
+/// with its stages' nodes and groups, `slots.rs`).
 #[derive(Debug, Default)]
 struct FileRecords {
     object: Option<ObjectRecord>,
     versions: VecMap<SourceVersion, VersionSlot>,
-}
-
-/// The stages of one version that have a node or a group.
-#[derive(Debug, Default)]
-struct VersionSlot {
-    nodes: Vec<TargetStage>,
-    groups: Vec<TargetStage>,
-}
-
-impl VersionSlot {
-    fn is_empty(&self) -> bool {
-        self.nodes.is_empty() && self.groups.is_empty()
-    }
-}
-
-fn add_stage(stages: &mut Vec<TargetStage>, stage: TargetStage) {
-    if !stages.contains(&stage) {
-        stages.push(stage);
-    }
-}
-
-fn remove_stage(stages: &mut Vec<TargetStage>, stage: TargetStage) {
-    stages.retain(|s| *s != stage);
 }
 
 /// The rank of a consumer: its stage's rank for file work; cache nodes rank
@@ -330,9 +311,16 @@ enum SweepReason {
 /// The lifecycle authority's state. See the module docs.
 #[derive(Debug)]
 pub struct SchedulerDag {
+    /// Per canonical: its object, and its versions' nodes and groups.
     files: HashMap<Canonical, FileRecords>,
-    nodes: HashMap<WorkNodeIdentity, WorkNode>,
-    groups: HashMap<DepKey, Vec<Member>>,
+    /// Admitted cache nodes (they belong to no file).
+    cache_nodes: HashMap<(SchedulerCacheId, u64), WorkNode>,
+    /// Resident nodes, file work and cache nodes (kept by `slots.rs`).
+    node_count: usize,
+    /// Request groups (kept by `slots.rs`).
+    group_count: usize,
+    /// Request waiters in groups (kept by `slots.rs`).
+    waiter_count: usize,
     edges: DepEdges,
     blockers: BlockerRegistry,
     ready: ReadyQueue,
@@ -357,8 +345,10 @@ impl SchedulerDag {
     pub fn new(config: DagConfig) -> Self {
         Self {
             files: HashMap::default(),
-            nodes: HashMap::default(),
-            groups: HashMap::default(),
+            cache_nodes: HashMap::default(),
+            node_count: 0,
+            group_count: 0,
+            waiter_count: 0,
             edges: DepEdges::default(),
             blockers: BlockerRegistry::default(),
             ready: ReadyQueue::new(config.lane_weights),
@@ -494,12 +484,12 @@ impl SchedulerDag {
     pub fn is_idle(&self) -> bool {
         self.ledger.snapshot().in_use() == 0
             && self.ready.len(ResourceClass::Cpu) + self.ready.len(ResourceClass::Io) == 0
-            && self.groups.is_empty()
+            && self.group_count == 0
             && self.edges.is_empty()
     }
 
     /// Releases the backing storage of the tables that track work in flight
-    /// (edges, waiter groups, the ready queue) once nothing is in flight: no
+    /// (edges, the ready queue) once nothing is in flight: no
     /// reservation held, nothing ready, no edge, no group. A large build
     /// grows those tables to its peak and then empties them; without this
     /// they would keep that capacity for the scheduler's whole life.
@@ -512,10 +502,6 @@ impl SchedulerDag {
         let mut released = false;
         if !self.edges.is_released() {
             self.edges.clear_and_release();
-            released = true;
-        }
-        if self.groups.capacity() > 0 {
-            self.groups = HashMap::default();
             released = true;
         }
         if !self.ready.is_released() {
@@ -531,10 +517,12 @@ impl SchedulerDag {
     /// dispatches come back, so the ledger stays exact.
     pub fn reset(&mut self) -> Effects {
         let mut effects = Effects::default();
-        let mut keys: Vec<DepKey> = self.groups.keys().cloned().collect();
-        keys.sort();
-        for key in keys {
-            let members = self.groups.remove(&key).unwrap_or_default();
+        let mut groups: Vec<(DepKey, Vec<Member>)> = self
+            .all_groups()
+            .map(|(key, members)| (key, members.to_vec()))
+            .collect();
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        for (key, members) in groups {
             let failure = DagFailure::Shutdown {
                 canonical: key.file.canonical.clone(),
             };
@@ -547,23 +535,27 @@ impl SchedulerDag {
             }
         }
         let mut running: Vec<WorkNodeIdentity> = Vec::new();
-        for (identity, node) in &self.nodes {
+        let mut cancelled = 0;
+        for (identity, node) in self.all_nodes() {
             if node.is_finished() {
                 continue;
             }
             if let Some(token) = &node.cancel {
                 token.cancel();
             }
-            self.counters.cancelled += 1;
+            cancelled += 1;
             if matches!(node.state, NodeState::Running) {
-                running.push(identity.clone());
+                running.push(identity);
             }
         }
+        self.counters.cancelled += cancelled;
         running.sort();
         effects.abandoned_running = running;
         self.files = HashMap::default();
-        self.nodes = HashMap::default();
-        self.groups = HashMap::default();
+        self.cache_nodes = HashMap::default();
+        self.node_count = 0;
+        self.group_count = 0;
+        self.waiter_count = 0;
         self.edges.clear_and_release();
         self.blockers.clear_and_release();
         self.ready.clear_and_release();
@@ -574,6 +566,7 @@ impl SchedulerDag {
 mod completion;
 mod internals;
 mod requests;
+mod slots;
 mod sweep;
 #[cfg(test)]
 mod tests;

@@ -31,26 +31,27 @@ impl SchedulerDag {
     pub(super) fn take_ready(&mut self, class: ResourceClass, lent: bool) -> Option<Dispatch> {
         let (identity, priority) = self.ready.pop(class)?;
         let node = self
-            .nodes
-            .get_mut(&identity)
+            .node_mut_opt(&identity)
             .expect("ready members are resident nodes");
         debug_assert!(matches!(node.state, NodeState::Ready));
         node.state = NodeState::Running;
+        let admission = node.admission;
+        let cancel = node
+            .cancel
+            .get_or_insert_with(CancellationToken::new)
+            .clone();
         if lent {
-            self.ledger.reserve_lent(class, node.admission);
+            self.ledger.reserve_lent(class, admission);
         } else {
-            self.ledger.reserve(class, node.admission);
+            self.ledger.reserve(class, admission);
         }
         self.counters.dequeued += 1;
         Some(Dispatch {
             identity,
-            admission: node.admission,
+            admission,
             class,
             priority,
-            cancel: node
-                .cancel
-                .get_or_insert_with(CancellationToken::new)
-                .clone(),
+            cancel,
         })
     }
 
@@ -58,7 +59,7 @@ impl SchedulerDag {
     /// carried identity and admission are compared with the resident node,
     /// and file work's object must be live at the carried version.
     pub fn is_current(&self, dispatch: &Dispatch) -> bool {
-        let Some(node) = self.nodes.get(&dispatch.identity) else {
+        let Some(node) = self.node(&dispatch.identity) else {
             return false;
         };
         if node.admission != dispatch.admission || !matches!(node.state, NodeState::Running) {
@@ -82,8 +83,7 @@ impl SchedulerDag {
             return effects;
         }
         let node = self
-            .nodes
-            .get_mut(&dispatch.identity)
+            .node_mut_opt(&dispatch.identity)
             .expect("current dispatches are resident");
         node.class = class;
         node.state = NodeState::Ready;
@@ -158,7 +158,7 @@ impl SchedulerDag {
     /// unknown identities, are left alone.
     pub fn cancel(&mut self, identity: &WorkNodeIdentity) -> Effects {
         let mut effects = Effects::default();
-        let Some(node) = self.nodes.get(identity) else {
+        let Some(node) = self.node(identity) else {
             return effects;
         };
         if node.is_finished() {
@@ -211,15 +211,12 @@ impl SchedulerDag {
 
     /// Whether `identity` is resident and done.
     pub fn is_done(&self, identity: &WorkNodeIdentity) -> bool {
-        matches!(
-            self.nodes.get(identity).map(|n| &n.state),
-            Some(NodeState::Done)
-        )
+        matches!(self.node(identity).map(|n| &n.state), Some(NodeState::Done))
     }
 
     /// The terminal failure of `identity`, if it is resident and failed.
     pub fn failure_of(&self, identity: &WorkNodeIdentity) -> Option<Arc<DagFailure>> {
-        match &self.nodes.get(identity)?.state {
+        match &self.node(identity)?.state {
             NodeState::Failed(failure) => Some(Arc::clone(failure)),
             _ => None,
         }
@@ -227,12 +224,12 @@ impl SchedulerDag {
 
     /// Whether `identity` is admitted (in any state).
     pub fn is_admitted(&self, identity: &WorkNodeIdentity) -> bool {
-        self.nodes.contains_key(identity)
+        self.has_node(identity)
     }
 
     /// The effective priority of admitted `identity`.
     pub fn priority_of(&self, identity: &WorkNodeIdentity) -> Option<Priority> {
-        self.nodes.get(identity).map(|n| n.priority)
+        self.node(identity).map(|n| n.priority)
     }
 
     /// The highest priority of any admitted work or waiting request of
@@ -240,19 +237,12 @@ impl SchedulerDag {
     pub fn highest_priority_for_file(&self, canonical: &Canonical) -> Option<Priority> {
         let records = self.files.get(canonical)?;
         let mut best: Option<Priority> = None;
-        for (version, slot) in records.versions.iter() {
-            let file =
-                FileIdentity::new(canonical.clone(), version.incarnation, version.generation);
-            for stage in &slot.nodes {
-                let identity = WorkNodeIdentity::File(file.clone().at(*stage));
-                if let Some(node) = self.nodes.get(&identity) {
+        for slot in records.versions.values() {
+            for stage in &slot.stages {
+                if let Some(node) = &stage.node {
                     best = best.max(Some(node.priority));
                 }
-            }
-            for stage in &slot.groups {
-                if let Some(members) = self.groups.get(&file.clone().at(*stage)) {
-                    best = best.max(members.iter().map(|m| m.priority).max());
-                }
+                best = best.max(stage.group.iter().map(|m| m.priority).max());
             }
         }
         best
@@ -260,7 +250,7 @@ impl SchedulerDag {
 
     /// Request waiters registered on `key`.
     pub fn waiters_on(&self, key: &DepKey) -> usize {
-        self.groups.get(key).map_or(0, Vec::len)
+        self.group(key).map_or(0, <[Member]>::len)
     }
 
     /// Consumers gated on `key`, in link order.
@@ -278,12 +268,29 @@ impl SchedulerDag {
     /// Membership counts and backing capacity of edges, blockers, nodes and
     /// groups. Every membership count is zero after [`Self::reset`].
     pub fn dependency_occupancy(&self) -> DependencyOccupancy {
+        debug_assert_eq!(
+            self.node_count,
+            self.all_nodes().count(),
+            "node count drifted"
+        );
+        debug_assert_eq!(
+            self.group_count,
+            self.all_groups().count(),
+            "group count drifted"
+        );
+        debug_assert_eq!(
+            self.waiter_count,
+            self.all_groups()
+                .map(|(_, group)| group.len())
+                .sum::<usize>(),
+            "waiter count drifted"
+        );
         DependencyOccupancy {
             edges: self.edges.occupancy(),
             blockers: self.blockers.occupancy(),
-            nodes: self.nodes.len(),
-            groups: self.groups.len(),
-            waiters: self.groups.values().map(Vec::len).sum(),
+            nodes: self.node_count,
+            groups: self.group_count,
+            waiters: self.waiter_count,
             files: self.files.len(),
             ready: self.ready.len(ResourceClass::Cpu) + self.ready.len(ResourceClass::Io),
             ready_backing: self.ready.backing_entries(),

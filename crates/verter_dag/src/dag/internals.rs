@@ -31,36 +31,19 @@ impl SchedulerDag {
     }
 
     pub(super) fn node_mut(&mut self, identity: &WorkNodeIdentity) -> &mut WorkNode {
-        self.nodes
-            .get_mut(identity)
+        self.node_mut_opt(identity)
             .expect("the node was checked resident")
-    }
-
-    pub(super) fn slot_mut(&mut self, file: &FileIdentity) -> &mut VersionSlot {
-        self.files
-            .entry(file.canonical.clone())
-            .or_default()
-            .versions
-            .entry_or_default(file.version())
     }
 
     /// Adds `member` to `key`'s group. Returns the group size when it joined
     /// an existing group.
     pub(super) fn add_member(&mut self, key: &DepKey, member: Member) -> Option<usize> {
-        let members = self.groups.entry(key.clone()).or_default();
-        members.push(member);
-        let size = members.len();
-        if size == 1 {
-            add_stage(&mut self.slot_mut(&key.file).groups, key.stage);
-            None
-        } else {
-            Some(size)
-        }
+        let size = self.push_member(key, member);
+        (size > 1).then_some(size)
     }
 
     pub(super) fn group_priority(&self, key: &DepKey) -> Priority {
-        self.groups
-            .get(key)
+        self.group(key)
             .and_then(|members| members.iter().map(|m| m.priority).max())
             .unwrap_or_default()
     }
@@ -70,13 +53,9 @@ impl SchedulerDag {
     pub(super) fn insert_node(&mut self, identity: WorkNodeIdentity, priority: Priority) {
         let admission = AdmissionId(self.next_admission);
         self.next_admission += 1;
-        if let WorkNodeIdentity::File(key) = &identity {
-            let (file, stage) = (key.file.clone(), key.stage);
-            add_stage(&mut self.slot_mut(&file).nodes, stage);
-        }
         let class = initial_class(&identity);
-        self.nodes.insert(
-            identity,
+        self.place_node(
+            &identity,
             WorkNode {
                 admission,
                 priority,
@@ -97,7 +76,7 @@ impl SchedulerDag {
         effects: &mut Effects,
     ) {
         let identity = WorkNodeIdentity::File(key.clone());
-        if self.nodes.contains_key(&identity) {
+        if self.has_node(&identity) {
             self.raise(&identity, priority);
             return;
         }
@@ -132,7 +111,7 @@ impl SchedulerDag {
                 dep,
             });
         }
-        let Some(node) = self.nodes.get(consumer) else {
+        let Some(node) = self.node(consumer) else {
             return Err(LinkError::ConsumerNotGated {
                 consumer: consumer.clone(),
             });
@@ -144,7 +123,7 @@ impl SchedulerDag {
         }
         let consumer_priority = node.priority;
         let producer = WorkNodeIdentity::File(dep.clone());
-        match self.nodes.get(&producer).map(|n| n.state.clone()) {
+        match self.node(&producer).map(|n| n.state.clone()) {
             Some(NodeState::Done) => return Ok(LinkOutcome::AlreadySatisfied),
             Some(NodeState::Failed(failure)) => {
                 self.fail_node(consumer, &dep, &failure, effects);
@@ -161,7 +140,7 @@ impl SchedulerDag {
                     self.node_mut(consumer).state = NodeState::Gated;
                 }
                 self.ensure_file_node(&dep, consumer_priority, effects);
-                return Ok(if self.nodes.contains_key(consumer) {
+                return Ok(if self.has_node(consumer) {
                     LinkOutcome::Linked
                 } else {
                     LinkOutcome::Failed
@@ -186,10 +165,11 @@ impl SchedulerDag {
 
     /// Moves a gated node with no dependencies left to the ready queue.
     pub(super) fn settle(&mut self, identity: &WorkNodeIdentity, effects: &mut Effects) {
-        let Some(node) = self.nodes.get_mut(identity) else {
+        let remaining = self.edges.remaining(identity);
+        let Some(node) = self.node_mut_opt(identity) else {
             return;
         };
-        if matches!(node.state, NodeState::Gated) && self.edges.remaining(identity) == 0 {
+        if matches!(node.state, NodeState::Gated) && remaining == 0 {
             node.state = NodeState::Ready;
             let (class, priority) = (node.class, node.priority);
             self.ready.insert(identity.clone(), class, priority);
@@ -204,15 +184,14 @@ impl SchedulerDag {
         // Most calls raise nothing (the producer already runs at least as
         // urgently): answer those without allocating the walk.
         if self
-            .nodes
-            .get(identity)
+            .node(identity)
             .is_none_or(|node| node.priority >= priority)
         {
             return;
         }
         let mut pending = vec![identity.clone()];
         while let Some(identity) = pending.pop() {
-            let Some(node) = self.nodes.get_mut(&identity) else {
+            let Some(node) = self.node_mut_opt(&identity) else {
                 continue;
             };
             if node.priority >= priority {
@@ -237,29 +216,13 @@ impl SchedulerDag {
         outcome: Result<(), DagFailure>,
         effects: &mut Effects,
     ) {
-        let Some(members) = self.groups.remove(key) else {
-            return;
-        };
-        self.unindex_group(key);
-        for member in members {
+        for member in self.take_group(key) {
             effects.answers.push(Answer {
                 waiter: member.waiter,
                 key: key.clone(),
                 outcome: outcome.clone(),
             });
         }
-    }
-
-    pub(super) fn unindex_group(&mut self, key: &DepKey) {
-        if let Some(records) = self.files.get_mut(&key.file.canonical)
-            && let Some(slot) = records.versions.get_mut(&key.file.version())
-        {
-            remove_stage(&mut slot.groups, key.stage);
-            if slot.is_empty() {
-                records.versions.remove(&key.file.version());
-            }
-        }
-        self.drop_file_if_empty(&key.file.canonical);
     }
 
     /// Stops `node`, which just left the map: an unfinished node has its
@@ -323,22 +286,12 @@ impl SchedulerDag {
     /// Removes a node from every table (ready queue, edges, index). Its
     /// consumers are not touched; the caller decides their fate.
     pub(super) fn drop_node(&mut self, identity: &WorkNodeIdentity, effects: &mut Effects) {
-        let Some(node) = self.nodes.remove(identity) else {
+        let Some(node) = self.take_node(identity) else {
             return;
         };
         self.abandon(identity, &node, effects);
         self.ready.remove(identity);
         self.edges.remove_consumer(identity);
-        if let WorkNodeIdentity::File(key) = identity
-            && let Some(records) = self.files.get_mut(&key.file.canonical)
-            && let Some(slot) = records.versions.get_mut(&key.file.version())
-        {
-            remove_stage(&mut slot.nodes, key.stage);
-            if slot.is_empty() {
-                records.versions.remove(&key.file.version());
-            }
-            self.drop_file_if_empty(&key.file.canonical);
-        }
     }
 
     /// Fails `consumer` because `dep` failed with `cause`: its waiters are
@@ -357,7 +310,7 @@ impl SchedulerDag {
         });
         let mut pending = vec![(consumer.clone(), failure)];
         while let Some((identity, failure)) = pending.pop() {
-            if !self.nodes.contains_key(&identity) {
+            if !self.has_node(&identity) {
                 continue;
             }
             self.drop_node(&identity, effects);
@@ -390,10 +343,9 @@ impl SchedulerDag {
             .get(&owner.canonical)
             .and_then(|records| records.versions.get(&owner.version()))
             .map(|slot| {
-                slot.nodes
-                    .iter()
+                slot.node_stages()
                     .filter(|stage| matches!(stage, TargetStage::Artifact(_)))
-                    .map(|stage| WorkNodeIdentity::File(owner.clone().at(*stage)))
+                    .map(|stage| WorkNodeIdentity::File(owner.clone().at(stage)))
                     .collect()
             })
             .unwrap_or_default()
@@ -401,7 +353,7 @@ impl SchedulerDag {
 
     pub(super) fn is_gated_or_ready(&self, identity: &WorkNodeIdentity) -> bool {
         matches!(
-            self.nodes.get(identity).map(|n| &n.state),
+            self.node(identity).map(|n| &n.state),
             Some(NodeState::Gated | NodeState::Ready)
         )
     }

@@ -68,7 +68,7 @@ impl SchedulerDag {
             };
         };
         let identity = WorkNodeIdentity::File(key.clone());
-        if let Some(node) = self.nodes.get(&identity) {
+        if let Some(node) = self.node(&identity) {
             let outcome = match &node.state {
                 NodeState::Done => Some(Ok(())),
                 NodeState::Failed(failure) => Some(Err((**failure).clone())),
@@ -148,12 +148,12 @@ impl SchedulerDag {
             "submit_cache_node takes cache-node identities; file work goes through submit_file"
         );
         let mut effects = Effects::default();
-        if self.nodes.contains_key(&identity) {
+        if self.has_node(&identity) {
             return Ok(effects);
         }
         self.insert_node(identity.clone(), priority);
         for dep in deps {
-            if !self.nodes.contains_key(&identity) {
+            if !self.has_node(&identity) {
                 // An earlier dependency failed the node: there is nothing
                 // left to link, and the effects so far must still be run.
                 break;
@@ -233,7 +233,7 @@ impl SchedulerDag {
             if self.is_live(&blocker.file) {
                 let priority = artifacts
                     .iter()
-                    .filter_map(|a| self.nodes.get(a).map(|n| n.priority))
+                    .filter_map(|a| self.node(a).map(|n| n.priority))
                     .max()
                     .unwrap_or_default();
                 self.ensure_file_node(blocker, priority, &mut effects);
@@ -270,21 +270,20 @@ impl SchedulerDag {
     /// it, or a blocker record names it. Reads indices only: O(1) in the size
     /// of the DAG.
     pub fn has_analysis_demand(&self, dep: &DepKey) -> bool {
-        if self.blockers.has_demand(dep) || self.groups.contains_key(dep) {
+        if self.blockers.has_demand(dep) {
             return true;
         }
-        let identity = WorkNodeIdentity::File(dep.clone());
-        if self.nodes.contains_key(&identity) {
-            return true;
-        }
+        // A group or node on this Analysis, or on an Artifact of the same
+        // version: all in the version's own record.
         self.files
             .get(&dep.file.canonical)
             .and_then(|records| records.versions.get(&dep.file.version()))
             .is_some_and(|slot| {
-                slot.groups
-                    .iter()
-                    .chain(&slot.nodes)
-                    .any(|stage| matches!(stage, TargetStage::Artifact(_)))
+                slot.stages.iter().any(|stage| {
+                    (stage.node.is_some() || !stage.group.is_empty())
+                        && (stage.stage == dep.stage
+                            || matches!(stage.stage, TargetStage::Artifact(_)))
+                })
             })
     }
 }

@@ -21,39 +21,42 @@ impl SchedulerDag {
         let live = self
             .live_file(canonical)
             .filter(|live| live.version() >= bound);
-        let retired: Vec<(SourceVersion, VersionSlot)> = match self.files.get_mut(canonical) {
-            Some(records) => records.versions.split_below(&bound),
-            None => Vec::new(),
-        };
-        let mut retired_keys: Vec<DepKey> = Vec::new();
-        let mut retired_groups: Vec<DepKey> = Vec::new();
-        for (version, slot) in retired {
+        // The retired versions leave the records whole, nodes and groups
+        // with them.
+        let mut retired_nodes: Vec<(DepKey, WorkNode)> = Vec::new();
+        let mut retired_groups: Vec<(DepKey, Vec<Member>)> = Vec::new();
+        for (version, slot) in self.take_versions_below(canonical, bound) {
             let file =
                 FileIdentity::new(canonical.clone(), version.incarnation, version.generation);
-            retired_keys.extend(slot.nodes.iter().map(|stage| file.clone().at(*stage)));
-            retired_groups.extend(slot.groups.iter().map(|stage| file.clone().at(*stage)));
+            for stage in slot.stages {
+                let key = file.clone().at(stage.stage);
+                if !stage.group.is_empty() {
+                    retired_groups.push((key.clone(), stage.group));
+                }
+                if let Some(node) = stage.node {
+                    retired_nodes.push((key, node));
+                }
+            }
         }
-        retired_keys.sort();
-        retired_groups.sort();
+        retired_nodes.sort_by(|a, b| a.0.cmp(&b.0));
+        retired_groups.sort_by(|a, b| a.0.cmp(&b.0));
 
         // 1. Nodes: drop them; move their consumers in other files onto the
         //    live version of the same stage. On removal there is none: the
         //    consumers (Artifacts of importers) are re-linked in step 5.
         let mut orphans: Vec<(WorkNodeIdentity, DepKey)> = Vec::new();
-        for key in &retired_keys {
+        for (key, node) in &retired_nodes {
             let identity = WorkNodeIdentity::File(key.clone());
             for consumer in self.edges.take_waiters(key) {
                 orphans.push((consumer, key.clone()));
             }
-            if let Some(node) = self.nodes.remove(&identity) {
-                self.abandon(&identity, &node, &mut effects);
-                self.ready.remove(&identity);
-                self.edges.remove_consumer(&identity);
-            }
+            self.abandon(&identity, node, &mut effects);
+            self.ready.remove(&identity);
+            self.edges.remove_consumer(&identity);
         }
         let mut relink: Vec<(WorkNodeIdentity, DepKey)> = Vec::new();
         for (consumer, old) in orphans {
-            if !self.nodes.contains_key(&consumer) {
+            if !self.has_node(&consumer) {
                 continue; // retired itself (same file) or already failed
             }
             match &live {
@@ -66,8 +69,7 @@ impl SchedulerDag {
         }
 
         // 2. Request waiters: follow, supersede or shut down.
-        for key in retired_groups {
-            let members = self.groups.remove(&key).unwrap_or_default();
+        for (key, members) in retired_groups {
             for member in members {
                 let follows = match reason {
                     SweepReason::NewGeneration => member.policy == WaitPolicy::Follow,
@@ -79,7 +81,7 @@ impl SchedulerDag {
                         self.counters.followed += 1;
                         let new_key = live.clone().at(key.stage);
                         let identity = WorkNodeIdentity::File(new_key.clone());
-                        match self.nodes.get(&identity).map(|n| n.state.clone()) {
+                        match self.node(&identity).map(|n| n.state.clone()) {
                             Some(NodeState::Done) => effects.answers.push(Answer {
                                 waiter: member.waiter,
                                 key: new_key,
@@ -157,7 +159,7 @@ impl SchedulerDag {
                 // rebuilt node answers them, so no edge is left without a
                 // producer.
                 let consumers = self.edges.waiters_of(&key);
-                if self.groups.contains_key(&key) || !consumers.is_empty() {
+                if self.group(&key).is_some() || !consumers.is_empty() {
                     let priority = consumers
                         .iter()
                         .filter_map(|consumer| self.priority_of(consumer))
@@ -170,7 +172,7 @@ impl SchedulerDag {
         //    Artifact waits on its owner's blockers, ensured again; anything
         //    else fails, as the file it waited on is gone.
         for (consumer, old) in relink {
-            if !self.nodes.contains_key(&consumer) {
+            if !self.has_node(&consumer) {
                 continue;
             }
             let owner = match &consumer {

@@ -1,0 +1,289 @@
+//! `SchedulerDag`: the per-file records where work nodes and request groups
+//! live, and the only functions that put them there or take them out.
+//!
+//! Part of the `dag` module; see its docs for what the DAG holds and its
+//! invariants. A file stage's node and group sit in its file's record, under
+//! its version, so one lookup of the canonical reaches both, retirement
+//! takes a file's versions out whole, and nothing here is a DAG-wide table
+//! of nodes (cache nodes, which belong to no file, have a table of their
+//! own). Every insert and removal goes through this module, which keeps the
+//! node and group counts exact and removes a stage, version or file record
+//! as soon as it holds nothing.
+
+use super::*;
+
+/// The records of one version of a file, per stage.
+#[derive(Debug, Default)]
+pub(super) struct VersionSlot {
+    /// One entry per stage with a node or a group; a handful at most.
+    pub(super) stages: Vec<StageSlot>,
+}
+
+/// One stage of one version: its admitted work and its request waiters.
+#[derive(Debug)]
+pub(super) struct StageSlot {
+    pub(super) stage: TargetStage,
+    pub(super) node: Option<WorkNode>,
+    /// The request group; empty when there is none.
+    pub(super) group: Vec<Member>,
+}
+
+impl VersionSlot {
+    /// Whether no stage has a node or a group.
+    pub(super) fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+
+    fn get(&self, stage: TargetStage) -> Option<&StageSlot> {
+        self.stages.iter().find(|slot| slot.stage == stage)
+    }
+
+    fn get_mut(&mut self, stage: TargetStage) -> Option<&mut StageSlot> {
+        self.stages.iter_mut().find(|slot| slot.stage == stage)
+    }
+
+    fn entry(&mut self, stage: TargetStage) -> &mut StageSlot {
+        let at = match self.stages.iter().position(|slot| slot.stage == stage) {
+            Some(at) => at,
+            None => {
+                self.stages.push(StageSlot {
+                    stage,
+                    node: None,
+                    group: Vec::new(),
+                });
+                self.stages.len() - 1
+            }
+        };
+        &mut self.stages[at]
+    }
+
+    /// Drops `stage`'s entry if it holds nothing.
+    fn prune(&mut self, stage: TargetStage) {
+        if let Some(at) = self
+            .stages
+            .iter()
+            .position(|slot| slot.stage == stage && slot.node.is_none() && slot.group.is_empty())
+        {
+            self.stages.swap_remove(at);
+        }
+    }
+
+    /// The stages with a node.
+    pub(super) fn node_stages(&self) -> impl Iterator<Item = TargetStage> + '_ {
+        self.stages
+            .iter()
+            .filter(|slot| slot.node.is_some())
+            .map(|slot| slot.stage)
+    }
+}
+
+/// A cache node's key in the table of cache nodes.
+fn cache_key(identity: &WorkNodeIdentity) -> Option<(SchedulerCacheId, u64)> {
+    match identity {
+        WorkNodeIdentity::CacheNode { cache_id, key_hash } => Some((*cache_id, *key_hash)),
+        WorkNodeIdentity::File(_) => None,
+    }
+}
+
+impl SchedulerDag {
+    fn stage_slot(&self, key: &DepKey) -> Option<&StageSlot> {
+        self.files
+            .get(&key.file.canonical)?
+            .versions
+            .get(&key.file.version())?
+            .get(key.stage)
+    }
+
+    fn stage_slot_mut(&mut self, key: &DepKey) -> Option<&mut StageSlot> {
+        self.files
+            .get_mut(&key.file.canonical)?
+            .versions
+            .get_mut(&key.file.version())?
+            .get_mut(key.stage)
+    }
+
+    /// `key`'s entry, made (with its version and file records) when absent.
+    fn stage_entry(&mut self, key: &DepKey) -> &mut StageSlot {
+        self.files
+            .entry(key.file.canonical.clone())
+            .or_default()
+            .versions
+            .entry_or_default(key.file.version())
+            .entry(key.stage)
+    }
+
+    /// Drops `key`'s stage entry if it holds nothing, then its version
+    /// record, then its file record (when the file has no object either).
+    fn prune(&mut self, key: &DepKey) {
+        let Some(records) = self.files.get_mut(&key.file.canonical) else {
+            return;
+        };
+        let version = key.file.version();
+        if let Some(slot) = records.versions.get_mut(&version) {
+            slot.prune(key.stage);
+            if slot.is_empty() {
+                records.versions.remove(&version);
+            }
+        }
+        self.drop_file_if_empty(&key.file.canonical);
+    }
+
+    /// The resident node of `identity`.
+    pub(super) fn node(&self, identity: &WorkNodeIdentity) -> Option<&WorkNode> {
+        match identity {
+            WorkNodeIdentity::File(key) => self.stage_slot(key)?.node.as_ref(),
+            WorkNodeIdentity::CacheNode { .. } => self.cache_nodes.get(&cache_key(identity)?),
+        }
+    }
+
+    /// The resident node of `identity`, mutably.
+    pub(super) fn node_mut_opt(&mut self, identity: &WorkNodeIdentity) -> Option<&mut WorkNode> {
+        match identity {
+            WorkNodeIdentity::File(key) => self.stage_slot_mut(key)?.node.as_mut(),
+            WorkNodeIdentity::CacheNode { .. } => {
+                let id = cache_key(identity)?;
+                self.cache_nodes.get_mut(&id)
+            }
+        }
+    }
+
+    /// Whether `identity` has a resident node.
+    pub(super) fn has_node(&self, identity: &WorkNodeIdentity) -> bool {
+        self.node(identity).is_some()
+    }
+
+    /// Puts `node` in place for `identity`, which has none. Private to the
+    /// DAG: only `insert_node` calls it, after its checks.
+    pub(super) fn place_node(&mut self, identity: &WorkNodeIdentity, node: WorkNode) {
+        let previous = match identity {
+            WorkNodeIdentity::File(key) => self.stage_entry(key).node.replace(node),
+            WorkNodeIdentity::CacheNode { .. } => {
+                let id = cache_key(identity).expect("a cache node");
+                self.cache_nodes.insert(id, node)
+            }
+        };
+        debug_assert!(previous.is_none(), "{identity} was admitted twice");
+        self.node_count += 1;
+    }
+
+    /// Takes `identity`'s node out, pruning the records it leaves empty.
+    pub(super) fn take_node(&mut self, identity: &WorkNodeIdentity) -> Option<WorkNode> {
+        let node = match identity {
+            WorkNodeIdentity::File(key) => {
+                let node = self.stage_slot_mut(key)?.node.take()?;
+                self.prune(key);
+                node
+            }
+            WorkNodeIdentity::CacheNode { .. } => {
+                let id = cache_key(identity)?;
+                self.cache_nodes.remove(&id)?
+            }
+        };
+        self.node_count -= 1;
+        Some(node)
+    }
+
+    /// `key`'s request group, if it has one (never empty).
+    pub(super) fn group(&self, key: &DepKey) -> Option<&[Member]> {
+        self.stage_slot(key)
+            .map(|slot| slot.group.as_slice())
+            .filter(|group| !group.is_empty())
+    }
+
+    /// Adds `member` to `key`'s group (made when absent); returns the
+    /// group's new size.
+    pub(super) fn push_member(&mut self, key: &DepKey, member: Member) -> usize {
+        let group = &mut self.stage_entry(key).group;
+        group.push(member);
+        let size = group.len();
+        if size == 1 {
+            self.group_count += 1;
+        }
+        self.waiter_count += 1;
+        size
+    }
+
+    /// Takes `key`'s whole group out (empty when it had none), pruning the
+    /// records it leaves empty.
+    pub(super) fn take_group(&mut self, key: &DepKey) -> Vec<Member> {
+        let Some(slot) = self.stage_slot_mut(key) else {
+            return Vec::new();
+        };
+        let members = std::mem::take(&mut slot.group);
+        if !members.is_empty() {
+            self.group_count -= 1;
+            self.waiter_count -= members.len();
+            self.prune(key);
+        }
+        members
+    }
+
+    /// Takes out every version of `canonical` below `bound`, whole: their
+    /// nodes and groups leave the counts with them.
+    pub(super) fn take_versions_below(
+        &mut self,
+        canonical: &Canonical,
+        bound: SourceVersion,
+    ) -> Vec<(SourceVersion, VersionSlot)> {
+        let Some(records) = self.files.get_mut(canonical) else {
+            return Vec::new();
+        };
+        let retired = records.versions.split_below(&bound);
+        for (_, slot) in &retired {
+            for stage in &slot.stages {
+                self.node_count -= usize::from(stage.node.is_some());
+                if !stage.group.is_empty() {
+                    self.group_count -= 1;
+                    self.waiter_count -= stage.group.len();
+                }
+            }
+        }
+        retired
+    }
+
+    /// Every resident node, file work and cache nodes, in no set order.
+    pub(super) fn all_nodes(&self) -> impl Iterator<Item = (WorkNodeIdentity, &WorkNode)> + '_ {
+        let files = self.files.iter().flat_map(|(canonical, records)| {
+            records.versions.iter().flat_map(move |(version, slot)| {
+                slot.stages.iter().filter_map(move |stage| {
+                    let node = stage.node.as_ref()?;
+                    let file = FileIdentity::new(
+                        canonical.clone(),
+                        version.incarnation,
+                        version.generation,
+                    );
+                    Some((WorkNodeIdentity::File(file.at(stage.stage)), node))
+                })
+            })
+        });
+        let cache = self.cache_nodes.iter().map(|((cache_id, key_hash), node)| {
+            (
+                WorkNodeIdentity::CacheNode {
+                    cache_id: *cache_id,
+                    key_hash: *key_hash,
+                },
+                node,
+            )
+        });
+        files.chain(cache)
+    }
+
+    /// Every request group, in no set order.
+    pub(super) fn all_groups(&self) -> impl Iterator<Item = (DepKey, &[Member])> + '_ {
+        self.files.iter().flat_map(|(canonical, records)| {
+            records.versions.iter().flat_map(move |(version, slot)| {
+                slot.stages.iter().filter_map(move |stage| {
+                    if stage.group.is_empty() {
+                        return None;
+                    }
+                    let file = FileIdentity::new(
+                        canonical.clone(),
+                        version.incarnation,
+                        version.generation,
+                    );
+                    Some((file.at(stage.stage), stage.group.as_slice()))
+                })
+            })
+        })
+    }
+}
