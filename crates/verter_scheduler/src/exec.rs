@@ -261,17 +261,19 @@ impl<E: StageExecutor> Scheduler<E> {
                     ));
                 }
             },
-            TargetStage::Analysis => match (&view.source, view.generation == key.file.generation) {
-                (Some(source), true) => Work::Analysis(Arc::clone(source)),
-                _ => {
-                    return Err(internal(
-                        dispatch,
-                        "Analysis was dispatched before its Source",
-                    ));
+            TargetStage::Analysis => {
+                match (view.source(), view.generation == key.file.generation) {
+                    (Some(source), true) => Work::Analysis(Arc::clone(source)),
+                    _ => {
+                        return Err(internal(
+                            dispatch,
+                            "Analysis was dispatched before its Source",
+                        ));
+                    }
                 }
-            },
+            }
             TargetStage::Artifact(profile) => {
-                let analysis = match (&view.analysis, view.generation == key.file.generation) {
+                let analysis = match (view.analysis(), view.generation == key.file.generation) {
                     (Some(analysis), true) => Arc::clone(analysis),
                     _ => {
                         return Err(internal(
@@ -311,7 +313,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let node = self.live_node(&key.file)?;
         let view = node.view();
         (view.generation == key.file.generation)
-            .then(|| view.analysis.clone())
+            .then(|| view.analysis().cloned())
             .flatten()
     }
 

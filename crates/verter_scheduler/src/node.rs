@@ -2,13 +2,18 @@
 //!
 //! The scheduler keeps one `FileNode` per live canonical in a concurrent map.
 //! Its identity (canonical, incarnation, lifetime, language) never changes;
-//! what the stages produced for its current generation is an immutable
-//! [`NodeView`] behind an `ArcSwap`, replaced — never mutated — only under
-//! the DAG lock. Readers may see a node being retired: anything that acts on
-//! what it read revalidates under the lock.
+//! what the stages produce for its current generation is a [`NodeView`]
+//! behind an `ArcSwap`, replaced by a fresh, empty one for each new
+//! generation. Within a generation each stage publishes into its own cell of
+//! the view (docs/design.md, "Reads"): Source and Analysis are set once,
+//! artifacts (which can be evicted or invalidated within a generation) are
+//! an immutable list replaced whole, so a commit never copies the view.
+//! Every write happens under the DAG lock; readers may see a node being
+//! retired, and anything that acts on what it read revalidates under the
+//! lock.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
 use verter_dag::{
@@ -18,48 +23,83 @@ use verter_dag::{
 use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot, StageOutput};
 use crate::traits::{Language, StageExecutor};
 
+/// The committed artifacts of one generation, one per profile.
+type Artifacts<E> = Vec<Arc<ArtifactSnapshot<<E as StageExecutor>::Artifact>>>;
+
+/// A set-once cell holding what `cell` holds.
+fn copied<T>(cell: &OnceLock<Arc<T>>) -> OnceLock<Arc<T>> {
+    let copy = OnceLock::new();
+    if let Some(value) = cell.get() {
+        let _ = copy.set(Arc::clone(value));
+    }
+    copy
+}
+
 /// What the stages produced for one generation of a file object.
+///
+/// Each stage publishes into a cell that is set once: Source, Analysis and
+/// the next artifact. The rare changes a set-once cell cannot take — a
+/// second profile's artifact, replacing or evicting one — publish a copy of
+/// the view instead, which carries the artifacts it had.
 pub struct NodeView<E: StageExecutor> {
     /// The generation these outputs belong to.
     pub generation: Generation,
-    /// The parsed source, once the Source stage committed and its
-    /// dependency facts were integrated (the readiness fence).
-    pub source: Option<Arc<SourceSnapshot<E::Source>>>,
-    /// The analysis, once committed.
-    pub analysis: Option<Arc<AnalysisSnapshot<E::Analysis>>>,
-    /// Committed artifacts by profile.
-    pub artifacts: Vec<Arc<ArtifactSnapshot<E::Artifact>>>,
+    source: OnceLock<Arc<SourceSnapshot<E::Source>>>,
+    analysis: OnceLock<Arc<AnalysisSnapshot<E::Analysis>>>,
+    /// Artifacts this view was copied with (immutable).
+    carried: Artifacts<E>,
+    /// The artifact committed into this view since (set once).
+    next: OnceLock<Arc<ArtifactSnapshot<E::Artifact>>>,
 }
 
 impl<E: StageExecutor> NodeView<E> {
     pub(crate) fn empty(generation: Generation) -> Self {
         Self {
             generation,
-            source: None,
-            analysis: None,
-            artifacts: Vec::new(),
+            source: OnceLock::new(),
+            analysis: OnceLock::new(),
+            carried: Vec::new(),
+            next: OnceLock::new(),
         }
     }
 
-    fn with(&self) -> Self {
+    /// This view's outputs with the artifacts replaced by `artifacts`.
+    fn with_artifacts(&self, artifacts: Artifacts<E>) -> Self {
         Self {
             generation: self.generation,
-            source: self.source.clone(),
-            analysis: self.analysis.clone(),
-            artifacts: self.artifacts.clone(),
+            source: copied(&self.source),
+            analysis: copied(&self.analysis),
+            carried: artifacts,
+            next: OnceLock::new(),
         }
+    }
+
+    /// The parsed source, once the Source stage committed and its
+    /// dependency facts were integrated (the readiness fence).
+    pub fn source(&self) -> Option<&Arc<SourceSnapshot<E::Source>>> {
+        self.source.get()
+    }
+
+    /// The analysis, once committed.
+    pub fn analysis(&self) -> Option<&Arc<AnalysisSnapshot<E::Analysis>>> {
+        self.analysis.get()
+    }
+
+    /// The committed artifacts, one per profile.
+    pub fn artifacts(&self) -> impl Iterator<Item = &Arc<ArtifactSnapshot<E::Artifact>>> {
+        self.carried.iter().chain(self.next.get())
     }
 
     /// The artifact of `profile`, if committed.
     pub fn artifact(&self, profile: ProfileHash) -> Option<&Arc<ArtifactSnapshot<E::Artifact>>> {
-        self.artifacts.iter().find(|a| a.profile == profile)
+        self.artifacts().find(|a| a.profile == profile)
     }
 
     /// The output of `stage`, if committed.
     pub fn output(&self, stage: TargetStage) -> Option<StageOutput<E>> {
         match stage {
-            TargetStage::Source => self.source.clone().map(StageOutput::Source),
-            TargetStage::Analysis => self.analysis.clone().map(StageOutput::Analysis),
+            TargetStage::Source => self.source().cloned().map(StageOutput::Source),
+            TargetStage::Analysis => self.analysis().cloned().map(StageOutput::Analysis),
             TargetStage::Artifact(profile) => {
                 self.artifact(profile).cloned().map(StageOutput::Artifact)
             }
@@ -149,20 +189,79 @@ impl<E: StageExecutor> FileNode<E> {
         self.view.store(Arc::new(NodeView::empty(generation)));
     }
 
-    /// Under the DAG lock: replaces the view with `update` applied to a copy,
-    /// if the view is still at `generation`. Returns whether it applied.
-    pub(crate) fn update_view(
+    /// The view at `generation`, if it is the current one.
+    fn view_at(&self, generation: Generation) -> Option<arc_swap::Guard<Arc<NodeView<E>>>> {
+        let current = self.view.load();
+        (current.generation == generation).then_some(current)
+    }
+
+    /// Under the DAG lock: publishes `source` if the view is still at
+    /// `generation`. Returns whether it was published. A Source commits once
+    /// per generation; a second, different one is refused (`false`).
+    pub(crate) fn publish_source(
         &self,
         generation: Generation,
-        update: impl FnOnce(&mut NodeView<E>),
+        source: Arc<SourceSnapshot<E::Source>>,
     ) -> bool {
-        let current = self.view.load();
-        if current.generation != generation {
+        self.view_at(generation)
+            .is_some_and(|view| view.source.set(source).is_ok())
+    }
+
+    /// Under the DAG lock: publishes `analysis` if the view is still at
+    /// `generation`; like [`Self::publish_source`].
+    pub(crate) fn publish_analysis(
+        &self,
+        generation: Generation,
+        analysis: Arc<AnalysisSnapshot<E::Analysis>>,
+    ) -> bool {
+        self.view_at(generation)
+            .is_some_and(|view| view.analysis.set(analysis).is_ok())
+    }
+
+    /// Under the DAG lock: publishes `artifact` (replacing any of its
+    /// profile) if the view is still at `generation`. Returns whether it
+    /// applied. The first artifact of a view sets its cell; anything else
+    /// publishes a copy of the view.
+    pub(crate) fn publish_artifact(
+        &self,
+        generation: Generation,
+        artifact: Arc<ArtifactSnapshot<E::Artifact>>,
+    ) -> bool {
+        let Some(view) = self.view_at(generation) else {
             return false;
+        };
+        if view.artifact(artifact.profile).is_none() && view.next.get().is_none() {
+            let _ = view.next.set(artifact);
+            return true;
         }
-        let mut next = current.with();
-        update(&mut next);
-        self.view.store(Arc::new(next));
+        let mut artifacts: Artifacts<E> = view
+            .artifacts()
+            .filter(|a| a.profile != artifact.profile)
+            .cloned()
+            .collect();
+        artifacts.push(artifact);
+        self.view.store(Arc::new(view.with_artifacts(artifacts)));
+        true
+    }
+
+    /// Under the DAG lock: stops serving the `profile` artifact if the view
+    /// is still at `generation` (publishing a copy of the view without it).
+    /// Returns whether the view was at it.
+    pub(crate) fn remove_artifact(&self, generation: Generation, profile: ProfileHash) -> bool {
+        let Some(view) = self.view_at(generation) else {
+            return false;
+        };
+        if view.artifact(profile).is_some() {
+            let artifacts = view
+                .artifacts()
+                .filter(|a| a.profile != profile)
+                .cloned()
+                .collect();
+            self.view.store(Arc::new(view.with_artifacts(artifacts)));
+        }
         true
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -148,10 +148,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 profile,
                 data,
             });
-            let published = node.update_view(witness.generation(), |view| {
-                view.artifacts.retain(|a| a.profile != profile);
-                view.artifacts.push(Arc::clone(&artifact));
-            });
+            let published = node.publish_artifact(witness.generation(), Arc::clone(&artifact));
             debug_assert!(published, "a live node's view is at its live generation");
             Ok(artifact)
         })
@@ -176,9 +173,7 @@ impl<E: StageExecutor> Scheduler<E> {
             let Some(evicted) = evicted else {
                 return Ok(false);
             };
-            node.update_view(view.generation, |view| {
-                view.artifacts.retain(|a| a.profile != profile);
-            });
+            node.remove_artifact(view.generation, profile);
             // The DAG must forget the build too, or the next request would be
             // answered "done" with no output to serve: it rebuilds instead.
             let built = FileIdentity::new(

@@ -63,9 +63,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         data,
                     })
                 });
-                self.finish(dispatch, &node, output, &[], |view, analysis| {
-                    view.analysis = Some(analysis);
-                })
+                self.finish(dispatch, &node, output, &[], FileNode::publish_analysis)
             }
             Work::Artifact {
                 profile,
@@ -99,10 +97,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         )
                     })
                     .collect();
-                self.finish(dispatch, &node, output, &inputs, move |view, artifact| {
-                    view.artifacts.retain(|a| a.profile != profile);
-                    view.artifacts.push(artifact);
-                })
+                self.finish(dispatch, &node, output, &inputs, FileNode::publish_artifact)
             }
         }
     }
@@ -194,7 +189,7 @@ impl<E: StageExecutor> Scheduler<E> {
         node: &FileNode<E>,
         output: Result<T, RequestError>,
         inputs: &[FileIdentity],
-        publish: impl FnOnce(&mut crate::node::NodeView<E>, T),
+        publish: impl FnOnce(&FileNode<E>, verter_dag::Generation, T) -> bool,
     ) -> Option<Job<E>> {
         let (broken, next) = self.complete_with(dispatch, |locked, dispatch, post| {
             let identity = dispatch.identity.clone();
@@ -221,7 +216,7 @@ impl<E: StageExecutor> Scheduler<E> {
             let generation = file.generation;
             match output {
                 Ok(value) => {
-                    let published = node.update_view(generation, |view| publish(view, value));
+                    let published = publish(node, generation, value);
                     debug_assert!(published, "a current dispatch matches the node's view");
                     let (_, effects) = locked.dag.complete(dispatch);
                     post.event(|| SchedulerEvent::DidComplete(identity));
@@ -426,7 +421,7 @@ impl<E: StageExecutor> Scheduler<E> {
         if let Some(effects) = locked.dag.record_blockers(&file, blocker_keys) {
             self.absorb(locked, effects, post);
         }
-        let published = node.update_view(file.generation, |view| view.source = Some(snapshot));
+        let published = node.publish_source(file.generation, snapshot);
         debug_assert!(published, "a current dispatch matches the node's view");
         let (_, effects) = locked.dag.complete(dispatch);
         post.event(|| SchedulerEvent::DidComplete(identity));

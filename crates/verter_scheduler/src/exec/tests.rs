@@ -47,9 +47,7 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                         &node,
                         output,
                         &[retired],
-                        |view, artifact| {
-                            view.artifacts.push(artifact);
-                        },
+                        FileNode::publish_artifact,
                     );
                     assert!(next.is_none(), "an inline completion keeps no job");
                 })));

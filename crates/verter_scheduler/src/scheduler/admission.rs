@@ -362,10 +362,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 && let Some(node) = self.nodes.get(&key.file.canonical)
                 && node.incarnation() == key.file.incarnation
             {
-                node.update_view(key.file.generation, |view| {
-                    view.artifacts
-                        .retain(|artifact| artifact.profile != profile);
-                });
+                node.remove_artifact(key.file.generation, profile);
             }
         }
         if effects.newly_ready > 0 {

@@ -55,10 +55,7 @@ fn an_upsert_while_source_runs_refuses_the_stale_completion() {
         let node = scheduler.node(&Canonical::from("a.rs")).expect("published");
         assert_eq!(node.view().generation.get(), 1);
         assert_eq!(
-            node.view()
-                .source
-                .as_ref()
-                .map(|s| s.version().generation.get()),
+            node.view().source().map(|s| s.version().generation.get()),
             Some(1)
         );
         assert_eq!(executor.runs_of("a.rs", "Analysis"), 1);
