@@ -8,7 +8,9 @@
 //!    parsed with `syn`: paths (expressions, types, patterns, attributes,
 //!    macros), `use` trees and re-exports, `extern crate`, and the tokens
 //!    inside macro invocations and attribute arguments;
-//! 3. its prose: `README.md`, `docs/**/*.md` and every doc comment.
+//! 3. its prose: `README.md`, `docs/**/*.md` and every doc comment;
+//! 4. inside it, its top-level modules import one way: no import cycle
+//!    among them (`guard/modules.rs`).
 //!
 //! Each finding reads `path:line: <crate> may not name <crate>`. A file that
 //! does not parse is a finding too, never a silent skip. Directories named
@@ -22,6 +24,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::{self, Visit};
+
+mod modules;
 
 /// What the guard found in one workspace.
 #[derive(Debug)]
@@ -62,6 +66,8 @@ enum What {
     Unparsable { message: String },
     /// A crate under `crates/` is missing from the declaration.
     Undeclared { krate: String },
+    /// Modules of `krate` that import each other in a cycle.
+    ImportCycle { krate: String, modules: Vec<String> },
 }
 
 impl fmt::Display for Finding {
@@ -73,6 +79,11 @@ impl fmt::Display for Finding {
             What::Undeclared { krate } => {
                 write!(f, "{krate} is not declared in [workspace.metadata.layers]")
             }
+            What::ImportCycle { krate, modules } => write!(
+                f,
+                "modules of {krate} import each other in a cycle: {}",
+                modules.join(", ")
+            ),
         }
     }
 }
@@ -132,6 +143,21 @@ pub(crate) fn guard(root: &Path) -> Result<Report> {
             let text = read(&file)?;
             checker.prose(&file, 1, &text);
             report_counts.1 += 1;
+        }
+        let src = crate_dir.join("src");
+        let (graph, _unparsable) =
+            modules::module_graph(&src, &files_with_extension(&src, "rs", false)?)?;
+        // Unparsable files were reported by `rust_file` above.
+        for cycle in modules::cycles(&graph) {
+            let first = &graph.files[&cycle[0]];
+            findings.push(Finding {
+                path: relative(root, first),
+                line: 1,
+                what: What::ImportCycle {
+                    krate: name.clone(),
+                    modules: cycle,
+                },
+            });
         }
     }
     findings.sort();

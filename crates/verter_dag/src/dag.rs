@@ -62,8 +62,8 @@ use crate::edges::{DepEdges, EdgeOccupancy};
 use crate::effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, WaiterId};
 use crate::error::{DagFailure, FailureCause, GenerationExhausted, LinkError};
 use crate::identity::{
-    CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, Priority,
-    SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage, WorkNodeIdentity,
+    CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, ObjectRecord,
+    Priority, SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage, WorkNodeIdentity,
 };
 use crate::ready::{
     AdmissionId, CapacityLedger, DEFAULT_LANE_WEIGHTS, LedgerSnapshot, ReadyQueue, ResourceClass,
@@ -89,24 +89,6 @@ impl Default for DagConfig {
             io_budget: 4,
             lane_weights: DEFAULT_LANE_WEIGHTS,
         }
-    }
-}
-
-/// The published file object of one canonical.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ObjectRecord {
-    /// The object.
-    pub incarnation: Incarnation,
-    /// Its current generation.
-    pub generation: Generation,
-    /// The submission lifetime it belongs to (kept across a re-home).
-    pub lifetime: SubmissionLifetime,
-}
-
-impl ObjectRecord {
-    /// The object's current version.
-    pub fn version(&self) -> SourceVersion {
-        SourceVersion::new(self.incarnation, self.generation)
     }
 }
 

@@ -6,9 +6,10 @@
 //! operation; the layer above carries them out after its lock guard drops,
 //! because an answer or a joiner callback may re-enter the scheduler.
 
-use crate::dag::ObjectRecord;
 use crate::error::DagFailure;
-use crate::identity::{CancellationToken, Canonical, DepKey, Priority, WorkNodeIdentity};
+use crate::identity::{
+    CancellationToken, Canonical, DepKey, ObjectRecord, Priority, WorkNodeIdentity,
+};
 use crate::ready::{AdmissionId, ResourceClass};
 
 /// The id of one registered request waiter, allocated by the DAG.

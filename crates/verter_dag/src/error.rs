@@ -3,18 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::identity::{Canonical, DepKey, Generation, WorkNodeIdentity};
-
-/// A [`Generation`] cannot advance: its counter is at its maximum.
-///
-/// The refusal leaves the generation unchanged and publishes nothing; the
-/// file object must be replaced (a new incarnation restarts at zero).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("generation {current} cannot advance: the counter is exhausted")]
-pub struct GenerationExhausted {
-    /// The generation that could not advance.
-    pub current: Generation,
-}
+pub use crate::identity::GenerationExhausted;
+use crate::identity::{Canonical, DepKey, WorkNodeIdentity};
 
 /// The error a producer failed with, as the layer above reported it. The
 /// DAG stores and forwards it; it never inspects it.

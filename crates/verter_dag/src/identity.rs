@@ -21,8 +21,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::error::GenerationExhausted;
-
 /// The canonical path of a file: the key every layer uses for it.
 ///
 /// Cheap to clone (an `Arc<str>` and a `u64`). Two canonicals are equal when
@@ -513,6 +511,35 @@ impl CancellationToken {
     /// Whether any clone of this token was cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Acquire)
+    }
+}
+
+/// A [`Generation`] cannot advance: its counter is at its maximum.
+///
+/// The refusal leaves the generation unchanged and publishes nothing; the
+/// file object must be replaced (a new incarnation restarts at zero).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("generation {current} cannot advance: the counter is exhausted")]
+pub struct GenerationExhausted {
+    /// The generation that could not advance.
+    pub current: Generation,
+}
+
+/// The published file object of one canonical.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectRecord {
+    /// The object.
+    pub incarnation: Incarnation,
+    /// Its current generation.
+    pub generation: Generation,
+    /// The submission lifetime it belongs to (kept across a re-home).
+    pub lifetime: SubmissionLifetime,
+}
+
+impl ObjectRecord {
+    /// The object's current version.
+    pub fn version(&self) -> SourceVersion {
+        SourceVersion::new(self.incarnation, self.generation)
     }
 }
 

@@ -100,15 +100,15 @@ mod vec_map;
 
 pub use blockers::BlockerOccupancy;
 pub use dag::{
-    DagConfig, DagCounters, DependencyOccupancy, LinkOutcome, ObjectError, ObjectRecord,
-    Registration, SchedulerDag,
+    DagConfig, DagCounters, DependencyOccupancy, LinkOutcome, ObjectError, Registration,
+    SchedulerDag,
 };
 pub use edges::EdgeOccupancy;
 pub use effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, WaiterId};
 pub use error::{DagFailure, FailureCause, GenerationExhausted, LinkError};
 pub use identity::{
-    CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, Priority,
-    ProfileHash, SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage,
+    CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, ObjectRecord,
+    Priority, ProfileHash, SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage,
     WorkNodeIdentity,
 };
 pub use ready::{AdmissionId, DEFAULT_LANE_WEIGHTS, LedgerSnapshot, ResourceClass};

@@ -99,14 +99,12 @@ mod resolve;
 mod session;
 mod summary;
 mod sync;
+mod walk;
 
 pub use error::{IndexError, ParseError};
 pub use executor::{RustIndexer, RustSource};
 pub use guard::{MAX_NESTING, NestingError};
-pub use index::{
-    DeclaredAt, FileEntry, FileFailure, INDEX_PROFILE, Index, WalkProgress, discover_crate_roots,
-    index_roots, index_roots_observed, package_roots,
-};
+pub use index::{DeclaredAt, FileEntry, FileFailure, INDEX_PROFILE, Index, WalkProgress};
 pub use layout::ModuleLocation;
 pub use loader::{FsLoader, realpath};
 pub use model::{
@@ -114,3 +112,4 @@ pub use model::{
     UseDecl, Visibility,
 };
 pub use session::{IndexSession, Refresh};
+pub use walk::{discover_crate_roots, index_roots, index_roots_observed, package_roots};

@@ -20,7 +20,7 @@ use crossbeam_channel::{Receiver, Select};
 use verter_pools::CallerKind;
 
 use crate::inbox::Envelope;
-use crate::scheduler::{Scheduler, Submission};
+use crate::state::{Scheduler, Submission};
 use crate::traits::StageExecutor;
 
 /// Spawns the driver thread.

@@ -29,20 +29,23 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use verter_dag::{
-    Canonical, DepKey, Dispatch, Effects, FileIdentity, Priority, ProfileHash, ResourceClass,
-    TargetStage, WorkNodeIdentity,
+    Canonical, DepKey, Dispatch, Effects, FileIdentity, Priority, ResourceClass, TargetStage,
+    WorkNodeIdentity,
 };
 use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
 
 use crate::error::RequestError;
+use crate::error::panic_message;
 use crate::hooks::{HookPoint, SchedulerEvent};
+use crate::job::{Job, Work};
+use crate::language::Language;
 use crate::node::FileNode;
 use crate::post::PostWork;
-use crate::scheduler::{KnownText, Locked, Mode, Scheduler, panic_message};
 use crate::snapshot::{
     AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot, SourceText, content_hash,
 };
-use crate::traits::{AnalysisInput, ArtifactInput, Language, SourceInput, StageExecutor};
+use crate::state::{KnownText, Locked, Mode, Scheduler};
+use crate::traits::{AnalysisInput, ArtifactInput, SourceInput, StageExecutor};
 
 thread_local! {
     /// How many jobs this thread is inside (an executor may wait, and so
@@ -57,28 +60,6 @@ impl Drop for JobDepth {
     fn drop(&mut self) {
         JOB_DEPTH.with(|depth| depth.set(depth.get() - 1));
     }
-}
-
-/// A dispatched piece of work with the inputs it captured at dispatch.
-pub(crate) struct Job<E: StageExecutor> {
-    dispatch: Dispatch,
-    node: Arc<FileNode<E>>,
-    work: Work<E>,
-}
-
-enum Work<E: StageExecutor> {
-    /// Read the file's bytes (I/O).
-    Load,
-    /// Parse the known text (CPU).
-    Parse(Arc<SourceText>),
-    /// Analyse the parsed source (CPU).
-    Analysis(Arc<SourceSnapshot<E::Source>>),
-    /// Build an artifact (CPU).
-    Artifact {
-        profile: ProfileHash,
-        analysis: Arc<AnalysisSnapshot<E::Analysis>>,
-        blockers: Vec<Arc<AnalysisSnapshot<E::Analysis>>>,
-    },
 }
 
 /// A dependency named by a parsed source, resolved outside the lock.

@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use verter_dag::{Priority, TargetStage};
 
+use crate::language::Language;
+use crate::output::RequestResult;
 use crate::post::HandleState;
-use crate::snapshot::RequestResult;
-use crate::traits::{Language, StageExecutor};
+use crate::traits::StageExecutor;
 
 /// A request for one stage of one file.
 #[derive(Debug, Clone)]

@@ -114,10 +114,14 @@ mod exec;
 mod handle;
 mod hooks;
 mod inbox;
+mod job;
+mod language;
 mod node;
+mod output;
 mod post;
 mod scheduler;
 mod snapshot;
+mod state;
 #[cfg(test)]
 mod test_support;
 mod traits;
@@ -127,13 +131,13 @@ pub use config::{ConfigError, SchedulerConfig};
 pub use error::{ExecutorError, LoadError, RequestError};
 pub use handle::{BatchHandle, CompletionHandle, Request};
 pub use hooks::{HookPoint, Hooks, NoHooks, SchedulerEvent};
+pub use language::Language;
 pub use node::{FileNode, NodeView};
-pub use scheduler::{QuiescenceReport, Scheduler, SchedulerCounters};
-pub use snapshot::{
-    AnalysisSnapshot, ArtifactSnapshot, RequestResult, SourceSnapshot, SourceText, StageOutput,
-    content_hash,
-};
+pub use output::{RequestResult, StageOutput};
+pub use scheduler::{QuiescenceReport, SchedulerCounters};
+pub use snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot, SourceText, content_hash};
+pub use state::Scheduler;
 pub use traits::{
-    AnalysisInput, ArtifactInput, Language, SourceDeps, SourceInput, SourceLoader, StageExecutor,
+    AnalysisInput, ArtifactInput, SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
 pub use witness::{SourceWitness, WaitGraphOccupancy, WitnessError};

@@ -20,8 +20,10 @@ use verter_dag::{
     Canonical, Generation, Incarnation, ProfileHash, SourceVersion, SubmissionLifetime, TargetStage,
 };
 
-use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot, StageOutput};
-use crate::traits::{Language, StageExecutor};
+use crate::language::Language;
+use crate::output::StageOutput;
+use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot};
+use crate::traits::StageExecutor;
 
 /// The committed artifacts of one generation, one per profile.
 type Artifacts<E> = Vec<Arc<ArtifactSnapshot<<E as StageExecutor>::Artifact>>>;

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use verter_pools::WaitCell;
 
 use crate::hooks::{Hooks, SchedulerEvent};
-use crate::snapshot::RequestResult;
+use crate::output::RequestResult;
 use crate::traits::StageExecutor;
 
 thread_local! {

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use verter_dag::Canonical;
 
 use crate::error::{ExecutorError, LoadError};
+use crate::language::Language;
 use crate::traits::{
-    AnalysisInput, ArtifactInput, Language, SourceDeps, SourceInput, SourceLoader, StageExecutor,
+    AnalysisInput, ArtifactInput, SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
 
 /// Every path loads as its own name; `use X` lines name blockers.

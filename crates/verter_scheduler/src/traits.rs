@@ -9,37 +9,13 @@
 //! cancelled when the work is superseded, removed or reset while it runs
 //! (its result would be refused anyway), so a long stage may stop early.
 
-use std::fmt;
 use std::sync::Arc;
 
 use verter_dag::{CancellationToken, Canonical, Generation, Incarnation, ProfileHash};
 
 use crate::error::{ExecutorError, LoadError};
+use crate::language::Language;
 use crate::snapshot::{AnalysisSnapshot, SourceSnapshot};
-
-/// The language a file is processed as. A request naming another language
-/// than the file's current one re-homes the file (a new object, new
-/// incarnation, same submission lifetime).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Language(Arc<str>);
-
-impl Language {
-    /// A language named `name`.
-    pub fn new(name: impl Into<Arc<str>>) -> Self {
-        Self(name.into())
-    }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for Language {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// Where sources come from. Called outside the DAG lock; `load` runs on the
 /// I/O pool, the others on the submitting thread or a stage worker.

@@ -20,8 +20,8 @@ use verter_dag::{
 };
 
 use crate::node::FileNode;
-use crate::scheduler::Scheduler;
 use crate::snapshot::{ArtifactSnapshot, SourceText};
+use crate::state::Scheduler;
 use crate::traits::StageExecutor;
 
 /// Which file object and generation a source snapshot came from.

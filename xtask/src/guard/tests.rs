@@ -316,3 +316,35 @@ fn the_verter_workspace_follows_its_layers() {
     let findings: Vec<String> = report.findings.iter().map(ToString::to_string).collect();
     assert!(findings.is_empty(), "{findings:#?}");
 }
+
+#[test]
+fn modules_that_import_each_other_are_an_import_cycle() {
+    let ws = Fixture::low_high()
+        .file("crates/low/src/lib.rs", "mod a;\nmod b;\nmod c;\n")
+        .file("crates/low/src/a.rs", "use crate::b::B;\npub struct A;\n")
+        .file(
+            "crates/low/src/b.rs",
+            "pub struct B;\nfn f() {\n    debug_assert!(crate::a::ok());\n}\n",
+        )
+        // c names a and b, and nothing names c: not in the cycle.
+        .file("crates/low/src/c/mod.rs", "use crate::{a::A, b::B};\n")
+        .file("crates/low/src/c/inner.rs", "use super::*;\n");
+    insta::assert_debug_snapshot!(guard_lines(&ws), @r#"
+    [
+        "crates/low/src/a.rs:1: modules of low import each other in a cycle: a, b",
+    ]
+    "#);
+}
+
+#[test]
+fn test_code_and_doc_comments_are_not_imports() {
+    let ws = Fixture::low_high()
+        .file("crates/low/src/lib.rs", "mod a;\nmod b;\n")
+        .file("crates/low/src/a.rs", "//! See [`crate::b`].\nuse crate::b::B;\n")
+        .file(
+            "crates/low/src/b.rs",
+            "/// Unlike [`crate::a::A`].\npub struct B;\n#[cfg(test)]\nmod tests {\n    use crate::a::A;\n}\n",
+        )
+        .file("crates/low/src/b/tests.rs", "use crate::a::A;\n");
+    assert!(guard_lines(&ws).is_empty(), "{:?}", guard_lines(&ws));
+}

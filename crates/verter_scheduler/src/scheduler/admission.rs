@@ -375,7 +375,7 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(super) fn output_of(
         &self,
         key: &verter_dag::DepKey,
-    ) -> Option<crate::snapshot::StageOutput<E>> {
+    ) -> Option<crate::output::StageOutput<E>> {
         let node = self.nodes.get(&key.file.canonical)?;
         if node.incarnation() != key.file.incarnation {
             return None;

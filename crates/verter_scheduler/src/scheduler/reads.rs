@@ -4,7 +4,7 @@
 //! the admission protocol and the lock rank.
 
 use super::*;
-use crate::snapshot::StageOutput;
+use crate::output::StageOutput;
 
 impl<E: StageExecutor> Scheduler<E> {
     /// The newest source text of `path` the source root holds, if present

@@ -1,0 +1,33 @@
+//! `Job`: a dispatched piece of work and the inputs it captured at dispatch,
+//! moved from the lock hold that dispatched it to the thread that runs it.
+//! Data only: it names no module that schedules or runs work.
+
+use std::sync::Arc;
+
+use verter_dag::{Dispatch, ProfileHash};
+
+use crate::node::FileNode;
+use crate::snapshot::{AnalysisSnapshot, SourceSnapshot, SourceText};
+use crate::traits::StageExecutor;
+
+/// A dispatched piece of work with the inputs it captured at dispatch.
+pub(crate) struct Job<E: StageExecutor> {
+    pub(crate) dispatch: Dispatch,
+    pub(crate) node: Arc<FileNode<E>>,
+    pub(crate) work: Work<E>,
+}
+
+pub(crate) enum Work<E: StageExecutor> {
+    /// Read the file's bytes (I/O).
+    Load,
+    /// Parse the known text (CPU).
+    Parse(Arc<SourceText>),
+    /// Analyse the parsed source (CPU).
+    Analysis(Arc<SourceSnapshot<E::Source>>),
+    /// Build an artifact (CPU).
+    Artifact {
+        profile: ProfileHash,
+        analysis: Arc<AnalysisSnapshot<E::Analysis>>,
+        blockers: Vec<Arc<AnalysisSnapshot<E::Analysis>>>,
+    },
+}

@@ -1,0 +1,367 @@
+//! The scheduler's state and its one lock: the `Scheduler` struct, what
+//! lives under the DAG lock (`Locked`), and the only functions that take
+//! that lock.
+//!
+//! `locked` is private to this module. Every change under it is one hold
+//! taken through [`Scheduler::transact`] (or its dispatching variants),
+//! which hands the closure the locked state and a [`PostWork`] to collect
+//! what must not run under the lock — answers, events, dispatch — and
+//! delivers that after the guard drops. `read_locked` gives read-only
+//! access; `Drop` answers everyone still waiting. Nothing else takes the
+//! lock (`the_dag_lock_is_taken_only_here` pins it). Loader calls, executor
+//! calls, hooks and channel sends never run under it (docs/design.md,
+//! "What runs where").
+//!
+//! # Lock rank
+//! `locked` (the DAG lock) > the source root's publication lock > `nodes`
+//! shards. Nothing takes an outer lock while holding an inner one.
+//!
+//! This module names no other module that implements scheduler behaviour
+//! (`scheduler`, `exec`, `driver`, `witness`): they all build on it.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::{Arc, Weak};
+
+use crossbeam::queue::SegQueue;
+use crossbeam_channel::Sender;
+use dashmap::DashMap;
+use parking_lot::Mutex;
+use verter_dag::{
+    Canonical, Priority, ResourceClass, SchedulerDag, SubmissionLifetime, TargetStage, WaiterId,
+};
+use verter_pools::{ProgressSignal, SchedulerCpuPool, SchedulerIoPool};
+use verter_source_root::SchedulerSourceDirectory;
+
+use crate::config::SchedulerConfig;
+use crate::error::RequestError;
+use crate::inbox::Inbox;
+use crate::job::Job;
+use crate::language::Language;
+use crate::node::FileNode;
+use crate::post::{AnswerSlot, LockMark, PostWork};
+use crate::snapshot::SourceText;
+use crate::traits::{SourceLoader, StageExecutor};
+
+/// The scheduler's hash tables use foldhash's per-process seeded hasher
+/// (SipHash dominated the cold-build profile).
+pub(crate) type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// A request prepared outside the lock, waiting in the inbox.
+pub(crate) struct Prepared<E: StageExecutor> {
+    pub(crate) canonical: Canonical,
+    pub(crate) stage: TargetStage,
+    pub(crate) priority: Priority,
+    pub(crate) text: Option<Arc<str>>,
+    /// The language the request named, or the loader's classification.
+    pub(crate) language: Language,
+    /// Whether the request named the language (only then can it re-home).
+    pub(crate) explicit_language: bool,
+    /// The live node's lifetime when prepared; `None` when there was none.
+    pub(crate) lifetime: Option<SubmissionLifetime>,
+    pub(crate) slot: AnswerSlot<E>,
+}
+
+/// One inbox item.
+pub(crate) enum Submission<E: StageExecutor> {
+    /// One request.
+    One(Prepared<E>),
+    /// A batch admitted under one lock hold.
+    Batch(Vec<Prepared<E>>),
+}
+
+impl<E: StageExecutor> Submission<E> {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::One(_) => 1,
+            Self::Batch(items) => items.len(),
+        }
+    }
+
+    pub(crate) fn into_items(self) -> Vec<Prepared<E>> {
+        match self {
+            Self::One(prepared) => vec![prepared],
+            Self::Batch(items) => items,
+        }
+    }
+}
+
+/// The text known for a file's live version: from an upsert, or loaded and
+/// waiting to be parsed.
+pub(crate) struct KnownText {
+    pub(crate) text: Arc<SourceText>,
+    /// Whether it is in the source root already (upserts publish at
+    /// admission; loads at the Source commit).
+    pub(crate) published: bool,
+}
+
+/// Everything under the DAG lock.
+pub(crate) struct Locked<E: StageExecutor> {
+    pub(crate) dag: SchedulerDag,
+    /// The slot of every registered waiter; removed when answered.
+    pub(crate) waiters: HashMap<WaiterId, AnswerSlot<E>>,
+    /// The text of each file's live version, when known.
+    pub(crate) texts: HashMap<Canonical, KnownText>,
+    /// The language the loader classified each file as, recorded when a
+    /// request or a parsed source named it: what a file the DAG ingests
+    /// again (a removed blocker an importer still needs) is processed as,
+    /// without calling the loader under the lock. Cleared by `reset`.
+    pub(crate) languages: HashMap<Canonical, Language>,
+}
+
+/// Whether the scheduler runs on pools or on its callers' threads.
+pub(crate) enum Mode {
+    /// Host-built pools and a driver thread.
+    Threaded {
+        cpu: Arc<SchedulerCpuPool>,
+        io: Arc<SchedulerIoPool>,
+    },
+    /// No threads: every wait pumps on the caller's thread.
+    Inline,
+}
+
+/// Counters kept outside the lock.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) submits: AtomicU64,
+    pub(crate) batches: AtomicU64,
+    pub(crate) inbox_depth_max: AtomicUsize,
+    pub(crate) loads: AtomicU64,
+    pub(crate) source_runs: AtomicU64,
+    pub(crate) analysis_runs: AtomicU64,
+    pub(crate) artifact_runs: AtomicU64,
+    pub(crate) executor_panics: AtomicU64,
+    pub(crate) answered_without_admission: AtomicU64,
+    pub(crate) duplicate_answers: AtomicU64,
+    pub(crate) internal_errors: AtomicU64,
+    /// Requests enqueued and not yet admitted. Incremented before the send,
+    /// decremented in the lock hold that admits them.
+    pub(crate) pending_admissions: AtomicUsize,
+}
+
+/// The scheduler. See the crate docs.
+pub struct Scheduler<E: StageExecutor> {
+    pub(crate) me: Weak<Self>,
+    pub(crate) config: SchedulerConfig,
+    pub(crate) loader: Box<dyn SourceLoader>,
+    pub(crate) executor: E,
+    pub(crate) mode: Mode,
+    /// The DAG lock: every file transition and admission happens under it.
+    /// Taken only by [`Self::transact`] (and by read-only getters).
+    locked: Mutex<Locked<E>>,
+    /// Written only under the DAG lock; read without it by preparation and
+    /// readers. A reader may see a node being retired: admission revalidates.
+    pub(crate) nodes: DashMap<Canonical, Arc<FileNode<E>>, foldhash::fast::RandomState>,
+    /// Written only under the DAG lock (publication lock ranks below it).
+    pub(crate) source_root: SchedulerSourceDirectory<Arc<SourceText>>,
+    pub(crate) inbox: Inbox<Submission<E>>,
+    /// The driver's private teardown channel (capacity one).
+    pub(crate) teardown_tx: Sender<()>,
+    pub(crate) driver: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Dispatched jobs, CPU then I/O; pool tokens and pumps pop them.
+    pub(crate) jobs: [SegQueue<Job<E>>; 2],
+    pub(crate) counters: Counters,
+    /// Raised after every post-work delivery and every enqueue: wakes idle
+    /// driving waiters and `wait_idle` instead of a clock.
+    pub(crate) progress: ProgressSignal,
+    /// Whether the hooks observe events (`Hooks::observes_events`, read once).
+    pub(crate) observes_events: bool,
+}
+
+impl<E: StageExecutor> Scheduler<E> {
+    pub(crate) fn build(
+        config: SchedulerConfig,
+        loader: Box<dyn SourceLoader>,
+        executor: E,
+        mode: Mode,
+        teardown_tx: Sender<()>,
+    ) -> Arc<Self> {
+        let inbox = Inbox::new(config.inbox_capacity, config.inbox_capacity);
+        let observes_events = config.hooks.observes_events();
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
+            locked: Mutex::new(Locked {
+                dag: SchedulerDag::new(config.dag),
+                waiters: HashMap::default(),
+                texts: HashMap::default(),
+                languages: HashMap::default(),
+            }),
+            config,
+            loader,
+            executor,
+            mode,
+            nodes: DashMap::default(),
+            source_root: SchedulerSourceDirectory::new(),
+            inbox,
+            teardown_tx,
+            driver: Mutex::new(None),
+            jobs: [SegQueue::new(), SegQueue::new()],
+            counters: Counters::default(),
+            progress: ProgressSignal::new(),
+            observes_events,
+        })
+    }
+
+    // ----- the one lock hold ---------------------------------------------
+
+    /// Runs `f` in one hold of the DAG lock, then — with the guard dropped —
+    /// delivers the post-work `f` collected: events, answers, dispatch. The
+    /// only way to change state under the lock; `f` can push answers, never
+    /// deliver them.
+    pub(crate) fn transact<R>(&self, f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R) -> R {
+        self.transact_keeping(None, f).0
+    }
+
+    /// [`Self::transact`], and when the hold made work ready, the same hold
+    /// dispatches it (one lock acquisition, not two). With `keep`, the first
+    /// dispatched job of that class is handed back for the calling thread to
+    /// run itself instead of being queued: a worker that finished a stage
+    /// runs the next one without a queue, a pool token or a wake
+    /// (docs/design.md, "The life of a stage").
+    pub(crate) fn transact_keeping<R>(
+        &self,
+        keep: Option<ResourceClass>,
+        f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R,
+    ) -> (R, Option<Job<E>>) {
+        let (result, kept, _) = self.transact_dispatching(keep, f);
+        (result, kept)
+    }
+
+    /// [`Self::transact_keeping`], also returning how many jobs its hold
+    /// dispatched (queued or kept).
+    pub(crate) fn transact_dispatching<R>(
+        &self,
+        keep: Option<ResourceClass>,
+        f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R,
+    ) -> (R, Option<Job<E>>, usize) {
+        let mut post = self.post_work();
+        let (result, jobs, made_ready) = {
+            let mut locked = self.lock();
+            let _mark = LockMark::set();
+            let result = f(&mut locked, &mut post);
+            let made_ready = post.dispatch;
+            let jobs = if made_ready {
+                // `take_jobs` dispatches all the budgets allow; what it
+                // leaves ready waits for capacity, which a completion
+                // dispatches in its own hold.
+                let jobs = self.take_jobs(&mut locked, &mut post);
+                post.dispatch = false;
+                jobs
+            } else {
+                Vec::new()
+            };
+            if jobs.is_empty() {
+                Self::release_idle_capacity(&mut locked);
+            }
+            (result, jobs, made_ready)
+        };
+        self.run_post(post);
+        let dispatched = jobs.len();
+        let kept = self.queue_jobs(jobs, keep);
+        if made_ready {
+            // Work became ready (and what the budget allowed is queued now):
+            // a pumping waiter may run it, and a thread blocked in a nested
+            // wait may run it on its lent slot even with no budget left.
+            self.progress.notify();
+        }
+        (result, kept, dispatched)
+    }
+
+    /// Under the lock, at the end of a hold that dispatched nothing: once no
+    /// work is in flight, the tables a build grew to its peak and emptied
+    /// give their capacity back (O(1) otherwise).
+    fn release_idle_capacity(locked: &mut Locked<E>) {
+        if !locked.dag.is_idle() {
+            return;
+        }
+        locked.dag.release_idle_capacity();
+        if locked.waiters.is_empty() && locked.waiters.capacity() > 0 {
+            locked.waiters = HashMap::default();
+        }
+    }
+
+    /// Empty post-work that records events only if the hooks observe them.
+    pub(crate) fn post_work(&self) -> PostWork<E> {
+        PostWork::observing(self.observes_events)
+    }
+
+    /// Reads state under the DAG lock; changes nothing and answers no one.
+    pub(crate) fn read_locked<R>(&self, f: impl FnOnce(&Locked<E>) -> R) -> R {
+        f(&self.lock())
+    }
+
+    /// Takes the DAG lock. It is not re-entrant: a thread that already holds
+    /// it (a public method called from under the lock) panics here in debug
+    /// builds instead of deadlocking.
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Locked<E>> {
+        debug_assert!(
+            !crate::post::holds_dag_lock(),
+            "the DAG lock is not re-entrant: code under the lock called a method that takes it"
+        );
+        self.locked.lock()
+    }
+
+    /// After the lock: events, answers, dispatch of newly ready work, and a
+    /// progress signal for idle waiters.
+    pub(crate) fn run_post(&self, post: PostWork<E>) {
+        if post.is_empty() {
+            return;
+        }
+        let dispatch = post.deliver(&*self.config.hooks, &self.counters.duplicate_answers);
+        if dispatch {
+            self.dispatch_ready();
+        }
+        self.progress.notify();
+    }
+}
+
+impl<E: StageExecutor> Drop for Scheduler<E> {
+    fn drop(&mut self) {
+        // Stop the driver first: it holds only a weak reference, and wakes on
+        // its private teardown channel even if its inbox wake was consumed
+        // by another pump.
+        let _ = self.teardown_tx.try_send(());
+        if let Some(handle) = self.driver.lock().take()
+            && handle.thread().id() != std::thread::current().id()
+        {
+            let _ = handle.join();
+        }
+        // Every request still waiting is answered, after the lock drops:
+        // nothing hangs, and no waker runs under the lock.
+        let mut post = self.post_work();
+        {
+            let mut locked = self.lock();
+            let _mark = LockMark::set();
+            while let Some(envelope) = self.inbox.try_recv() {
+                let (item, receipt) = envelope.open();
+                self.inbox.admitted(receipt);
+                for prepared in item.into_items() {
+                    post.answer(
+                        prepared.slot,
+                        Err(RequestError::Shutdown {
+                            path: prepared.canonical,
+                        }),
+                    );
+                }
+            }
+            let effects = locked.dag.reset();
+            for answer in effects.answers {
+                if let Some(slot) = locked.waiters.remove(&answer.waiter) {
+                    post.answer(
+                        slot,
+                        Err(RequestError::Shutdown {
+                            path: answer.key.file.canonical.clone(),
+                        }),
+                    );
+                }
+            }
+            for (_, slot) in locked.waiters.drain() {
+                post.answer(slot, Err(RequestError::Cancelled));
+            }
+        }
+        post.dispatch = false;
+        let _ = post.deliver(&*self.config.hooks, &self.counters.duplicate_answers);
+    }
+}
+
+#[cfg(test)]
+mod tests;

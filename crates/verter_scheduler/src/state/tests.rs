@@ -1,0 +1,66 @@
+//! Pins that the DAG lock is taken in exactly the places `state.rs` names.
+
+use std::path::{Path, PathBuf};
+
+fn sources(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("src is readable") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            sources(&path, files);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            files.push(path);
+        }
+    }
+}
+
+/// Lines of `text` that are code (not comments) containing `needle`.
+fn code_lines<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with("//") && line.contains(needle))
+        .collect()
+}
+
+/// The `locked` field is private to `state.rs`, so the compiler already
+/// keeps every other module away from it; inside `state.rs` it is read in
+/// one place (`lock`), and `lock` is called by exactly the three holds the
+/// module docs name: `transact_dispatching` (every change), `read_locked`
+/// (read-only) and `Drop` (answering everyone at teardown).
+#[test]
+fn the_dag_lock_is_taken_only_here() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let state = src.join("state.rs");
+    for file in &files {
+        if file == &state || file.ends_with("state/tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("a readable source");
+        assert!(
+            code_lines(&text, ".locked.").is_empty(),
+            "{} reaches into the DAG lock",
+            file.display()
+        );
+    }
+    let text = std::fs::read_to_string(&state).expect("state.rs is readable");
+    assert_eq!(
+        code_lines(&text, "self.locked"),
+        ["        self.locked.lock()"]
+    );
+    // Each `self.lock()` belongs to the function declared last above it.
+    let mut current = "";
+    let mut holders = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let declared = trimmed
+            .strip_prefix("pub(crate) fn ")
+            .or_else(|| trimmed.strip_prefix("fn "));
+        if let Some(rest) = declared {
+            current = rest.split(['<', '(']).next().unwrap_or(rest);
+        }
+        if !trimmed.starts_with("//") && line.contains("self.lock()") {
+            holders.push(current);
+        }
+    }
+    assert_eq!(holders, ["transact_dispatching", "read_locked", "drop"]);
+}
