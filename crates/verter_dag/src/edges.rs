@@ -20,6 +20,8 @@
 //!    it follows the consumer's own keys or the key's own waiters
 //!    (`removing_a_consumer_unlinks_only_its_edges`).
 
+use smallvec::SmallVec;
+
 use crate::hash::HashMap;
 
 use crate::identity::{DepKey, SchedulerCacheId, WorkNodeIdentity};
@@ -63,18 +65,22 @@ impl StageEdges {
     }
 }
 
+/// A consumer's keys with their edges' sequence numbers. One inline: an
+/// Analysis waits on its Source alone.
+type FewDeps = SmallVec<[(DepKey, u64); 1]>;
+
 /// The keys one consumer waits on.
 #[derive(Debug)]
 enum ConsumerDeps {
     /// At most [`SMALL_DEPS`] keys, unordered.
-    Few(Vec<(DepKey, u64)>),
+    Few(FewDeps),
     /// More: a table.
     Many(HashMap<DepKey, u64>),
 }
 
 impl Default for ConsumerDeps {
     fn default() -> Self {
-        Self::Few(Vec::new())
+        Self::Few(SmallVec::new())
     }
 }
 
@@ -119,12 +125,13 @@ impl ConsumerDeps {
 
     fn capacity(&self) -> usize {
         match self {
-            Self::Few(deps) => deps.capacity(),
+            Self::Few(deps) if deps.spilled() => deps.capacity(),
+            Self::Few(_) => 0,
             Self::Many(deps) => deps.capacity(),
         }
     }
 
-    fn into_pairs(self) -> Vec<(DepKey, u64)> {
+    fn into_pairs(self) -> FewDeps {
         match self {
             Self::Few(deps) => deps,
             Self::Many(deps) => deps.into_iter().collect(),
@@ -144,7 +151,8 @@ impl ConsumerDeps {
 /// outnumber the living.
 #[derive(Debug, Default)]
 struct Waiters {
-    entries: Vec<(u64, Option<WorkNodeIdentity>)>,
+    /// One inline: a Source is waited on by its Analysis alone.
+    entries: SmallVec<[(u64, Option<WorkNodeIdentity>); 1]>,
     live: usize,
 }
 
@@ -172,6 +180,15 @@ impl Waiters {
         self.entries
             .iter()
             .filter_map(|(_, consumer)| consumer.as_ref())
+    }
+
+    /// Backing capacity beyond the inline entry.
+    fn capacity(&self) -> usize {
+        if self.entries.spilled() {
+            self.entries.capacity()
+        } else {
+            0
+        }
     }
 
     fn into_consumers(self) -> impl Iterator<Item = WorkNodeIdentity> {
@@ -296,27 +313,32 @@ impl DepEdges {
         keys
     }
 
-    /// Removes every edge into `dep`; returns its consumers in link order.
-    pub(crate) fn take_waiters(&mut self, dep: &DepKey) -> Vec<WorkNodeIdentity> {
-        let Some(entry) = self.files.get_mut(dep) else {
-            return Vec::new();
+    /// Removes every edge into `dep`; returns its consumers in link order
+    /// (in the vector that held them: nothing is allocated).
+    pub(crate) fn take_waiters(
+        &mut self,
+        dep: &DepKey,
+    ) -> impl Iterator<Item = WorkNodeIdentity> + use<> {
+        let waiters = match self.files.get_mut(dep) {
+            Some(entry) => {
+                let waiters = std::mem::take(&mut entry.waiters);
+                if entry.is_empty() {
+                    self.files.remove(dep);
+                }
+                waiters
+            }
+            None => Waiters::default(),
         };
-        let waiters = std::mem::take(&mut entry.waiters);
-        if entry.is_empty() {
-            self.files.remove(dep);
-        }
-        let mut consumers = Vec::with_capacity(waiters.live);
-        for consumer in waiters.into_consumers() {
+        for consumer in waiters.consumers() {
             if self
-                .with_deps(&consumer, false, |deps| deps.remove(dep))
+                .with_deps(consumer, false, |deps| deps.remove(dep))
                 .flatten()
                 .is_some()
             {
                 self.edges -= 1;
             }
-            consumers.push(consumer);
         }
-        consumers
+        waiters.into_consumers()
     }
 
     /// How many keys `consumer` still waits on.
@@ -367,7 +389,7 @@ impl DepEdges {
                 + self
                     .files
                     .values()
-                    .map(|entry| entry.waiters.entries.capacity())
+                    .map(|entry| entry.waiters.capacity())
                     .sum::<usize>(),
         }
     }

@@ -37,7 +37,7 @@ use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
 use crate::error::RequestError;
 use crate::error::panic_message;
 use crate::hooks::{HookPoint, SchedulerEvent};
-use crate::job::{Job, Work};
+use crate::job::{Job, Jobs, Work};
 use crate::language::Language;
 use crate::node::FileNode;
 use crate::post::PostWork;
@@ -96,11 +96,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// After the lock: queues `jobs` (handing each pool a token per job),
     /// except the first of class `keep`, which is returned for the calling
     /// thread to run. The caller signals progress.
-    pub(crate) fn queue_jobs(
-        &self,
-        jobs: Vec<Job<E>>,
-        keep: Option<ResourceClass>,
-    ) -> Option<Job<E>> {
+    pub(crate) fn queue_jobs(&self, jobs: Jobs<E>, keep: Option<ResourceClass>) -> Option<Job<E>> {
         let mut kept = None;
         for job in jobs {
             if kept.is_none() && keep == Some(job.dispatch.class) {
@@ -128,8 +124,8 @@ impl<E: StageExecutor> Scheduler<E> {
         (outermost && pool_thread).then_some(class)
     }
 
-    pub(crate) fn take_jobs(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> Vec<Job<E>> {
-        let mut jobs = Vec::new();
+    pub(crate) fn take_jobs(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> Jobs<E> {
+        let mut jobs = Jobs::new();
         loop {
             let mut progressed = false;
             if let Some(dispatch) = locked.dag.dequeue_ready(ResourceClass::Io) {

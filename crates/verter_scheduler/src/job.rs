@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use verter_dag::{Dispatch, ProfileHash};
 
 use crate::node::FileNode;
@@ -31,3 +33,8 @@ pub(crate) enum Work<E: StageExecutor> {
         blockers: Vec<Arc<AnalysisSnapshot<E::Analysis>>>,
     },
 }
+
+/// The jobs one lock hold dispatched: most often one (a completion readies
+/// its consumer), kept inline; more spill to the heap. (Two inline measured
+/// 1 % more instructions per file than one: every hold moves the buffer.)
+pub(crate) type Jobs<E> = SmallVec<[Job<E>; 1]>;

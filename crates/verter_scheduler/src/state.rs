@@ -247,7 +247,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 post.dispatch = false;
                 jobs
             } else {
-                Vec::new()
+                crate::job::Jobs::new()
             };
             if jobs.is_empty() {
                 Self::release_idle_capacity(&mut locked);

@@ -81,19 +81,21 @@ impl SchedulerDag {
             return;
         }
         self.insert_node(identity.clone(), priority);
-        let lower: Vec<DepKey> = match key.stage {
-            TargetStage::Source => Vec::new(),
-            TargetStage::Analysis => vec![key.file.clone().at(TargetStage::Source)],
-            TargetStage::Artifact(_) => {
-                let mut deps = vec![key.file.clone().at(TargetStage::Analysis)];
-                deps.extend(self.live_blockers_of(&key.file, effects));
-                deps
+        // Ranks are right by construction: every dependency linked here is a
+        // strictly lower stage (blockers are filtered by `link_inner`).
+        match key.stage {
+            TargetStage::Source => {}
+            TargetStage::Analysis => {
+                let _ =
+                    self.link_inner(&identity, key.file.clone().at(TargetStage::Source), effects);
             }
-        };
-        for dep in lower {
-            // Ranks are right by construction: every dependency listed above is
-            // a strictly lower stage (blockers are filtered by `link_inner`).
-            let _ = self.link_inner(&identity, dep, effects);
+            TargetStage::Artifact(_) => {
+                let analysis = key.file.clone().at(TargetStage::Analysis);
+                let _ = self.link_inner(&identity, analysis, effects);
+                for blocker in self.live_blockers_of(&key.file, effects) {
+                    let _ = self.link_inner(&identity, blocker, effects);
+                }
+            }
         }
         self.settle(&identity, effects);
     }

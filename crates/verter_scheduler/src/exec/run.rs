@@ -63,7 +63,13 @@ impl<E: StageExecutor> Scheduler<E> {
                         data,
                     })
                 });
-                self.finish(dispatch, &node, output, &[], FileNode::publish_analysis)
+                self.finish(
+                    dispatch,
+                    &node,
+                    output,
+                    std::iter::empty(),
+                    FileNode::publish_analysis,
+                )
             }
             Work::Artifact {
                 profile,
@@ -87,17 +93,8 @@ impl<E: StageExecutor> Scheduler<E> {
                         data,
                     })
                 });
-                let inputs: Vec<FileIdentity> = blockers
-                    .iter()
-                    .map(|b| {
-                        FileIdentity::new(
-                            b.canonical.clone(),
-                            b.version.incarnation,
-                            b.version.generation,
-                        )
-                    })
-                    .collect();
-                self.finish(dispatch, &node, output, &inputs, FileNode::publish_artifact)
+                let inputs = blockers.iter().map(|b| (&b.canonical, b.version));
+                self.finish(dispatch, &node, output, inputs, FileNode::publish_artifact)
             }
         }
     }
@@ -183,12 +180,13 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Completes Analysis or Artifact work: publishes `output` into the view
     /// with `publish` and completes, or fails, or refuses when stale.
-    pub(super) fn finish<T>(
+    /// `inputs` are the other files' versions the output was built from.
+    pub(super) fn finish<'a, T>(
         &self,
         dispatch: Dispatch,
         node: &FileNode<E>,
         output: Result<T, RequestError>,
-        inputs: &[FileIdentity],
+        inputs: impl IntoIterator<Item = (&'a Canonical, verter_dag::SourceVersion)>,
         publish: impl FnOnce(&FileNode<E>, verter_dag::Generation, T) -> bool,
     ) -> Option<Job<E>> {
         let (broken, next) = self.complete_with(dispatch, |locked, dispatch, post| {
@@ -200,7 +198,11 @@ impl<E: StageExecutor> Scheduler<E> {
             // breaks, nothing is published and every waiter is answered
             // `Internal` (counted); the debug assertion fires after the
             // answers are out, so even a debug build leaves nobody hanging.
-            if let Some(retired) = inputs.iter().find(|input| !locked.dag.is_live(input)) {
+            let retired = inputs.into_iter().find(|(canonical, version)| {
+                locked.dag.object(canonical).map(|object| object.version()) != Some(*version)
+            });
+            if let Some((canonical, version)) = retired {
+                let retired = format!("{canonical}#{}{}", version.incarnation, version.generation);
                 let message =
                     format!("{identity} is current but was built from a retired input {retired}");
                 self.counters

@@ -46,7 +46,7 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                         job.dispatch,
                         &node,
                         output,
-                        &[retired],
+                        [(&retired.canonical, retired.version())],
                         FileNode::publish_artifact,
                     );
                     assert!(next.is_none(), "an inline completion keeps no job");
