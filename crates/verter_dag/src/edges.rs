@@ -190,12 +190,6 @@ impl Waiters {
             0
         }
     }
-
-    fn into_consumers(self) -> impl Iterator<Item = WorkNodeIdentity> {
-        self.entries
-            .into_iter()
-            .filter_map(|(_, consumer)| consumer)
-    }
 }
 
 /// Membership counts and backing capacity of the edge store.
@@ -319,7 +313,17 @@ impl DepEdges {
         &mut self,
         dep: &DepKey,
     ) -> impl Iterator<Item = WorkNodeIdentity> + use<> {
-        let waiters = match self.files.get_mut(dep) {
+        self.take_waiters_counted(dep).map(|(consumer, _)| consumer)
+    }
+
+    /// [`Self::take_waiters`], with how many keys each consumer still waits
+    /// on afterwards (so a completion settles its consumers without looking
+    /// their edges up again).
+    pub(crate) fn take_waiters_counted(
+        &mut self,
+        dep: &DepKey,
+    ) -> impl Iterator<Item = (WorkNodeIdentity, usize)> + use<> {
+        let mut waiters = match self.files.get_mut(dep) {
             Some(entry) => {
                 let waiters = std::mem::take(&mut entry.waiters);
                 if entry.is_empty() {
@@ -329,16 +333,24 @@ impl DepEdges {
             }
             None => Waiters::default(),
         };
-        for consumer in waiters.consumers() {
-            if self
-                .with_deps(consumer, false, |deps| deps.remove(dep))
-                .flatten()
-                .is_some()
-            {
-                self.edges -= 1;
-            }
+        // The taken entries' sequence numbers are not needed any more: each
+        // holds its consumer's remaining count instead.
+        for (slot, consumer) in &mut waiters.entries {
+            let Some(consumer) = consumer else {
+                continue;
+            };
+            let (removed, left) = self
+                .with_deps(consumer, false, |deps| {
+                    (deps.remove(dep).is_some(), deps.len())
+                })
+                .unwrap_or((false, 0));
+            self.edges -= usize::from(removed);
+            *slot = left as u64;
         }
-        waiters.into_consumers()
+        waiters
+            .entries
+            .into_iter()
+            .filter_map(|(left, consumer)| consumer.map(|consumer| (consumer, left as usize)))
     }
 
     /// How many keys `consumer` still waits on.

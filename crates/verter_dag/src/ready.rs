@@ -101,7 +101,10 @@ impl ReadyQueue {
         class: ResourceClass,
         priority: Priority,
     ) {
-        self.remove(&identity);
+        debug_assert!(
+            !self.members.contains_key(&identity),
+            "{identity} is inserted while ready: raise moves a member"
+        );
         let ticket = self.next_ticket;
         self.next_ticket += 1;
         let lane = priority.lane();
@@ -125,6 +128,7 @@ impl ReadyQueue {
             && slot.lane < priority.lane()
         {
             let class = slot.class;
+            self.remove(identity);
             self.insert(identity.clone(), class, priority);
         }
     }

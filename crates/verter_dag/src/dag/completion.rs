@@ -76,15 +76,11 @@ impl SchedulerDag {
     /// stale dispatch is refused (its reservation is released and counted).
     pub fn continue_on(&mut self, dispatch: Dispatch, class: ResourceClass) -> Effects {
         let mut effects = Effects::default();
-        let current = self.is_current(&dispatch);
         self.ledger.release(dispatch.admission);
-        if !current {
+        let Some(node) = self.current_node_mut(&dispatch) else {
             self.counters.stale_completion_refusals += 1;
             return effects;
-        }
-        let node = self
-            .node_mut_opt(&dispatch.identity)
-            .expect("current dispatches are resident");
+        };
         node.class = class;
         node.state = NodeState::Ready;
         let priority = node.priority;
@@ -101,24 +97,22 @@ impl SchedulerDag {
     /// answered its waiters).
     pub fn complete(&mut self, dispatch: Dispatch) -> (bool, Effects) {
         let mut effects = Effects::default();
-        let current = self.is_current(&dispatch);
         let released = self.ledger.release(dispatch.admission);
         debug_assert!(
             released,
             "a dispatch holds its reservation until it returns"
         );
-        if !current {
+        let Some(node) = self.current_node_mut(&dispatch) else {
             self.counters.stale_completion_refusals += 1;
             return (false, effects);
-        }
-        self.counters.completed += 1;
-        let node = self.node_mut(&dispatch.identity);
+        };
         node.state = NodeState::Done;
         node.cancel = None;
+        self.counters.completed += 1;
         if let WorkNodeIdentity::File(key) = &dispatch.identity {
             self.answer_group(key, Ok(()), &mut effects);
-            for consumer in self.edges.take_waiters(key) {
-                self.settle(&consumer, &mut effects);
+            for (consumer, remaining) in self.edges.take_waiters_counted(key) {
+                self.settle_counted(&consumer, remaining, &mut effects);
             }
         }
         (true, effects)

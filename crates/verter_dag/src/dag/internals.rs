@@ -76,8 +76,10 @@ impl SchedulerDag {
         effects: &mut Effects,
     ) {
         let identity = WorkNodeIdentity::File(key.clone());
-        if self.has_node(&identity) {
-            self.raise(&identity, priority);
+        if let Some(node) = self.node(&identity) {
+            if node.priority < priority {
+                self.raise(&identity, priority);
+            }
             return;
         }
         self.insert_node(identity.clone(), priority);
@@ -124,21 +126,29 @@ impl SchedulerDag {
             });
         }
         let consumer_priority = node.priority;
+        // A consumer is gated far more often than ready: only a ready one
+        // has a queue entry to remove when it gains an edge.
+        let consumer_ready = matches!(node.state, NodeState::Ready);
         let producer = WorkNodeIdentity::File(dep.clone());
-        match self.node(&producer).map(|n| n.state.clone()) {
-            Some(NodeState::Done) => return Ok(LinkOutcome::AlreadySatisfied),
-            Some(NodeState::Failed(failure)) => {
+        match self.node(&producer).map(|n| (n.state.clone(), n.priority)) {
+            Some((NodeState::Done, _)) => return Ok(LinkOutcome::AlreadySatisfied),
+            Some((NodeState::Failed(failure), _)) => {
                 self.fail_node(consumer, &dep, &failure, effects);
                 return Ok(LinkOutcome::Failed);
             }
-            Some(_) => self.raise(&producer, consumer_priority),
+            Some((_, producer_priority)) => {
+                if producer_priority < consumer_priority {
+                    self.raise(&producer, consumer_priority);
+                }
+            }
             None if self.is_live(&dep.file) => {
                 // Link before creating the producer: if it fails as it is
                 // created (one of its own dependencies already failed), the
                 // failure reaches this consumer through the edge, instead of
                 // leaving it gated on a producer that no longer exists.
                 self.edges.link(consumer, &dep);
-                if self.ready.remove(consumer) {
+                if consumer_ready {
+                    self.ready.remove(consumer);
                     self.node_mut(consumer).state = NodeState::Gated;
                 }
                 self.ensure_file_node(&dep, consumer_priority, effects);
@@ -159,7 +169,8 @@ impl SchedulerDag {
         if !self.edges.link(consumer, &dep) {
             return Ok(LinkOutcome::AlreadyLinked);
         }
-        if self.ready.remove(consumer) {
+        if consumer_ready {
+            self.ready.remove(consumer);
             self.node_mut(consumer).state = NodeState::Gated;
         }
         Ok(LinkOutcome::Linked)
@@ -168,6 +179,17 @@ impl SchedulerDag {
     /// Moves a gated node with no dependencies left to the ready queue.
     pub(super) fn settle(&mut self, identity: &WorkNodeIdentity, effects: &mut Effects) {
         let remaining = self.edges.remaining(identity);
+        self.settle_counted(identity, remaining, effects);
+    }
+
+    /// [`Self::settle`] for a node known to wait on `remaining` keys.
+    pub(super) fn settle_counted(
+        &mut self,
+        identity: &WorkNodeIdentity,
+        remaining: usize,
+        effects: &mut Effects,
+    ) {
+        debug_assert_eq!(remaining, self.edges.remaining(identity));
         let Some(node) = self.node_mut_opt(identity) else {
             return;
         };

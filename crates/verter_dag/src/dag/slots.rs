@@ -147,6 +147,33 @@ impl SchedulerDag {
         }
     }
 
+    /// The node `dispatch` was handed out for, if it is still current: the
+    /// carried identity and admission match the resident node, which is
+    /// running, and file work's object is live at the carried version. One
+    /// lookup of the file's record answers both.
+    pub(super) fn current_node_mut(&mut self, dispatch: &Dispatch) -> Option<&mut WorkNode> {
+        let node = match &dispatch.identity {
+            WorkNodeIdentity::File(key) => {
+                let records = self.files.get_mut(&key.file.canonical)?;
+                if records.object.map(|object| object.version()) != Some(key.file.version()) {
+                    return None;
+                }
+                records
+                    .versions
+                    .get_mut(&key.file.version())?
+                    .get_mut(key.stage)?
+                    .node
+                    .as_mut()?
+            }
+            WorkNodeIdentity::CacheNode { .. } => {
+                let id = cache_key(&dispatch.identity)?;
+                self.cache_nodes.get_mut(&id)?
+            }
+        };
+        (node.admission == dispatch.admission && matches!(node.state, NodeState::Running))
+            .then_some(node)
+    }
+
     /// Whether `identity` has a resident node.
     pub(super) fn has_node(&self, identity: &WorkNodeIdentity) -> bool {
         self.node(identity).is_some()

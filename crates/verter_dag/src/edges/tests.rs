@@ -182,3 +182,26 @@ fn wide_consumers_and_hub_keys_keep_every_edge_in_order() {
         assert_eq!(edges.remaining(consumer), 0);
     }
 }
+
+/// Taking a key's waiters reports what each consumer still waits on, in
+/// link order, and leaves the store as `take_waiters` would.
+#[test]
+fn taken_waiters_carry_their_remaining_counts() {
+    let inc = Incarnation::allocate();
+    let dep = file("lib.rs", inc, 0).at(TargetStage::Analysis);
+    let other = file("util.rs", inc, 0).at(TargetStage::Analysis);
+    let (a, b) = (
+        artifact(&file("a.rs", inc, 0)),
+        artifact(&file("b.rs", inc, 0)),
+    );
+    let mut edges = DepEdges::default();
+    edges.link(&a, &dep);
+    edges.link(&a, &other);
+    edges.link(&b, &dep);
+    let taken: Vec<_> = edges.take_waiters_counted(&dep).collect();
+    assert_eq!(taken, [(a.clone(), 1), (b.clone(), 0)]);
+    assert_eq!(edges.remaining(&a), 1);
+    assert_eq!(edges.remaining(&b), 0);
+    assert_eq!(edges.occupancy().edges, 1);
+    assert!(edges.take_waiters_counted(&dep).next().is_none());
+}
