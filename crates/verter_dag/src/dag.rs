@@ -17,7 +17,9 @@
 //!   nothing scans a DAG-wide map (`slots.rs` is the only place records
 //!   enter or leave).
 //! - **Cache nodes**, which belong to no file, in a table of their own.
-//! - **Edges** (`DepEdges`), **blocker records** (`BlockerRegistry`), the
+//! - **Dependency edges**, both sides of each in its stages' records
+//!   (`links.rs`; cache nodes' keys in a table of their own).
+//! - **Blocker records** (`BlockerRegistry`), the
 //!   **ready queue** and the **capacity ledger**.
 //!
 //! # Invariants (each pinned by the named test in `dag/tests.rs`)
@@ -58,7 +60,7 @@ use crate::vec_map::VecMap;
 use std::sync::Arc;
 
 use crate::blockers::{BlockerOccupancy, BlockerRegistry};
-use crate::edges::{DepEdges, EdgeOccupancy};
+use crate::edges::{ConsumerDeps, EdgeOccupancy};
 use crate::effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, WaiterId};
 use crate::error::{DagFailure, FailureCause, GenerationExhausted, LinkError};
 use crate::identity::{
@@ -211,7 +213,7 @@ impl DependencyOccupancy {
 
 #[derive(Debug, Clone)]
 enum NodeState {
-    /// Waiting for dependencies (edges in `DepEdges`).
+    /// Waiting for dependencies (its record's edges, `links.rs`).
     Gated,
     /// In the ready queue.
     Ready,
@@ -303,7 +305,13 @@ pub struct SchedulerDag {
     group_count: usize,
     /// Request waiters in groups (kept by `slots.rs`).
     waiter_count: usize,
-    edges: DepEdges,
+    /// The keys each admitted cache node waits on (file stages keep theirs
+    /// in their records; `links.rs`).
+    cache_deps: HashMap<(SchedulerCacheId, u64), ConsumerDeps>,
+    /// Edges stored, each counted once (kept by `links.rs`).
+    edge_count: usize,
+    /// The next edge sequence number; never reused.
+    next_edge_seq: u64,
     blockers: BlockerRegistry,
     ready: ReadyQueue,
     ledger: CapacityLedger,
@@ -331,7 +339,9 @@ impl SchedulerDag {
             node_count: 0,
             group_count: 0,
             waiter_count: 0,
-            edges: DepEdges::default(),
+            cache_deps: HashMap::default(),
+            edge_count: 0,
+            next_edge_seq: 0,
             blockers: BlockerRegistry::default(),
             ready: ReadyQueue::new(config.lane_weights),
             ledger: CapacityLedger::new(config.cpu_budget, config.io_budget),
@@ -467,7 +477,7 @@ impl SchedulerDag {
         self.ledger.snapshot().in_use() == 0
             && self.ready.len(ResourceClass::Cpu) + self.ready.len(ResourceClass::Io) == 0
             && self.group_count == 0
-            && self.edges.is_empty()
+            && self.edge_count == 0
     }
 
     /// Releases the backing storage of the tables that track work in flight
@@ -482,8 +492,8 @@ impl SchedulerDag {
             return false;
         }
         let mut released = false;
-        if !self.edges.is_released() {
-            self.edges.clear_and_release();
+        if self.cache_deps.capacity() > 0 {
+            self.cache_deps = HashMap::default();
             released = true;
         }
         if !self.ready.is_released() {
@@ -538,7 +548,8 @@ impl SchedulerDag {
         self.node_count = 0;
         self.group_count = 0;
         self.waiter_count = 0;
-        self.edges.clear_and_release();
+        self.cache_deps = HashMap::default();
+        self.edge_count = 0;
         self.blockers.clear_and_release();
         self.ready.clear_and_release();
         effects
@@ -547,6 +558,7 @@ impl SchedulerDag {
 
 mod completion;
 mod internals;
+mod links;
 mod requests;
 mod slots;
 mod sweep;

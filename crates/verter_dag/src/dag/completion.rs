@@ -111,7 +111,7 @@ impl SchedulerDag {
         self.counters.completed += 1;
         if let WorkNodeIdentity::File(key) = &dispatch.identity {
             self.answer_group(key, Ok(()), &mut effects);
-            for (consumer, remaining) in self.edges.take_waiters_counted(key) {
+            for (consumer, remaining) in self.take_waiters_counted(key) {
                 self.settle_counted(&consumer, remaining, &mut effects);
             }
         }
@@ -249,12 +249,12 @@ impl SchedulerDag {
 
     /// Consumers gated on `key`, in link order.
     pub fn consumers_of(&self, key: &DepKey) -> Vec<WorkNodeIdentity> {
-        self.edges.waiters_of(key)
+        self.waiters_of(key)
     }
 
     /// Dependencies `consumer` still waits on.
     pub fn dependencies_of(&self, consumer: &WorkNodeIdentity) -> Vec<DepKey> {
-        let mut deps = self.edges.deps_of(consumer);
+        let mut deps = self.deps_of(consumer);
         deps.sort();
         deps
     }
@@ -280,7 +280,7 @@ impl SchedulerDag {
             "waiter count drifted"
         );
         DependencyOccupancy {
-            edges: self.edges.occupancy(),
+            edges: self.edge_occupancy(),
             blockers: self.blockers.occupancy(),
             nodes: self.node_count,
             groups: self.group_count,

@@ -146,7 +146,7 @@ impl SchedulerDag {
                 // created (one of its own dependencies already failed), the
                 // failure reaches this consumer through the edge, instead of
                 // leaving it gated on a producer that no longer exists.
-                self.edges.link(consumer, &dep);
+                self.link_edge(consumer, &dep);
                 if consumer_ready {
                     self.ready.remove(consumer);
                     self.node_mut(consumer).state = NodeState::Gated;
@@ -166,7 +166,7 @@ impl SchedulerDag {
                 return Ok(LinkOutcome::Failed);
             }
         }
-        if !self.edges.link(consumer, &dep) {
+        if !self.link_edge(consumer, &dep) {
             return Ok(LinkOutcome::AlreadyLinked);
         }
         if consumer_ready {
@@ -178,7 +178,7 @@ impl SchedulerDag {
 
     /// Moves a gated node with no dependencies left to the ready queue.
     pub(super) fn settle(&mut self, identity: &WorkNodeIdentity, effects: &mut Effects) {
-        let remaining = self.edges.remaining(identity);
+        let remaining = self.remaining(identity);
         self.settle_counted(identity, remaining, effects);
     }
 
@@ -189,7 +189,7 @@ impl SchedulerDag {
         remaining: usize,
         effects: &mut Effects,
     ) {
-        debug_assert_eq!(remaining, self.edges.remaining(identity));
+        debug_assert_eq!(remaining, self.remaining(identity));
         let Some(node) = self.node_mut_opt(identity) else {
             return;
         };
@@ -226,8 +226,7 @@ impl SchedulerDag {
                 self.ready.raise(&identity, priority);
             }
             pending.extend(
-                self.edges
-                    .deps_of(&identity)
+                self.deps_of(&identity)
                     .into_iter()
                     .map(WorkNodeIdentity::File),
             );
@@ -315,7 +314,7 @@ impl SchedulerDag {
         };
         self.abandon(identity, &node, effects);
         self.ready.remove(identity);
-        self.edges.remove_consumer(identity);
+        self.remove_consumer_edges(identity);
     }
 
     /// Fails `consumer` because `dep` failed with `cause`: its waiters are
@@ -344,7 +343,7 @@ impl SchedulerDag {
                     dep: key.clone(),
                     cause: Arc::clone(&failure),
                 });
-                for consumer in self.edges.take_waiters(key) {
+                for consumer in self.take_waiters(key) {
                     pending.push((consumer, Arc::clone(&next)));
                 }
             }
@@ -357,7 +356,7 @@ impl SchedulerDag {
         cause: &Arc<DagFailure>,
         effects: &mut Effects,
     ) {
-        for consumer in self.edges.take_waiters(key) {
+        for consumer in self.take_waiters(key) {
             self.fail_node(&consumer, key, cause, effects);
         }
     }

@@ -190,7 +190,7 @@ impl SchedulerDag {
     /// needed). The consumer becomes ready if that was its last dependency.
     pub fn unlink(&mut self, consumer: &WorkNodeIdentity, dep: &DepKey) -> Effects {
         let mut effects = Effects::default();
-        if self.edges.unlink(consumer, dep) {
+        if self.unlink_edge(consumer, dep) {
             self.settle(consumer, &mut effects);
         }
         effects
@@ -225,7 +225,7 @@ impl SchedulerDag {
             }
             for old in &previous {
                 if !blockers.contains(old) {
-                    self.edges.unlink(artifact, old);
+                    self.unlink_edge(artifact, old);
                 }
             }
         }

@@ -11,6 +11,7 @@
 //! as soon as it holds nothing.
 
 use super::*;
+use crate::edges::{ConsumerDeps, Waiters};
 
 /// The records of one version of a file, per stage.
 #[derive(Debug, Default)]
@@ -19,13 +20,28 @@ pub(super) struct VersionSlot {
     pub(super) stages: Vec<StageSlot>,
 }
 
-/// One stage of one version: its admitted work and its request waiters.
+/// One stage of one version: its admitted work, its request waiters and
+/// both sides of its dependency edges.
 #[derive(Debug)]
 pub(super) struct StageSlot {
     pub(super) stage: TargetStage,
     pub(super) node: Option<WorkNode>,
     /// The request group; empty when there is none.
     pub(super) group: Vec<Member>,
+    /// The keys this stage waits on (it is their consumer).
+    pub(super) deps: ConsumerDeps,
+    /// The consumers waiting on this stage (it is their producer).
+    pub(super) waiters: Waiters,
+}
+
+impl StageSlot {
+    /// Whether it holds nothing: no node, group or edge.
+    pub(super) fn is_vacant(&self) -> bool {
+        self.node.is_none()
+            && self.group.is_empty()
+            && self.deps.is_empty()
+            && self.waiters.is_empty()
+    }
 }
 
 impl VersionSlot {
@@ -50,6 +66,8 @@ impl VersionSlot {
                     stage,
                     node: None,
                     group: Vec::new(),
+                    deps: ConsumerDeps::default(),
+                    waiters: Waiters::default(),
                 });
                 self.stages.len() - 1
             }
@@ -62,7 +80,7 @@ impl VersionSlot {
         if let Some(at) = self
             .stages
             .iter()
-            .position(|slot| slot.stage == stage && slot.node.is_none() && slot.group.is_empty())
+            .position(|slot| slot.stage == stage && slot.is_vacant())
         {
             self.stages.swap_remove(at);
         }
@@ -78,7 +96,7 @@ impl VersionSlot {
 }
 
 /// A cache node's key in the table of cache nodes.
-fn cache_key(identity: &WorkNodeIdentity) -> Option<(SchedulerCacheId, u64)> {
+pub(super) fn cache_key(identity: &WorkNodeIdentity) -> Option<(SchedulerCacheId, u64)> {
     match identity {
         WorkNodeIdentity::CacheNode { cache_id, key_hash } => Some((*cache_id, *key_hash)),
         WorkNodeIdentity::File(_) => None,
@@ -86,7 +104,7 @@ fn cache_key(identity: &WorkNodeIdentity) -> Option<(SchedulerCacheId, u64)> {
 }
 
 impl SchedulerDag {
-    fn stage_slot(&self, key: &DepKey) -> Option<&StageSlot> {
+    pub(super) fn stage_slot(&self, key: &DepKey) -> Option<&StageSlot> {
         self.files
             .get(&key.file.canonical)?
             .versions
@@ -94,7 +112,7 @@ impl SchedulerDag {
             .get(key.stage)
     }
 
-    fn stage_slot_mut(&mut self, key: &DepKey) -> Option<&mut StageSlot> {
+    pub(super) fn stage_slot_mut(&mut self, key: &DepKey) -> Option<&mut StageSlot> {
         self.files
             .get_mut(&key.file.canonical)?
             .versions
@@ -103,7 +121,7 @@ impl SchedulerDag {
     }
 
     /// `key`'s entry, made (with its version and file records) when absent.
-    fn stage_entry(&mut self, key: &DepKey) -> &mut StageSlot {
+    pub(super) fn stage_entry(&mut self, key: &DepKey) -> &mut StageSlot {
         self.files
             .entry(key.file.canonical.clone())
             .or_default()
@@ -114,7 +132,7 @@ impl SchedulerDag {
 
     /// Drops `key`'s stage entry if it holds nothing, then its version
     /// record, then its file record (when the file has no object either).
-    fn prune(&mut self, key: &DepKey) {
+    pub(super) fn prune(&mut self, key: &DepKey) {
         let Some(records) = self.files.get_mut(&key.file.canonical) else {
             return;
         };
@@ -246,7 +264,9 @@ impl SchedulerDag {
     }
 
     /// Takes out every version of `canonical` below `bound`, whole: their
-    /// nodes and groups leave the counts with them.
+    /// nodes and groups leave the counts with them. Their edges leave the
+    /// table too; the caller detaches them from the records that stay
+    /// (`links.rs`, `detach_retired`).
     pub(super) fn take_versions_below(
         &mut self,
         canonical: &Canonical,

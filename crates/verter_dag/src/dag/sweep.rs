@@ -23,36 +23,29 @@ impl SchedulerDag {
             .filter(|live| live.version() >= bound);
         // The retired versions leave the records whole, nodes and groups
         // with them.
-        let mut retired_nodes: Vec<(DepKey, WorkNode)> = Vec::new();
-        let mut retired_groups: Vec<(DepKey, Vec<Member>)> = Vec::new();
+        let mut retired: Vec<(DepKey, slots::StageSlot)> = Vec::new();
         for (version, slot) in self.take_versions_below(canonical, bound) {
             let file =
                 FileIdentity::new(canonical.clone(), version.incarnation, version.generation);
             for stage in slot.stages {
-                let key = file.clone().at(stage.stage);
-                if !stage.group.is_empty() {
-                    retired_groups.push((key.clone(), stage.group));
-                }
-                if let Some(node) = stage.node {
-                    retired_nodes.push((key, node));
-                }
+                retired.push((file.clone().at(stage.stage), stage));
             }
         }
-        retired_nodes.sort_by(|a, b| a.0.cmp(&b.0));
-        retired_groups.sort_by(|a, b| a.0.cmp(&b.0));
+        retired.sort_by(|a, b| a.0.cmp(&b.0));
 
         // 1. Nodes: drop them; move their consumers in other files onto the
         //    live version of the same stage. On removal there is none: the
         //    consumers (Artifacts of importers) are re-linked in step 5.
         let mut orphans: Vec<(WorkNodeIdentity, DepKey)> = Vec::new();
-        for (key, node) in &retired_nodes {
-            let identity = WorkNodeIdentity::File(key.clone());
-            for consumer in self.edges.take_waiters(key) {
+        for (key, slot) in &mut retired {
+            for consumer in self.detach_retired(key, slot) {
                 orphans.push((consumer, key.clone()));
             }
-            self.abandon(&identity, node, &mut effects);
-            self.ready.remove(&identity);
-            self.edges.remove_consumer(&identity);
+            if let Some(node) = &slot.node {
+                let identity = WorkNodeIdentity::File(key.clone());
+                self.abandon(&identity, node, &mut effects);
+                self.ready.remove(&identity);
+            }
         }
         let mut relink: Vec<(WorkNodeIdentity, DepKey)> = Vec::new();
         for (consumer, old) in orphans {
@@ -69,8 +62,8 @@ impl SchedulerDag {
         }
 
         // 2. Request waiters: follow, supersede or shut down.
-        for (key, members) in retired_groups {
-            for member in members {
+        for (key, slot) in retired {
+            for member in slot.group {
                 let follows = match reason {
                     SweepReason::NewGeneration => member.policy == WaitPolicy::Follow,
                     SweepReason::Rehome => true,
@@ -158,7 +151,7 @@ impl SchedulerDag {
                 // Consumers gated on it (cache nodes) keep their edges: the
                 // rebuilt node answers them, so no edge is left without a
                 // producer.
-                let consumers = self.edges.waiters_of(&key);
+                let consumers = self.waiters_of(&key);
                 if self.group(&key).is_some() || !consumers.is_empty() {
                     let priority = consumers
                         .iter()

@@ -1,0 +1,256 @@
+//! `SchedulerDag`: the dependency edges, stored in the file stages' own
+//! records: a consumer's keys in its stage record (a cache node's in a
+//! table of their own), a key's waiting consumers in the key's stage
+//! record. Linking an edge touches the two records, nothing else; there is
+//! no DAG-wide table of edges.
+//!
+//! Part of the `dag` module; see its docs for what the DAG holds and its
+//! invariants. Every edge operation is here, and each keeps the two sides
+//! and the edge count together:
+//! 1. an edge is on its consumer's side exactly when it is on its key's
+//!    side, with the same sequence number;
+//! 2. a record is pruned as soon as it holds nothing (no node, group or
+//!    edge);
+//! 3. removing a consumer's edges or a key's waiters follows that record's
+//!    own lists, never siblings.
+
+use super::slots::{StageSlot, cache_key};
+use super::*;
+use crate::edges::{ConsumerDeps, EdgeOccupancy};
+
+impl SchedulerDag {
+    /// Runs `f` on the consumer side of `consumer` (made when `create`),
+    /// then prunes its record if that left it empty.
+    fn with_deps<R>(
+        &mut self,
+        consumer: &WorkNodeIdentity,
+        create: bool,
+        f: impl FnOnce(&mut ConsumerDeps) -> R,
+    ) -> Option<R> {
+        match consumer {
+            WorkNodeIdentity::File(key) => {
+                let slot = if create {
+                    self.stage_entry(key)
+                } else {
+                    self.stage_slot_mut(key)?
+                };
+                let result = f(&mut slot.deps);
+                if slot.deps.is_empty() {
+                    // An emptied side gives its storage back at once (a done
+                    // stage's record stays resident).
+                    slot.deps = ConsumerDeps::default();
+                    if slot.is_vacant() {
+                        self.prune(key);
+                    }
+                }
+                Some(result)
+            }
+            WorkNodeIdentity::CacheNode { .. } => {
+                let id = cache_key(consumer)?;
+                let deps = if create {
+                    self.cache_deps.entry(id).or_default()
+                } else {
+                    self.cache_deps.get_mut(&id)?
+                };
+                let result = f(deps);
+                if deps.is_empty() {
+                    self.cache_deps.remove(&id);
+                }
+                Some(result)
+            }
+        }
+    }
+
+    fn consumer_deps(&self, consumer: &WorkNodeIdentity) -> Option<&ConsumerDeps> {
+        match consumer {
+            WorkNodeIdentity::File(key) => self.stage_slot(key).map(|slot| &slot.deps),
+            WorkNodeIdentity::CacheNode { .. } => self.cache_deps.get(&cache_key(consumer)?),
+        }
+    }
+
+    /// Links `consumer` to `dep`. Returns `false` (and changes nothing) if
+    /// the edge already exists.
+    pub(super) fn link_edge(&mut self, consumer: &WorkNodeIdentity, dep: &DepKey) -> bool {
+        let seq = self.next_edge_seq;
+        let added = self
+            .with_deps(consumer, true, |deps| {
+                let new = !deps.contains(dep);
+                if new {
+                    deps.insert(dep.clone(), seq);
+                }
+                new
+            })
+            .unwrap_or(false);
+        if !added {
+            return false;
+        }
+        self.next_edge_seq += 1;
+        self.edge_count += 1;
+        self.stage_entry(dep).waiters.push(seq, consumer.clone());
+        true
+    }
+
+    /// Removes the edge `consumer → dep`, if present. Returns whether it was.
+    pub(super) fn unlink_edge(&mut self, consumer: &WorkNodeIdentity, dep: &DepKey) -> bool {
+        let Some(seq) = self
+            .with_deps(consumer, false, |deps| deps.remove(dep))
+            .flatten()
+        else {
+            return false;
+        };
+        self.edge_count -= 1;
+        self.remove_waiter(dep, seq);
+        true
+    }
+
+    /// Removes every edge of `consumer` (its keys' sides included).
+    pub(super) fn remove_consumer_edges(&mut self, consumer: &WorkNodeIdentity) {
+        let pairs = self
+            .with_deps(consumer, false, |deps| std::mem::take(deps).into_pairs())
+            .unwrap_or_default();
+        self.edge_count -= pairs.len();
+        for (dep, seq) in pairs {
+            self.remove_waiter(&dep, seq);
+        }
+    }
+
+    /// Removes every edge into `dep`; returns its consumers in link order
+    /// (in the vector that held them: nothing is allocated).
+    pub(super) fn take_waiters(
+        &mut self,
+        dep: &DepKey,
+    ) -> impl Iterator<Item = WorkNodeIdentity> + use<> {
+        self.take_waiters_counted(dep).map(|(consumer, _)| consumer)
+    }
+
+    /// [`Self::take_waiters`], with how many keys each consumer still waits
+    /// on afterwards (so a completion settles its consumers without looking
+    /// their edges up again).
+    pub(super) fn take_waiters_counted(
+        &mut self,
+        dep: &DepKey,
+    ) -> impl Iterator<Item = (WorkNodeIdentity, usize)> + use<> {
+        let waiters = match self.stage_slot_mut(dep) {
+            Some(slot) => {
+                let waiters = std::mem::take(&mut slot.waiters);
+                if slot.is_vacant() {
+                    self.prune(dep);
+                }
+                waiters
+            }
+            None => Default::default(),
+        };
+        self.detach_waiters(dep, waiters)
+    }
+
+    /// Removes `dep` from the keys of each consumer in `waiters` (those
+    /// still in the records), and yields each consumer with the keys it
+    /// still waits on, in link order.
+    fn detach_waiters(
+        &mut self,
+        dep: &DepKey,
+        mut waiters: crate::edges::Waiters,
+    ) -> impl Iterator<Item = (WorkNodeIdentity, usize)> + use<> {
+        // The taken entries' sequence numbers are not needed any more: each
+        // holds its consumer's remaining count instead.
+        for (slot, consumer) in &mut waiters.entries {
+            let Some(consumer) = consumer else {
+                continue;
+            };
+            let (removed, left) = self
+                .with_deps(consumer, false, |deps| {
+                    (deps.remove(dep).is_some(), deps.len())
+                })
+                .unwrap_or((false, 0));
+            self.edge_count -= usize::from(removed);
+            *slot = left as u64;
+        }
+        waiters
+            .entries
+            .into_iter()
+            .filter_map(|(left, consumer)| consumer.map(|consumer| (consumer, left as usize)))
+    }
+
+    /// Detaches the edges of `key`'s record, just taken out of the records
+    /// whole (retirement): its keys leave their producers' waiters, and its
+    /// waiters' keys lose it. Returns those waiters, in link order. Records
+    /// taken out in the same retirement are skipped (they are gone).
+    pub(super) fn detach_retired(
+        &mut self,
+        key: &DepKey,
+        slot: &mut StageSlot,
+    ) -> Vec<WorkNodeIdentity> {
+        let deps = std::mem::take(&mut slot.deps).into_pairs();
+        self.edge_count -= deps.len();
+        for (dep, seq) in deps {
+            self.remove_waiter(&dep, seq);
+        }
+        let waiters = std::mem::take(&mut slot.waiters);
+        self.detach_waiters(key, waiters)
+            .map(|(consumer, _)| consumer)
+            .collect()
+    }
+
+    /// How many keys `consumer` still waits on.
+    pub(super) fn remaining(&self, consumer: &WorkNodeIdentity) -> usize {
+        self.consumer_deps(consumer).map_or(0, ConsumerDeps::len)
+    }
+
+    /// The keys `consumer` waits on (unordered).
+    pub(super) fn deps_of(&self, consumer: &WorkNodeIdentity) -> Vec<DepKey> {
+        self.consumer_deps(consumer)
+            .map(ConsumerDeps::keys)
+            .unwrap_or_default()
+    }
+
+    /// The consumers waiting on `dep`, in link order.
+    pub(super) fn waiters_of(&self, dep: &DepKey) -> Vec<WorkNodeIdentity> {
+        self.stage_slot(dep)
+            .map(|slot| slot.waiters.consumers().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Counts and capacities of the edges, read from every record.
+    pub(super) fn edge_occupancy(&self) -> EdgeOccupancy {
+        let stages = || {
+            self.files
+                .values()
+                .flat_map(|records| records.versions.values())
+                .flat_map(|slot| slot.stages.iter())
+        };
+        let consumer_sides = stages()
+            .map(|stage| &stage.deps)
+            .chain(self.cache_deps.values());
+        let (mut consumers, mut edges, mut capacity) = (0, 0, self.cache_deps.capacity());
+        for deps in consumer_sides {
+            consumers += usize::from(!deps.is_empty());
+            edges += deps.len();
+            capacity += deps.capacity();
+        }
+        debug_assert_eq!(
+            edges, self.edge_count,
+            "the edge count drifted from the records"
+        );
+        EdgeOccupancy {
+            consumers,
+            edges,
+            keys: stages().filter(|stage| !stage.waiters.is_empty()).count(),
+            capacity: capacity
+                + stages()
+                    .map(|stage| stage.waiters.capacity())
+                    .sum::<usize>(),
+        }
+    }
+
+    fn remove_waiter(&mut self, dep: &DepKey, seq: u64) {
+        if let Some(slot) = self.stage_slot_mut(dep) {
+            slot.waiters.remove(seq);
+            if slot.waiters.is_empty() {
+                slot.waiters = Default::default();
+                if slot.is_vacant() {
+                    self.prune(dep);
+                }
+            }
+        }
+    }
+}
