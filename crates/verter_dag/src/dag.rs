@@ -22,7 +22,7 @@
 //! - **Blocker records** (`BlockerRegistry`), the
 //!   **ready queue** and the **capacity ledger**.
 //!
-//! # Invariants (each pinned by the named test in `dag/tests.rs`)
+//! # Invariants (each pinned by the named test in `dag/tests/`)
 //! 1. Work is admitted only for a live object at its current generation, and
 //!    the unchecked insert is private (`submit_refuses_a_stale_or_foreign_witness`).
 //! 2. A producer exists as soon as it is named: admitting or linking work

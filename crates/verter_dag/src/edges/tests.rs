@@ -1,6 +1,6 @@
 //! Unit tests of the two edge sides: a consumer's keys and a key's waiters.
 //! The edge store built from them (both sides moving together inside the
-//! stage records) is tested through the DAG in `dag/tests.rs`.
+//! stage records) is tested through the DAG in `dag/tests/requests.rs`.
 
 use super::*;
 use crate::identity::{Canonical, FileIdentity, Generation, Incarnation, TargetStage};

@@ -1,0 +1,170 @@
+//! Capacity: budgets, stale completions, lent slots and released storage.
+
+use super::*;
+
+#[test]
+fn stale_completion_releases_capacity_and_publishes_nothing() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let follower = h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
+    let pinned = h.request(&a, TargetStage::Analysis, WaitPolicy::Pinned);
+    let stale = h.run_until(&work(&a, TargetStage::Analysis));
+    assert_eq!(h.dag.ledger().cpu_in_use, 1);
+    // An edit lands while Analysis g0 runs.
+    let (a1, effects) = h
+        .dag
+        .advance_generation(&a.canonical, a.incarnation)
+        .expect("live");
+    assert_eq!(
+        effects.abandoned_running,
+        std::slice::from_ref(&stale.identity)
+    );
+    h.absorb(effects);
+    assert!(matches!(
+        h.outcome(pinned),
+        Err(DagFailure::Superseded { .. })
+    ));
+    assert!(!h.dag.is_current(&stale));
+    let (current, effects) = h.dag.complete(stale);
+    assert!(!current);
+    assert!(effects.is_empty(), "a stale completion publishes nothing");
+    assert_eq!(h.dag.counters().stale_completion_refusals, 1);
+    assert_eq!(h.dag.ledger().in_use(), 0);
+    assert!(!h.dag.is_done(&work(&a, TargetStage::Analysis)));
+    // The follower moved on and is answered by the new generation's work.
+    h.run();
+    let answer = &h.answers[&follower];
+    assert!(answer.outcome.is_ok());
+    assert_eq!(answer.key, a1.at(TargetStage::Analysis));
+    h.assert_quiescent();
+}
+
+#[test]
+fn dequeue_respects_the_budget_and_source_moves_from_io_to_cpu() {
+    let mut h = Harness::with(DagConfig {
+        cpu_budget: 1,
+        io_budget: 1,
+        ..DagConfig::default()
+    });
+    let a = h.add("a.rs");
+    let b = h.add("b.rs");
+    h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    h.request(&b, TargetStage::Source, WaitPolicy::Follow);
+    let load = h.dequeue(ResourceClass::Io).expect("ready");
+    assert_eq!(load.class, ResourceClass::Io);
+    assert!(h.dequeue(ResourceClass::Io).is_none(), "I/O budget spent");
+    assert_eq!(h.dag.ready_len(ResourceClass::Io), 1);
+    let effects = h.dag.continue_on(load, ResourceClass::Cpu);
+    assert_eq!(effects.newly_ready, 1);
+    let parse = h.dequeue(ResourceClass::Cpu).expect("parse is ready");
+    assert_eq!(parse.class, ResourceClass::Cpu);
+    let other_load = h
+        .dequeue(ResourceClass::Io)
+        .expect("I/O budget is free again");
+    assert_eq!(h.dag.ledger().in_use(), 2);
+    let (_, effects) = h.dag.complete(parse);
+    h.absorb(effects);
+    let effects = h.dag.continue_on(other_load, ResourceClass::Cpu);
+    h.absorb(effects);
+    h.run();
+    h.assert_quiescent();
+}
+
+#[test]
+fn a_blocked_holder_can_lend_its_slot_and_the_ledger_stays_exact() {
+    let mut h = Harness::with(DagConfig {
+        cpu_budget: 1,
+        io_budget: 1,
+        ..DagConfig::default()
+    });
+    let (a, b) = (h.add("a.rs"), h.add("b.rs"));
+    h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
+    h.request(&b, TargetStage::Analysis, WaitPolicy::Follow);
+    let outer = h.run_until(&work(&a, TargetStage::Analysis));
+    // b's Analysis is ready (run_until ran its Source) but the budget is
+    // spent by a's Analysis, which now blocks on it.
+    assert_eq!(h.dag.ready_len(ResourceClass::Cpu), 1);
+    assert!(h.dequeue(ResourceClass::Cpu).is_none(), "budget spent");
+    let lent = h
+        .dag
+        .dequeue_ready_lent(ResourceClass::Cpu)
+        .expect("lent slot");
+    assert_eq!(lent.identity, work(&b, TargetStage::Analysis));
+    assert_eq!(
+        h.dag.ledger().cpu_in_use,
+        2,
+        "the lent reservation is counted"
+    );
+    let (_, effects) = h.dag.complete(lent);
+    h.absorb(effects);
+    let (_, effects) = h.dag.complete(outer);
+    h.absorb(effects);
+    h.run();
+    h.assert_quiescent();
+}
+
+#[test]
+fn forgotten_done_work_is_admitted_afresh_by_the_next_request() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    h.run();
+    let source = work(&a, TargetStage::Source);
+    assert!(h.dag.forget_done(&source));
+    assert!(!h.dag.is_admitted(&source));
+    assert!(
+        !h.dag.forget_done(&source),
+        "only resident done work is forgotten"
+    );
+    h.log.clear();
+    let again = h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    h.run();
+    assert!(h.outcome(again).is_ok());
+    assert_eq!(h.log, [source]);
+    h.assert_quiescent();
+}
+
+/// A build grows the work-tracking tables and empties them; once nothing is
+/// in flight their capacity is released, and never while work is in flight.
+/// Edges hold none by then: each side gives its storage back as it empties.
+#[test]
+fn idle_capacity_is_released_only_when_nothing_is_in_flight() {
+    let mut h = Harness::new();
+    let files: Vec<FileIdentity> = (0..64).map(|i| h.add(&format!("f{i}.rs"))).collect();
+    for (i, file) in files.iter().enumerate() {
+        h.request(file, P, WaitPolicy::Follow);
+        let effects = h
+            .dag
+            .record_blockers(
+                file,
+                [files[(i + 1) % 64].clone().at(TargetStage::Analysis)],
+            )
+            .expect("live");
+        h.absorb(effects);
+    }
+    assert!(
+        !h.dag.release_idle_capacity(),
+        "gated and ready work is in flight"
+    );
+    let running = h.dequeue(ResourceClass::Io).expect("ready");
+    assert!(!h.dag.release_idle_capacity(), "a reservation is held");
+    let effects = h.dag.continue_on(running, ResourceClass::Cpu);
+    h.absorb(effects);
+    h.run();
+    h.assert_quiescent();
+    // Edge storage lives in the stage records and is given back as each
+    // side empties; what the idle release frees is the ready queue's.
+    let before = h.dag.dependency_occupancy();
+    assert_eq!(before.edges.capacity, 0, "{before:?}");
+    assert!(h.dag.release_idle_capacity());
+    let after = h.dag.dependency_occupancy();
+    assert_eq!(after.edges.capacity, 0, "{after:?}");
+    assert_eq!(after.ready_backing, 0);
+    assert!(
+        !h.dag.release_idle_capacity(),
+        "a second call finds nothing to release"
+    );
+    // The released tables grow again for the next request.
+    let again = h.request(&files[0], P, WaitPolicy::Follow);
+    assert!(h.outcome(again).is_ok(), "done work is answered at once");
+}

@@ -1,0 +1,275 @@
+//! Lifecycle: new generations, supersession, removal, re-homing, cancellation and reset.
+
+use super::*;
+
+#[test]
+fn advance_generation_moves_followers_and_supersedes_pinned() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let follower = h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
+    let pinned = h.request(&a, TargetStage::Source, WaitPolicy::Pinned);
+    let (a1, effects) = h
+        .dag
+        .advance_generation(&a.canonical, a.incarnation)
+        .expect("live");
+    h.absorb(effects);
+    assert!(matches!(
+        h.outcome(pinned),
+        Err(DagFailure::Superseded { .. })
+    ));
+    assert!(!h.answers.contains_key(&follower));
+    assert!(!h.dag.is_admitted(&work(&a, TargetStage::Source)));
+    assert!(h.dag.is_admitted(&work(&a1, TargetStage::Analysis)));
+    h.run();
+    assert_eq!(h.answers[&follower].key, a1.at(TargetStage::Analysis));
+    assert_eq!(h.dag.counters().followed, 1);
+    assert_eq!(h.dag.counters().superseded, 1);
+}
+
+#[test]
+fn a_late_request_for_a_superseded_generation_follows_or_is_superseded() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let (a1, effects) = h
+        .dag
+        .advance_generation(&a.canonical, a.incarnation)
+        .expect("live");
+    h.absorb(effects);
+    let follower = h.dag.register_request(
+        a.clone().at(TargetStage::Source),
+        WaitPolicy::Follow,
+        Priority::Normal,
+    );
+    assert_eq!(follower.key, a1.clone().at(TargetStage::Source));
+    assert!(follower.answered.is_none());
+    let pinned = h.dag.register_request(
+        a.clone().at(TargetStage::Source),
+        WaitPolicy::Pinned,
+        Priority::Normal,
+    );
+    assert!(matches!(
+        pinned.answered,
+        Some(Answer {
+            outcome: Err(DagFailure::Superseded { .. }),
+            ..
+        })
+    ));
+}
+
+#[test]
+fn every_waiter_is_answered_exactly_once_on_removal() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let b = h.add("b.rs");
+    let waiters = [
+        h.request(&a, TargetStage::Source, WaitPolicy::Follow),
+        h.request(&a, TargetStage::Analysis, WaitPolicy::Pinned),
+        h.request(&a, P, WaitPolicy::Follow),
+    ];
+    // b's Artifact is gated on a's Analysis.
+    let b_waiter = h.request(&b, P, WaitPolicy::Follow);
+    let effects = h
+        .dag
+        .record_blockers(&b, [a.clone().at(TargetStage::Analysis)])
+        .expect("b is live");
+    h.absorb(effects);
+    let running = h
+        .dequeue(ResourceClass::Io)
+        .expect("a or b Source is ready");
+    let effects = h.dag.remove_object(&a.canonical);
+    // b still depends on a: its waiting Artifact ensured a successor of a
+    // (a new object, reported so the caller publishes it) and waits on it.
+    let ingested: Vec<&Canonical> = effects.ingested.iter().map(|(c, _)| c).collect();
+    assert_eq!(ingested, [&a.canonical]);
+    h.absorb(effects);
+    for waiter in waiters {
+        assert!(matches!(
+            h.outcome(waiter),
+            Err(DagFailure::Shutdown { .. })
+        ));
+    }
+    assert!(
+        !h.answers.contains_key(&b_waiter),
+        "b waits on a's successor"
+    );
+    // Whatever was running comes back and is handled; nothing hangs.
+    let effects = h.dag.continue_on(running, ResourceClass::Cpu);
+    h.absorb(effects);
+    h.run();
+    h.assert_quiescent();
+    assert!(h.outcome(b_waiter).is_ok(), "{:?}", h.outcome(b_waiter));
+    // The successor started at generation 0 with a new incarnation, and b's
+    // record names it.
+    let successor = h.live("a.rs");
+    assert_eq!(successor.generation, Generation::ZERO);
+    assert!(successor.version() > a.version());
+    assert_eq!(h.dag.blockers_of(&b), [successor.at(TargetStage::Analysis)]);
+}
+
+#[test]
+fn retired_running_work_has_its_token_cancelled() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let waiter = h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
+    let load = h.dequeue(ResourceClass::Io).expect("a's Source loads");
+    let token = load.cancel.clone();
+    assert!(!token.is_cancelled());
+    let before = h.dag.counters().cancelled;
+    // A newer generation retires the running load and the gated Analysis.
+    let (_, effects) = h
+        .dag
+        .advance_generation(&a.canonical, a.incarnation)
+        .expect("a is live");
+    assert_eq!(effects.abandoned_running, [work(&a, TargetStage::Source)]);
+    h.absorb(effects);
+    assert!(
+        token.is_cancelled(),
+        "cancelled in the hold that retired it"
+    );
+    assert_eq!(
+        h.dag.counters().cancelled,
+        before + 2,
+        "the load and the gated Analysis"
+    );
+    // Its completion is refused; the follower is served by the new generation.
+    let (current, effects) = h.dag.complete(load);
+    assert!(!current);
+    h.absorb(effects);
+    h.run();
+    h.assert_quiescent();
+    assert!(h.outcome(waiter).is_ok());
+    // A reset cancels what is left unfinished as well.
+    let _ = h.request(&h.live("a.rs"), P, WaitPolicy::Follow);
+    let running = h
+        .dequeue(ResourceClass::Cpu)
+        .expect("the Artifact is ready");
+    let effects = h.dag.reset();
+    assert!(running.cancel.is_cancelled());
+    h.absorb(effects);
+    let (current, _) = h.dag.complete(running);
+    assert!(!current);
+}
+
+#[test]
+fn retiring_one_file_touches_no_other_file() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let b = h.add("b.rs");
+    let b_waiter = h.request(&b, TargetStage::Analysis, WaitPolicy::Pinned);
+    let b_blockers = [a.clone().at(TargetStage::Source)];
+    let effects = h.dag.record_blockers(&b, b_blockers.clone()).expect("live");
+    h.absorb(effects);
+    h.request(&a, TargetStage::Analysis, WaitPolicy::Pinned);
+    let before = h.dag.dependency_occupancy();
+    let effects = h.dag.retire_generations_below(
+        &Canonical::from("zzz.rs"),
+        a.incarnation,
+        Generation::new(9),
+    );
+    assert!(effects.is_empty());
+    assert_eq!(h.dag.dependency_occupancy(), before);
+    let (_, effects) = h
+        .dag
+        .advance_generation(&a.canonical, a.incarnation)
+        .expect("live");
+    h.absorb(effects);
+    // b's waiter, node and record are b's own: untouched except the record's
+    // reference, which moved to a's live version.
+    assert!(!h.answers.contains_key(&b_waiter));
+    assert!(h.dag.is_admitted(&work(&b, TargetStage::Analysis)));
+    assert_eq!(
+        h.dag.blockers_of(&b),
+        [h.live("a.rs").at(TargetStage::Source)]
+    );
+}
+
+#[test]
+fn cancel_answers_cancelled_and_a_new_request_admits_afresh() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let waiter = h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    let running = h.dequeue(ResourceClass::Io).expect("ready");
+    let effects = h.dag.cancel(&work(&a, TargetStage::Source));
+    assert_eq!(effects.abandoned_running, [work(&a, TargetStage::Source)]);
+    h.absorb(effects);
+    assert!(matches!(h.outcome(waiter), Err(DagFailure::Cancelled)));
+    let effects = h.dag.continue_on(running, ResourceClass::Cpu);
+    assert!(effects.is_empty(), "an abandoned dispatch is refused");
+    assert_eq!(h.dag.ledger().in_use(), 0);
+    let again = h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    h.run();
+    assert!(h.outcome(again).is_ok());
+    assert_eq!(h.dag.counters().cancelled, 1);
+}
+
+#[test]
+fn rehome_keeps_the_lifetime_and_every_waiter_follows() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let lifetime = h.dag.object(&a.canonical).expect("live").lifetime;
+    let pinned = h.request(&a, TargetStage::Analysis, WaitPolicy::Pinned);
+    let follower = h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    let (replacement, effects) = h
+        .dag
+        .rehome_object(&a.canonical, a.incarnation)
+        .expect("live");
+    h.absorb(effects);
+    assert_ne!(replacement.incarnation, a.incarnation);
+    assert_eq!(replacement.generation, Generation::ZERO);
+    assert_eq!(h.dag.object(&a.canonical).expect("live").lifetime, lifetime);
+    h.run();
+    assert_eq!(
+        h.answers[&pinned].key,
+        replacement.clone().at(TargetStage::Analysis)
+    );
+    assert_eq!(
+        h.answers[&follower].key,
+        replacement.at(TargetStage::Source)
+    );
+    assert!(h.outcome(pinned).is_ok() && h.outcome(follower).is_ok());
+    // A stale witness is refused with a typed error.
+    assert_eq!(
+        h.dag
+            .advance_generation(&a.canonical, a.incarnation)
+            .map(|_| ()),
+        Err(ObjectError::Replaced {
+            canonical: a.canonical.clone(),
+            expected: a.incarnation,
+            live: h.live("a.rs").incarnation
+        })
+    );
+}
+
+#[test]
+fn reset_answers_everyone_and_empties_every_table() {
+    let mut h = Harness::new();
+    let files: Vec<FileIdentity> = (0..4).map(|i| h.add(&format!("f{i}.rs"))).collect();
+    let mut waiters = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        waiters.push(h.request(file, P, WaitPolicy::Follow));
+        let effects = h
+            .dag
+            .record_blockers(file, [files[(i + 1) % 4].clone().at(TargetStage::Analysis)])
+            .expect("live");
+        h.absorb(effects);
+    }
+    let running = h.dequeue(ResourceClass::Io).expect("ready");
+    let effects = h.dag.reset();
+    assert_eq!(effects.abandoned_running.len(), 1);
+    h.absorb(effects);
+    for waiter in waiters {
+        assert!(matches!(
+            h.outcome(waiter),
+            Err(DagFailure::Shutdown { .. })
+        ));
+    }
+    let occupancy = h.dag.dependency_occupancy();
+    assert!(occupancy.is_empty(), "{occupancy:?}");
+    assert_eq!(occupancy.edges.capacity, 0);
+    assert_eq!(occupancy.blockers.capacity, 0);
+    // The running dispatch still holds its reservation until it comes back.
+    assert_eq!(h.dag.ledger().in_use(), 1);
+    let effects = h.dag.continue_on(running, ResourceClass::Cpu);
+    assert!(effects.is_empty());
+    h.assert_quiescent();
+}

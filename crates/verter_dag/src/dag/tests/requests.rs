@@ -1,0 +1,450 @@
+//! Requests, dedupe, links and cache nodes: how work is admitted and gated.
+
+use super::*;
+
+#[test]
+fn analysis_request_runs_source_then_analysis_once_each() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let first = h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
+    let second = h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
+    h.run();
+    assert_eq!(
+        h.log,
+        [
+            work(&a, TargetStage::Source),
+            work(&a, TargetStage::Analysis)
+        ]
+    );
+    assert!(h.outcome(first).is_ok() && h.outcome(second).is_ok());
+    h.assert_quiescent();
+}
+
+#[test]
+fn identical_requests_join_one_group_with_a_joiner_event() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let key = a.clone().at(TargetStage::Analysis);
+    let first = h
+        .dag
+        .register_request(key.clone(), WaitPolicy::Follow, Priority::Normal);
+    assert!(first.joiner.is_none());
+    let second = h
+        .dag
+        .register_request(key.clone(), WaitPolicy::Follow, Priority::Normal);
+    assert_eq!(
+        second.joiner,
+        Some(DedupJoinerEvent {
+            key: key.clone(),
+            waiter: second.waiter,
+            group_size: 2
+        })
+    );
+    assert_eq!(h.dag.waiters_on(&key), 2);
+    assert_eq!(h.dag.counters().dedupe_joins, 1);
+}
+
+#[test]
+fn a_request_for_done_work_is_answered_at_once() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    h.run();
+    let registration = h.dag.register_request(
+        a.clone().at(TargetStage::Source),
+        WaitPolicy::Follow,
+        Priority::Normal,
+    );
+    assert!(matches!(
+        registration.answered,
+        Some(Answer {
+            outcome: Ok(()),
+            ..
+        })
+    ));
+}
+
+#[test]
+fn submit_refuses_a_stale_or_foreign_witness() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let b = h.add("b.rs");
+    // Work on another file than the witness.
+    assert!(
+        h.dag
+            .submit_file(&a, &work(&b, TargetStage::Source))
+            .is_none()
+    );
+    // A superseded generation.
+    let (a1, effects) = h
+        .dag
+        .advance_generation(&a.canonical, a.incarnation)
+        .expect("live");
+    h.absorb(effects);
+    assert!(
+        h.dag
+            .submit_file(&a, &work(&a, TargetStage::Source))
+            .is_none()
+    );
+    // A removed object's successor at the same generation number.
+    let effects = h.dag.remove_object(&b.canonical);
+    h.absorb(effects);
+    let b_successor = h.add("b.rs");
+    assert_eq!(b_successor.generation, b.generation);
+    assert!(
+        h.dag
+            .submit_file(&b, &work(&b, TargetStage::Source))
+            .is_none()
+    );
+    // Cache-node identities are not file work.
+    let cache = WorkNodeIdentity::CacheNode {
+        cache_id: crate::SchedulerCacheId(1),
+        key_hash: 2,
+    };
+    assert!(h.dag.submit_file(&a1, &cache).is_none());
+    assert_eq!(h.dag.counters().admitted, 0, "nothing was admitted");
+    // The live witness is accepted.
+    assert!(
+        h.dag
+            .submit_file(&a1, &work(&a1, TargetStage::Source))
+            .is_some()
+    );
+}
+
+#[test]
+fn linking_to_an_unadmitted_producer_creates_it() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let b = h.add("b.rs");
+    let waiter = h.request(&a, P, WaitPolicy::Follow);
+    let consumer = work(&a, P);
+    let blocker = b.clone().at(TargetStage::Analysis);
+    assert!(!h.dag.is_admitted(&WorkNodeIdentity::File(blocker.clone())));
+    let (outcome, effects) = h.dag.link(&consumer, blocker.clone()).expect("rank ok");
+    h.absorb(effects);
+    assert_eq!(outcome, LinkOutcome::Linked);
+    assert!(h.dag.is_admitted(&WorkNodeIdentity::File(blocker.clone())));
+    assert!(h.dag.is_admitted(&work(&b, TargetStage::Source)));
+    h.run();
+    // b's analysis ran before a's artifact.
+    let position = |w: &WorkNodeIdentity| h.log.iter().position(|x| x == w).expect("ran");
+    assert!(position(&WorkNodeIdentity::File(blocker)) < position(&consumer));
+    assert!(h.outcome(waiter).is_ok());
+    h.assert_quiescent();
+}
+
+#[test]
+fn link_refuses_an_edge_that_breaks_stage_rank() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let b = h.add("b.rs");
+    h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
+    let analysis = work(&a, TargetStage::Analysis);
+    for dep in [b.clone().at(TargetStage::Analysis), b.clone().at(P)] {
+        assert_eq!(
+            h.dag.link(&analysis, dep.clone()).map(|(o, _)| o),
+            Err(LinkError::RankViolation {
+                consumer: analysis.clone(),
+                dep
+            })
+        );
+    }
+    // Downward edges are fine.
+    assert!(
+        h.dag
+            .link(&analysis, b.clone().at(TargetStage::Source))
+            .is_ok()
+    );
+}
+
+#[test]
+fn source_only_request_stops_after_source_and_late_demand_admits_analysis() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let source = h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    h.run();
+    assert!(h.outcome(source).is_ok());
+    assert_eq!(h.log, [work(&a, TargetStage::Source)]);
+    let analysis_key = a.clone().at(TargetStage::Analysis);
+    assert!(!h.dag.has_analysis_demand(&analysis_key));
+    let effects = h.dag.ensure_analysis_for_demand(&a).expect("live");
+    assert_eq!(
+        effects.newly_ready, 1,
+        "Source is done: Analysis is ready at once"
+    );
+    h.run();
+    assert_eq!(h.log.last(), Some(&work(&a, TargetStage::Analysis)));
+    h.assert_quiescent();
+}
+
+#[test]
+fn a_failed_producer_fails_every_consumer() {
+    let mut h = Harness::new();
+    let lib = h.add("lib.rs");
+    let consumers: Vec<FileIdentity> = ["a.rs", "b.rs"].iter().map(|p| h.add(p)).collect();
+    let mut waiters = Vec::new();
+    for consumer in &consumers {
+        waiters.push(h.request(consumer, P, WaitPolicy::Follow));
+        let effects = h
+            .dag
+            .record_blockers(consumer, [lib.clone().at(TargetStage::Analysis)])
+            .expect("live");
+        h.absorb(effects);
+    }
+    let lib_analysis = work(&lib, TargetStage::Analysis);
+    let dispatch = h.run_until(&lib_analysis);
+    let (current, effects) = h.dag.fail(dispatch, Arc::new(ExecutorSaidNo));
+    assert!(current);
+    h.absorb(effects);
+    for waiter in &waiters {
+        assert!(
+            matches!(h.outcome(*waiter), Err(DagFailure::DependencyFailed { dep, .. }) if *dep == lib.clone().at(TargetStage::Analysis))
+        );
+    }
+    // The producer's own failure is resident; the consumers are not.
+    assert!(h.dag.failure_of(&lib_analysis).is_some());
+    assert!(!h.dag.is_admitted(&work(&consumers[0], P)));
+    // A consumer linking later sees the failure at once.
+    let late = h.request(&consumers[0], P, WaitPolicy::Follow);
+    assert!(matches!(
+        h.outcome(late),
+        Err(DagFailure::DependencyFailed { .. })
+    ));
+    // Retiring the failed generation clears the failure record.
+    let (lib1, effects) = h
+        .dag
+        .advance_generation(&lib.canonical, lib.incarnation)
+        .expect("live");
+    h.absorb(effects);
+    assert!(h.dag.failure_of(&lib_analysis).is_none());
+    let retry = h.request(&consumers[0], P, WaitPolicy::Follow);
+    h.run();
+    assert!(h.outcome(retry).is_ok());
+    assert_eq!(
+        h.dag.blockers_of(&consumers[0]),
+        [lib1.at(TargetStage::Analysis)],
+        "the blocker record followed the edit"
+    );
+    h.assert_quiescent();
+}
+
+#[test]
+fn files_that_import_each_other_build() {
+    let mut h = Harness::new();
+    let files: Vec<FileIdentity> = (0..5).map(|i| h.add(&format!("cycle{i}.rs"))).collect();
+    let mut waiters = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        waiters.push(h.request(file, P, WaitPolicy::Follow));
+        let next = &files[(i + 1) % files.len()];
+        let effects = h
+            .dag
+            .record_blockers(file, [next.clone().at(TargetStage::Analysis)])
+            .expect("live");
+        h.absorb(effects);
+    }
+    h.run();
+    for waiter in waiters {
+        assert!(h.outcome(waiter).is_ok());
+    }
+    // Each stage of each file ran once.
+    assert_eq!(h.log.len(), 3 * files.len());
+    h.assert_quiescent();
+}
+
+#[test]
+fn producers_inherit_the_priority_of_their_consumers() {
+    let mut h = Harness::new();
+    let (a, lib) = (h.add("a.rs"), h.add("lib.rs"));
+    h.request(&lib, TargetStage::Analysis, WaitPolicy::Follow);
+    assert_eq!(
+        h.dag.priority_of(&work(&lib, TargetStage::Source)),
+        Some(Priority::Normal)
+    );
+    h.request_at(&a, P, WaitPolicy::Follow, Priority::Critical);
+    let effects = h
+        .dag
+        .record_blockers(&a, [lib.clone().at(TargetStage::Analysis)])
+        .expect("live");
+    h.absorb(effects);
+    for stage in [TargetStage::Source, TargetStage::Analysis] {
+        assert_eq!(
+            h.dag.priority_of(&work(&lib, stage)),
+            Some(Priority::Critical)
+        );
+    }
+    assert_eq!(
+        h.dag.highest_priority_for_file(&lib.canonical),
+        Some(Priority::Critical)
+    );
+    // The ready lib Source left its Normal lane for the Critical one.
+    assert_eq!(
+        h.dag.pending_counts(ResourceClass::Io)[Priority::Normal.lane()],
+        0
+    );
+}
+
+#[test]
+fn a_cache_node_waits_on_file_stages() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let cache = WorkNodeIdentity::CacheNode {
+        cache_id: crate::SchedulerCacheId(3),
+        key_hash: 4,
+    };
+    let effects = h
+        .dag
+        .submit_cache_node(cache.clone(), Priority::High, [a.clone().at(P)])
+        .expect("cache nodes rank above file stages");
+    h.absorb(effects);
+    assert_eq!(h.dag.priority_of(&work(&a, P)), Some(Priority::High));
+    h.run();
+    assert_eq!(h.log.last(), Some(&cache));
+    h.assert_quiescent();
+}
+
+#[test]
+fn a_producer_that_fails_as_it_is_created_fails_its_consumer() {
+    let mut h = Harness::new();
+    let (a, b) = (h.add("a.rs"), h.add("b.rs"));
+    // a's Source fails and stays resident; a's Analysis is not admitted.
+    h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    let load = h.dequeue(ResourceClass::Io).expect("a's Source is ready");
+    let (current, effects) = h.dag.fail(load, Arc::new(ExecutorSaidNo));
+    assert!(current);
+    h.absorb(effects);
+    let a_analysis = a.clone().at(TargetStage::Analysis);
+    assert!(
+        !h.dag
+            .is_admitted(&WorkNodeIdentity::File(a_analysis.clone()))
+    );
+    // Admitting a's Artifact creates its Analysis, which fails at once: the
+    // Artifact fails with it instead of waiting on a producer that is gone.
+    let own = h.request(&a, P, WaitPolicy::Follow);
+    assert!(
+        matches!(h.outcome(own), Err(DagFailure::DependencyFailed { dep, .. }) if *dep == a_analysis),
+        "{:?}",
+        h.outcome(own)
+    );
+    assert!(!h.dag.is_admitted(&work(&a, P)));
+    // The same through a link: b's Artifact names a's Analysis as a blocker.
+    let other = h.request(&b, P, WaitPolicy::Follow);
+    let effects = h
+        .dag
+        .record_blockers(&b, [a_analysis.clone()])
+        .expect("b is live");
+    h.absorb(effects);
+    assert!(
+        matches!(h.outcome(other), Err(DagFailure::DependencyFailed { dep, .. }) if *dep == a_analysis),
+        "{:?}",
+        h.outcome(other)
+    );
+    assert!(h.dag.consumers_of(&a_analysis).is_empty());
+    assert!(!h.dag.is_admitted(&work(&b, P)));
+    h.run();
+    h.assert_quiescent();
+}
+
+#[test]
+fn a_cache_node_on_a_dead_dependency_fails_and_keeps_the_effects_so_far() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let gone = h.add("gone.rs");
+    let effects = h.dag.remove_object(&gone.canonical);
+    h.absorb(effects);
+    let cache = WorkNodeIdentity::CacheNode {
+        cache_id: crate::SchedulerCacheId(3),
+        key_hash: 5,
+    };
+    let dead = gone.at(TargetStage::Source);
+    let effects = h
+        .dag
+        .submit_cache_node(
+            cache.clone(),
+            Priority::Normal,
+            [a.clone().at(TargetStage::Source), dead.clone(), dead],
+        )
+        .expect("a dead dependency fails the node, not the call");
+    // a's Source was created and made ready before the node failed: the
+    // caller must still hear about it, or no pump wakes for it.
+    assert_eq!(effects.newly_ready, 1);
+    h.absorb(effects);
+    assert!(!h.dag.is_admitted(&cache));
+    assert_eq!(h.dag.ready_len(ResourceClass::Io), 1);
+    h.run();
+    h.assert_quiescent();
+}
+
+fn cache_node(key_hash: u64) -> WorkNodeIdentity {
+    WorkNodeIdentity::CacheNode {
+        cache_id: crate::SchedulerCacheId(77),
+        key_hash,
+    }
+}
+
+/// An edge is on both sides or on neither: linking and unlinking a consumer
+/// moves its keys and the key's waiters together, and the records the edge
+/// alone kept are pruned with it.
+#[test]
+fn an_edge_lives_in_both_stage_records_or_in_neither() {
+    let mut h = Harness::new();
+    let (a, b) = (h.add("a.rs"), h.add("b.rs"));
+    let (dep_a, dep_b) = (a.at(TargetStage::Analysis), b.at(TargetStage::Analysis));
+    let node = cache_node(1);
+    let effects = h
+        .dag
+        .submit_cache_node(
+            node.clone(),
+            Priority::Normal,
+            [dep_a.clone(), dep_b.clone()],
+        )
+        .expect("live dependencies");
+    h.absorb(effects);
+    assert_eq!(h.dag.dependencies_of(&node).len(), 2);
+    assert_eq!(h.dag.consumers_of(&dep_a), std::slice::from_ref(&node));
+    let before = h.dag.dependency_occupancy();
+    // The two Analyses wait on their Sources too.
+    assert_eq!((before.edges.consumers, before.edges.edges), (3, 4));
+    let effects = h.dag.unlink(&node, &dep_a);
+    h.absorb(effects);
+    assert!(h.dag.consumers_of(&dep_a).is_empty());
+    assert_eq!(h.dag.dependencies_of(&node), std::slice::from_ref(&dep_b));
+    let effects = h.dag.cancel(&node);
+    h.absorb(effects);
+    assert!(h.dag.consumers_of(&dep_b).is_empty());
+    h.run();
+    let after = h.dag.dependency_occupancy();
+    assert_eq!(
+        (after.edges.consumers, after.edges.edges, after.edges.keys),
+        (0, 0, 0)
+    );
+    h.assert_quiescent();
+}
+
+/// A hub's consumers are released in link order, whatever left before.
+#[test]
+fn a_hubs_consumers_are_released_in_link_order() {
+    let mut h = Harness::new();
+    let hub = h.add("hub.rs").at(TargetStage::Analysis);
+    let nodes: Vec<WorkNodeIdentity> = (0..40).map(cache_node).collect();
+    for node in &nodes {
+        let effects = h
+            .dag
+            .submit_cache_node(node.clone(), Priority::Normal, [hub.clone()])
+            .expect("a live hub");
+        h.absorb(effects);
+    }
+    let kept: Vec<WorkNodeIdentity> = nodes.iter().step_by(3).cloned().collect();
+    for node in nodes.iter().filter(|node| !kept.contains(node)) {
+        let effects = h.dag.cancel(node);
+        h.absorb(effects);
+    }
+    assert_eq!(h.dag.consumers_of(&hub), kept);
+    h.run();
+    let ran: Vec<&WorkNodeIdentity> = h
+        .log
+        .iter()
+        .filter(|identity| matches!(identity, WorkNodeIdentity::CacheNode { .. }))
+        .collect();
+    assert_eq!(ran, kept.iter().collect::<Vec<_>>());
+    h.assert_quiescent();
+}
