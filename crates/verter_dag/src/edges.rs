@@ -23,6 +23,12 @@ use crate::identity::{DepKey, WorkNodeIdentity};
 /// constant time per edge.
 pub(crate) const SMALL_DEPS: usize = 16;
 
+/// When a side outgrows its inline entry it makes room for this many more
+/// at once: an Artifact waits on its Analysis and a few blockers, and an
+/// Analysis is waited on by its own Artifact and a few importers', so
+/// growing one at a time reallocated three times for five entries.
+const FIRST_SPILL: usize = 4;
+
 /// A consumer's keys with their edges' sequence numbers. One inline: an
 /// Analysis waits on its Source alone.
 pub(crate) type FewDeps = SmallVec<[(DepKey, u64); 1]>;
@@ -57,7 +63,12 @@ impl ConsumerDeps {
 
     pub(crate) fn insert(&mut self, dep: DepKey, seq: u64) {
         match self {
-            Self::Few(deps) if deps.len() < SMALL_DEPS => deps.push((dep, seq)),
+            Self::Few(deps) if deps.len() < SMALL_DEPS => {
+                if deps.len() == deps.inline_size() {
+                    deps.reserve_exact(FIRST_SPILL);
+                }
+                deps.push((dep, seq));
+            }
             Self::Few(deps) => {
                 let mut table: HashMap<DepKey, u64> = deps.drain(..).collect();
                 table.insert(dep, seq);
@@ -127,6 +138,9 @@ impl Waiters {
 
     pub(crate) fn push(&mut self, seq: u64, consumer: WorkNodeIdentity) {
         debug_assert!(self.entries.last().is_none_or(|(last, _)| *last < seq));
+        if self.entries.len() == self.entries.inline_size() {
+            self.entries.reserve_exact(FIRST_SPILL);
+        }
         self.entries.push((seq, Some(consumer)));
         self.live += 1;
     }
