@@ -258,6 +258,10 @@ struct FileRecords {
     versions: VecMap<SourceVersion, VersionSlot>,
 }
 
+/// How many finished work's tokens the DAG keeps for reuse: enough for the
+/// dispatches of a few holds, small enough to be nothing.
+const SPARE_TOKENS: usize = 64;
+
 /// The rank of a consumer: its stage's rank for file work; cache nodes rank
 /// above every file stage.
 fn consumer_rank(identity: &WorkNodeIdentity) -> u8 {
@@ -312,6 +316,10 @@ pub struct SchedulerDag {
     edge_count: usize,
     /// The next edge sequence number; never reused.
     next_edge_seq: u64,
+    /// Tokens of finished work that nobody else holds and nobody cancelled,
+    /// handed to the next dispatches instead of new ones (at most
+    /// [`SPARE_TOKENS`]).
+    spare_tokens: Vec<CancellationToken>,
     blockers: BlockerRegistry,
     ready: ReadyQueue,
     ledger: CapacityLedger,
@@ -342,6 +350,7 @@ impl SchedulerDag {
             cache_deps: HashMap::default(),
             edge_count: 0,
             next_edge_seq: 0,
+            spare_tokens: Vec::new(),
             blockers: BlockerRegistry::default(),
             ready: ReadyQueue::new(config.lane_weights),
             ledger: CapacityLedger::new(config.cpu_budget, config.io_budget),
@@ -496,6 +505,10 @@ impl SchedulerDag {
             self.cache_deps = HashMap::default();
             released = true;
         }
+        if self.spare_tokens.capacity() > 0 {
+            self.spare_tokens = Vec::new();
+            released = true;
+        }
         if !self.ready.is_released() {
             self.ready.clear_and_release();
             released = true;
@@ -550,6 +563,7 @@ impl SchedulerDag {
         self.waiter_count = 0;
         self.cache_deps = HashMap::default();
         self.edge_count = 0;
+        self.spare_tokens = Vec::new();
         self.blockers.clear_and_release();
         self.ready.clear_and_release();
         effects

@@ -512,6 +512,18 @@ impl CancellationToken {
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Acquire)
     }
+
+    /// Whether this is the only clone left and it was never cancelled: such
+    /// a token can be handed to new work as if it were fresh.
+    pub(crate) fn is_reusable(&self) -> bool {
+        Arc::strong_count(&self.0) == 1 && !self.is_cancelled()
+    }
+
+    /// The shared flag's address: which token this is, without holding it.
+    #[cfg(test)]
+    pub(crate) fn address(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
 }
 
 /// A [`Generation`] cannot advance: its counter is at its maximum.

@@ -30,6 +30,7 @@ impl SchedulerDag {
     /// (beyond the budget when `lent`).
     pub(super) fn take_ready(&mut self, class: ResourceClass, lent: bool) -> Option<Dispatch> {
         let (identity, priority) = self.ready.pop(class)?;
+        let mut spare = self.spare_tokens.pop();
         let node = self
             .node_mut_opt(&identity)
             .expect("ready members are resident nodes");
@@ -38,8 +39,12 @@ impl SchedulerDag {
         let admission = node.admission;
         let cancel = node
             .cancel
-            .get_or_insert_with(CancellationToken::new)
+            .get_or_insert_with(|| spare.take().unwrap_or_default())
             .clone();
+        // A Source moved from I/O to CPU keeps the token it was loaded with.
+        if let Some(unused) = spare {
+            self.spare_tokens.push(unused);
+        }
         if lent {
             self.ledger.reserve_lent(class, admission);
         } else {
@@ -107,13 +112,22 @@ impl SchedulerDag {
             return (false, effects);
         };
         node.state = NodeState::Done;
-        node.cancel = None;
+        let token = node.cancel.take();
         self.counters.completed += 1;
         if let WorkNodeIdentity::File(key) = &dispatch.identity {
             self.answer_group(key, Ok(()), &mut effects);
             for (consumer, remaining) in self.take_waiters_counted(key) {
                 self.settle_counted(&consumer, remaining, &mut effects);
             }
+        }
+        // With the dispatch's clone gone, a token nobody else kept (the
+        // executor may have) goes to the next dispatch instead of the heap.
+        drop(dispatch);
+        if let Some(token) = token
+            && token.is_reusable()
+            && self.spare_tokens.len() < SPARE_TOKENS
+        {
+            self.spare_tokens.push(token);
         }
         (true, effects)
     }

@@ -36,7 +36,6 @@ impl<E: StageExecutor> Scheduler<E> {
         if stale(&node, &dispatch) {
             return self.complete_stale(dispatch);
         }
-        let cancel = dispatch.cancel.clone();
         if self.observes_events {
             hooks.on_event(&match work {
                 Work::Load => SchedulerEvent::WillLoad(identity.clone()),
@@ -52,7 +51,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.counters.analysis_runs.fetch_add(1, Ordering::Relaxed);
                 let input = AnalysisInput {
                     source: &source,
-                    cancel: &cancel,
+                    cancel: &dispatch.cancel,
                 };
                 let result =
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&input)));
@@ -81,7 +80,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     profile,
                     analysis: &analysis,
                     blockers: &blockers,
-                    cancel: &cancel,
+                    cancel: &dispatch.cancel,
                 };
                 let result =
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_artifact(&input)));
@@ -286,14 +285,13 @@ impl<E: StageExecutor> Scheduler<E> {
     ) -> Option<Job<E>> {
         self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
         let file = dispatch.identity.file().cloned().expect("file work");
-        let cancel = dispatch.cancel.clone();
         let input = SourceInput {
             canonical: &file.canonical,
             incarnation: file.incarnation,
             generation: file.generation,
             language: node.language(),
             text: &text.text,
-            cancel: &cancel,
+            cancel: &dispatch.cancel,
         };
         let parsed = catch_unwind(AssertUnwindSafe(|| self.executor.execute_source(&input)));
         let parsed = self.stage_result(&file, "Source", parsed);

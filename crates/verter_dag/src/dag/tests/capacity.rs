@@ -168,3 +168,46 @@ fn idle_capacity_is_released_only_when_nothing_is_in_flight() {
     let again = h.request(&files[0], P, WaitPolicy::Follow);
     assert!(h.outcome(again).is_ok(), "done work is answered at once");
 }
+
+/// A finished stage's cancellation token goes to the next dispatch when
+/// nobody else holds it; one that is still held (an executor kept a clone)
+/// never does.
+#[test]
+fn a_finished_stages_token_is_reused_only_when_nobody_holds_it() {
+    let mut h = Harness::new();
+    // Runs `file`'s Source to completion, keeping a clone of its token in
+    // `keep` when given one. Returns the token's address.
+    let run_source = |h: &mut Harness, file: &FileIdentity, keep: Option<&mut Vec<_>>| {
+        let waiter = h.request(file, TargetStage::Source, WaitPolicy::Follow);
+        let load = h.dequeue(ResourceClass::Io).expect("the load is ready");
+        let effects = h.dag.continue_on(load, ResourceClass::Cpu);
+        h.absorb(effects);
+        let parse = h.dequeue(ResourceClass::Cpu).expect("the parse is ready");
+        let address = parse.cancel.address();
+        if let Some(keep) = keep {
+            keep.push(parse.cancel.clone());
+        }
+        let (current, effects) = h.dag.complete(parse);
+        assert!(current);
+        h.absorb(effects);
+        assert!(h.outcome(waiter).is_ok());
+        address
+    };
+    let mut held: Vec<CancellationToken> = Vec::new();
+    let (a, b, c) = (h.add("a.rs"), h.add("b.rs"), h.add("c.rs"));
+    let kept = run_source(&mut h, &a, Some(&mut held));
+    assert!(h.dag.spare_tokens.is_empty(), "a's token is still held");
+    let free = run_source(&mut h, &b, None);
+    assert_ne!(free, kept);
+    assert_eq!(h.dag.spare_tokens.len(), 1, "b's token is held by no one");
+    let _ = h.request(&c, TargetStage::Source, WaitPolicy::Follow);
+    let load = h.dequeue(ResourceClass::Io).expect("ready");
+    assert!(h.dag.spare_tokens.is_empty());
+    assert_eq!(load.cancel.address(), free, "c got b's token");
+    assert!(!load.cancel.is_cancelled());
+    let effects = h.dag.continue_on(load, ResourceClass::Cpu);
+    h.absorb(effects);
+    h.run();
+    h.assert_quiescent();
+    assert_eq!(held.len(), 1);
+}
