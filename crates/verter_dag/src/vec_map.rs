@@ -4,19 +4,23 @@
 //! A `BTreeMap` allocates a whole node (room for eleven entries) for the
 //! first one; these indices exist once per file, so that cost was most of
 //! the DAG's memory per file. Lookups are binary searches; inserts and
-//! removals shift the (short) tail. It never allocates until the first
-//! insert.
+//! removals shift the (short) tail. It never allocates until a second
+//! entry.
 
-/// A map sorted by key, stored as a vector of pairs.
+use smallvec::SmallVec;
+
+/// A map sorted by key, stored as a vector of pairs. One entry is kept
+/// inline: a file almost always has one live version, a blocker version one
+/// record.
 #[derive(Debug, Clone)]
 pub(crate) struct VecMap<K, V> {
-    entries: Vec<(K, V)>,
+    entries: SmallVec<[(K, V); 1]>,
 }
 
 impl<K, V> Default for VecMap<K, V> {
     fn default() -> Self {
         Self {
-            entries: Vec::new(),
+            entries: SmallVec::new(),
         }
     }
 }
@@ -103,9 +107,13 @@ impl<K: Ord, V> VecMap<K, V> {
         self.entries.is_empty()
     }
 
-    /// Entries the backing vector can hold without reallocating.
+    /// Entries the backing vector holds on the heap (none while inline).
     pub(crate) fn capacity(&self) -> usize {
-        self.entries.capacity()
+        if self.entries.spilled() {
+            self.entries.capacity()
+        } else {
+            0
+        }
     }
 }
 
