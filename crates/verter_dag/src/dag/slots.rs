@@ -13,6 +13,9 @@
 use super::*;
 use crate::edges::{ConsumerDeps, Waiters};
 
+/// The request waiters of one stage.
+pub(super) type Group = smallvec::SmallVec<[Member; 1]>;
+
 /// The records of one version of a file, per stage.
 #[derive(Debug, Default)]
 pub(super) struct VersionSlot {
@@ -26,8 +29,9 @@ pub(super) struct VersionSlot {
 pub(super) struct StageSlot {
     pub(super) stage: TargetStage,
     pub(super) node: Option<WorkNode>,
-    /// The request group; empty when there is none.
-    pub(super) group: Vec<Member>,
+    /// The request group; empty when there is none. One member inline: a
+    /// stage is most often asked for once.
+    pub(super) group: Group,
     /// The keys this stage waits on (it is their consumer).
     pub(super) deps: ConsumerDeps,
     /// The consumers waiting on this stage (it is their producer).
@@ -65,7 +69,7 @@ impl VersionSlot {
                 self.stages.push(StageSlot {
                     stage,
                     node: None,
-                    group: Vec::new(),
+                    group: Group::new(),
                     deps: ConsumerDeps::default(),
                     waiters: Waiters::default(),
                 });
@@ -250,9 +254,9 @@ impl SchedulerDag {
 
     /// Takes `key`'s whole group out (empty when it had none), pruning the
     /// records it leaves empty.
-    pub(super) fn take_group(&mut self, key: &DepKey) -> Vec<Member> {
+    pub(super) fn take_group(&mut self, key: &DepKey) -> Group {
         let Some(slot) = self.stage_slot_mut(key) else {
-            return Vec::new();
+            return Group::new();
         };
         let members = std::mem::take(&mut slot.group);
         if !members.is_empty() {
