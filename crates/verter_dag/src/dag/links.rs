@@ -8,11 +8,16 @@
 //! invariants. Every edge operation is here, and each keeps the two sides
 //! and the edge count together:
 //! 1. an edge is on its consumer's side exactly when it is on its key's
-//!    side, with the same sequence number;
+//!    side, with the same sequence number
+//!    (`an_edge_lives_in_both_stage_records_or_in_neither`; the edge count
+//!    is checked against a recount on every debug occupancy read);
 //! 2. a record is pruned as soon as it holds nothing (no node, group or
-//!    edge);
+//!    edge), and a side gives its storage back as it empties
+//!    (`idle_capacity_is_released_only_when_nothing_is_in_flight`);
 //! 3. removing a consumer's edges or a key's waiters follows that record's
-//!    own lists, never siblings.
+//!    own lists, never siblings (`removing_a_consumer_unlinks_only_its_edges`,
+//!    `taken_waiters_carry_their_remaining_counts`), and a key's waiters
+//!    leave in link order (`a_hubs_consumers_are_released_in_link_order`).
 
 use super::slots::{StageSlot, cache_key};
 use super::*;

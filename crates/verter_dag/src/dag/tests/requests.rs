@@ -448,3 +448,58 @@ fn a_hubs_consumers_are_released_in_link_order() {
     assert_eq!(ran, kept.iter().collect::<Vec<_>>());
     h.assert_quiescent();
 }
+
+/// Taking a key's waiters reports what each consumer still waits on, in
+/// link order, and leaves both sides as a removal would.
+#[test]
+fn taken_waiters_carry_their_remaining_counts() {
+    let mut h = Harness::new();
+    let (a, b) = (h.add("a.rs"), h.add("b.rs"));
+    let (dep, other) = (a.at(TargetStage::Analysis), b.at(TargetStage::Analysis));
+    let (x, y) = (cache_node(10), cache_node(11));
+    for (node, deps) in [
+        (&x, vec![dep.clone(), other.clone()]),
+        (&y, vec![dep.clone()]),
+    ] {
+        let effects = h
+            .dag
+            .submit_cache_node(node.clone(), Priority::Normal, deps)
+            .expect("live dependencies");
+        h.absorb(effects);
+    }
+    let taken: Vec<_> = h.dag.take_waiters_counted(&dep).collect();
+    assert_eq!(taken, [(x.clone(), 1), (y.clone(), 0)]);
+    assert_eq!(h.dag.dependencies_of(&x), std::slice::from_ref(&other));
+    assert!(h.dag.dependencies_of(&y).is_empty());
+    assert!(h.dag.consumers_of(&dep).is_empty());
+    assert!(h.dag.take_waiters_counted(&dep).next().is_none());
+    let occupancy = h.dag.dependency_occupancy();
+    // x → b's Analysis, and each Analysis → its Source.
+    assert_eq!(occupancy.edges.edges, 3);
+}
+
+/// Dropping a consumer removes its own edges and no one else's.
+#[test]
+fn removing_a_consumer_unlinks_only_its_edges() {
+    let mut h = Harness::new();
+    let (a, b) = (h.add("a.rs"), h.add("b.rs"));
+    let (dep, other) = (a.at(TargetStage::Analysis), b.at(TargetStage::Analysis));
+    let (x, y) = (cache_node(20), cache_node(21));
+    for (node, deps) in [
+        (&x, vec![dep.clone(), other.clone()]),
+        (&y, vec![dep.clone()]),
+    ] {
+        let effects = h
+            .dag
+            .submit_cache_node(node.clone(), Priority::Normal, deps)
+            .expect("live dependencies");
+        h.absorb(effects);
+    }
+    let effects = h.dag.cancel(&x);
+    h.absorb(effects);
+    assert_eq!(h.dag.consumers_of(&dep), std::slice::from_ref(&y));
+    assert!(h.dag.consumers_of(&other).is_empty());
+    assert_eq!(h.dag.dependencies_of(&y), std::slice::from_ref(&dep));
+    h.run();
+    h.assert_quiescent();
+}
