@@ -449,10 +449,9 @@ fn a_hubs_consumers_are_released_in_link_order() {
     h.assert_quiescent();
 }
 
-/// Taking a key's waiters reports what each consumer still waits on, in
-/// link order, and leaves both sides as a removal would.
-#[test]
-fn taken_waiters_carry_their_remaining_counts() {
+/// Two cache nodes: `x` waits on `dep` and `other`, `y` on `dep` alone.
+fn two_cache_nodes_on_a_shared_key() -> (Harness, DepKey, DepKey, WorkNodeIdentity, WorkNodeIdentity)
+{
     let mut h = Harness::new();
     let (a, b) = (h.add("a.rs"), h.add("b.rs"));
     let (dep, other) = (a.at(TargetStage::Analysis), b.at(TargetStage::Analysis));
@@ -467,6 +466,14 @@ fn taken_waiters_carry_their_remaining_counts() {
             .expect("live dependencies");
         h.absorb(effects);
     }
+    (h, dep, other, x, y)
+}
+
+/// Taking a key's waiters reports what each consumer still waits on, in
+/// link order, and leaves both sides as a removal would.
+#[test]
+fn taken_waiters_carry_their_remaining_counts() {
+    let (mut h, dep, other, x, y) = two_cache_nodes_on_a_shared_key();
     let taken: Vec<_> = h.dag.take_waiters_counted(&dep).collect();
     assert_eq!(taken, [(x.clone(), 1), (y.clone(), 0)]);
     assert_eq!(h.dag.dependencies_of(&x), std::slice::from_ref(&other));
@@ -481,20 +488,7 @@ fn taken_waiters_carry_their_remaining_counts() {
 /// Dropping a consumer removes its own edges and no one else's.
 #[test]
 fn removing_a_consumer_unlinks_only_its_edges() {
-    let mut h = Harness::new();
-    let (a, b) = (h.add("a.rs"), h.add("b.rs"));
-    let (dep, other) = (a.at(TargetStage::Analysis), b.at(TargetStage::Analysis));
-    let (x, y) = (cache_node(20), cache_node(21));
-    for (node, deps) in [
-        (&x, vec![dep.clone(), other.clone()]),
-        (&y, vec![dep.clone()]),
-    ] {
-        let effects = h
-            .dag
-            .submit_cache_node(node.clone(), Priority::Normal, deps)
-            .expect("live dependencies");
-        h.absorb(effects);
-    }
+    let (mut h, dep, other, x, y) = two_cache_nodes_on_a_shared_key();
     let effects = h.dag.cancel(&x);
     h.absorb(effects);
     assert_eq!(h.dag.consumers_of(&dep), std::slice::from_ref(&y));
