@@ -95,6 +95,11 @@ impl BlockerRegistry {
         keys
     }
 
+    /// Whether `owner` has a record.
+    pub(crate) fn has_record(&self, owner: &FileIdentity) -> bool {
+        self.by_owner.contains_key(owner)
+    }
+
     /// `owner`'s record, if any, sorted (so callers act in one order).
     pub(crate) fn blockers_of(&self, owner: &FileIdentity) -> Vec<DepKey> {
         self.by_owner.get(owner).cloned().unwrap_or_default()

@@ -320,6 +320,9 @@ pub struct SchedulerDag {
     /// handed to the next dispatches instead of new ones (at most
     /// [`SPARE_TOKENS`]).
     spare_tokens: Vec<CancellationToken>,
+    /// How many chains `admit_fresh_chain` admitted (tests only).
+    #[cfg(test)]
+    fresh_chains: usize,
     blockers: BlockerRegistry,
     ready: ReadyQueue,
     ledger: CapacityLedger,
@@ -351,6 +354,8 @@ impl SchedulerDag {
             edge_count: 0,
             next_edge_seq: 0,
             spare_tokens: Vec::new(),
+            #[cfg(test)]
+            fresh_chains: 0,
             blockers: BlockerRegistry::default(),
             ready: ReadyQueue::new(config.lane_weights),
             ledger: CapacityLedger::new(config.cpu_budget, config.io_budget),

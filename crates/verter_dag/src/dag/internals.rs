@@ -48,8 +48,10 @@ impl SchedulerDag {
             .unwrap_or_default()
     }
 
-    /// The one place a node enters the map. Private: every caller checked
-    /// liveness (file work) or the identity kind (cache nodes) first.
+    /// One of the two places a node enters the records (the other is
+    /// `admit_fresh_chain`, for a version's first stages). Private: every
+    /// caller checked liveness (file work) or the identity kind (cache
+    /// nodes) first.
     pub(super) fn insert_node(&mut self, identity: WorkNodeIdentity, priority: Priority) {
         let admission = AdmissionId(self.next_admission);
         self.next_admission += 1;
@@ -80,6 +82,9 @@ impl SchedulerDag {
             if node.priority < priority {
                 self.raise(&identity, priority);
             }
+            return;
+        }
+        if self.admit_fresh_chain(key, priority, effects) {
             return;
         }
         self.insert_node(identity.clone(), priority);

@@ -497,3 +497,63 @@ fn removing_a_consumer_unlinks_only_its_edges() {
     h.run();
     h.assert_quiescent();
 }
+
+/// A fresh version's first request admits its whole chain in one visit of
+/// the record (Source ready on I/O, Analysis and the Artifact gated on the
+/// stage below), the same state the stage-by-stage path builds; a version
+/// that already has a node, or an owner with a blocker record, takes the
+/// stage-by-stage path.
+#[test]
+fn a_fresh_versions_chain_is_admitted_whole() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let (source, analysis, artifact) = (
+        work(&a, TargetStage::Source),
+        work(&a, TargetStage::Analysis),
+        work(&a, P),
+    );
+    let waiter = h.request(&a, P, WaitPolicy::Follow);
+    assert_eq!(h.dag.fresh_chain_count(), 1, "the fast path was taken");
+    assert_eq!(
+        h.dag.dependencies_of(&artifact),
+        [a.clone().at(TargetStage::Analysis)]
+    );
+    assert_eq!(
+        h.dag.dependencies_of(&analysis),
+        [a.clone().at(TargetStage::Source)]
+    );
+    assert_eq!(
+        h.dag.consumers_of(&a.clone().at(TargetStage::Source)),
+        std::slice::from_ref(&analysis)
+    );
+    assert_eq!(
+        h.dag.consumers_of(&a.clone().at(TargetStage::Analysis)),
+        std::slice::from_ref(&artifact)
+    );
+    assert_eq!(h.dag.ready_len(ResourceClass::Io), 1);
+    assert_eq!(h.dag.priority_of(&source), Some(Priority::Normal));
+    let occupancy = h.dag.dependency_occupancy();
+    assert_eq!((occupancy.nodes, occupancy.edges.edges), (3, 2));
+    // A second file with a blocker record on its version: stage by stage.
+    let b = h.add("b.rs");
+    let effects = h
+        .dag
+        .record_blockers(&b, [a.clone().at(TargetStage::Analysis)]);
+    h.absorb(effects.expect("live"));
+    let other = h.request(&b, P, WaitPolicy::Follow);
+    assert_eq!(
+        h.dag.fresh_chain_count(),
+        1,
+        "b's Artifact has a blocker record"
+    );
+    assert!(
+        h.dag
+            .dependencies_of(&work(&b, P))
+            .contains(&a.clone().at(TargetStage::Analysis)),
+        "the stage-by-stage path linked the blocker"
+    );
+    h.run();
+    assert!(h.outcome(waiter).is_ok() && h.outcome(other).is_ok());
+    assert_eq!(h.log.first(), Some(&source));
+    h.assert_quiescent();
+}
