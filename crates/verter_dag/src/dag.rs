@@ -24,7 +24,10 @@
 //!
 //! # Invariants (each pinned by the named test in `dag/tests/`)
 //! 1. Work is admitted only for a live object at its current generation, and
-//!    the unchecked insert is private (`submit_refuses_a_stale_or_foreign_witness`).
+//!    the two unchecked inserts (`insert_node`, and `admit_fresh_chain` for a
+//!    version's first stages) are private
+//!    (`submit_refuses_a_stale_or_foreign_witness`,
+//!    `a_fresh_versions_chain_is_admitted_whole`).
 //! 2. A producer exists as soon as it is named: admitting or linking work
 //!    ensures the stages it needs, in the same call
 //!    (`linking_to_an_unadmitted_producer_creates_it`), and no consumer is
