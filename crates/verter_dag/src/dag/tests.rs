@@ -88,6 +88,25 @@ impl Harness {
         waiter
     }
 
+    /// Records `blockers` as `owner`'s blocker record (owner live).
+    #[track_caller]
+    fn block(&mut self, owner: &FileIdentity, blockers: impl IntoIterator<Item = DepKey>) {
+        let effects = self.dag.record_blockers(owner, blockers).expect("live");
+        self.absorb(effects);
+    }
+
+    /// Advances `file`'s object to its next generation; returns the new
+    /// live identity.
+    #[track_caller]
+    fn edit(&mut self, file: &FileIdentity) -> FileIdentity {
+        let (next, effects) = self
+            .dag
+            .advance_generation(&file.canonical, file.incarnation)
+            .expect("live");
+        self.absorb(effects);
+        next
+    }
+
     /// Dispatches one piece of work of `class`, if any.
     fn dequeue(&mut self, class: ResourceClass) -> Option<Dispatch> {
         self.dag.dequeue_ready(class)
@@ -143,6 +162,14 @@ impl Harness {
         assert_eq!(self.dag.ledger().in_use(), 0, "ledger leaked");
         assert_eq!(self.dag.ready_len(ResourceClass::Cpu), 0);
         assert_eq!(self.dag.ready_len(ResourceClass::Io), 0);
+    }
+}
+
+/// A cache node of the tests' cache.
+fn cache_node(key_hash: u64) -> WorkNodeIdentity {
+    WorkNodeIdentity::CacheNode {
+        cache_id: crate::SchedulerCacheId(77),
+        key_hash,
     }
 }
 

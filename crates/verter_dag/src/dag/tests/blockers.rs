@@ -54,17 +54,9 @@ fn a_blocker_edit_regates_artifacts_on_the_new_generation() {
     let mut h = Harness::new();
     let (a, m) = (h.add("a.rs"), h.add("macros.rs"));
     let waiter = h.request(&a, P, WaitPolicy::Follow);
-    let effects = h
-        .dag
-        .record_blockers(&a, [m.clone().at(TargetStage::Analysis)])
-        .expect("live");
-    h.absorb(effects);
+    h.block(&a, [m.clone().at(TargetStage::Analysis)]);
     // The blocker is edited before its Analysis runs.
-    let (m1, effects) = h
-        .dag
-        .advance_generation(&m.canonical, m.incarnation)
-        .expect("live");
-    h.absorb(effects);
+    let m1 = h.edit(&m);
     assert_eq!(
         h.dag.dependencies_of(&work(&a, P)),
         [
@@ -108,11 +100,7 @@ fn a_blocker_edit_invalidates_a_done_artifact_built_on_it() {
     let mut h = Harness::new();
     let (a, m) = (h.add("a.rs"), h.add("macros.rs"));
     let first = h.request(&a, P, WaitPolicy::Follow);
-    let effects = h
-        .dag
-        .record_blockers(&a, [m.clone().at(TargetStage::Analysis)])
-        .expect("live");
-    h.absorb(effects);
+    h.block(&a, [m.clone().at(TargetStage::Analysis)]);
     h.run();
     assert!(h.outcome(first).is_ok());
     assert!(h.dag.is_done(&work(&a, P)));
@@ -147,11 +135,7 @@ fn a_blocker_edit_restarts_a_running_artifact_and_its_waiters_follow() {
     let mut h = Harness::new();
     let (a, m) = (h.add("a.rs"), h.add("macros.rs"));
     let waiter = h.request(&a, P, WaitPolicy::Pinned);
-    let effects = h
-        .dag
-        .record_blockers(&a, [m.clone().at(TargetStage::Analysis)])
-        .expect("live");
-    h.absorb(effects);
+    h.block(&a, [m.clone().at(TargetStage::Analysis)]);
     let running = h.run_until(&work(&a, P));
     let (m1, effects) = h
         .dag
@@ -178,25 +162,14 @@ fn a_blocker_edit_restarts_a_running_artifact_and_its_waiters_follow() {
 fn a_blocker_edit_rebuilds_an_artifact_a_cache_node_waits_on() {
     let mut h = Harness::new();
     let (a, m) = (h.add("a.rs"), h.add("macros.rs"));
-    let cache = WorkNodeIdentity::CacheNode {
-        cache_id: crate::SchedulerCacheId(9),
-        key_hash: 1,
-    };
+    let cache = cache_node(1);
     let effects = h
         .dag
         .submit_cache_node(cache.clone(), Priority::Normal, [a.clone().at(P)])
         .expect("a live dependency");
     h.absorb(effects);
-    let effects = h
-        .dag
-        .record_blockers(&a, [m.clone().at(TargetStage::Analysis)])
-        .expect("live");
-    h.absorb(effects);
-    let (m1, effects) = h
-        .dag
-        .advance_generation(&m.canonical, m.incarnation)
-        .expect("live");
-    h.absorb(effects);
+    h.block(&a, [m.clone().at(TargetStage::Analysis)]);
+    let m1 = h.edit(&m);
     assert!(
         h.dag.is_admitted(&work(&a, P)),
         "the artifact the cache node waits on was rebuilt"

@@ -8,11 +8,7 @@ fn advance_generation_moves_followers_and_supersedes_pinned() {
     let a = h.add("a.rs");
     let follower = h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
     let pinned = h.request(&a, TargetStage::Source, WaitPolicy::Pinned);
-    let (a1, effects) = h
-        .dag
-        .advance_generation(&a.canonical, a.incarnation)
-        .expect("live");
-    h.absorb(effects);
+    let a1 = h.edit(&a);
     assert!(matches!(
         h.outcome(pinned),
         Err(DagFailure::Superseded { .. })
@@ -30,11 +26,7 @@ fn advance_generation_moves_followers_and_supersedes_pinned() {
 fn a_late_request_for_a_superseded_generation_follows_or_is_superseded() {
     let mut h = Harness::new();
     let a = h.add("a.rs");
-    let (a1, effects) = h
-        .dag
-        .advance_generation(&a.canonical, a.incarnation)
-        .expect("live");
-    h.absorb(effects);
+    let a1 = h.edit(&a);
     let follower = h.dag.register_request(
         a.clone().at(TargetStage::Source),
         WaitPolicy::Follow,
@@ -168,11 +160,7 @@ fn retiring_one_file_touches_no_other_file() {
     );
     assert!(effects.is_empty());
     assert_eq!(h.dag.dependency_occupancy(), before);
-    let (_, effects) = h
-        .dag
-        .advance_generation(&a.canonical, a.incarnation)
-        .expect("live");
-    h.absorb(effects);
+    let _ = h.edit(&a);
     // b's waiter, node and record are b's own: untouched except the record's
     // reference, which moved to a's live version.
     assert!(!h.answers.contains_key(&b_waiter));

@@ -76,11 +76,7 @@ fn submit_refuses_a_stale_or_foreign_witness() {
             .is_none()
     );
     // A superseded generation.
-    let (a1, effects) = h
-        .dag
-        .advance_generation(&a.canonical, a.incarnation)
-        .expect("live");
-    h.absorb(effects);
+    let a1 = h.edit(&a);
     assert!(
         h.dag
             .submit_file(&a, &work(&a, TargetStage::Source))
@@ -211,11 +207,7 @@ fn a_failed_producer_fails_every_consumer() {
         Err(DagFailure::DependencyFailed { .. })
     ));
     // Retiring the failed generation clears the failure record.
-    let (lib1, effects) = h
-        .dag
-        .advance_generation(&lib.canonical, lib.incarnation)
-        .expect("live");
-    h.absorb(effects);
+    let lib1 = h.edit(&lib);
     assert!(h.dag.failure_of(&lib_analysis).is_none());
     let retry = h.request(&consumers[0], P, WaitPolicy::Follow);
     h.run();
@@ -261,11 +253,7 @@ fn producers_inherit_the_priority_of_their_consumers() {
         Some(Priority::Normal)
     );
     h.request_at(&a, P, WaitPolicy::Follow, Priority::Critical);
-    let effects = h
-        .dag
-        .record_blockers(&a, [lib.clone().at(TargetStage::Analysis)])
-        .expect("live");
-    h.absorb(effects);
+    h.block(&a, [lib.clone().at(TargetStage::Analysis)]);
     for stage in [TargetStage::Source, TargetStage::Analysis] {
         assert_eq!(
             h.dag.priority_of(&work(&lib, stage)),
@@ -372,13 +360,6 @@ fn a_cache_node_on_a_dead_dependency_fails_and_keeps_the_effects_so_far() {
     assert_eq!(h.dag.ready_len(ResourceClass::Io), 1);
     h.run();
     h.assert_quiescent();
-}
-
-fn cache_node(key_hash: u64) -> WorkNodeIdentity {
-    WorkNodeIdentity::CacheNode {
-        cache_id: crate::SchedulerCacheId(77),
-        key_hash,
-    }
 }
 
 /// An edge is on both sides or on neither: linking and unlinking a consumer
