@@ -68,7 +68,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 use verter_pools::{CallerKind, HostCpuPool};
-use verter_scheduler::{Scheduler, StageExecutor};
+use verter_scheduler::{Scheduler, StageExecutor, panic_message};
 
 use crate::error::HostError;
 
@@ -289,17 +289,6 @@ fn every_item_panicked<R>(
             })
         })
         .collect()
-}
-
-/// The text of a panic payload, when it has one.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "non-string panic payload".to_owned()
-    }
 }
 
 #[cfg(test)]

@@ -247,8 +247,11 @@ impl RequestError {
 
 #[cfg(test)]
 mod tests;
-/// The text of a panic payload, when it has one.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// The text of a caught panic's payload (`&str` or `String`), or a fixed
+/// phrase when it has none: what the scheduler puts in the typed error a
+/// panic in host code becomes, and what a host layer catching its own
+/// panics can use for the same.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {

@@ -128,7 +128,7 @@ mod traits;
 mod witness;
 
 pub use config::{ConfigError, SchedulerConfig};
-pub use error::{ExecutorError, LoadError, RequestError};
+pub use error::{ExecutorError, LoadError, RequestError, panic_message};
 pub use handle::{BatchHandle, CompletionHandle, Request};
 pub use hooks::{HookPoint, Hooks, NoHooks, SchedulerEvent};
 pub use language::Language;
