@@ -64,16 +64,7 @@ impl SchedulerDag {
     /// carried identity and admission are compared with the resident node,
     /// and file work's object must be live at the carried version.
     pub fn is_current(&self, dispatch: &Dispatch) -> bool {
-        let Some(node) = self.node(&dispatch.identity) else {
-            return false;
-        };
-        if node.admission != dispatch.admission || !matches!(node.state, NodeState::Running) {
-            return false;
-        }
-        match dispatch.identity.file() {
-            Some(file) => self.is_live(file),
-            None => true,
-        }
+        self.current_node(dispatch).is_some()
     }
 
     /// Moves running work to the other budget (Source: loaded on I/O, parsed
@@ -140,18 +131,17 @@ impl SchedulerDag {
     /// stale completion.
     pub fn fail(&mut self, dispatch: Dispatch, cause: FailureCause) -> (bool, Effects) {
         let mut effects = Effects::default();
-        let current = self.is_current(&dispatch);
         self.ledger.release(dispatch.admission);
-        if !current {
-            self.counters.stale_completion_refusals += 1;
-            return (false, effects);
-        }
-        self.counters.failed += 1;
         let failure = Arc::new(DagFailure::Failed {
             work: dispatch.identity.clone(),
             cause,
         });
-        self.node_mut(&dispatch.identity).state = NodeState::Failed(Arc::clone(&failure));
+        let Some(node) = self.current_node_mut(&dispatch) else {
+            self.counters.stale_completion_refusals += 1;
+            return (false, effects);
+        };
+        node.state = NodeState::Failed(Arc::clone(&failure));
+        self.counters.failed += 1;
         if let WorkNodeIdentity::File(key) = &dispatch.identity {
             self.answer_group(key, Err((*failure).clone()), &mut effects);
             self.fail_consumers(key, &failure, &mut effects);

@@ -99,6 +99,11 @@ impl VersionSlot {
     }
 }
 
+/// Whether `node` is the running admission `dispatch` was handed out for.
+fn dispatched_as(node: &WorkNode, dispatch: &Dispatch) -> bool {
+    node.admission == dispatch.admission && matches!(node.state, NodeState::Running)
+}
+
 /// A cache node's key in the table of cache nodes.
 pub(super) fn cache_key(identity: &WorkNodeIdentity) -> Option<(SchedulerCacheId, u64)> {
     match identity {
@@ -174,6 +179,7 @@ impl SchedulerDag {
     /// running, and file work's object is live at the carried version. One
     /// lookup of the file's record answers both.
     pub(super) fn current_node_mut(&mut self, dispatch: &Dispatch) -> Option<&mut WorkNode> {
+        // The read-only twin is `current_node`; both end in `dispatched_as`.
         let node = match &dispatch.identity {
             WorkNodeIdentity::File(key) => {
                 let records = self.files.get_mut(&key.file.canonical)?;
@@ -192,8 +198,29 @@ impl SchedulerDag {
                 self.cache_nodes.get_mut(&id)?
             }
         };
-        (node.admission == dispatch.admission && matches!(node.state, NodeState::Running))
-            .then_some(node)
+        dispatched_as(node, dispatch).then_some(node)
+    }
+
+    /// [`Self::current_node_mut`], read-only.
+    pub(super) fn current_node(&self, dispatch: &Dispatch) -> Option<&WorkNode> {
+        let node = match &dispatch.identity {
+            WorkNodeIdentity::File(key) => {
+                let records = self.files.get(&key.file.canonical)?;
+                if records.object.map(|object| object.version()) != Some(key.file.version()) {
+                    return None;
+                }
+                records
+                    .versions
+                    .get(&key.file.version())?
+                    .get(key.stage)?
+                    .node
+                    .as_ref()?
+            }
+            WorkNodeIdentity::CacheNode { .. } => {
+                self.cache_nodes.get(&cache_key(&dispatch.identity)?)?
+            }
+        };
+        dispatched_as(node, dispatch).then_some(node)
     }
 
     /// Whether `identity` has a resident node.
