@@ -9,7 +9,7 @@
 //!
 //! # Invariants
 //! 1. `refs[k]` contains `o` exactly when `by_owner[o]` contains `k`, in every
-//!    funnel: record (replace), drain, clear, scrub, owner retirement,
+//!    funnel: record (replace), drain, clear, owner retirement,
 //!    re-pointing and reset (`demand_matches_a_recount_after_every_funnel`).
 //! 2. Every per-canonical bucket is removed when it empties, so occupancy is
 //!    zero when no record is left (`empty_registry_has_zero_occupancy`).
@@ -35,8 +35,9 @@ pub(crate) struct BlockerRegistry {
     refs: HashMap<Canonical, VecMap<SourceVersion, KeyOwners>>,
 }
 
-/// The keys of one blocker version with the owners naming each.
-type KeyOwners = Vec<(DepKey, SmallSet<FileIdentity>)>;
+/// The keys of one blocker version with the owners naming each; one key
+/// inline (a version is almost always named at one stage).
+type KeyOwners = smallvec::SmallVec<[(DepKey, SmallSet<FileIdentity>); 1]>;
 
 /// Membership counts and backing capacity of the blocker registry.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,6 +56,7 @@ pub struct BlockerOccupancy {
 
 impl BlockerRegistry {
     /// Replaces `owner`'s record with `keys`. Returns the keys it held before.
+    #[cfg(test)]
     pub(crate) fn record(
         &mut self,
         owner: &FileIdentity,
@@ -64,8 +66,17 @@ impl BlockerRegistry {
         let mut keys: Vec<DepKey> = keys.into_iter().collect();
         keys.sort_unstable();
         keys.dedup();
+        self.record_sorted(owner, keys);
+        previous
+    }
+
+    /// Records `keys`, sorted and distinct, as `owner`'s record; `owner`
+    /// has none (it was drained). The vector becomes the record.
+    pub(crate) fn record_sorted(&mut self, owner: &FileIdentity, keys: Vec<DepKey>) {
+        debug_assert!(!self.by_owner.contains_key(owner), "drained first");
+        debug_assert!(keys.windows(2).all(|pair| pair[0] < pair[1]));
         if keys.is_empty() {
-            return previous;
+            return;
         }
         for key in &keys {
             self.add_ref(key, owner);
@@ -75,7 +86,6 @@ impl BlockerRegistry {
             .or_default()
             .insert(owner.version(), ());
         self.by_owner.insert(owner.clone(), keys);
-        previous
     }
 
     /// Removes and returns `owner`'s record.
@@ -193,22 +203,6 @@ impl BlockerRegistry {
         self.remove_ref(old, owner);
         if inserted {
             self.add_ref(&new, owner);
-        }
-    }
-
-    /// Removes `key` from `owner`'s record (the owner keeps its other keys).
-    pub(crate) fn remove_key(&mut self, owner: &FileIdentity, key: &DepKey) {
-        let Some(keys) = self.by_owner.get_mut(owner) else {
-            return;
-        };
-        let Ok(at) = keys.binary_search(key) else {
-            return;
-        };
-        keys.remove(at);
-        let now_empty = keys.is_empty();
-        self.remove_ref(key, owner);
-        if now_empty {
-            self.drain(owner);
         }
     }
 

@@ -60,6 +60,7 @@
 
 use crate::hash::HashMap;
 use crate::vec_map::VecMap;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 use crate::blockers::{BlockerOccupancy, BlockerRegistry};
@@ -135,6 +136,14 @@ pub enum LinkOutcome {
     /// The dependency failed (or its file is not live): the consumer was
     /// failed with `DependencyFailed` and dropped.
     Failed,
+}
+
+/// What linking reads of a consumer: that it is admitted and gated or
+/// ready, whether it is ready, and its priority.
+#[derive(Debug, Clone, Copy)]
+struct Linkable {
+    ready: bool,
+    priority: Priority,
 }
 
 /// What one registration did.

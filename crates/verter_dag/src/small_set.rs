@@ -5,9 +5,12 @@
 //! always (a key named by one owner, an owner naming a few blockers); a
 //! `HashSet` allocates a table of buckets for the first of them. Hubs (a
 //! prelude every file names) still need constant-time membership, hence the
-//! table past [`SMALL`] entries. It never allocates until the first insert.
+//! table past [`SMALL`] entries. It never allocates for its first entry:
+//! that one is kept inline.
 
 use std::hash::Hash;
+
+use smallvec::SmallVec;
 
 use crate::hash::HashSet;
 
@@ -17,15 +20,15 @@ pub(crate) const SMALL: usize = 16;
 /// A set of `T`, unordered.
 #[derive(Debug, Clone)]
 pub(crate) enum SmallSet<T> {
-    /// At most [`SMALL`] entries, scanned.
-    Few(Vec<T>),
+    /// At most [`SMALL`] entries, scanned; the first inline.
+    Few(SmallVec<[T; 1]>),
     /// More: a table.
     Many(HashSet<T>),
 }
 
 impl<T> Default for SmallSet<T> {
     fn default() -> Self {
-        Self::Few(Vec::new())
+        Self::Few(SmallVec::new())
     }
 }
 
@@ -86,10 +89,11 @@ impl<T: Hash + Eq> SmallSet<T> {
         self.len() == 0
     }
 
-    /// Backing capacity, in entries.
+    /// Backing capacity, in entries (an inline entry counts as one).
     pub(crate) fn capacity(&self) -> usize {
         match self {
-            Self::Few(values) => values.capacity(),
+            Self::Few(values) if values.spilled() => values.capacity(),
+            Self::Few(values) => values.len(),
             Self::Many(values) => values.capacity(),
         }
     }
@@ -107,7 +111,7 @@ impl<T: Hash + Eq> SmallSet<T> {
     #[cfg(test)]
     pub(crate) fn into_vec(self) -> Vec<T> {
         match self {
-            Self::Few(values) => values,
+            Self::Few(values) => values.into_vec(),
             Self::Many(values) => values.into_iter().collect(),
         }
     }

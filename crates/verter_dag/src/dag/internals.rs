@@ -70,22 +70,23 @@ impl SchedulerDag {
     }
 
     /// Ensures file work `key` (live-checked by the caller) and the stages it
-    /// needs exist, at no less than `priority`.
+    /// needs exist, at no less than `priority`. Returns whether `key`'s node
+    /// already existed: then nothing but priorities changed.
     pub(super) fn ensure_file_node(
         &mut self,
         key: &DepKey,
         priority: Priority,
         effects: &mut Effects,
-    ) {
+    ) -> bool {
         let identity = WorkNodeIdentity::File(key.clone());
         if let Some(node) = self.node(&identity) {
             if node.priority < priority {
                 self.raise(&identity, priority);
             }
-            return;
+            return true;
         }
         if self.admit_fresh_chain(key, priority, effects) {
-            return;
+            return false;
         }
         self.insert_node(identity.clone(), priority);
         // Ranks are right by construction: every dependency linked here is a
@@ -105,6 +106,7 @@ impl SchedulerDag {
             }
         }
         self.settle(&identity, effects);
+        false
     }
 
     /// Links without settling the consumer. See [`Self::link`].
@@ -120,26 +122,49 @@ impl SchedulerDag {
                 dep,
             });
         }
-        let Some(node) = self.node(consumer) else {
+        let Some(linkable) = self.linkable(consumer) else {
             return Err(LinkError::ConsumerNotGated {
                 consumer: consumer.clone(),
             });
         };
-        if !matches!(node.state, NodeState::Gated | NodeState::Ready) {
-            return Err(LinkError::ConsumerNotGated {
-                consumer: consumer.clone(),
-            });
+        Ok(self.link_linkable(consumer, linkable, dep, effects).0)
+    }
+
+    /// What linking needs of `consumer`: `None` unless it is admitted and
+    /// gated or ready.
+    pub(super) fn linkable(&self, consumer: &WorkNodeIdentity) -> Option<Linkable> {
+        let node = self.node(consumer)?;
+        match node.state {
+            NodeState::Gated | NodeState::Ready => Some(Linkable {
+                ready: matches!(node.state, NodeState::Ready),
+                priority: node.priority,
+            }),
+            _ => None,
         }
-        let consumer_priority = node.priority;
-        // A consumer is gated far more often than ready: only a ready one
-        // has a queue entry to remove when it gains an edge.
-        let consumer_ready = matches!(node.state, NodeState::Ready);
+    }
+
+    /// [`Self::link_inner`] for a consumer whose rank was checked and whose
+    /// state is `linkable` (read before, and unchanged since). Also says
+    /// whether the link may have changed nodes other than the consumer's
+    /// edges and state (a producer created, something failed): a caller
+    /// that keeps other consumers' [`Linkable`]s must read them again.
+    pub(super) fn link_linkable(
+        &mut self,
+        consumer: &WorkNodeIdentity,
+        linkable: Linkable,
+        dep: DepKey,
+        effects: &mut Effects,
+    ) -> (LinkOutcome, bool) {
+        let Linkable {
+            ready: consumer_ready,
+            priority: consumer_priority,
+        } = linkable;
         let producer = WorkNodeIdentity::File(dep.clone());
         match self.node(&producer).map(|n| (n.state.clone(), n.priority)) {
-            Some((NodeState::Done, _)) => return Ok(LinkOutcome::AlreadySatisfied),
+            Some((NodeState::Done, _)) => return (LinkOutcome::AlreadySatisfied, false),
             Some((NodeState::Failed(failure), _)) => {
                 self.fail_node(consumer, &dep, &failure, effects);
-                return Ok(LinkOutcome::Failed);
+                return (LinkOutcome::Failed, true);
             }
             Some((_, producer_priority)) => {
                 if producer_priority < consumer_priority {
@@ -157,28 +182,29 @@ impl SchedulerDag {
                     self.node_mut(consumer).state = NodeState::Gated;
                 }
                 self.ensure_file_node(&dep, consumer_priority, effects);
-                return Ok(if self.has_node(consumer) {
+                let outcome = if self.has_node(consumer) {
                     LinkOutcome::Linked
                 } else {
                     LinkOutcome::Failed
-                });
+                };
+                return (outcome, true);
             }
             None => {
                 let failure = Arc::new(DagFailure::Shutdown {
                     canonical: dep.file.canonical.clone(),
                 });
                 self.fail_node(consumer, &dep, &failure, effects);
-                return Ok(LinkOutcome::Failed);
+                return (LinkOutcome::Failed, true);
             }
         }
         if !self.link_edge(consumer, &dep) {
-            return Ok(LinkOutcome::AlreadyLinked);
+            return (LinkOutcome::AlreadyLinked, false);
         }
         if consumer_ready {
             self.ready.remove(consumer);
             self.node_mut(consumer).state = NodeState::Gated;
         }
-        Ok(LinkOutcome::Linked)
+        (LinkOutcome::Linked, false)
     }
 
     /// Moves a gated node with no dependencies left to the ready queue.
@@ -366,7 +392,10 @@ impl SchedulerDag {
         }
     }
 
-    pub(super) fn artifact_nodes_of(&self, owner: &FileIdentity) -> Vec<WorkNodeIdentity> {
+    pub(super) fn artifact_nodes_of(
+        &self,
+        owner: &FileIdentity,
+    ) -> SmallVec<[WorkNodeIdentity; 2]> {
         self.files
             .get(&owner.canonical)
             .and_then(|records| records.versions.get(&owner.version()))

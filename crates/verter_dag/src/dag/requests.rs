@@ -213,41 +213,81 @@ impl SchedulerDag {
             return None;
         }
         let mut effects = Effects::default();
-        let blockers: Vec<DepKey> = blockers
+        let mut keys: Vec<DepKey> = blockers
             .into_iter()
             .filter(|key| key.file != *owner)
             .collect();
-        let previous = self.blockers.record(owner, blockers.iter().cloned());
+        keys.sort_unstable();
+        keys.dedup();
+        // Which keys are live cannot change below: a version, once retired,
+        // is never live again, and ensuring a live key creates no object. A
+        // key that is not live is left out of the record, and linking to it
+        // fails the consumer.
+        let live: SmallVec<[bool; 8]> = keys.iter().map(|key| self.is_live(&key.file)).collect();
         let artifacts = self.artifact_nodes_of(owner);
-        for artifact in &artifacts {
-            if !self.is_gated_or_ready(artifact) {
-                continue;
-            }
-            for old in &previous {
-                if !blockers.contains(old) {
-                    self.unlink_edge(artifact, old);
-                }
-            }
-        }
-        for blocker in &blockers {
-            if self.is_live(&blocker.file) {
-                let priority = artifacts
-                    .iter()
-                    .filter_map(|a| self.node(a).map(|n| n.priority))
-                    .max()
-                    .unwrap_or_default();
-                self.ensure_file_node(blocker, priority, &mut effects);
-            } else {
-                self.blockers.remove_key(owner, blocker);
-            }
+        let previous = self.blockers.drain(owner);
+        if !previous.is_empty() {
             for artifact in &artifacts {
-                if self.is_gated_or_ready(artifact) {
-                    // Rank is fine by construction (Artifact over a lower stage)
-                    // unless the host names an Artifact as a blocker: refused.
-                    let _ = self.link_inner(artifact, blocker.clone(), &mut effects);
+                if !self.is_gated_or_ready(artifact) {
+                    continue;
+                }
+                for old in &previous {
+                    if keys.binary_search(old).is_err() {
+                        self.unlink_edge(artifact, old);
+                    }
                 }
             }
         }
+        // The consumers' states, read once and read again only after a step
+        // that may have changed more than one consumer's edges (a producer
+        // created, something failed). An Artifact's priority never changes
+        // here: priorities are raised downwards, from a consumer to what it
+        // waits on.
+        let mut linkable: SmallVec<[Option<Linkable>; 2]> = SmallVec::new();
+        let mut priority = Priority::default();
+        let read = |dag: &Self, linkable: &mut SmallVec<[Option<Linkable>; 2]>| {
+            linkable.clear();
+            linkable.extend(artifacts.iter().map(|artifact| dag.linkable(artifact)));
+            artifacts
+                .iter()
+                .filter_map(|artifact| dag.node(artifact).map(|node| node.priority))
+                .max()
+                .unwrap_or_default()
+        };
+        if !artifacts.is_empty() {
+            priority = read(self, &mut linkable);
+        }
+        for (key, live) in keys.iter().zip(&live) {
+            if *live && !self.ensure_file_node(key, priority, &mut effects) {
+                priority = read(self, &mut linkable);
+            }
+            for (at, artifact) in artifacts.iter().enumerate() {
+                let Some(state) = linkable[at] else {
+                    continue;
+                };
+                // Rank is fine by construction (Artifact over a lower stage)
+                // unless the host names an Artifact as a blocker: refused.
+                if key.stage.rank() >= 2 {
+                    continue;
+                }
+                let (outcome, disturbed) =
+                    self.link_linkable(artifact, state, key.clone(), &mut effects);
+                if disturbed {
+                    priority = read(self, &mut linkable);
+                } else if outcome == LinkOutcome::Linked {
+                    linkable[at] = Some(Linkable {
+                        ready: false,
+                        ..state
+                    });
+                }
+            }
+        }
+        let mut at = 0;
+        keys.retain(|_| {
+            at += 1;
+            live[at - 1]
+        });
+        self.blockers.record_sorted(owner, keys);
         for artifact in &artifacts {
             self.settle(artifact, &mut effects);
         }

@@ -386,10 +386,12 @@ impl<E: StageExecutor> Scheduler<E> {
         // What the loader classified each named file as: a file ingested
         // again later (a removed blocker) is processed as that.
         for dep in forward.iter().chain(&blockers) {
-            locked
-                .languages
-                .entry(dep.canonical.clone())
-                .or_insert_with(|| dep.language.clone());
+            // Most are known already: probe without cloning the canonical.
+            if !locked.languages.contains_key(&dep.canonical) {
+                locked
+                    .languages
+                    .insert(dep.canonical.clone(), dep.language.clone());
+            }
         }
         // Forward dependencies: ensure each file the scheduler has never seen
         // (atomic ensure) and admit its Source.
