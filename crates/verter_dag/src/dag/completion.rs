@@ -98,19 +98,32 @@ impl SchedulerDag {
             released,
             "a dispatch holds its reservation until it returns"
         );
-        let Some(node) = self.current_node_mut(&dispatch) else {
-            self.counters.stale_completion_refusals += 1;
-            return (false, effects);
-        };
-        node.state = NodeState::Done;
-        let token = node.cancel.take();
-        self.counters.completed += 1;
-        if let WorkNodeIdentity::File(key) = &dispatch.identity {
-            self.answer_group(key, Ok(()), &mut effects);
-            for (consumer, remaining) in self.take_waiters_counted(key) {
-                self.settle_counted(&consumer, remaining, &mut effects);
+        let token = match &dispatch.identity {
+            WorkNodeIdentity::File(key) => {
+                let Some(finished) = self.finish_file_node(key, &dispatch) else {
+                    self.counters.stale_completion_refusals += 1;
+                    return (false, effects);
+                };
+                effects
+                    .answers
+                    .extend(finished.group.into_iter().map(|member| Answer {
+                        waiter: member.waiter,
+                        key: key.clone(),
+                        outcome: Ok(()),
+                    }));
+                self.release_waiters(key, finished.waiters, &mut effects);
+                finished.token
             }
-        }
+            WorkNodeIdentity::CacheNode { .. } => {
+                let Some(node) = self.current_node_mut(&dispatch) else {
+                    self.counters.stale_completion_refusals += 1;
+                    return (false, effects);
+                };
+                node.state = NodeState::Done;
+                node.cancel.take()
+            }
+        };
+        self.counters.completed += 1;
         // With the dispatch's clone gone, a token nobody else kept (the
         // executor may have) goes to the next dispatch instead of the heap.
         drop(dispatch);

@@ -148,6 +148,60 @@ impl SchedulerDag {
         self.detach_waiters(dep, waiters)
     }
 
+    /// Releases the consumers in `waiters`, just taken from done `dep`'s
+    /// record, in link order: each loses `dep` from its keys and becomes
+    /// ready if that was its last. A file consumer's keys and node are in
+    /// one record, so each costs one visit.
+    pub(super) fn release_waiters(
+        &mut self,
+        dep: &DepKey,
+        waiters: crate::edges::Waiters,
+        effects: &mut Effects,
+    ) {
+        for (_, consumer) in waiters.entries {
+            let Some(consumer) = consumer else {
+                continue;
+            };
+            let WorkNodeIdentity::File(key) = &consumer else {
+                let (removed, left) = self
+                    .with_deps(&consumer, false, |deps| {
+                        (deps.remove(dep).is_some(), deps.len())
+                    })
+                    .unwrap_or((false, 0));
+                self.edge_count -= usize::from(removed);
+                self.settle_counted(&consumer, left, effects);
+                continue;
+            };
+            let Some(slot) = self
+                .files
+                .get_mut(&key.file.canonical)
+                .and_then(|records| records.versions.get_mut(&key.file.version()))
+                .and_then(|version| version.get_mut(key.stage))
+            else {
+                continue;
+            };
+            let removed = slot.deps.remove(dep).is_some();
+            if slot.deps.is_empty() {
+                slot.deps = ConsumerDeps::default();
+            }
+            let vacant = slot.is_vacant();
+            let ready = match &mut slot.node {
+                Some(node) if slot.deps.is_empty() && matches!(node.state, NodeState::Gated) => {
+                    node.state = NodeState::Ready;
+                    Some((node.class, node.priority))
+                }
+                _ => None,
+            };
+            self.edge_count -= usize::from(removed);
+            if let Some((class, priority)) = ready {
+                self.ready.insert(consumer, class, priority);
+                effects.newly_ready += 1;
+            } else if vacant {
+                self.prune(key);
+            }
+        }
+    }
+
     /// Removes `dep` from the keys of each consumer in `waiters` (those
     /// still in the records), and yields each consumer with the keys it
     /// still waits on, in link order.
