@@ -112,7 +112,12 @@ impl BlockerRegistry {
 
     /// `owner`'s record, if any, sorted (so callers act in one order).
     pub(crate) fn blockers_of(&self, owner: &FileIdentity) -> Vec<DepKey> {
-        self.by_owner.get(owner).cloned().unwrap_or_default()
+        self.keys_of(owner).to_vec()
+    }
+
+    /// `owner`'s record, borrowed: sorted, empty when it has none.
+    pub(crate) fn keys_of(&self, owner: &FileIdentity) -> &[DepKey] {
+        self.by_owner.get(owner).map_or(&[], Vec::as_slice)
     }
 
     /// Whether some owner names `key`: the reverse index, O(1).

@@ -84,8 +84,9 @@ pub struct Dispatch {
 #[derive(Debug, Default)]
 #[must_use = "effects must be carried out after the lock is released, or waiters hang"]
 pub struct Effects {
-    /// Waiters to answer, in the order the DAG decided them.
-    pub answers: Vec<Answer>,
+    /// Waiters to answer, in the order the DAG decided them. One inline: a
+    /// completion most often answers one request.
+    pub answers: smallvec::SmallVec<[Answer; 1]>,
     /// Dedupe joins to report.
     pub joiners: Vec<DedupJoinerEvent>,
     /// Work items that became ready: pumps to wake.

@@ -50,6 +50,11 @@ impl<T: Hash + Eq> SmallSet<T> {
                     return false;
                 }
                 if values.len() < SMALL {
+                    if values.len() == 1 && !values.spilled() {
+                        // A second entry means a shared key: leave the
+                        // inline slot for room for four at once.
+                        values.reserve_exact(3);
+                    }
                     values.push(value);
                 } else {
                     let mut table: HashSet<T> = values.drain(..).collect();

@@ -259,9 +259,12 @@ impl<E: StageExecutor> Scheduler<E> {
                         ));
                     }
                 };
-                let mut blockers = Vec::new();
-                for blocker in locked.dag.blockers_of(&key.file) {
-                    match self.committed_analysis(&blocker) {
+                // The record is sorted by key, so by path: as the executor
+                // receives them.
+                let keys = locked.dag.blocker_keys(&key.file);
+                let mut blockers = Vec::with_capacity(keys.len());
+                for blocker in keys {
+                    match self.committed_analysis(blocker) {
                         Some(analysis) => blockers.push(analysis),
                         None => {
                             return Err(internal(
@@ -271,7 +274,11 @@ impl<E: StageExecutor> Scheduler<E> {
                         }
                     }
                 }
-                blockers.sort_by(|a, b| a.canonical.cmp(&b.canonical));
+                debug_assert!(
+                    blockers
+                        .windows(2)
+                        .all(|pair| pair[0].canonical < pair[1].canonical)
+                );
                 Work::Artifact {
                     profile,
                     analysis,

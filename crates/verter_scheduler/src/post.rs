@@ -108,7 +108,8 @@ impl<E: StageExecutor> AnswerSlot<E> {
 /// What a lock hold decided and must be done after the guard drops:
 /// answers, hook events, and whether newly ready work must be dispatched.
 pub(crate) struct PostWork<E: StageExecutor> {
-    answers: Vec<(AnswerSlot<E>, RequestResult<E>)>,
+    /// One inline: a hold most often answers one request.
+    answers: smallvec::SmallVec<[(AnswerSlot<E>, RequestResult<E>); 1]>,
     events: Vec<SchedulerEvent>,
     /// Whether events are recorded (the hooks observe them).
     observed: bool,
@@ -125,7 +126,7 @@ impl<E: StageExecutor> PostWork<E> {
     /// Empty post-work that records events only when `observed`.
     pub(crate) fn observing(observed: bool) -> Self {
         Self {
-            answers: Vec::new(),
+            answers: smallvec::SmallVec::new(),
             events: Vec::new(),
             observed,
             dispatch: false,

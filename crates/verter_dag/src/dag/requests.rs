@@ -305,6 +305,12 @@ impl SchedulerDag {
         self.blockers.blockers_of(owner)
     }
 
+    /// `owner`'s blocker record, borrowed: sorted (so by path), empty when
+    /// it has none.
+    pub fn blocker_keys(&self, owner: &FileIdentity) -> &[DepKey] {
+        self.blockers.keys_of(owner)
+    }
+
     /// Whether `dep` (an Analysis) is demanded: a request group waits on it or
     /// on an Artifact of the same version, an admitted consumer is gated on
     /// it, or a blocker record names it. Reads indices only: O(1) in the size

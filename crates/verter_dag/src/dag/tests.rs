@@ -74,7 +74,7 @@ impl Harness {
         let waiter = registration.waiter;
         if let Some(answer) = registration.answered {
             self.absorb(Effects {
-                answers: vec![answer],
+                answers: smallvec::smallvec![answer],
                 ..Effects::default()
             });
             return waiter;

@@ -227,7 +227,7 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         if let Some(answer) = registration.answered {
             let effects = Effects {
-                answers: vec![answer],
+                answers: smallvec::smallvec![answer],
                 ..Effects::default()
             };
             self.absorb(locked, effects, post);
