@@ -73,6 +73,7 @@ use crate::identity::{
 };
 use crate::ready::{
     AdmissionId, CapacityLedger, DEFAULT_LANE_WEIGHTS, LedgerSnapshot, ReadyQueue, ResourceClass,
+    Ticket,
 };
 use slots::VersionSlot;
 
@@ -247,9 +248,17 @@ struct WorkNode {
     /// this admission carries a clone. Made at the first dispatch (work that
     /// never runs needs none) and dropped when the work is done.
     cancel: Option<CancellationToken>,
+    /// While ready: the ticket of its current ready-queue entry (the queue
+    /// keeps no membership of its own; `ready.rs`).
+    ready_ticket: Ticket,
 }
 
 impl WorkNode {
+    /// Whether it is ready with `ticket`'s queue entry as its current one.
+    fn ready_as(&self, ticket: Ticket) -> bool {
+        matches!(self.state, NodeState::Ready) && self.ready_ticket == ticket
+    }
+
     fn is_finished(&self) -> bool {
         matches!(self.state, NodeState::Done | NodeState::Failed(_))
     }

@@ -3,18 +3,23 @@
 //! The ready queue holds work whose dependencies are all done, in one FIFO
 //! lane per (resource class, priority). Work leaves by smooth weighted round
 //! robin across the non-empty lanes of a class, so `Low` work is delayed but
-//! never starved. Membership lives in one map (identity → ticket); lane
-//! entries whose ticket no longer matches are skipped when they reach the
-//! front, so moving work between lanes (priority inheritance) and removing
-//! it are O(1). Pending counts per lane are maintained, never recounted.
+//! never starved. Membership is not kept here: each entry carries a ticket,
+//! and the member itself (the DAG's work node) keeps the ticket of its one
+//! current entry. An entry whose ticket its member no longer holds is stale
+//! and is skipped when it reaches the front, so leaving the queue or moving
+//! between lanes (priority inheritance) costs nothing here but a count.
+//! Pending counts per lane are maintained, never recounted.
 //!
 //! The capacity ledger is the one admission gate for running work: a
 //! reservation is taken when work is dequeued and released exactly once when
 //! its worker reports back, whatever happened to the work meanwhile.
 //!
 //! # Invariants
-//! 1. `live[class][lane]` equals the number of members in that lane
-//!    (`pending_counts_match_membership`).
+//! 1. `live[class][lane]` equals the number of members in that lane: every
+//!    member enters through [`ReadyQueue::insert`] and leaves through
+//!    [`ReadyQueue::taken`] or [`ReadyQueue::remove`], exactly once
+//!    (`pending_counts_match_membership`; the DAG checks it against a
+//!    recount of its ready nodes on every debug occupancy read).
 //! 2. A lane with a live member always yields one from its front after
 //!    skipping stale entries, so a pick is O(1) amortised
 //!    (`stale_entries_are_skipped_and_compacted`).
@@ -62,21 +67,31 @@ struct ClassLanes {
     credit: [i64; LANES],
 }
 
-/// Where a ready member sits.
+/// The ticket of one queue entry: its member keeps it while the entry is
+/// current.
+pub(crate) type Ticket = u64;
+
+/// The lane [`ReadyQueue::pick`] chose; entries are drawn from its front
+/// until one is current, which is then [`ReadyQueue::taken`].
 #[derive(Debug, Clone, Copy)]
-struct Slot {
-    ticket: u64,
+pub(crate) struct Pick {
     class: ResourceClass,
     lane: usize,
+}
+
+impl Pick {
+    /// The priority of the chosen lane.
+    pub(crate) fn priority(self) -> Priority {
+        Priority::ALL[self.lane]
+    }
 }
 
 /// Ready work by class and priority lane.
 #[derive(Debug)]
 pub(crate) struct ReadyQueue {
     classes: [ClassLanes; 2],
-    members: HashMap<WorkNodeIdentity, Slot>,
     weights: [u32; LANES],
-    next_ticket: u64,
+    next_ticket: Ticket,
 }
 
 impl ReadyQueue {
@@ -87,65 +102,53 @@ impl ReadyQueue {
         );
         Self {
             classes: Default::default(),
-            members: HashMap::default(),
             weights,
             next_ticket: 0,
         }
     }
 
-    /// Makes `identity` ready in `class` at `priority`, or moves it there if it
-    /// is already ready.
+    /// A fresh ticket, for a member to keep before it is inserted with it
+    /// (an unused one is harmless).
+    pub(crate) fn issue(&mut self) -> Ticket {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        ticket
+    }
+
+    /// Makes `identity`, which keeps `ticket` and is not a member, ready in
+    /// `class` at `priority`. `is_current` says whether an entry's member
+    /// still keeps its ticket; it is asked only to compact the lane.
     pub(crate) fn insert(
         &mut self,
         identity: WorkNodeIdentity,
         class: ResourceClass,
         priority: Priority,
+        ticket: Ticket,
+        is_current: impl Fn(&WorkNodeIdentity, Ticket) -> bool,
     ) {
-        debug_assert!(
-            !self.members.contains_key(&identity),
-            "{identity} is inserted while ready: raise moves a member"
-        );
-        let ticket = self.next_ticket;
-        self.next_ticket += 1;
         let lane = priority.lane();
         let lanes = &mut self.classes[class.index()];
-        lanes.lanes[lane].push_back((ticket, identity.clone()));
+        lanes.lanes[lane].push_back((ticket, identity));
         lanes.live[lane] += 1;
-        self.members.insert(
-            identity,
-            Slot {
-                ticket,
-                class,
-                lane,
-            },
-        );
-        self.compact(class, lane);
-    }
-
-    /// Raises a ready member to `priority` if that is higher than its lane.
-    pub(crate) fn raise(&mut self, identity: &WorkNodeIdentity, priority: Priority) {
-        if let Some(slot) = self.members.get(identity)
-            && slot.lane < priority.lane()
-        {
-            let class = slot.class;
-            self.remove(identity);
-            self.insert(identity.clone(), class, priority);
+        // Drop stale entries once they outnumber the live ones, so backing
+        // storage stays proportional to membership.
+        let entries = lanes.lanes[lane].len();
+        if entries > 2 * lanes.live[lane] + 64 {
+            lanes.lanes[lane].retain(|(ticket, identity)| is_current(identity, *ticket));
         }
     }
 
-    /// Removes `identity` if ready. Returns whether it was.
-    pub(crate) fn remove(&mut self, identity: &WorkNodeIdentity) -> bool {
-        match self.members.remove(identity) {
-            Some(slot) => {
-                self.classes[slot.class.index()].live[slot.lane] -= 1;
-                true
-            }
-            None => false,
-        }
+    /// A member of `class` at `priority` left the queue (its entry is now
+    /// stale: the member no longer keeps its ticket).
+    pub(crate) fn remove(&mut self, class: ResourceClass, priority: Priority) {
+        let live = &mut self.classes[class.index()].live[priority.lane()];
+        debug_assert!(*live > 0, "a member left an empty lane");
+        *live -= 1;
     }
 
-    /// Takes the next member of `class` by weighted round robin.
-    pub(crate) fn pop(&mut self, class: ResourceClass) -> Option<(WorkNodeIdentity, Priority)> {
+    /// Chooses the lane of `class` to take from next, by weighted round
+    /// robin; `None` when the class has no member.
+    pub(crate) fn pick(&mut self, class: ResourceClass) -> Option<Pick> {
         let weights = self.weights;
         let lanes = &mut self.classes[class.index()];
         let mut total = 0i64;
@@ -164,24 +167,26 @@ impl ReadyQueue {
         }
         let lane = best?;
         lanes.credit[lane] -= total;
-        loop {
-            let (ticket, identity) = lanes.lanes[lane]
-                .pop_front()
-                .expect("a lane with live members has a live entry");
-            if self
-                .members
-                .get(&identity)
-                .is_some_and(|slot| slot.ticket == ticket)
-            {
-                self.members.remove(&identity);
-                lanes.live[lane] -= 1;
-                if lanes.live[lane] == 0 {
-                    // An emptied lane forgets its credit, so it cannot burst later.
-                    lanes.credit[lane] = 0;
-                    lanes.lanes[lane].clear();
-                }
-                return Some((identity, Priority::ALL[lane]));
-            }
+        Some(Pick { class, lane })
+    }
+
+    /// The next entry of the picked lane; the caller checks it is current
+    /// and, if so, reports it [`Self::taken`], else asks again. A lane with
+    /// a member always has a current entry before it runs out.
+    pub(crate) fn next_entry(&mut self, pick: Pick) -> (Ticket, WorkNodeIdentity) {
+        self.classes[pick.class.index()].lanes[pick.lane]
+            .pop_front()
+            .expect("a lane with live members has a live entry")
+    }
+
+    /// The current entry just drawn from `pick` left the queue.
+    pub(crate) fn taken(&mut self, pick: Pick) {
+        let lanes = &mut self.classes[pick.class.index()];
+        lanes.live[pick.lane] -= 1;
+        if lanes.live[pick.lane] == 0 {
+            // An emptied lane forgets its credit, so it cannot burst later.
+            lanes.credit[pick.lane] = 0;
+            lanes.lanes[pick.lane].clear();
         }
     }
 
@@ -204,38 +209,21 @@ impl ReadyQueue {
             .sum()
     }
 
-    /// Whether no lane and no membership table holds backing storage.
+    /// Whether no lane holds backing storage.
     pub(crate) fn is_released(&self) -> bool {
-        self.members.capacity() == 0
-            && self
-                .classes
-                .iter()
-                .flat_map(|class| class.lanes.iter())
-                .all(|lane| lane.capacity() == 0)
+        self.classes
+            .iter()
+            .flat_map(|class| class.lanes.iter())
+            .all(|lane| lane.capacity() == 0)
     }
 
-    /// Drops every member and releases the backing storage.
+    /// Drops every entry and releases the backing storage (the caller
+    /// drops the members). Tickets keep counting up.
     pub(crate) fn clear_and_release(&mut self) {
         let weights = self.weights;
         let next_ticket = self.next_ticket;
         *self = Self::new(weights);
         self.next_ticket = next_ticket;
-    }
-
-    /// Drops stale entries of a lane once they outnumber the live ones, so
-    /// backing storage stays proportional to membership.
-    fn compact(&mut self, class: ResourceClass, lane: usize) {
-        let lanes = &mut self.classes[class.index()];
-        let entries = lanes.lanes[lane].len();
-        if entries <= 2 * lanes.live[lane] + 64 {
-            return;
-        }
-        let members = &self.members;
-        lanes.lanes[lane].retain(|(ticket, identity)| {
-            members
-                .get(identity)
-                .is_some_and(|slot| slot.ticket == *ticket)
-        });
     }
 }
 

@@ -29,18 +29,27 @@ impl SchedulerDag {
     /// Pops the next ready work of `class` and reserves capacity for it
     /// (beyond the budget when `lent`).
     pub(super) fn take_ready(&mut self, class: ResourceClass, lent: bool) -> Option<Dispatch> {
-        let (identity, priority) = self.ready.pop(class)?;
+        let pick = self.ready.pick(class)?;
+        let priority = pick.priority();
         let mut spare = self.spare_tokens.pop();
-        let node = self
-            .node_mut_opt(&identity)
-            .expect("ready members are resident nodes");
-        debug_assert!(matches!(node.state, NodeState::Ready));
-        node.state = NodeState::Running;
-        let admission = node.admission;
-        let cancel = node
-            .cancel
-            .get_or_insert_with(|| spare.take().unwrap_or_default())
-            .clone();
+        // Entries whose work left the queue or moved lanes are skipped.
+        let (identity, admission, cancel) = loop {
+            let (ticket, identity) = self.ready.next_entry(pick);
+            let Some(node) = self.node_mut_opt(&identity) else {
+                continue;
+            };
+            if !node.ready_as(ticket) {
+                continue;
+            }
+            node.state = NodeState::Running;
+            let admission = node.admission;
+            let cancel = node
+                .cancel
+                .get_or_insert_with(|| spare.take().unwrap_or_default())
+                .clone();
+            break (identity, admission, cancel);
+        };
+        self.ready.taken(pick);
         // A Source moved from I/O to CPU keeps the token it was loaded with.
         if let Some(unused) = spare {
             self.spare_tokens.push(unused);
@@ -73,14 +82,16 @@ impl SchedulerDag {
     pub fn continue_on(&mut self, dispatch: Dispatch, class: ResourceClass) -> Effects {
         let mut effects = Effects::default();
         self.ledger.release(dispatch.admission);
+        let ticket = self.ready.issue();
         let Some(node) = self.current_node_mut(&dispatch) else {
             self.counters.stale_completion_refusals += 1;
             return effects;
         };
         node.class = class;
         node.state = NodeState::Ready;
+        node.ready_ticket = ticket;
         let priority = node.priority;
-        self.ready.insert(dispatch.identity, class, priority);
+        self.enqueue_ready(dispatch.identity, class, priority, ticket);
         effects.newly_ready += 1;
         effects
     }
@@ -296,6 +307,20 @@ impl SchedulerDag {
                 .sum::<usize>(),
             "waiter count drifted"
         );
+        #[cfg(debug_assertions)]
+        for class in ResourceClass::ALL {
+            let mut recount = [0; Priority::ALL.len()];
+            for (_, node) in self.all_nodes() {
+                if matches!(node.state, NodeState::Ready) && node.class == class {
+                    recount[node.priority.lane()] += 1;
+                }
+            }
+            debug_assert_eq!(
+                self.ready.pending_counts(class),
+                recount,
+                "ready counts of {class:?} drifted from the ready nodes"
+            );
+        }
         DependencyOccupancy {
             edges: self.edge_occupancy(),
             blockers: self.blockers.occupancy(),

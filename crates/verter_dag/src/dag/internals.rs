@@ -64,6 +64,7 @@ impl SchedulerDag {
                 class,
                 state: NodeState::Gated,
                 cancel: None,
+                ready_ticket: 0,
             },
         );
         self.counters.admitted += 1;
@@ -178,8 +179,7 @@ impl SchedulerDag {
                 // leaving it gated on a producer that no longer exists.
                 self.link_edge(consumer, &dep);
                 if consumer_ready {
-                    self.ready.remove(consumer);
-                    self.node_mut(consumer).state = NodeState::Gated;
+                    self.unready(consumer);
                 }
                 self.ensure_file_node(&dep, consumer_priority, effects);
                 let outcome = if self.has_node(consumer) {
@@ -201,8 +201,7 @@ impl SchedulerDag {
             return (LinkOutcome::AlreadyLinked, false);
         }
         if consumer_ready {
-            self.ready.remove(consumer);
-            self.node_mut(consumer).state = NodeState::Gated;
+            self.unready(consumer);
         }
         (LinkOutcome::Linked, false)
     }
@@ -221,13 +220,15 @@ impl SchedulerDag {
         effects: &mut Effects,
     ) {
         debug_assert_eq!(remaining, self.remaining(identity));
+        let ticket = self.ready.issue();
         let Some(node) = self.node_mut_opt(identity) else {
             return;
         };
         if matches!(node.state, NodeState::Gated) && remaining == 0 {
             node.state = NodeState::Ready;
+            node.ready_ticket = ticket;
             let (class, priority) = (node.class, node.priority);
-            self.ready.insert(identity.clone(), class, priority);
+            self.enqueue_ready(identity.clone(), class, priority, ticket);
             effects.newly_ready += 1;
         }
     }
@@ -252,9 +253,15 @@ impl SchedulerDag {
             if node.priority >= priority {
                 continue;
             }
+            let old = node.priority;
             node.priority = priority;
             if matches!(node.state, NodeState::Ready) {
-                self.ready.raise(&identity, priority);
+                // Move it to its new lane: the old entry goes stale.
+                let class = node.class;
+                let ticket = self.ready.issue();
+                self.node_mut(&identity).ready_ticket = ticket;
+                self.ready.remove(class, old);
+                self.enqueue_ready(identity.clone(), class, priority, ticket);
             }
             pending.extend(
                 self.deps_of(&identity)
@@ -344,7 +351,9 @@ impl SchedulerDag {
             return;
         };
         self.abandon(identity, &node, effects);
-        self.ready.remove(identity);
+        if matches!(node.state, NodeState::Ready) {
+            self.ready.remove(node.class, node.priority);
+        }
         self.remove_consumer_edges(identity);
     }
 

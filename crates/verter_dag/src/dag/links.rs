@@ -188,13 +188,14 @@ impl SchedulerDag {
             let ready = match &mut slot.node {
                 Some(node) if slot.deps.is_empty() && matches!(node.state, NodeState::Gated) => {
                     node.state = NodeState::Ready;
-                    Some((node.class, node.priority))
+                    node.ready_ticket = self.ready.issue();
+                    Some((node.class, node.priority, node.ready_ticket))
                 }
                 _ => None,
             };
             self.edge_count -= usize::from(removed);
-            if let Some((class, priority)) = ready {
-                self.ready.insert(consumer, class, priority);
+            if let Some((class, priority, ticket)) = ready {
+                self.enqueue_ready(consumer, class, priority, ticket);
                 effects.newly_ready += 1;
             } else if vacant {
                 self.prune(key);

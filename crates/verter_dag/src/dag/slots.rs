@@ -110,6 +110,25 @@ pub(super) struct Finished {
     pub(super) waiters: Waiters,
 }
 
+/// The resident node of `identity` in the two places nodes live (a free
+/// function, so a caller may hold another part of the DAG meanwhile).
+fn node_in<'a>(
+    files: &'a HashMap<Canonical, FileRecords>,
+    cache_nodes: &'a HashMap<(SchedulerCacheId, u64), WorkNode>,
+    identity: &WorkNodeIdentity,
+) -> Option<&'a WorkNode> {
+    match identity {
+        WorkNodeIdentity::File(key) => files
+            .get(&key.file.canonical)?
+            .versions
+            .get(&key.file.version())?
+            .get(key.stage)?
+            .node
+            .as_ref(),
+        WorkNodeIdentity::CacheNode { .. } => cache_nodes.get(&cache_key(identity)?),
+    }
+}
+
 /// Whether `node` is the running admission `dispatch` was handed out for.
 fn dispatched_as(node: &WorkNode, dispatch: &Dispatch) -> bool {
     node.admission == dispatch.admission && matches!(node.state, NodeState::Running)
@@ -168,10 +187,33 @@ impl SchedulerDag {
 
     /// The resident node of `identity`.
     pub(super) fn node(&self, identity: &WorkNodeIdentity) -> Option<&WorkNode> {
-        match identity {
-            WorkNodeIdentity::File(key) => self.stage_slot(key)?.node.as_ref(),
-            WorkNodeIdentity::CacheNode { .. } => self.cache_nodes.get(&cache_key(identity)?),
-        }
+        node_in(&self.files, &self.cache_nodes, identity)
+    }
+
+    /// Puts `identity`, whose node was just made ready keeping `ticket`, in
+    /// the ready queue: the one way in (`ready.rs`, invariant 1).
+    pub(super) fn enqueue_ready(
+        &mut self,
+        identity: WorkNodeIdentity,
+        class: ResourceClass,
+        priority: Priority,
+        ticket: Ticket,
+    ) {
+        let (files, cache_nodes) = (&self.files, &self.cache_nodes);
+        self.ready
+            .insert(identity, class, priority, ticket, |identity, ticket| {
+                node_in(files, cache_nodes, identity).is_some_and(|node| node.ready_as(ticket))
+            });
+    }
+
+    /// Takes ready `identity` out of the ready queue, back to gated (it
+    /// gained an edge). Its queue entry goes stale.
+    pub(super) fn unready(&mut self, identity: &WorkNodeIdentity) {
+        let node = self.node_mut_opt(identity).expect("a ready node");
+        debug_assert!(matches!(node.state, NodeState::Ready));
+        node.state = NodeState::Gated;
+        let (class, priority) = (node.class, node.priority);
+        self.ready.remove(class, priority);
     }
 
     /// The resident node of `identity`, mutably.
@@ -337,6 +379,7 @@ impl SchedulerDag {
         }
         let slot = records.versions.entry_or_default(version);
         let (admission, seq) = (self.next_admission, self.next_edge_seq);
+        let ticket = self.ready.issue();
         for (at, stage) in chain.iter().enumerate() {
             let entry = slot.entry(*stage);
             entry.node = Some(WorkNode {
@@ -353,6 +396,7 @@ impl SchedulerDag {
                     NodeState::Gated
                 },
                 cancel: None,
+                ready_ticket: ticket,
             });
             if at > 0 {
                 let lower = key.file.clone().at(chain[at - 1]);
@@ -376,7 +420,7 @@ impl SchedulerDag {
             self.fresh_chains += 1;
         }
         let source = WorkNodeIdentity::File(key.file.clone().at(TargetStage::Source));
-        self.ready.insert(source, ResourceClass::Io, priority);
+        self.enqueue_ready(source, ResourceClass::Io, priority, ticket);
         effects.newly_ready += 1;
         true
     }

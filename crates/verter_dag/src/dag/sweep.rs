@@ -44,7 +44,9 @@ impl SchedulerDag {
             if let Some(node) = &slot.node {
                 let identity = WorkNodeIdentity::File(key.clone());
                 self.abandon(&identity, node, &mut effects);
-                self.ready.remove(&identity);
+                if matches!(node.state, NodeState::Ready) {
+                    self.ready.remove(node.class, node.priority);
+                }
             }
         }
         let mut relink: Vec<(WorkNodeIdentity, DepKey)> = Vec::new();

@@ -15,9 +15,81 @@ fn work(i: usize) -> WorkNodeIdentity {
     )
 }
 
+/// The queue with a membership table beside it, standing in for the DAG's
+/// nodes (which keep their tickets): the old map-backed API, built on the
+/// queue's entry points as the DAG uses them.
+struct Queue {
+    queue: ReadyQueue,
+    members: std::collections::HashMap<WorkNodeIdentity, (Ticket, ResourceClass, Priority)>,
+}
+
+impl Queue {
+    fn new() -> Self {
+        Self {
+            queue: ReadyQueue::new(DEFAULT_LANE_WEIGHTS),
+            members: Default::default(),
+        }
+    }
+
+    fn insert(&mut self, identity: WorkNodeIdentity, class: ResourceClass, priority: Priority) {
+        assert!(!self.members.contains_key(&identity), "inserted twice");
+        let ticket = self.queue.issue();
+        self.members
+            .insert(identity.clone(), (ticket, class, priority));
+        let members = &self.members;
+        self.queue
+            .insert(identity, class, priority, ticket, |identity, ticket| {
+                members.get(identity).is_some_and(|m| m.0 == ticket)
+            });
+    }
+
+    fn raise(&mut self, identity: &WorkNodeIdentity, priority: Priority) {
+        if let Some(&(_, class, old)) = self.members.get(identity)
+            && old < priority
+        {
+            self.remove(identity);
+            self.insert(identity.clone(), class, priority);
+        }
+    }
+
+    fn remove(&mut self, identity: &WorkNodeIdentity) -> bool {
+        match self.members.remove(identity) {
+            Some((_, class, priority)) => {
+                self.queue.remove(class, priority);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn pop(&mut self, class: ResourceClass) -> Option<(WorkNodeIdentity, Priority)> {
+        let pick = self.queue.pick(class)?;
+        loop {
+            let (ticket, identity) = self.queue.next_entry(pick);
+            if self.members.get(&identity).is_some_and(|m| m.0 == ticket) {
+                self.members.remove(&identity);
+                self.queue.taken(pick);
+                return Some((identity, pick.priority()));
+            }
+        }
+    }
+
+    fn pending_counts(&self, class: ResourceClass) -> [usize; 4] {
+        self.queue.pending_counts(class)
+    }
+
+    fn len(&self, class: ResourceClass) -> usize {
+        self.queue.len(class)
+    }
+
+    fn backing_entries(&self) -> usize {
+        self.queue.backing_entries()
+    }
+}
+
 #[test]
 fn pending_counts_match_membership() {
-    let mut queue = ReadyQueue::new(DEFAULT_LANE_WEIGHTS);
+    let mut queue = Queue::new();
     let items: Vec<_> = (0..6).map(work).collect();
     for (i, item) in items.iter().enumerate() {
         queue.insert(item.clone(), ResourceClass::Cpu, Priority::ALL[i % 4]);
@@ -41,9 +113,9 @@ fn pending_counts_match_membership() {
 
 #[test]
 fn low_priority_is_never_starved() {
-    let mut queue = ReadyQueue::new(DEFAULT_LANE_WEIGHTS);
+    let mut queue = Queue::new();
     let mut next = 0;
-    let mut add = |queue: &mut ReadyQueue, priority| {
+    let mut add = |queue: &mut Queue, priority| {
         queue.insert(work(next), ResourceClass::Cpu, priority);
         next += 1;
     };
@@ -68,7 +140,7 @@ fn low_priority_is_never_starved() {
 
 #[test]
 fn higher_lanes_go_first_when_weights_tie_break() {
-    let mut queue = ReadyQueue::new(DEFAULT_LANE_WEIGHTS);
+    let mut queue = Queue::new();
     let low = work(0);
     let high = work(1);
     queue.insert(low.clone(), ResourceClass::Cpu, Priority::Low);
@@ -80,7 +152,7 @@ fn higher_lanes_go_first_when_weights_tie_break() {
 
 #[test]
 fn classes_are_independent() {
-    let mut queue = ReadyQueue::new(DEFAULT_LANE_WEIGHTS);
+    let mut queue = Queue::new();
     queue.insert(work(0), ResourceClass::Io, Priority::Normal);
     assert_eq!(queue.pop(ResourceClass::Cpu), None);
     assert!(queue.pop(ResourceClass::Io).is_some());
@@ -88,7 +160,7 @@ fn classes_are_independent() {
 
 #[test]
 fn stale_entries_are_skipped_and_compacted() {
-    let mut queue = ReadyQueue::new(DEFAULT_LANE_WEIGHTS);
+    let mut queue = Queue::new();
     let keep = work(0);
     queue.insert(keep.clone(), ResourceClass::Cpu, Priority::Normal);
     // Churn one identity through remove/insert many times: stale entries pile
