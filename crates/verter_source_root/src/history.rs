@@ -22,6 +22,7 @@
 //!    `Pending` entry, like a lone `Present` one, needs no GC
 //!    (`a_lone_pending_entry_needs_no_gc_and_accounts_no_bytes`).
 
+use smallvec::SmallVec;
 use verter_dag::SourceVersion;
 
 use crate::epoch::Epoch;
@@ -93,8 +94,9 @@ impl<T: Clone> Entry<T> {
 /// The entries of one file, oldest first.
 #[derive(Debug)]
 pub(crate) struct History<T> {
-    /// Strictly increasing in epoch (invariant 1).
-    pub(crate) entries: Vec<Entry<T>>,
+    /// Strictly increasing in epoch (invariant 1). One inline: most files
+    /// have one version some reader can see.
+    pub(crate) entries: SmallVec<[Entry<T>; 1]>,
     /// Whether the file is in the store's GC candidate list. Written only by
     /// the store, which keeps "flag set" and "listed exactly once" equal.
     pub(crate) candidate: bool,
@@ -103,7 +105,7 @@ pub(crate) struct History<T> {
 impl<T> Default for History<T> {
     fn default() -> Self {
         Self {
-            entries: Vec::new(),
+            entries: SmallVec::new(),
             candidate: false,
         }
     }

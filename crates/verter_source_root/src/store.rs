@@ -238,7 +238,11 @@ impl<T> Store<T> {
     pub(crate) fn rollback(&mut self, epoch: Epoch, undo: &mut Vec<Undo<T>>) {
         while let Some(Undo { slot, replaced }) = undo.pop() {
             let history = &mut Self::file_mut(&mut self.files, slot).history;
-            if let Some(undone) = history.entries.pop_if(|newest| newest.epoch == epoch) {
+            let undone = match history.entries.last() {
+                Some(newest) if newest.epoch == epoch => history.entries.pop(),
+                _ => None,
+            };
+            if let Some(undone) = undone {
                 self.retained_versions -= 1;
                 self.retained_bytes -= undone.bytes();
                 match replaced {
@@ -342,7 +346,7 @@ impl<T> Store<T> {
                     report.forgotten_files += 1;
                     self.tracked_files -= 1;
                 }
-                garbage.append(&mut forgotten.history.entries);
+                garbage.extend(forgotten.history.entries.drain(..));
             } else if history.needs_gc() {
                 kept_in_listed += history.entries.len();
                 self.candidates.push(slot);
