@@ -14,9 +14,9 @@ use std::time::Instant;
 use parking_lot::RwLock;
 use verter_dag::{Canonical, Priority, ProfileHash, TargetStage};
 use verter_scheduler::{
-    AnalysisInput, ArtifactInput, ExecutorError, Language, LoadError, Request, RequestResult,
-    Scheduler, SchedulerConfig, SchedulerCounters, SourceDeps, SourceInput, SourceLoader,
-    StageExecutor,
+    AnalysisInput, ArtifactInput, DepPath, ExecutorError, Language, LoadError, Request,
+    RequestResult, Scheduler, SchedulerConfig, SchedulerCounters, SourceDeps, SourceInput,
+    SourceLoader, StageExecutor,
 };
 
 use crate::alloc_count;
@@ -77,7 +77,14 @@ impl StageExecutor for BenchExecutor {
     fn extract_deps(&self, _: &SourceInput<'_>, imports: &Vec<Arc<str>>) -> SourceDeps {
         SourceDeps {
             forward: Vec::new(),
-            blockers: imports.iter().map(|import| import.to_string()).collect(),
+            // The generated imports are canonical paths already (the
+            // loader's realpath is the identity), so they are handed over as
+            // such, as a host with its own file table would: no realpath
+            // call and no path copy per import.
+            blockers: imports
+                .iter()
+                .map(|import| DepPath::Canonical(Canonical::new(Arc::clone(import))))
+                .collect(),
         }
     }
 

@@ -310,16 +310,20 @@ impl StageExecutor for RustIndexer {
                 .mods
                 .iter()
                 .filter(|decl| decl.exists || !decl.optional)
-                .map(|decl| path_text(&decl.file))
+                .map(|decl| path_text(&decl.file).into())
                 .chain(
                     source
                         .includes
                         .iter()
                         .filter(|include| include.exists || !include.optional)
-                        .map(|include| path_text(&include.file)),
+                        .map(|include| path_text(&include.file).into()),
                 )
                 .collect(),
-            blockers: source.blockers.iter().map(|file| path_text(file)).collect(),
+            blockers: source
+                .blockers
+                .iter()
+                .map(|file| path_text(file).into())
+                .collect(),
         }
     }
 

@@ -70,8 +70,8 @@ impl StageExecutor for Noop {
         SourceDeps {
             forward: Vec::new(),
             blockers: vec![
-                format!("src/f{}.rs", (index + 1) % files),
-                format!("src/f{}.rs", (index * 7 + 3) % files),
+                format!("src/f{}.rs", (index + 1) % files).into(),
+                format!("src/f{}.rs", (index * 7 + 3) % files).into(),
             ],
         }
     }

@@ -45,7 +45,7 @@ use crate::snapshot::{
     AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot, SourceText, content_hash,
 };
 use crate::state::{KnownText, Locked, Mode, Scheduler};
-use crate::traits::{AnalysisInput, ArtifactInput, SourceInput, StageExecutor};
+use crate::traits::{AnalysisInput, ArtifactInput, DepPath, SourceInput, StageExecutor};
 
 thread_local! {
     /// How many jobs this thread is inside (an executor may wait, and so

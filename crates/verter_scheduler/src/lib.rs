@@ -138,6 +138,6 @@ pub use scheduler::{QuiescenceReport, SchedulerCounters};
 pub use snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot, SourceText, content_hash};
 pub use state::Scheduler;
 pub use traits::{
-    AnalysisInput, ArtifactInput, SourceDeps, SourceInput, SourceLoader, StageExecutor,
+    AnalysisInput, ArtifactInput, DepPath, SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
 pub use witness::{SourceWitness, WaitGraphOccupancy, WitnessError};

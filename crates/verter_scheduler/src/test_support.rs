@@ -7,7 +7,7 @@ use verter_dag::Canonical;
 use crate::error::{ExecutorError, LoadError};
 use crate::language::Language;
 use crate::traits::{
-    AnalysisInput, ArtifactInput, SourceDeps, SourceInput, SourceLoader, StageExecutor,
+    AnalysisInput, ArtifactInput, DepPath, SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
 
 /// Every path loads as its own name; `use X` lines name blockers.
@@ -43,7 +43,7 @@ impl StageExecutor for Lines {
             forward: Vec::new(),
             blockers: lines
                 .iter()
-                .filter_map(|line| line.strip_prefix("use ").map(str::to_owned))
+                .filter_map(|line| line.strip_prefix("use ").map(DepPath::from))
                 .collect(),
         }
     }

@@ -83,10 +83,40 @@ pub struct ArtifactInput<'a, A> {
 pub struct SourceDeps {
     /// Files this file names (imports, child modules): the scheduler ingests
     /// each one it has never seen and admits its Source. They gate nothing.
-    pub forward: Vec<String>,
+    pub forward: Vec<DepPath>,
     /// Files whose Analysis this file's Artifacts must wait for (e.g. a macro
     /// defined elsewhere).
-    pub blockers: Vec<String>,
+    pub blockers: Vec<DepPath>,
+}
+
+/// A file a parsed source names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DepPath {
+    /// A path as the source spells it: the scheduler resolves it through
+    /// [`SourceLoader::realpath`], outside the DAG lock.
+    Path(String),
+    /// A path the host already resolved to its canonical form (for example
+    /// from its own file table): used as it is, without calling the loader.
+    /// The host vouches that it is what `realpath` would return.
+    Canonical(Canonical),
+}
+
+impl From<String> for DepPath {
+    fn from(path: String) -> Self {
+        Self::Path(path)
+    }
+}
+
+impl From<&str> for DepPath {
+    fn from(path: &str) -> Self {
+        Self::Path(path.to_owned())
+    }
+}
+
+impl From<Canonical> for DepPath {
+    fn from(canonical: Canonical) -> Self {
+        Self::Canonical(canonical)
+    }
 }
 
 /// What each stage computes. Called outside the DAG lock, on the CPU pool

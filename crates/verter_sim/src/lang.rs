@@ -19,9 +19,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use verter_dag::ProfileHash;
+use verter_dag::{Canonical, ProfileHash};
 use verter_scheduler::{
-    AnalysisInput, ArtifactInput, ExecutorError, SourceDeps, SourceInput, StageExecutor,
+    AnalysisInput, ArtifactInput, DepPath, ExecutorError, SourceDeps, SourceInput, StageExecutor,
 };
 
 use crate::rng::fnv1a;
@@ -152,6 +152,17 @@ pub struct SimExecutor {
     pub runs: AtomicU64,
 }
 
+/// A named path as the host hands it over: already canonical ones by
+/// canonical (the loader is not asked), the others (`./x.rs`) by path, so
+/// the simulator drives both ways in.
+fn dep_path(path: &str) -> DepPath {
+    if crate::fs::canonical_name(path) == path {
+        DepPath::Canonical(Canonical::from(path))
+    } else {
+        DepPath::Path(path.to_owned())
+    }
+}
+
 impl StageExecutor for SimExecutor {
     type Source = Parsed;
     type Analysis = SimAnalysis;
@@ -164,8 +175,8 @@ impl StageExecutor for SimExecutor {
 
     fn extract_deps(&self, _input: &SourceInput<'_>, source: &Parsed) -> SourceDeps {
         SourceDeps {
-            forward: source.forward.clone(),
-            blockers: source.blockers.clone(),
+            forward: source.forward.iter().map(|path| dep_path(path)).collect(),
+            blockers: source.blockers.iter().map(|path| dep_path(path)).collect(),
         }
     }
 

@@ -119,7 +119,7 @@ impl StageExecutor for LineExecutor {
             blockers: source
                 .iter()
                 .filter_map(|line| line.strip_prefix("use "))
-                .map(|path| path.trim().to_owned())
+                .map(|path| path.trim().into())
                 .collect(),
         }
     }

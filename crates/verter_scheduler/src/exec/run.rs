@@ -335,14 +335,17 @@ impl<E: StageExecutor> Scheduler<E> {
                 message: panic_message(&*payload).into(),
             }
         })?;
-        let resolve = |paths: Vec<String>| -> Result<Vec<ResolvedDep>, RequestError> {
+        let resolve = |paths: Vec<DepPath>| -> Result<Vec<ResolvedDep>, RequestError> {
             let mut resolved: Vec<ResolvedDep> = Vec::with_capacity(paths.len());
             for path in paths {
-                // A path nothing backs still gets a canonical: its load then
-                // fails as missing, which is a typed, terminal failure.
-                let canonical = self
-                    .canonicalize(&path)
-                    .unwrap_or_else(|_| Canonical::from(path.as_str()));
+                let canonical = match path {
+                    // A path nothing backs still gets a canonical: its load
+                    // then fails as missing, a typed, terminal failure.
+                    DepPath::Path(path) => self
+                        .canonicalize(&path)
+                        .unwrap_or_else(|_| Canonical::from(path.as_str())),
+                    DepPath::Canonical(canonical) => self.interned(canonical),
+                };
                 if canonical == file.canonical || resolved.iter().any(|d| d.canonical == canonical)
                 {
                     continue;

@@ -40,6 +40,40 @@ fn position(executor: &LineExecutor, path: &str, stage: &str) -> usize {
     found[0]
 }
 
+/// A blocker the host names by canonical path is used as it is: the loader's
+/// realpath is not asked for it (it is for a blocker named by path), and the
+/// Artifact still waits for its Analysis and rebuilds when it changes.
+#[test]
+fn a_blocker_named_by_canonical_skips_realpath_and_still_gates() {
+    watchdog("canonical blocker", || {
+        let files = MemFiles::with(&[
+            ("a.rs", "use! b.rs\nuse ./c.rs"),
+            ("b.rs", "b b"),
+            ("c.rs", "c"),
+        ]);
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        assert_eq!(
+            artifact_text(&scheduler, "a.rs").expect("builds"),
+            "p7:a.rs=4,b.rs@g0=2,c.rs@g0=1"
+        );
+        assert!(position(&executor, "b.rs", "Analysis") < position(&executor, "a.rs", "Artifact"));
+        {
+            let asked = files.realpaths.lock();
+            assert!(asked.iter().any(|path| path == "./c.rs"), "{asked:?}");
+            assert!(!asked.iter().any(|path| path.contains("b.rs")), "{asked:?}");
+        }
+        // It gates like any blocker: its edit rebuilds the Artifact.
+        let edit = scheduler.upsert("b.rs", "b b b", verter_dag::Priority::Normal);
+        scheduler.wait(&edit).expect("the edit commits");
+        assert_eq!(
+            artifact_text(&scheduler, "a.rs").expect("rebuilds"),
+            "p7:a.rs=4,b.rs@g1=3,c.rs@g0=1"
+        );
+    });
+}
+
 #[test]
 fn chain_and_diamond_graphs_build_in_dependency_order_once_each() {
     watchdog("graphs", || {

@@ -26,6 +26,8 @@ pub(crate) struct MemFiles {
     files: Arc<Mutex<HashMap<String, String>>>,
     /// The caller kind of every `load`.
     pub load_kinds: Arc<Mutex<Vec<CallerKind>>>,
+    /// Every path `realpath` was asked for.
+    pub realpaths: Arc<Mutex<Vec<String>>>,
 }
 
 impl MemFiles {
@@ -49,6 +51,7 @@ impl MemFiles {
 
 impl SourceLoader for MemFiles {
     fn realpath(&self, path: &str) -> Result<Canonical, LoadError> {
+        self.realpaths.lock().push(path.to_owned());
         Ok(Canonical::from(path.trim_start_matches("./")))
     }
 
@@ -92,7 +95,8 @@ pub(crate) struct Run {
 }
 
 /// A line-based executor. Source keeps the lines; `import X` names a forward
-/// dependency and `use X` a blocker; a line `panic` panics in Source and a
+/// dependency and `use X` a blocker (`use! X`: a blocker named by its
+/// canonical path, `DepPath::Canonical`); a line `panic` panics in Source and a
 /// line `fail` fails it. Analysis counts words; the Artifact joins the word
 /// counts of the file and its blockers.
 #[derive(Clone, Default)]
@@ -153,9 +157,11 @@ impl StageExecutor for LineExecutor {
         let mut deps = SourceDeps::default();
         for line in source {
             if let Some(path) = line.strip_prefix("import ") {
-                deps.forward.push(path.trim().to_owned());
+                deps.forward.push(path.trim().into());
+            } else if let Some(path) = line.strip_prefix("use! ") {
+                deps.blockers.push(Canonical::from(path.trim()).into());
             } else if let Some(path) = line.strip_prefix("use ") {
-                deps.blockers.push(path.trim().to_owned());
+                deps.blockers.push(path.trim().into());
             }
         }
         deps
