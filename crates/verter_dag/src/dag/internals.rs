@@ -3,6 +3,7 @@
 //! Part of the `dag` module; see its docs for what the DAG holds and its
 //! invariants.
 
+use super::links::ProducerSide;
 use super::*;
 
 impl SchedulerDag {
@@ -204,6 +205,72 @@ impl SchedulerDag {
             self.unready(consumer);
         }
         (LinkOutcome::Linked, false)
+    }
+
+    /// Links `consumer`, in state `linkable` and of a rank above every key,
+    /// to each of `keys` in order: what [`Self::link_linkable`] does key by
+    /// key, but each pending producer's record is visited once (its state
+    /// read and its side linked together) and the consumer's twice in all
+    /// (its keys read first, its new edges written last), not three times
+    /// per key. A key that needs more (no producer yet, a failed one, an
+    /// edge that already exists) goes through `link_linkable` itself.
+    /// Returns the consumer's state after (`None` once it failed) and
+    /// whether anything besides its own edges may have changed.
+    pub(super) fn link_batch(
+        &mut self,
+        consumer: &WorkNodeIdentity,
+        mut linkable: Linkable,
+        keys: &[DepKey],
+        effects: &mut Effects,
+    ) -> (Option<Linkable>, bool) {
+        let known: SmallVec<[bool; 8]> = match self.consumer_deps(consumer) {
+            Some(deps) => keys.iter().map(|key| deps.contains(key)).collect(),
+            None => keys.iter().map(|_| false).collect(),
+        };
+        let mut linked: SmallVec<[(DepKey, u64); 8]> = SmallVec::new();
+        let mut disturbed = false;
+        for (key, known) in keys.iter().zip(known) {
+            if !known {
+                match self.link_producer_side(key, consumer) {
+                    ProducerSide::Done => continue,
+                    ProducerSide::Linked { seq, priority } => {
+                        if priority < linkable.priority {
+                            self.raise(&WorkNodeIdentity::File(key.clone()), linkable.priority);
+                        }
+                        linked.push((key.clone(), seq));
+                        continue;
+                    }
+                    ProducerSide::Absent | ProducerSide::Failed => {}
+                }
+            }
+            // The slow path sees the consumer exactly as linking one key at
+            // a time would have left it.
+            if !linked.is_empty() {
+                self.link_consumer_side(consumer, linked.drain(..));
+                if linkable.ready {
+                    self.unready(consumer);
+                    linkable.ready = false;
+                }
+            }
+            let (outcome, moved) = self.link_linkable(consumer, linkable, key.clone(), effects);
+            if moved {
+                disturbed = true;
+                match self.linkable(consumer) {
+                    Some(now) => linkable = now,
+                    None => return (None, true),
+                }
+            } else if outcome == LinkOutcome::Linked {
+                linkable.ready = false;
+            }
+        }
+        if !linked.is_empty() {
+            self.link_consumer_side(consumer, linked);
+            if linkable.ready {
+                self.unready(consumer);
+                linkable.ready = false;
+            }
+        }
+        (Some(linkable), disturbed)
     }
 
     /// Moves a gated node with no dependencies left to the ready queue.

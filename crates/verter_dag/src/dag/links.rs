@@ -23,6 +23,20 @@ use super::slots::{StageSlot, cache_key};
 use super::*;
 use crate::edges::{ConsumerDeps, EdgeOccupancy};
 
+/// What linking found at a producer's record, in the one visit that also
+/// linked its side when it could.
+pub(super) enum ProducerSide {
+    /// No node: the slow path decides (create it, or fail the consumer).
+    Absent,
+    /// Done: nothing to wait for.
+    Done,
+    /// Failed: the consumer fails.
+    Failed,
+    /// Pending (gated, ready or running): its side now holds the consumer
+    /// with `seq`; the consumer's side is the caller's to write.
+    Linked { seq: u64, priority: Priority },
+}
+
 impl SchedulerDag {
     /// Runs `f` on the consumer side of `consumer` (made when `create`),
     /// then prunes its record if that left it empty.
@@ -66,7 +80,7 @@ impl SchedulerDag {
         }
     }
 
-    fn consumer_deps(&self, consumer: &WorkNodeIdentity) -> Option<&ConsumerDeps> {
+    pub(super) fn consumer_deps(&self, consumer: &WorkNodeIdentity) -> Option<&ConsumerDeps> {
         match consumer {
             WorkNodeIdentity::File(key) => self.stage_slot(key).map(|slot| &slot.deps),
             WorkNodeIdentity::CacheNode { .. } => self.cache_deps.get(&cache_key(consumer)?),
@@ -93,6 +107,44 @@ impl SchedulerDag {
         self.edge_count += 1;
         self.stage_entry(dep).waiters.push(seq, consumer.clone());
         true
+    }
+
+    /// What [`Self::link_producer_side`] found at `dep`.
+    pub(super) fn link_producer_side(
+        &mut self,
+        dep: &DepKey,
+        consumer: &WorkNodeIdentity,
+    ) -> ProducerSide {
+        let seq = self.next_edge_seq;
+        let Some(slot) = self.stage_slot_mut(dep) else {
+            return ProducerSide::Absent;
+        };
+        let priority = match slot.node.as_ref().map(|node| (&node.state, node.priority)) {
+            None => return ProducerSide::Absent,
+            Some((NodeState::Done, _)) => return ProducerSide::Done,
+            Some((NodeState::Failed(_), _)) => return ProducerSide::Failed,
+            Some((_, priority)) => priority,
+        };
+        slot.waiters.push(seq, consumer.clone());
+        self.next_edge_seq += 1;
+        self.edge_count += 1;
+        ProducerSide::Linked { seq, priority }
+    }
+
+    /// Adds `pairs` (keys whose producer sides [`Self::link_producer_side`]
+    /// linked, with their sequence numbers) to `consumer`'s side, in one
+    /// visit of its record. The consumer waits on none of them yet.
+    pub(super) fn link_consumer_side(
+        &mut self,
+        consumer: &WorkNodeIdentity,
+        pairs: impl IntoIterator<Item = (DepKey, u64)>,
+    ) {
+        self.with_deps(consumer, true, |deps| {
+            for (dep, seq) in pairs {
+                debug_assert!(!deps.contains(&dep), "{dep} was linked twice");
+                deps.insert(dep, seq);
+            }
+        });
     }
 
     /// Removes the edge `consumer → dep`, if present. Returns whether it was.

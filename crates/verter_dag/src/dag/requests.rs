@@ -261,25 +261,30 @@ impl SchedulerDag {
             if *live && !self.ensure_file_node(key, priority, &mut effects) {
                 priority = read(self, &mut linkable);
             }
-            for (at, artifact) in artifacts.iter().enumerate() {
-                let Some(state) = linkable[at] else {
-                    continue;
-                };
-                // Rank is fine by construction (Artifact over a lower stage)
-                // unless the host names an Artifact as a blocker: refused.
-                if key.stage.rank() >= 2 {
-                    continue;
-                }
-                let (outcome, disturbed) =
-                    self.link_linkable(artifact, state, key.clone(), &mut effects);
-                if disturbed {
-                    priority = read(self, &mut linkable);
-                } else if outcome == LinkOutcome::Linked {
-                    linkable[at] = Some(Linkable {
-                        ready: false,
-                        ..state
-                    });
-                }
+        }
+        // Rank is fine by construction (an Artifact over lower stages)
+        // unless the host names an Artifact as a blocker: that link is
+        // refused, so it is left out.
+        let filtered: SmallVec<[DepKey; 8]>;
+        let linkable_keys = if keys.iter().all(|key| key.stage.rank() < 2) {
+            keys.as_slice()
+        } else {
+            filtered = keys
+                .iter()
+                .filter(|key| key.stage.rank() < 2)
+                .cloned()
+                .collect();
+            filtered.as_slice()
+        };
+        for (at, artifact) in artifacts.iter().enumerate() {
+            let Some(state) = linkable[at] else {
+                continue;
+            };
+            let (after, disturbed) = self.link_batch(artifact, state, linkable_keys, &mut effects);
+            if disturbed {
+                read(self, &mut linkable);
+            } else {
+                linkable[at] = after;
             }
         }
         let mut at = 0;
