@@ -66,6 +66,12 @@ impl VersionSlot {
         let at = match self.stages.iter().position(|slot| slot.stage == stage) {
             Some(at) => at,
             None => {
+                if self.stages.is_empty() {
+                    // A stage record is a few hundred bytes: make room for
+                    // the chain up to this stage, which is what a version
+                    // most often holds, not for the vector's default four.
+                    self.stages.reserve_exact(usize::from(stage.rank()) + 1);
+                }
                 self.stages.push(StageSlot {
                     stage,
                     node: None,
