@@ -50,7 +50,8 @@ impl SchedulerDag {
             break (identity, admission, cancel);
         };
         self.ready.taken(pick);
-        // A Source moved from I/O to CPU keeps the token it was loaded with.
+        // A node that already has one (none does today: a move to the other
+        // budget gives it back) keeps it.
         if let Some(unused) = spare {
             self.spare_tokens.push(unused);
         }
@@ -90,8 +91,18 @@ impl SchedulerDag {
         node.class = class;
         node.state = NodeState::Ready;
         node.ready_ticket = ticket;
+        // Nothing runs while it waits for the other budget: its token goes
+        // back to the spares (if nobody kept a clone), and its next dispatch
+        // takes one. A file waiting for a CPU slot holds none, so a large
+        // cold build does not make a token per file.
+        let token = node.cancel.take();
         let priority = node.priority;
-        self.enqueue_ready(dispatch.identity, class, priority, ticket);
+        let Dispatch {
+            identity, cancel, ..
+        } = dispatch;
+        drop(cancel);
+        self.enqueue_ready(identity, class, priority, ticket);
+        self.spare(token);
         effects.newly_ready += 1;
         effects
     }
@@ -138,13 +149,20 @@ impl SchedulerDag {
         // With the dispatch's clone gone, a token nobody else kept (the
         // executor may have) goes to the next dispatch instead of the heap.
         drop(dispatch);
+        self.spare(token);
+        (true, effects)
+    }
+
+    /// Keeps `token` for a later dispatch if nobody else holds a clone and
+    /// the spares are not full; drops it otherwise. The caller dropped its
+    /// dispatch's clone first.
+    fn spare(&mut self, token: Option<CancellationToken>) {
         if let Some(token) = token
             && token.is_reusable()
             && self.spare_tokens.len() < SPARE_TOKENS
         {
             self.spare_tokens.push(token);
         }
-        (true, effects)
     }
 
     /// Fails `dispatch` with the work's own `cause`. Its reservation is
