@@ -277,6 +277,9 @@ struct Member {
 struct FileRecords {
     object: Option<ObjectRecord>,
     versions: VecMap<SourceVersion, VersionSlot>,
+    /// The version whose text the host supplied ([`SchedulerDag::note_text_known`]):
+    /// its Source starts on the CPU budget, with nothing to load.
+    text_known: Option<SourceVersion>,
 }
 
 /// How many finished work's tokens the DAG keeps for reuse: enough for the
@@ -295,13 +298,25 @@ fn consumer_rank(identity: &WorkNodeIdentity) -> u8 {
 /// The budget each stage draws on when it becomes ready. Source starts on I/O
 /// (loading bytes); the caller moves it to CPU for parsing with
 /// [`SchedulerDag::continue_on`].
-fn initial_class(identity: &WorkNodeIdentity) -> ResourceClass {
+fn initial_class(identity: &WorkNodeIdentity, records: Option<&FileRecords>) -> ResourceClass {
     match identity {
-        WorkNodeIdentity::File(DepKey {
-            stage: TargetStage::Source,
-            ..
-        }) => ResourceClass::Io,
+        WorkNodeIdentity::File(
+            key @ DepKey {
+                stage: TargetStage::Source,
+                ..
+            },
+        ) => source_class(records, key.file.version()),
         _ => ResourceClass::Cpu,
+    }
+}
+
+/// Where a Source of `version` starts: on the CPU budget when the host
+/// supplied its text, on I/O (to load it) otherwise.
+fn source_class(records: Option<&FileRecords>, version: SourceVersion) -> ResourceClass {
+    if records.and_then(|records| records.text_known) == Some(version) {
+        ResourceClass::Cpu
+    } else {
+        ResourceClass::Io
     }
 }
 
@@ -402,6 +417,19 @@ impl SchedulerDag {
             object.incarnation,
             object.generation,
         ))
+    }
+
+    /// Notes that the host supplied the text of live `file` (an upsert): a
+    /// Source of that version admitted from now on is ready on the CPU
+    /// budget at once instead of on I/O, as there is nothing to load. The
+    /// caller keeps that text where the Source dispatch reads it. A later
+    /// version is not covered.
+    pub fn note_text_known(&mut self, file: &FileIdentity) {
+        if self.is_live(file)
+            && let Some(records) = self.files.get_mut(&file.canonical)
+        {
+            records.text_known = Some(file.version());
+        }
     }
 
     /// Whether `file` names the live object at its current generation.

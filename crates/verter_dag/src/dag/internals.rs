@@ -56,7 +56,10 @@ impl SchedulerDag {
     pub(super) fn insert_node(&mut self, identity: WorkNodeIdentity, priority: Priority) {
         let admission = AdmissionId(self.next_admission);
         self.next_admission += 1;
-        let class = initial_class(&identity);
+        let records = identity
+            .file()
+            .and_then(|file| self.files.get(&file.canonical));
+        let class = initial_class(&identity, records);
         self.place_node(
             &identity,
             WorkNode {

@@ -383,6 +383,7 @@ impl SchedulerDag {
         if !clear {
             return false;
         }
+        let source_class = source_class(Some(records), version);
         let slot = records.versions.entry_or_default(version);
         let (admission, seq) = (self.next_admission, self.next_edge_seq);
         let ticket = self.ready.issue();
@@ -392,7 +393,7 @@ impl SchedulerDag {
                 admission: AdmissionId(admission + at as u64),
                 priority,
                 class: if at == 0 {
-                    ResourceClass::Io
+                    source_class
                 } else {
                     ResourceClass::Cpu
                 },
@@ -426,7 +427,7 @@ impl SchedulerDag {
             self.fresh_chains += 1;
         }
         let source = WorkNodeIdentity::File(key.file.clone().at(TargetStage::Source));
-        self.enqueue_ready(source, ResourceClass::Io, priority, ticket);
+        self.enqueue_ready(source, source_class, priority, ticket);
         effects.newly_ready += 1;
         true
     }

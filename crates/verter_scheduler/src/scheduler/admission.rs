@@ -197,6 +197,8 @@ impl<E: StageExecutor> Scheduler<E> {
                         published: true,
                     },
                 );
+                // Its Source needs no load: it starts on the CPU budget.
+                locked.dag.note_text_known(&live);
                 if let Some(effects) = swept {
                     self.absorb(locked, effects, post);
                 }

@@ -538,3 +538,64 @@ fn a_fresh_versions_chain_is_admitted_whole() {
     assert_eq!(h.log.first(), Some(&source));
     h.assert_quiescent();
 }
+
+/// A Source whose text the host supplied is ready on the CPU budget at once
+/// (nothing to load), whether its chain is admitted whole or stage by stage;
+/// a later version, whose text was not supplied, starts on I/O again.
+#[test]
+fn a_source_with_a_known_text_starts_on_cpu_and_a_later_version_on_io() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    h.dag.note_text_known(&a);
+    h.request(&a, P, WaitPolicy::Follow);
+    assert_eq!(h.dag.ready_len(ResourceClass::Io), 0);
+    assert_eq!(h.dag.ready_len(ResourceClass::Cpu), 1);
+    h.run();
+    assert_eq!(
+        h.log,
+        [
+            work(&a, TargetStage::Source),
+            work(&a, TargetStage::Analysis),
+            work(&a, P)
+        ]
+    );
+    // The next version's text is not known: its Source loads first.
+    let canonical = a.canonical.clone();
+    let (next, effects) = h
+        .dag
+        .advance_generation(&canonical, a.incarnation)
+        .expect("live");
+    h.absorb(effects);
+    h.request(&next, TargetStage::Source, WaitPolicy::Follow);
+    assert_eq!(h.dag.ready_len(ResourceClass::Io), 1);
+    assert_eq!(h.dag.ready_len(ResourceClass::Cpu), 0);
+    // A stale identity notes nothing.
+    h.dag.note_text_known(&a);
+    h.run();
+    h.assert_quiescent();
+}
+
+/// Moving a loaded Source to the CPU budget gives its token back for reuse:
+/// its CPU dispatch carries a token again, and no token is live while it
+/// waits.
+#[test]
+fn a_source_moved_to_cpu_holds_no_token_while_it_waits() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    let load = h.dequeue(ResourceClass::Io).expect("the load is ready");
+    let loaded_with = load.cancel.clone();
+    let effects = h.dag.continue_on(load, ResourceClass::Cpu);
+    h.absorb(effects);
+    assert!(
+        loaded_with.is_reusable(),
+        "the node kept no clone of the load's token"
+    );
+    drop(loaded_with);
+    let parse = h.dequeue(ResourceClass::Cpu).expect("the parse is ready");
+    assert!(!parse.cancel.is_cancelled());
+    let (current, effects) = h.dag.complete(parse);
+    assert!(current);
+    h.absorb(effects);
+    h.assert_quiescent();
+}
