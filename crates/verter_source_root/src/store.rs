@@ -30,7 +30,9 @@
 //!    same rule as any superseded entry
 //!    (`gc_never_forgets_a_pending_file_and_frees_the_text_it_superseded_once_unread`).
 
-use std::collections::HashMap;
+/// std's map with foldhash's seeded hasher: a canonical hashes as its
+/// stored `u64`, which SipHash made cost more than the probe.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::mem;
 
 use verter_dag::{Canonical, SourceVersion};
@@ -97,7 +99,7 @@ impl<T> Store<T> {
     pub(crate) fn new(directory: DirectoryId, config: SourceRootConfig) -> Self {
         Self {
             epoch: Epoch::INITIAL,
-            slots: HashMap::new(),
+            slots: HashMap::default(),
             files: Vec::new(),
             free_slots: Vec::new(),
             candidates: Vec::new(),
