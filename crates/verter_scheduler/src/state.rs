@@ -26,14 +26,6 @@ use crossbeam::queue::SegQueue;
 use crossbeam_channel::Sender;
 use dashmap::DashMap;
 use parking_lot::Mutex;
-
-/// How many spin-loop hints a thread waits for the DAG lock before it parks
-/// on it (about 20 µs on the Xeon the benchmarks run on, where one hint
-/// measured 8 ns). Measured in `cargo xtask bench`'s W1 at 100k files on
-/// two threads: parking at once put a quarter of the wall time in futex
-/// wakes and context switches (`perf`), and this spin cut the wall time by
-/// about an eighth at c = 0 and at c = 10; below ~2,000 hints it did not.
-const LOCK_SPINS: usize = 2000;
 use verter_dag::{
     Canonical, Priority, ResourceClass, SchedulerDag, SubmissionLifetime, TargetStage, WaiterId,
 };
@@ -305,19 +297,7 @@ impl<E: StageExecutor> Scheduler<E> {
             !crate::post::holds_dag_lock(),
             "the DAG lock is not re-entrant: code under the lock called a method that takes it"
         );
-        // Holds are a few microseconds, and a parked waiter costs a futex
-        // wake and a context switch on each unlock: wait briefly first,
-        // reading the lock word (not writing it) until it looks free.
-        let mutex = &self.locked;
-        for _ in 0..LOCK_SPINS {
-            if !mutex.is_locked()
-                && let Some(guard) = mutex.try_lock()
-            {
-                return guard;
-            }
-            std::hint::spin_loop();
-        }
-        mutex.lock()
+        self.locked.lock()
     }
 
     /// After the lock: events, answers, dispatch of newly ready work, and a

@@ -22,7 +22,7 @@ fn code_lines<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
 
 /// The `locked` field is private to `state.rs`, so the compiler already
 /// keeps every other module away from it; inside `state.rs` it is read in
-/// one place (`lock`, which spins on it briefly before it parks), and `lock` is called by exactly the three holds the
+/// one place (`lock`), and `lock` is called by exactly the three holds the
 /// module docs name: `transact_dispatching` (every change), `read_locked`
 /// (read-only) and `Drop` (answering everyone at teardown).
 #[test]
@@ -45,7 +45,7 @@ fn the_dag_lock_is_taken_only_here() {
     let text = std::fs::read_to_string(&state).expect("state.rs is readable");
     assert_eq!(
         code_lines(&text, "self.locked"),
-        ["        let mutex = &self.locked;"]
+        ["        self.locked.lock()"]
     );
     // Each `self.lock()` belongs to the function declared last above it.
     let mut current = "";
