@@ -240,24 +240,26 @@ impl SchedulerDag {
     pub(super) fn current_node_mut(&mut self, dispatch: &Dispatch) -> Option<&mut WorkNode> {
         // The read-only twin is `current_node`; both end in `dispatched_as`.
         let node = match &dispatch.identity {
-            WorkNodeIdentity::File(key) => {
-                let records = self.files.get_mut(&key.file.canonical)?;
-                if records.object.map(|object| object.version()) != Some(key.file.version()) {
-                    return None;
-                }
-                records
-                    .versions
-                    .get_mut(&key.file.version())?
-                    .get_mut(key.stage)?
-                    .node
-                    .as_mut()?
-            }
+            WorkNodeIdentity::File(key) => self.live_stage_slot_mut(key)?.node.as_mut()?,
             WorkNodeIdentity::CacheNode { .. } => {
                 let id = cache_key(&dispatch.identity)?;
                 self.cache_nodes.get_mut(&id)?
             }
         };
         dispatched_as(node, dispatch).then_some(node)
+    }
+
+    /// `key`'s stage record, if its file's object is live at `key`'s
+    /// version: one lookup of the file's record.
+    fn live_stage_slot_mut(&mut self, key: &DepKey) -> Option<&mut StageSlot> {
+        let records = self.files.get_mut(&key.file.canonical)?;
+        if records.object.map(|object| object.version()) != Some(key.file.version()) {
+            return None;
+        }
+        records
+            .versions
+            .get_mut(&key.file.version())?
+            .get_mut(key.stage)
     }
 
     /// Marks the file work `dispatch` was handed out for done, if it is
@@ -271,14 +273,7 @@ impl SchedulerDag {
         key: &DepKey,
         dispatch: &Dispatch,
     ) -> Option<Finished> {
-        let records = self.files.get_mut(&key.file.canonical)?;
-        if records.object.map(|object| object.version()) != Some(key.file.version()) {
-            return None;
-        }
-        let slot = records
-            .versions
-            .get_mut(&key.file.version())?
-            .get_mut(key.stage)?;
+        let slot = self.live_stage_slot_mut(key)?;
         let node = slot.node.as_mut()?;
         if !dispatched_as(node, dispatch) {
             return None;
