@@ -90,8 +90,21 @@ impl SchedulerDag {
             }
             return true;
         }
+        self.admit_file_node(key, identity, priority, effects);
+        false
+    }
+
+    /// [`Self::ensure_file_node`] for `key` (as `identity`), known to have no
+    /// node: admits it and the stages it needs.
+    pub(super) fn admit_file_node(
+        &mut self,
+        key: &DepKey,
+        identity: WorkNodeIdentity,
+        priority: Priority,
+        effects: &mut Effects,
+    ) {
         if self.admit_fresh_chain(key, priority, effects) {
-            return false;
+            return;
         }
         self.insert_node(identity.clone(), priority);
         // Ranks are right by construction: every dependency linked here is a
@@ -111,7 +124,6 @@ impl SchedulerDag {
             }
         }
         self.settle(&identity, effects);
-        false
     }
 
     /// Links without settling the consumer. See [`Self::link`].

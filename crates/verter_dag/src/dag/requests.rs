@@ -3,6 +3,7 @@
 //! Part of the `dag` module; see its docs for what the DAG holds and its
 //! invariants.
 
+use super::slots::Joined;
 use super::*;
 
 impl SchedulerDag {
@@ -67,14 +68,8 @@ impl SchedulerDag {
                 joiner: None,
             };
         };
-        let identity = WorkNodeIdentity::File(key.clone());
-        if let Some(node) = self.node(&identity) {
-            let outcome = match &node.state {
-                NodeState::Done => Some(Ok(())),
-                NodeState::Failed(failure) => Some(Err((**failure).clone())),
-                _ => None,
-            };
-            if let Some(outcome) = outcome {
+        let (group_size, node_priority) = match self.join_group(&key, member) {
+            Joined::Finished(outcome) => {
                 return Registration {
                     waiter,
                     answered: Some(Answer {
@@ -86,9 +81,15 @@ impl SchedulerDag {
                     joiner: None,
                 };
             }
-            self.raise(&identity, priority);
+            Joined::Member {
+                size,
+                node_priority,
+            } => (size, node_priority),
+        };
+        if node_priority.is_some_and(|running_at| running_at < priority) {
+            self.raise(&WorkNodeIdentity::File(key.clone()), priority);
         }
-        let joiner = self.add_member(&key, member).map(|group_size| {
+        let joiner = (group_size > 1).then(|| {
             self.counters.dedupe_joins += 1;
             DedupJoinerEvent {
                 key: key.clone(),
@@ -119,8 +120,28 @@ impl SchedulerDag {
             return None;
         }
         let mut effects = Effects::default();
-        let priority = self.group_priority(key);
-        self.ensure_file_node(key, priority, &mut effects);
+        // The group's priority and whether the stage already has a node, in
+        // one read of its record.
+        let (priority, running_at) = match self.stage_slot(key) {
+            Some(slot) => (
+                slot.group
+                    .iter()
+                    .map(|member| member.priority)
+                    .max()
+                    .unwrap_or_default(),
+                slot.node.as_ref().map(|node| node.priority),
+            ),
+            None => (Priority::default(), None),
+        };
+        match running_at {
+            // Admitted already (dedupe): at most a raise.
+            Some(running_at) => {
+                if running_at < priority {
+                    self.raise(identity, priority);
+                }
+            }
+            None => self.admit_file_node(key, identity.clone(), priority, &mut effects),
+        }
         Some(effects)
     }
 

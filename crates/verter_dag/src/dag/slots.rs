@@ -105,6 +105,18 @@ impl VersionSlot {
     }
 }
 
+/// What [`SchedulerDag::join_group`] did.
+pub(super) enum Joined {
+    /// The node is finished: nothing joined; this is the member's answer.
+    Finished(Result<(), DagFailure>),
+    /// The member joined a group now `size` strong; the stage's node, if
+    /// any, runs at `node_priority`.
+    Member {
+        size: usize,
+        node_priority: Option<Priority>,
+    },
+}
+
 /// What a current file completion took out of its stage record
 /// ([`SchedulerDag::finish_file_node`]).
 pub(super) struct Finished {
@@ -468,6 +480,31 @@ impl SchedulerDag {
         }
         self.waiter_count += 1;
         size
+    }
+
+    /// Adds `member` to `key`'s group in one visit of its record, unless
+    /// `key`'s node is finished: then the group is left alone and the
+    /// finished outcome is returned for the member's answer.
+    pub(super) fn join_group(&mut self, key: &DepKey, member: Member) -> Joined {
+        let slot = self.stage_entry(key);
+        let node_priority = match slot.node.as_ref() {
+            Some(node) => match &node.state {
+                NodeState::Done => return Joined::Finished(Ok(())),
+                NodeState::Failed(failure) => return Joined::Finished(Err((**failure).clone())),
+                _ => Some(node.priority),
+            },
+            None => None,
+        };
+        slot.group.push(member);
+        let size = slot.group.len();
+        if size == 1 {
+            self.group_count += 1;
+        }
+        self.waiter_count += 1;
+        Joined::Member {
+            size,
+            node_priority,
+        }
     }
 
     /// Takes `key`'s whole group out (empty when it had none), pruning the
