@@ -407,14 +407,24 @@ impl<E: StageExecutor> Scheduler<E> {
             }
         }
         // Blockers: ensure their objects too, then replace the record.
+        // A live object is a published node (`ingest` and `admit` assert
+        // both directions), so one read of the DAG finds a known blocker;
+        // only an unknown one is ingested first.
         let mut blocker_keys = Vec::with_capacity(blockers.len());
         for dep in &blockers {
-            if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file) {
-                self.absorb(locked, effects, post);
-            }
-            if let Some(live) = locked.dag.live_file(&dep.canonical) {
-                blocker_keys.push(live.at(TargetStage::Analysis));
-            }
+            let live = match locked.dag.live_file(&dep.canonical) {
+                Some(live) => live,
+                None => {
+                    if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file) {
+                        self.absorb(locked, effects, post);
+                    }
+                    match locked.dag.live_file(&dep.canonical) {
+                        Some(live) => live,
+                        None => continue,
+                    }
+                }
+            };
+            blocker_keys.push(live.at(TargetStage::Analysis));
         }
         let snapshot = Arc::new(SourceSnapshot {
             text,
