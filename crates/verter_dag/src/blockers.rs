@@ -2,19 +2,22 @@
 //! wait for (e.g. a macro defined in another file), and the reverse demand
 //! index that says, in O(1), whether anyone names a given analysis.
 //!
-//! An owner is one file object at one generation ([`FileIdentity`]). The
-//! reverse index keeps, per blocker key, the set of owners naming it: its size
-//! is the demand refcount, so the count cannot drift from the records. This
-//! module stores records and nothing else; it never admits work.
+//! An owner is one file object at one generation ([`FileIdentity`]). Its
+//! record is kept where the caller keeps its other state of that version
+//! ([`OwnerRecords`]: the DAG keeps it in the owner's version record, so
+//! retirement takes it out with the version). This module keeps the reverse
+//! index, key → the owners naming it: its size is the demand refcount, so
+//! the count cannot drift from the records. It stores records and nothing
+//! else; it never admits work.
 //!
 //! # Invariants
-//! 1. `refs[k]` contains `o` exactly when `by_owner[o]` contains `k`, in every
-//!    funnel: record (replace), drain, clear, owner retirement,
+//! 1. `refs[k]` contains `o` exactly when `o`'s record contains `k`, in every
+//!    funnel: record (replace), drain, forget (the owner's version retired),
 //!    re-pointing and reset (`demand_matches_a_recount_after_every_funnel`).
 //! 2. Every per-canonical bucket is removed when it empties, so occupancy is
 //!    zero when no record is left (`empty_registry_has_zero_occupancy`).
-//! 3. Nothing scans all owners: owner removal follows `owners_by_file`, key
-//!    removal follows `refs` of that key's canonical.
+//! 3. Nothing scans all owners: key removal follows `refs` of that key's
+//!    canonical, and an owner's record is found where its version is.
 
 use crate::hash::HashMap;
 use crate::small_set::SmallSet;
@@ -22,13 +25,23 @@ use crate::vec_map::VecMap;
 
 use crate::identity::{Canonical, DepKey, FileIdentity, SourceVersion};
 
-/// Blocker records and their reverse demand index.
+/// Where owners' records live: each owner's keys, sorted and distinct, or
+/// none. The registry reads and writes records only through this, in step
+/// with its index.
+pub(crate) trait OwnerRecords {
+    /// `owner`'s record, if it has one (never empty).
+    fn keys(&self, owner: &FileIdentity) -> Option<&Vec<DepKey>>;
+    /// `owner`'s record, mutably (the registry keeps it non-empty).
+    fn keys_mut(&mut self, owner: &FileIdentity) -> Option<&mut Vec<DepKey>>;
+    /// Takes `owner`'s record out.
+    fn take(&mut self, owner: &FileIdentity) -> Option<Vec<DepKey>>;
+    /// Stores `keys` (non-empty) as the record of `owner`, which has none.
+    fn put(&mut self, owner: &FileIdentity, keys: Vec<DepKey>);
+}
+
+/// The reverse demand index of the blocker records.
 #[derive(Debug, Default)]
 pub(crate) struct BlockerRegistry {
-    /// Owner → the keys its Artifact waits for, sorted and distinct.
-    by_owner: HashMap<FileIdentity, Vec<DepKey>>,
-    /// Canonical → versions of that canonical that own records.
-    owners_by_file: HashMap<Canonical, VecMap<SourceVersion, ()>>,
     /// Blocker canonical → blocker version → key → owners naming it. A
     /// version has one key per stage named (almost always one), so its keys
     /// are a short vector.
@@ -59,21 +72,27 @@ impl BlockerRegistry {
     #[cfg(test)]
     pub(crate) fn record(
         &mut self,
+        records: &mut impl OwnerRecords,
         owner: &FileIdentity,
         keys: impl IntoIterator<Item = DepKey>,
     ) -> Vec<DepKey> {
-        let previous = self.drain(owner);
+        let previous = self.drain(records, owner);
         let mut keys: Vec<DepKey> = keys.into_iter().collect();
         keys.sort_unstable();
         keys.dedup();
-        self.record_sorted(owner, keys);
+        self.record_sorted(records, owner, keys);
         previous
     }
 
     /// Records `keys`, sorted and distinct, as `owner`'s record; `owner`
     /// has none (it was drained). The vector becomes the record.
-    pub(crate) fn record_sorted(&mut self, owner: &FileIdentity, keys: Vec<DepKey>) {
-        debug_assert!(!self.by_owner.contains_key(owner), "drained first");
+    pub(crate) fn record_sorted(
+        &mut self,
+        records: &mut impl OwnerRecords,
+        owner: &FileIdentity,
+        keys: Vec<DepKey>,
+    ) {
+        debug_assert!(records.keys(owner).is_none(), "drained first");
         debug_assert!(keys.windows(2).all(|pair| pair[0] < pair[1]));
         if keys.is_empty() {
             return;
@@ -81,43 +100,28 @@ impl BlockerRegistry {
         for key in &keys {
             self.add_ref(key, owner);
         }
-        self.owners_by_file
-            .entry(owner.canonical.clone())
-            .or_default()
-            .insert(owner.version(), ());
-        self.by_owner.insert(owner.clone(), keys);
+        records.put(owner, keys);
     }
 
     /// Removes and returns `owner`'s record.
-    pub(crate) fn drain(&mut self, owner: &FileIdentity) -> Vec<DepKey> {
-        let Some(keys) = self.by_owner.remove(owner) else {
+    pub(crate) fn drain(
+        &mut self,
+        records: &mut impl OwnerRecords,
+        owner: &FileIdentity,
+    ) -> Vec<DepKey> {
+        let Some(keys) = records.take(owner) else {
             return Vec::new();
         };
-        if let Some(versions) = self.owners_by_file.get_mut(&owner.canonical) {
-            versions.remove(&owner.version());
-            if versions.is_empty() {
-                self.owners_by_file.remove(&owner.canonical);
-            }
-        }
-        for key in &keys {
-            self.remove_ref(key, owner);
-        }
+        self.forget(owner, &keys);
         keys
     }
 
-    /// Whether `owner` has a record.
-    pub(crate) fn has_record(&self, owner: &FileIdentity) -> bool {
-        self.by_owner.contains_key(owner)
-    }
-
-    /// `owner`'s record, if any, sorted (so callers act in one order).
-    pub(crate) fn blockers_of(&self, owner: &FileIdentity) -> Vec<DepKey> {
-        self.keys_of(owner).to_vec()
-    }
-
-    /// `owner`'s record, borrowed: sorted, empty when it has none.
-    pub(crate) fn keys_of(&self, owner: &FileIdentity) -> &[DepKey] {
-        self.by_owner.get(owner).map_or(&[], Vec::as_slice)
+    /// Drops the references of `owner`, whose record `keys` already left
+    /// the records (its version was retired).
+    pub(crate) fn forget(&mut self, owner: &FileIdentity, keys: &[DepKey]) {
+        for key in keys {
+            self.remove_ref(key, owner);
+        }
     }
 
     /// Whether some owner names `key`: the reverse index, O(1).
@@ -132,22 +136,6 @@ impl BlockerRegistry {
             .and_then(|versions| versions.get(&key.file.version()))
             .and_then(|keys| keys.iter().find(|(k, _)| k == key))
             .map_or(0, |(_, owners)| owners.len())
-    }
-
-    /// Drops the records of every owner of `canonical` below `bound`.
-    pub(crate) fn retire_owners_below(&mut self, canonical: &Canonical, bound: SourceVersion) {
-        let retired: Vec<SourceVersion> = self
-            .owners_by_file
-            .get(canonical)
-            .map(|versions| versions.range_below(&bound).map(|(v, ())| *v).collect())
-            .unwrap_or_default();
-        for version in retired {
-            self.drain(&FileIdentity::new(
-                canonical.clone(),
-                version.incarnation,
-                version.generation,
-            ));
-        }
     }
 
     /// Every (owner, key) where the key is a blocker of `canonical` below
@@ -190,8 +178,14 @@ impl BlockerRegistry {
     }
 
     /// Replaces `old` with `new` in `owner`'s record, keeping the index exact.
-    pub(crate) fn repoint(&mut self, owner: &FileIdentity, old: &DepKey, new: DepKey) {
-        let Some(keys) = self.by_owner.get_mut(owner) else {
+    pub(crate) fn repoint(
+        &mut self,
+        records: &mut impl OwnerRecords,
+        owner: &FileIdentity,
+        old: &DepKey,
+        new: DepKey,
+    ) {
+        let Some(keys) = records.keys_mut(owner) else {
             return;
         };
         let Ok(at) = keys.binary_search(old) else {
@@ -211,35 +205,12 @@ impl BlockerRegistry {
         }
     }
 
-    #[cfg(test)]
-    /// Every owner of `canonical` (any version).
-    pub(crate) fn owners_of_file(&self, canonical: &Canonical) -> Vec<FileIdentity> {
-        self.owners_by_file
-            .get(canonical)
-            .map(|versions| {
-                versions
-                    .iter()
-                    .map(|(v, ())| {
-                        FileIdentity::new(canonical.clone(), v.incarnation, v.generation)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// Counts and capacities, including the nested tables.
+    /// Counts and capacities of the index; the caller adds its records'
+    /// (`owners` and their vectors' capacity).
     pub(crate) fn occupancy(&self) -> BlockerOccupancy {
         let mut references = 0;
         let mut referenced_keys = 0;
-        let mut capacity = self.by_owner.capacity()
-            + self.owners_by_file.capacity()
-            + self.refs.capacity()
-            + self.by_owner.values().map(Vec::capacity).sum::<usize>()
-            + self
-                .owners_by_file
-                .values()
-                .map(VecMap::capacity)
-                .sum::<usize>();
+        let mut capacity = self.refs.capacity();
         for versions in self.refs.values() {
             capacity += versions.capacity();
             for keys in versions.values() {
@@ -252,7 +223,7 @@ impl BlockerRegistry {
             }
         }
         BlockerOccupancy {
-            owners: self.by_owner.len(),
+            owners: 0,
             references,
             referenced_keys,
             referenced_files: self.refs.len(),
@@ -260,26 +231,15 @@ impl BlockerRegistry {
         }
     }
 
-    /// Drops every record and releases the backing storage.
+    /// Drops the index and releases its storage (the caller drops the
+    /// records).
     pub(crate) fn clear_and_release(&mut self) {
         *self = Self::default();
     }
 
-    /// Recounts the demand of every key from the owner records: what the
-    /// reverse index must equal. Used by tests and debug assertions.
-    #[cfg(test)]
-    pub(crate) fn recount(&self) -> HashMap<DepKey, usize> {
-        let mut counts = HashMap::default();
-        for keys in self.by_owner.values() {
-            for key in keys {
-                *counts.entry(key.clone()).or_insert(0) += 1;
-            }
-        }
-        counts
-    }
-
-    /// The demand of every key as the reverse index has it.
-    #[cfg(test)]
+    /// The demand of every key as the reverse index has it (checked against
+    /// a recount of the records on every debug occupancy read).
+    #[cfg(debug_assertions)]
     pub(crate) fn indexed_demand(&self) -> HashMap<DepKey, usize> {
         self.refs
             .values()
@@ -325,6 +285,26 @@ impl BlockerRegistry {
         if versions.is_empty() {
             self.refs.remove(canonical);
         }
+    }
+}
+
+/// Owner records in a map: what the registry's unit tests keep them in.
+#[cfg(test)]
+impl OwnerRecords for HashMap<FileIdentity, Vec<DepKey>> {
+    fn keys(&self, owner: &FileIdentity) -> Option<&Vec<DepKey>> {
+        self.get(owner)
+    }
+
+    fn keys_mut(&mut self, owner: &FileIdentity) -> Option<&mut Vec<DepKey>> {
+        self.get_mut(owner)
+    }
+
+    fn take(&mut self, owner: &FileIdentity) -> Option<Vec<DepKey>> {
+        self.remove(owner)
+    }
+
+    fn put(&mut self, owner: &FileIdentity, keys: Vec<DepKey>) {
+        self.insert(owner.clone(), keys);
     }
 }
 

@@ -58,17 +58,6 @@ impl<K: Ord, V> VecMap<K, V> {
         &mut self.entries[i].1
     }
 
-    /// Inserts `value` at `key`; returns the value it replaced.
-    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<V> {
-        match self.search(&key) {
-            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
-            Err(i) => {
-                self.entries.insert(i, (key, value));
-                None
-            }
-        }
-    }
-
     /// Removes `key`; returns its value.
     pub(crate) fn remove(&mut self, key: &K) -> Option<V> {
         self.search(key).ok().map(|i| self.entries.remove(i).1)
@@ -125,9 +114,9 @@ mod tests {
     fn a_vec_map_keeps_its_keys_sorted_and_splits_below_a_bound() {
         let mut map = VecMap::default();
         for key in [5, 1, 3, 9, 7] {
-            assert_eq!(map.insert(key, key * 10), None);
+            *map.entry_or_default(key) = key * 10;
         }
-        assert_eq!(map.insert(3, 33), Some(30));
+        *map.entry_or_default(3) += 3;
         assert_eq!(
             map.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
             [1, 3, 5, 7, 9]

@@ -305,6 +305,23 @@ impl SchedulerDag {
         deps
     }
 
+    /// The blocker registry's counts, with the records' own: owners and
+    /// their vectors' capacity (a walk of the file records).
+    fn blocker_occupancy(&self) -> crate::blockers::BlockerOccupancy {
+        let mut occupancy = self.blockers.occupancy();
+        for slot in self
+            .files
+            .values()
+            .flat_map(|records| records.versions.values())
+        {
+            if !slot.blockers.is_empty() {
+                occupancy.owners += 1;
+                occupancy.capacity += slot.blockers.capacity();
+            }
+        }
+        occupancy
+    }
+
     /// Membership counts and backing capacity of edges, blockers, nodes and
     /// groups. Every membership count is zero after [`Self::reset`].
     pub fn dependency_occupancy(&self) -> DependencyOccupancy {
@@ -326,6 +343,24 @@ impl SchedulerDag {
             "waiter count drifted"
         );
         #[cfg(debug_assertions)]
+        {
+            let mut recount: crate::hash::HashMap<DepKey, usize> = Default::default();
+            for slot in self
+                .files
+                .values()
+                .flat_map(|records| records.versions.values())
+            {
+                for key in &slot.blockers {
+                    *recount.entry(key.clone()).or_insert(0) += 1;
+                }
+            }
+            debug_assert_eq!(
+                self.blockers.indexed_demand(),
+                recount,
+                "the blocker demand index drifted from the records"
+            );
+        }
+        #[cfg(debug_assertions)]
         for class in ResourceClass::ALL {
             let mut recount = [0; Priority::ALL.len()];
             for (_, node) in self.all_nodes() {
@@ -341,7 +376,7 @@ impl SchedulerDag {
         }
         DependencyOccupancy {
             edges: self.edge_occupancy(),
-            blockers: self.blockers.occupancy(),
+            blockers: self.blocker_occupancy(),
             nodes: self.node_count,
             groups: self.group_count,
             waiters: self.waiter_count,

@@ -412,13 +412,18 @@ impl SchedulerDag {
         owner: &FileIdentity,
         effects: &mut Effects,
     ) -> Vec<DepKey> {
-        let mut keys = self.blockers.blockers_of(owner);
+        let mut keys = self.blockers_of(owner);
         for key in &mut keys {
             if self.is_live(&key.file) {
                 continue;
             }
             let live = self.ensure_live(&key.file.canonical, effects).at(key.stage);
-            self.blockers.repoint(owner, key, live.clone());
+            self.blockers.repoint(
+                &mut super::slots::FileOwners(&mut self.files),
+                owner,
+                key,
+                live.clone(),
+            );
             *key = live;
         }
         keys.sort();

@@ -3,7 +3,7 @@
 //! Part of the `dag` module; see its docs for what the DAG holds and its
 //! invariants.
 
-use super::slots::Joined;
+use super::slots::{FileOwners, Joined, owner_keys};
 use super::*;
 
 impl SchedulerDag {
@@ -246,7 +246,7 @@ impl SchedulerDag {
         // fails the consumer.
         let live: SmallVec<[bool; 8]> = keys.iter().map(|key| self.is_live(&key.file)).collect();
         let artifacts = self.artifact_nodes_of(owner);
-        let previous = self.blockers.drain(owner);
+        let previous = self.blockers.drain(&mut FileOwners(&mut self.files), owner);
         if !previous.is_empty() {
             for artifact in &artifacts {
                 if !self.is_gated_or_ready(artifact) {
@@ -313,7 +313,8 @@ impl SchedulerDag {
             at += 1;
             live[at - 1]
         });
-        self.blockers.record_sorted(owner, keys);
+        self.blockers
+            .record_sorted(&mut FileOwners(&mut self.files), owner, keys);
         for artifact in &artifacts {
             self.settle(artifact, &mut effects);
         }
@@ -323,18 +324,18 @@ impl SchedulerDag {
     /// Removes and returns `owner`'s blocker record (the deferred-blocker
     /// drain). Already linked edges are not touched.
     pub fn drain_blockers(&mut self, owner: &FileIdentity) -> Vec<DepKey> {
-        self.blockers.drain(owner)
+        self.blockers.drain(&mut FileOwners(&mut self.files), owner)
     }
 
     /// `owner`'s blocker record.
     pub fn blockers_of(&self, owner: &FileIdentity) -> Vec<DepKey> {
-        self.blockers.blockers_of(owner)
+        self.blocker_keys(owner).to_vec()
     }
 
     /// `owner`'s blocker record, borrowed: sorted (so by path), empty when
     /// it has none.
     pub fn blocker_keys(&self, owner: &FileIdentity) -> &[DepKey] {
-        self.blockers.keys_of(owner)
+        owner_keys(&self.files, owner).map_or(&[], Vec::as_slice)
     }
 
     /// Whether `dep` (an Analysis) is demanded: a request group waits on it or

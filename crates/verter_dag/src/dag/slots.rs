@@ -16,11 +16,16 @@ use crate::edges::{ConsumerDeps, Waiters};
 /// The request waiters of one stage.
 pub(super) type Group = smallvec::SmallVec<[Member; 1]>;
 
-/// The records of one version of a file, per stage.
+/// The records of one version of a file, per stage, and the version's
+/// blocker record (as an owner).
 #[derive(Debug, Default)]
 pub(super) struct VersionSlot {
     /// One entry per stage with a node or a group; a handful at most.
     pub(super) stages: Vec<StageSlot>,
+    /// The analyses this version's Artifacts wait for, sorted and
+    /// distinct; empty when it has no blocker record. Kept in step with
+    /// the registry's reverse index through [`FileOwners`] only.
+    pub(super) blockers: Vec<DepKey>,
 }
 
 /// One stage of one version: its admitted work, its request waiters and
@@ -49,9 +54,10 @@ impl StageSlot {
 }
 
 impl VersionSlot {
-    /// Whether no stage has a node or a group.
+    /// Whether no stage has a node or a group and there is no blocker
+    /// record.
     pub(super) fn is_empty(&self) -> bool {
-        self.stages.is_empty()
+        self.stages.is_empty() && self.blockers.is_empty()
     }
 
     fn get(&self, stage: TargetStage) -> Option<&StageSlot> {
@@ -103,6 +109,67 @@ impl VersionSlot {
             .filter(|slot| slot.node.is_some())
             .map(|slot| slot.stage)
     }
+}
+
+/// The DAG's blocker records, each in its owner's version record: what
+/// the registry reads and writes them through. Taking a record out prunes
+/// the version (and file) record it leaves empty.
+pub(super) struct FileOwners<'a>(pub(super) &'a mut HashMap<Canonical, FileRecords>);
+
+impl crate::blockers::OwnerRecords for FileOwners<'_> {
+    fn keys(&self, owner: &FileIdentity) -> Option<&Vec<DepKey>> {
+        owner_keys(self.0, owner)
+    }
+
+    fn keys_mut(&mut self, owner: &FileIdentity) -> Option<&mut Vec<DepKey>> {
+        let slot = self
+            .0
+            .get_mut(&owner.canonical)?
+            .versions
+            .get_mut(&owner.version())?;
+        (!slot.blockers.is_empty()).then_some(&mut slot.blockers)
+    }
+
+    fn take(&mut self, owner: &FileIdentity) -> Option<Vec<DepKey>> {
+        let records = self.0.get_mut(&owner.canonical)?;
+        let version = owner.version();
+        let slot = records.versions.get_mut(&version)?;
+        if slot.blockers.is_empty() {
+            return None;
+        }
+        let keys = std::mem::take(&mut slot.blockers);
+        if slot.is_empty() {
+            records.versions.remove(&version);
+            if records.object.is_none() && records.versions.is_empty() {
+                self.0.remove(&owner.canonical);
+            }
+        }
+        Some(keys)
+    }
+
+    fn put(&mut self, owner: &FileIdentity, keys: Vec<DepKey>) {
+        let slot = self
+            .0
+            .entry(owner.canonical.clone())
+            .or_default()
+            .versions
+            .entry_or_default(owner.version());
+        debug_assert!(slot.blockers.is_empty(), "{owner} had a record");
+        slot.blockers = keys;
+    }
+}
+
+/// `owner`'s blocker record, if it has one (never empty).
+pub(super) fn owner_keys<'a>(
+    files: &'a HashMap<Canonical, FileRecords>,
+    owner: &FileIdentity,
+) -> Option<&'a Vec<DepKey>> {
+    files
+        .get(&owner.canonical)?
+        .versions
+        .get(&owner.version())
+        .map(|slot| &slot.blockers)
+        .filter(|keys| !keys.is_empty())
 }
 
 /// What [`SchedulerDag::join_group`] did.
@@ -367,7 +434,7 @@ impl SchedulerDag {
             TargetStage::Source => {}
             TargetStage::Analysis => chain.push(TargetStage::Analysis),
             TargetStage::Artifact(_) => {
-                if self.blockers.has_record(&key.file) {
+                if owner_keys(&self.files, &key.file).is_some() {
                     return false;
                 }
                 chain.push(TargetStage::Analysis);

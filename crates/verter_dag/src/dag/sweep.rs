@@ -24,11 +24,15 @@ impl SchedulerDag {
         // The retired versions leave the records whole, nodes and groups
         // with them.
         let mut retired: Vec<(DepKey, slots::StageSlot)> = Vec::new();
+        let mut retired_owners: Vec<(FileIdentity, Vec<DepKey>)> = Vec::new();
         for (version, slot) in self.take_versions_below(canonical, bound) {
             let file =
                 FileIdentity::new(canonical.clone(), version.incarnation, version.generation);
             for stage in slot.stages {
                 retired.push((file.clone().at(stage.stage), stage));
+            }
+            if !slot.blockers.is_empty() {
+                retired_owners.push((file, slot.blockers));
             }
         }
         retired.sort_by(|a, b| a.0.cmp(&b.0));
@@ -116,15 +120,22 @@ impl SchedulerDag {
 
         // 3. Blocker records: owners below the bound lose theirs; references
         //    to retired versions move to the live version (or are dropped).
-        self.blockers.retire_owners_below(canonical, bound);
+        //    The retired owners' records left with their versions.
+        for (owner, keys) in &retired_owners {
+            self.blockers.forget(owner, keys);
+        }
         let mut affected_owners: Vec<FileIdentity> = Vec::new();
         for (owner, old) in self.blockers.references_below(canonical, bound) {
             // On removal the reference stays, naming the removed version: the
             // owner still depends on the file, and its next Artifact ensures
             // the file again (`live_blockers_of`).
             if let Some(live) = &live {
-                self.blockers
-                    .repoint(&owner, &old, live.clone().at(old.stage));
+                self.blockers.repoint(
+                    &mut slots::FileOwners(&mut self.files),
+                    &owner,
+                    &old,
+                    live.clone().at(old.stage),
+                );
             }
             if !affected_owners.contains(&owner) {
                 affected_owners.push(owner);
@@ -177,10 +188,10 @@ impl SchedulerDag {
                 _ => None,
             };
             let names_it = owner.as_ref().is_some_and(|owner| {
-                self.blockers
-                    .blockers_of(owner)
-                    .iter()
-                    .any(|blocker| blocker.file.canonical == *canonical)
+                slots::owner_keys(&self.files, owner).is_some_and(|keys| {
+                    keys.iter()
+                        .any(|blocker| blocker.file.canonical == *canonical)
+                })
             });
             match owner {
                 Some(owner) if names_it => {
