@@ -254,6 +254,14 @@ struct WorkNode {
 }
 
 impl WorkNode {
+    /// Makes it ready, keeping `ticket` (its queue entry's); returns the
+    /// class and priority to enqueue it at. The caller enqueues it.
+    fn set_ready(&mut self, ticket: Ticket) -> (ResourceClass, Priority) {
+        self.state = NodeState::Ready;
+        self.ready_ticket = ticket;
+        (self.class, self.priority)
+    }
+
     /// Whether it is ready with `ticket`'s queue entry as its current one.
     fn ready_as(&self, ticket: Ticket) -> bool {
         matches!(self.state, NodeState::Ready) && self.ready_ticket == ticket
@@ -262,6 +270,15 @@ impl WorkNode {
     fn is_finished(&self) -> bool {
         matches!(self.state, NodeState::Done | NodeState::Failed(_))
     }
+}
+
+/// The priority a request group asks for: its most urgent member's.
+fn group_priority_of(members: &[Member]) -> Priority {
+    members
+        .iter()
+        .map(|member| member.priority)
+        .max()
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Clone, Copy)]

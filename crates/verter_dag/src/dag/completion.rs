@@ -89,14 +89,12 @@ impl SchedulerDag {
             return effects;
         };
         node.class = class;
-        node.state = NodeState::Ready;
-        node.ready_ticket = ticket;
+        let (_, priority) = node.set_ready(ticket);
         // Nothing runs while it waits for the other budget: its token goes
         // back to the spares (if nobody kept a clone), and its next dispatch
         // takes one. A file waiting for a CPU slot holds none, so a large
         // cold build does not make a token per file.
         let token = node.cancel.take();
-        let priority = node.priority;
         let Dispatch {
             identity, cancel, ..
         } = dispatch;

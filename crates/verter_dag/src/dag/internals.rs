@@ -44,9 +44,7 @@ impl SchedulerDag {
     }
 
     pub(super) fn group_priority(&self, key: &DepKey) -> Priority {
-        self.group(key)
-            .and_then(|members| members.iter().map(|m| m.priority).max())
-            .unwrap_or_default()
+        self.group(key).map(group_priority_of).unwrap_or_default()
     }
 
     /// One of the two places a node enters the records (the other is
@@ -307,9 +305,7 @@ impl SchedulerDag {
             return;
         };
         if matches!(node.state, NodeState::Gated) && remaining == 0 {
-            node.state = NodeState::Ready;
-            node.ready_ticket = ticket;
-            let (class, priority) = (node.class, node.priority);
+            let (class, priority) = node.set_ready(ticket);
             self.enqueue_ready(identity.clone(), class, priority, ticket);
             effects.newly_ready += 1;
         }

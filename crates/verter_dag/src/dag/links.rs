@@ -239,9 +239,9 @@ impl SchedulerDag {
             let vacant = slot.is_vacant();
             let ready = match &mut slot.node {
                 Some(node) if slot.deps.is_empty() && matches!(node.state, NodeState::Gated) => {
-                    node.state = NodeState::Ready;
-                    node.ready_ticket = self.ready.issue();
-                    Some((node.class, node.priority, node.ready_ticket))
+                    let ticket = self.ready.issue();
+                    let (class, priority) = node.set_ready(ticket);
+                    Some((class, priority, ticket))
                 }
                 _ => None,
             };

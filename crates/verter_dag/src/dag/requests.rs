@@ -124,11 +124,7 @@ impl SchedulerDag {
         // one read of its record.
         let (priority, running_at) = match self.stage_slot(key) {
             Some(slot) => (
-                slot.group
-                    .iter()
-                    .map(|member| member.priority)
-                    .max()
-                    .unwrap_or_default(),
+                group_priority_of(&slot.group),
                 slot.node.as_ref().map(|node| node.priority),
             ),
             None => (Priority::default(), None),
