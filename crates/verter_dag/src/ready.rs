@@ -241,22 +241,38 @@ impl AdmissionId {
 }
 
 /// CPU and I/O budgets and the reservations held against them.
+///
+/// A reservation is *budgeted* (counted against the budget), *lent* (a
+/// blocked holder's idle slot: counted, but taken beyond the budget) or
+/// *batched* (more work for a thread that already holds a budgeted
+/// reservation and runs the work one after another: held and released like
+/// any other, but not counted against the budget, so the budget counts
+/// threads running work rather than work handed out).
 #[derive(Debug)]
 pub(crate) struct CapacityLedger {
     budget: [usize; 2],
+    /// Every reservation held, per class.
     in_use: [usize; 2],
-    reservations: HashMap<AdmissionId, ResourceClass>,
+    /// The batched ones among them.
+    batched: [usize; 2],
+    /// Each admission's class, and whether its reservation is batched.
+    reservations: HashMap<AdmissionId, (ResourceClass, bool)>,
 }
 
 /// What the ledger holds now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LedgerSnapshot {
-    /// CPU reservations held.
+    /// CPU reservations held (batched ones included).
     pub cpu_in_use: usize,
+    /// The batched CPU reservations among them (not counted against the
+    /// budget).
+    pub cpu_batched: usize,
     /// CPU budget.
     pub cpu_budget: usize,
-    /// I/O reservations held.
+    /// I/O reservations held (batched ones included).
     pub io_in_use: usize,
+    /// The batched I/O reservations among them.
+    pub io_batched: usize,
     /// I/O budget.
     pub io_budget: usize,
 }
@@ -277,12 +293,14 @@ impl CapacityLedger {
         Self {
             budget: [cpu_budget, io_budget],
             in_use: [0, 0],
+            batched: [0, 0],
             reservations: HashMap::default(),
         }
     }
 
     pub(crate) fn has_room(&self, class: ResourceClass) -> bool {
-        self.in_use[class.index()] < self.budget[class.index()]
+        let i = class.index();
+        self.in_use[i] - self.batched[i] < self.budget[i]
     }
 
     /// Reserves one unit of `class` for `admission`. The caller checked
@@ -295,7 +313,19 @@ impl CapacityLedger {
     /// Reserves one unit of `class` for `admission` beyond the budget: a
     /// blocked holder lends its slot (see `SchedulerDag::dequeue_ready_lent`).
     pub(crate) fn reserve_lent(&mut self, class: ResourceClass, admission: AdmissionId) {
-        let previous = self.reservations.insert(admission, class);
+        self.insert(class, admission, false);
+    }
+
+    /// Reserves one unit of `class` for `admission` outside the budget: more
+    /// work for a thread that holds a budgeted reservation (see
+    /// `SchedulerDag::dequeue_ready_batched`).
+    pub(crate) fn reserve_batched(&mut self, class: ResourceClass, admission: AdmissionId) {
+        self.insert(class, admission, true);
+        self.batched[class.index()] += 1;
+    }
+
+    fn insert(&mut self, class: ResourceClass, admission: AdmissionId, batched: bool) {
+        let previous = self.reservations.insert(admission, (class, batched));
         assert!(previous.is_none(), "admission {admission:?} reserved twice");
         self.in_use[class.index()] += 1;
     }
@@ -304,8 +334,11 @@ impl CapacityLedger {
     /// (already released), so a second release is harmless and visible.
     pub(crate) fn release(&mut self, admission: AdmissionId) -> bool {
         match self.reservations.remove(&admission) {
-            Some(class) => {
+            Some((class, batched)) => {
                 self.in_use[class.index()] -= 1;
+                if batched {
+                    self.batched[class.index()] -= 1;
+                }
                 true
             }
             None => false,
@@ -319,8 +352,10 @@ impl CapacityLedger {
     pub(crate) fn snapshot(&self) -> LedgerSnapshot {
         LedgerSnapshot {
             cpu_in_use: self.in_use[0],
+            cpu_batched: self.batched[0],
             cpu_budget: self.budget[0],
             io_in_use: self.in_use[1],
+            io_batched: self.batched[1],
             io_budget: self.budget[1],
         }
     }

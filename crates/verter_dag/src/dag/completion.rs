@@ -5,6 +5,17 @@
 
 use super::*;
 
+/// How a dispatch reserves capacity (see `CapacityLedger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reserve {
+    /// Against the budget.
+    Budgeted,
+    /// Beyond the budget, on a blocked holder's idle slot.
+    Lent,
+    /// Outside the budget, for a thread that holds a budgeted reservation.
+    Batched,
+}
+
 impl SchedulerDag {
     /// Takes the next ready work of `class` by weighted round robin across
     /// priority lanes, reserving one unit of `class` capacity for it. `None`
@@ -13,7 +24,7 @@ impl SchedulerDag {
         if !self.ledger.has_room(class) {
             return None;
         }
-        self.take_ready(class, false)
+        self.take_ready(class, Reserve::Budgeted)
     }
 
     /// Like [`Self::dequeue_ready`], but ignores the budget: for a thread that
@@ -23,12 +34,26 @@ impl SchedulerDag {
     /// the ledger shows one more reservation. The reservation is released
     /// exactly once, like any other.
     pub fn dequeue_ready_lent(&mut self, class: ResourceClass) -> Option<Dispatch> {
-        self.take_ready(class, true)
+        self.take_ready(class, Reserve::Lent)
     }
 
-    /// Pops the next ready work of `class` and reserves capacity for it
-    /// (beyond the budget when `lent`).
-    pub(super) fn take_ready(&mut self, class: ResourceClass, lent: bool) -> Option<Dispatch> {
+    /// Like [`Self::dequeue_ready`], for a thread that holds a budgeted
+    /// reservation and will run this work after its own, one job after
+    /// another: the reservation is held and released like any other, but it
+    /// is not counted against the budget (the thread is counted once), so
+    /// other threads keep their room. The caller must hold a budgeted
+    /// reservation of `class` from the same hold.
+    pub fn dequeue_ready_batched(&mut self, class: ResourceClass) -> Option<Dispatch> {
+        self.take_ready(class, Reserve::Batched)
+    }
+
+    /// Pops the next ready work of `class` and reserves capacity for it as
+    /// `reserve` says.
+    pub(super) fn take_ready(
+        &mut self,
+        class: ResourceClass,
+        reserve: Reserve,
+    ) -> Option<Dispatch> {
         let pick = self.ready.pick(class)?;
         let priority = pick.priority();
         let mut spare = self.spare_tokens.pop();
@@ -55,10 +80,10 @@ impl SchedulerDag {
         if let Some(unused) = spare {
             self.spare_tokens.push(unused);
         }
-        if lent {
-            self.ledger.reserve_lent(class, admission);
-        } else {
-            self.ledger.reserve(class, admission);
+        match reserve {
+            Reserve::Budgeted => self.ledger.reserve(class, admission),
+            Reserve::Lent => self.ledger.reserve_lent(class, admission),
+            Reserve::Batched => self.ledger.reserve_batched(class, admission),
         }
         self.counters.dequeued += 1;
         Some(Dispatch {

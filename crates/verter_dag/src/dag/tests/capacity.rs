@@ -211,3 +211,51 @@ fn a_finished_stages_token_is_reused_only_when_nobody_holds_it() {
     h.assert_quiescent();
     assert_eq!(held.len(), 1);
 }
+
+#[test]
+fn batched_work_is_reserved_outside_the_budget_and_released_once() {
+    let mut h = Harness::with(DagConfig {
+        cpu_budget: 1,
+        io_budget: 1,
+        ..DagConfig::default()
+    });
+    let (a, b, c) = (h.add("a.rs"), h.add("b.rs"), h.add("c.rs"));
+    for file in [&a, &b, &c] {
+        h.request(file, TargetStage::Source, WaitPolicy::Follow);
+    }
+    // Move every Source load to CPU: three parses ready, budget one.
+    for _ in 0..3 {
+        let load = h.dequeue(ResourceClass::Io).expect("a load");
+        let effects = h.dag.continue_on(load, ResourceClass::Cpu);
+        h.absorb(effects);
+    }
+    assert_eq!(h.dag.ready_len(ResourceClass::Cpu), 3);
+    let first = h.dequeue(ResourceClass::Cpu).expect("budgeted");
+    assert!(h.dequeue(ResourceClass::Cpu).is_none(), "budget spent");
+    // The holder of the budgeted reservation takes more for itself.
+    let second = h
+        .dag
+        .dequeue_ready_batched(ResourceClass::Cpu)
+        .expect("batched");
+    let ledger = h.dag.ledger();
+    assert_eq!((ledger.cpu_in_use, ledger.cpu_batched), (2, 1));
+    // Releasing the budgeted one makes room again, while the batched one is
+    // still held.
+    let (current, effects) = h.dag.complete(first);
+    assert!(current);
+    h.absorb(effects);
+    let ledger = h.dag.ledger();
+    assert_eq!((ledger.cpu_in_use, ledger.cpu_batched), (1, 1));
+    let third = h
+        .dequeue(ResourceClass::Cpu)
+        .expect("room: batched work is not counted");
+    for dispatch in [second, third] {
+        let (current, effects) = h.dag.complete(dispatch);
+        assert!(current);
+        h.absorb(effects);
+    }
+    let ledger = h.dag.ledger();
+    assert_eq!((ledger.cpu_in_use, ledger.cpu_batched), (0, 0));
+    h.run();
+    h.assert_quiescent();
+}
