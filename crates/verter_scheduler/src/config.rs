@@ -40,6 +40,20 @@ pub struct SchedulerConfig {
     /// the deepest input the executor accepts. Virtual memory only: a page
     /// is committed when it is touched. Default: [`Self::DEFAULT_STAGE_STACK`].
     pub stage_stack_size: Option<usize>,
+    /// How many finished stages a stage thread may commit in one hold of
+    /// the DAG lock, at most (and so how many ready stages it takes for
+    /// itself in that hold). A thread takes more than one only while its
+    /// stages are quick (each under [`Self::quick_stage`]) and there is
+    /// ready work for every budgeted thread; its extra stages are reserved
+    /// outside the budget, which counts threads running work. `1` commits
+    /// every stage in a hold of its own. Default: 8.
+    pub stages_per_hold: usize,
+    /// A round of stages that ran longer than this per stage ends its
+    /// thread's batch: the next hold commits it and takes one stage, so a
+    /// long stage never keeps ready work back from the other threads or an
+    /// urgent request. A scheduling heuristic only: no answer depends on
+    /// it. Default: [`Self::QUICK_STAGE`].
+    pub quick_stage: Duration,
     /// Pause points and events for tests; a no-op by default.
     pub hooks: Arc<dyn Hooks>,
 }
@@ -54,6 +68,8 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("idle_repump", &self.idle_repump)
             .field("wait_backstop", &self.wait_backstop)
             .field("stage_stack_size", &self.stage_stack_size)
+            .field("stages_per_hold", &self.stages_per_hold)
+            .field("quick_stage", &self.quick_stage)
             .finish_non_exhaustive()
     }
 }
@@ -68,6 +84,9 @@ impl Default for SchedulerConfig {
 impl SchedulerConfig {
     /// The default stage thread stack: 16 MiB.
     pub const DEFAULT_STAGE_STACK: usize = 16 << 20;
+
+    /// The default [`Self::quick_stage`]: 50 µs.
+    pub const QUICK_STAGE: Duration = Duration::from_micros(50);
 
     /// The default configuration for `cpu_threads` stage threads and
     /// `io_threads` I/O threads (both at least 1).
@@ -86,6 +105,8 @@ impl SchedulerConfig {
             idle_repump: Some(Duration::from_millis(50)),
             wait_backstop: Some(IDLE_PUMP_BACKSTOP),
             stage_stack_size: Some(Self::DEFAULT_STAGE_STACK),
+            stages_per_hold: 8,
+            quick_stage: Self::QUICK_STAGE,
             hooks: Arc::new(NoHooks),
         }
     }
@@ -95,7 +116,8 @@ impl SchedulerConfig {
     /// # Errors
     /// The first thing that makes it unusable: a zero CPU or I/O budget (no
     /// work could run), a zero lane weight (a priority lane would starve),
-    /// or a zero inbox capacity (no request could be sent).
+    /// a zero inbox capacity (no request could be sent), or zero stages per
+    /// hold.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.dag.cpu_budget == 0 {
             return Err(ConfigError::ZeroBudget { class: "CPU" });
@@ -108,6 +130,9 @@ impl SchedulerConfig {
         }
         if self.inbox_capacity == 0 {
             return Err(ConfigError::ZeroInbox);
+        }
+        if self.stages_per_hold == 0 {
+            return Err(ConfigError::ZeroStagesPerHold);
         }
         Ok(())
     }
@@ -157,6 +182,9 @@ pub enum ConfigError {
     /// The inbox holds nothing: no request could be submitted.
     #[error("the inbox capacity is zero: no request could be submitted")]
     ZeroInbox,
+    /// `stages_per_hold` is zero: no finished stage could be committed.
+    #[error("stages_per_hold is zero: no finished stage could be committed")]
+    ZeroStagesPerHold,
     /// The CPU pool cannot carry the configured budget.
     #[error(
         "the CPU pool's capacity ({capacity}) is below the DAG CPU budget plus its threads ({needed}): build it with SchedulerConfig::build_pools"

@@ -109,14 +109,15 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// The class of work the calling thread may continue with after it
-    /// finishes a job of `class`: only an outermost job on a pool thread of
-    /// that class, on a threaded scheduler. Inline callers and nested
-    /// (waiting) jobs queue what they dispatch, as before.
+    /// finishes a job of `class`: only a thread that runs jobs outside any
+    /// other job (an outermost chain) on a pool thread of that class, on a
+    /// threaded scheduler. Inline callers and nested (waiting) jobs queue
+    /// what they dispatch, as before.
     fn continuation(&self, class: ResourceClass) -> Option<ResourceClass> {
         let Mode::Threaded { .. } = &self.mode else {
             return None;
         };
-        let outermost = JOB_DEPTH.with(Cell::get) == 1;
+        let outermost = JOB_DEPTH.with(Cell::get) == 0;
         let pool_thread = matches!(
             (class, CallerKind::current()),
             (ResourceClass::Cpu, CallerKind::CpuWorker) | (ResourceClass::Io, CallerKind::IoWorker)
@@ -293,6 +294,34 @@ impl<E: StageExecutor> Scheduler<E> {
         })
     }
 
+    /// Under the lock, in a hold that keeps a CPU job for the calling
+    /// thread: takes up to `extra` more ready CPU jobs for that thread
+    /// (reserved outside the budget, `SchedulerDag::dequeue_ready_batched`),
+    /// and never more than an even share of the ready work per budgeted
+    /// thread, so the others still find work.
+    pub(crate) fn take_batched(
+        &self,
+        locked: &mut Locked<E>,
+        post: &mut PostWork<E>,
+        extra: usize,
+        into: &mut Vec<Job<E>>,
+    ) {
+        let share = locked.dag.ready_len(ResourceClass::Cpu) / locked.dag.ledger().cpu_budget;
+        for _ in 0..extra.min(share) {
+            let Some(dispatch) = locked.dag.dequeue_ready_batched(ResourceClass::Cpu) else {
+                return;
+            };
+            self.counters.batched_stages.fetch_add(1, Ordering::Relaxed);
+            match self.cpu_job(locked, dispatch) {
+                Ok(job) => into.push(job),
+                Err(refused) => {
+                    let (dispatch, error) = *refused;
+                    self.fail_current(locked, dispatch, error, post);
+                }
+            }
+        }
+    }
+
     fn committed_analysis(&self, key: &DepKey) -> Option<Arc<AnalysisSnapshot<E::Analysis>>> {
         let node = self.live_node(&key.file)?;
         let view = node.view();
@@ -337,11 +366,17 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    /// Runs `job`, then every job its completion handed back to this thread.
+    /// Runs `job`, then every job its completion handed back to this thread
+    /// — several per hold on an outermost CPU chain (`batch.rs`).
     fn run_chain(&self, job: Job<E>) {
+        let keep = self.continuation(job.dispatch.class);
+        if keep == Some(ResourceClass::Cpu) && self.config.stages_per_hold > 1 {
+            self.run_batches(job);
+            return;
+        }
         let mut next = Some(job);
         while let Some(job) = next {
-            next = self.run_job(job);
+            next = self.run_job(job, keep);
         }
     }
 
@@ -351,7 +386,10 @@ impl<E: StageExecutor> Scheduler<E> {
     /// on its own idle slot when the budget is spent, so nested waits cannot
     /// deadlock on capacity. Returns whether it did anything.
     pub(crate) fn pump_pass(&self) -> bool {
-        let mut progressed = self.drain_inbox() > 0;
+        // A stage this thread finished and has not committed yet (its batch
+        // is still running) may be what the waiter waits for.
+        let mut progressed = flush_deferred();
+        progressed |= self.drain_inbox() > 0;
         progressed |= self.dispatch_ready() > 0;
         let nested = JOB_DEPTH.with(Cell::get) > 0;
         match (&self.mode, CallerKind::current()) {
@@ -428,6 +466,9 @@ impl<E: StageExecutor> PumpDriver for Scheduler<E> {
     }
 }
 
+mod batch;
 mod run;
+
+pub(crate) use batch::flush_deferred;
 #[cfg(test)]
 mod tests;

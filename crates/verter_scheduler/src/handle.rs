@@ -113,6 +113,11 @@ impl<E: StageExecutor> CompletionHandle<E> {
     /// Parks until answered or `timeout` passes. Never pumps: on an inline
     /// scheduler use [`crate::Scheduler::wait`], which does.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<RequestResult<E>> {
+        // Called from inside a stage, the answer may be a stage this
+        // thread finished and has not committed yet.
+        if !self.state.cell().is_set() {
+            crate::exec::flush_deferred();
+        }
         self.state.cell().wait_timeout(timeout)
     }
 }
@@ -123,6 +128,10 @@ impl<E: StageExecutor> Future for CompletionHandle<E> {
     /// Ready once the request is answered. A threaded scheduler answers on
     /// its own threads; an inline one needs someone to pump it.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // As in `wait_timeout`: a stage this thread has not committed yet.
+        if !self.state.cell().is_set() {
+            crate::exec::flush_deferred();
+        }
         self.state.cell().poll_get(cx)
     }
 }

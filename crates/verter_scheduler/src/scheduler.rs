@@ -107,6 +107,12 @@ pub struct SchedulerCounters {
     /// Requests answered `Internal` because a scheduler invariant broke:
     /// always zero unless one did.
     pub internal_errors: u64,
+    /// Lock holds that committed finished stages (one or more each).
+    pub completion_holds: u64,
+    /// Stages a thread took for itself beyond the one its hold kept
+    /// (`SchedulerConfig::stages_per_hold`): batched work, reserved outside
+    /// the budget.
+    pub batched_stages: u64,
 }
 
 /// The state at a quiescent moment: what tests assert is clean.

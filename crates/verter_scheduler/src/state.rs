@@ -133,6 +133,8 @@ pub(crate) struct Counters {
     pub(crate) answered_without_admission: AtomicU64,
     pub(crate) duplicate_answers: AtomicU64,
     pub(crate) internal_errors: AtomicU64,
+    pub(crate) completion_holds: AtomicU64,
+    pub(crate) batched_stages: AtomicU64,
     /// Requests enqueued and not yet admitted. Incremented before the send,
     /// decremented in the lock hold that admits them.
     pub(crate) pending_admissions: AtomicUsize,
@@ -233,6 +235,20 @@ impl<E: StageExecutor> Scheduler<E> {
         keep: Option<ResourceClass>,
         f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R,
     ) -> (R, Option<Job<E>>, usize) {
+        self.transact_batching(keep, None, f)
+    }
+
+    /// [`Self::transact_dispatching`]; with `batch = Some((extra, into))`,
+    /// a hold that keeps a CPU job for the calling thread also takes up to
+    /// `extra` more ready CPU jobs for it, reserved outside the budget,
+    /// into `into` (`Scheduler::take_batched`; docs/design.md, "Several
+    /// stages per hold").
+    pub(crate) fn transact_batching<R>(
+        &self,
+        keep: Option<ResourceClass>,
+        batch: Option<(usize, &mut Vec<Job<E>>)>,
+        f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R,
+    ) -> (R, Option<Job<E>>, usize) {
         let mut post = self.post_work();
         let (result, jobs, made_ready) = {
             let mut locked = self.lock();
@@ -245,6 +261,15 @@ impl<E: StageExecutor> Scheduler<E> {
                 // dispatches in its own hold.
                 let jobs = self.take_jobs(&mut locked, &mut post);
                 post.dispatch = false;
+                if let Some((extra, into)) = batch
+                    && extra > 0
+                    && keep == Some(ResourceClass::Cpu)
+                    && jobs
+                        .iter()
+                        .any(|job| job.dispatch.class == ResourceClass::Cpu)
+                {
+                    self.take_batched(&mut locked, &mut post, extra, into);
+                }
                 jobs
             } else {
                 crate::job::Jobs::new()

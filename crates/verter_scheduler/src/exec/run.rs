@@ -1,15 +1,64 @@
 //! Running a job and completing it: the executor or loader call outside the
-//! lock, then the one completion protocol (`complete_with`), which publishes
-//! only if the carried identity is still current.
+//! lock ([`Scheduler::execute`], which yields a [`Finished`]), then the one
+//! completion protocol ([`Scheduler::commit`], under the lock), which
+//! publishes only if the carried identity is still current.
 //!
 //! Part of the `exec` module; see its docs for the protocol of one job.
 
 use super::*;
 
+/// A job that ran, or was refused before running, and waits for its
+/// completion hold. Data only: what the run produced, with the dispatch
+/// that carries its identity; nothing is published until
+/// [`Scheduler::commit`] finds that identity current.
+pub(crate) struct Finished<E: StageExecutor> {
+    pub(super) dispatch: Dispatch,
+    pub(super) outcome: Outcome<E>,
+}
+
+/// What a job's run produced.
+pub(super) enum Outcome<E: StageExecutor> {
+    /// Refused before the executor ran: cancelled, retired or superseded.
+    Stale,
+    /// A Source load: the bytes, or why there are none.
+    Loaded {
+        file: FileIdentity,
+        result: Result<Arc<str>, RequestError>,
+    },
+    /// A Source parse with its resolved forward and blocker dependencies.
+    Parsed {
+        node: Arc<FileNode<E>>,
+        text: Arc<SourceText>,
+        result: Result<(E::Source, ParsedDeps), RequestError>,
+    },
+    /// An Analysis.
+    Analysed {
+        node: Arc<FileNode<E>>,
+        result: Result<Arc<AnalysisSnapshot<E::Analysis>>, RequestError>,
+    },
+    /// An Artifact, with the blockers' analyses it was built from.
+    Built {
+        node: Arc<FileNode<E>>,
+        result: Result<Arc<ArtifactSnapshot<E::Artifact>>, RequestError>,
+        blockers: Vec<Arc<AnalysisSnapshot<E::Analysis>>>,
+    },
+}
+
+/// A parsed source's forward dependencies and blockers, resolved.
+pub(super) type ParsedDeps = (Vec<ResolvedDep>, Vec<ResolvedDep>);
+
 impl<E: StageExecutor> Scheduler<E> {
-    /// Runs one job and completes it; returns the job its completion's hold
-    /// dispatched for this thread to run next, if any.
-    pub(super) fn run_job(&self, job: Job<E>) -> Option<Job<E>> {
+    /// Runs one job and completes it in its own hold; returns the job that
+    /// hold handed this thread (`keep`) to run next, if any.
+    pub(super) fn run_job(&self, job: Job<E>, keep: Option<ResourceClass>) -> Option<Job<E>> {
+        let finished = self.execute(job);
+        self.complete(finished, keep)
+    }
+
+    /// Runs one job outside the lock: the loader or the executor, inside a
+    /// panic boundary, unless its dispatch is already stale. Publishes
+    /// nothing.
+    pub(super) fn execute(&self, job: Job<E>) -> Finished<E> {
         JOB_DEPTH.with(|depth| depth.set(depth.get() + 1));
         let _depth = JobDepth;
         let Job {
@@ -29,12 +78,16 @@ impl<E: StageExecutor> Scheduler<E> {
                 || node.is_retired()
                 || node.view().generation != file.generation
         };
+        let refused = |dispatch| Finished {
+            dispatch,
+            outcome: Outcome::Stale,
+        };
         if stale(&node, &dispatch) {
-            return self.complete_stale(dispatch);
+            return refused(dispatch);
         }
         hooks.pause(HookPoint::AfterDispatch, &identity, dispatch.class);
         if stale(&node, &dispatch) {
-            return self.complete_stale(dispatch);
+            return refused(dispatch);
         }
         if self.observes_events {
             hooks.on_event(&match work {
@@ -44,9 +97,9 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
         let _span = span.enter();
-        match work {
-            Work::Load => self.run_load(dispatch, &file),
-            Work::Parse(text) => self.run_parse(dispatch, &node, text),
+        let outcome = match work {
+            Work::Load => self.run_load(&file),
+            Work::Parse(text) => self.run_parse(&dispatch, node, text),
             Work::Analysis(source) => {
                 self.counters.analysis_runs.fetch_add(1, Ordering::Relaxed);
                 let input = AnalysisInput {
@@ -55,20 +108,14 @@ impl<E: StageExecutor> Scheduler<E> {
                 };
                 let result =
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&input)));
-                let output = self.stage_result(&file, "Analysis", result).map(|data| {
+                let result = self.stage_result(&file, "Analysis", result).map(|data| {
                     Arc::new(AnalysisSnapshot {
                         canonical: file.canonical.clone(),
                         version: file.version(),
                         data,
                     })
                 });
-                self.finish(
-                    dispatch,
-                    &node,
-                    output,
-                    std::iter::empty(),
-                    FileNode::publish_analysis,
-                )
+                Outcome::Analysed { node, result }
             }
             Work::Artifact {
                 profile,
@@ -84,7 +131,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 };
                 let result =
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_artifact(&input)));
-                let output = self.stage_result(&file, "Artifact", result).map(|data| {
+                let result = self.stage_result(&file, "Artifact", result).map(|data| {
                     Arc::new(ArtifactSnapshot {
                         canonical: file.canonical.clone(),
                         version: file.version(),
@@ -92,10 +139,94 @@ impl<E: StageExecutor> Scheduler<E> {
                         data,
                     })
                 });
-                let inputs = blockers.iter().map(|b| (&b.canonical, b.version));
-                self.finish(dispatch, &node, output, inputs, FileNode::publish_artifact)
+                Outcome::Built {
+                    node,
+                    result,
+                    blockers,
+                }
             }
+        };
+        hooks.pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
+        Finished { dispatch, outcome }
+    }
+
+    /// Completes `finished` in one hold of its own; `keep` as in
+    /// [`Self::transact_keeping`].
+    pub(super) fn complete(
+        &self,
+        finished: Finished<E>,
+        keep: Option<ResourceClass>,
+    ) -> Option<Job<E>> {
+        self.counters
+            .completion_holds
+            .fetch_add(1, Ordering::Relaxed);
+        let (broken, next) =
+            self.transact_keeping(keep, |locked, post| self.commit(locked, finished, post));
+        if let Some(message) = broken {
+            debug_assert!(false, "{message}");
         }
+        next
+    }
+
+    /// The one completion protocol, under the lock: refuse a stale dispatch
+    /// (publishing and consuming nothing), or publish and consume a current
+    /// one; either way the capacity it returned re-dispatches waiting work,
+    /// and answers leave as post-work. Returns the message of a broken
+    /// invariant, for a debug assertion once the answers are out.
+    pub(super) fn commit(
+        &self,
+        locked: &mut Locked<E>,
+        finished: Finished<E>,
+        post: &mut PostWork<E>,
+    ) -> Option<String> {
+        let Finished { dispatch, outcome } = finished;
+        if matches!(outcome, Outcome::Stale) || !locked.dag.is_current(&dispatch) {
+            self.refuse(locked, dispatch, post);
+            return None;
+        }
+        let broken = match outcome {
+            Outcome::Stale => unreachable!("refused above"),
+            Outcome::Loaded { file, result } => {
+                self.commit_load(locked, dispatch, &file, result, post);
+                None
+            }
+            Outcome::Parsed { node, text, result } => {
+                match result {
+                    Ok((parsed, (forward, blockers))) => self.commit_source(
+                        locked, dispatch, &node, text, parsed, forward, blockers, post,
+                    ),
+                    Err(error) => self.fail_current(locked, dispatch, error, post),
+                }
+                None
+            }
+            Outcome::Analysed { node, result } => self.commit_output(
+                locked,
+                dispatch,
+                &node,
+                result,
+                std::iter::empty(),
+                FileNode::publish_analysis,
+                post,
+            ),
+            Outcome::Built {
+                node,
+                result,
+                blockers,
+            } => {
+                let inputs = blockers.iter().map(|b| (&b.canonical, b.version));
+                self.commit_output(
+                    locked,
+                    dispatch,
+                    &node,
+                    result,
+                    inputs,
+                    FileNode::publish_artifact,
+                    post,
+                )
+            }
+        };
+        Self::capacity_released(locked, post);
+        broken
     }
 
     /// Turns an executor call's outcome (with its panic boundary) into a
@@ -130,33 +261,6 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    /// The one completion protocol: pause at `BeforeCompletion`, take the
-    /// lock, refuse a stale dispatch (publishing and consuming nothing), or
-    /// hand a current one to `commit`; either way the capacity it returned
-    /// re-dispatches waiting work, and post-work runs after the lock drops.
-    pub(super) fn complete_with<R: Default>(
-        &self,
-        dispatch: Dispatch,
-        commit: impl FnOnce(&mut Locked<E>, Dispatch, &mut PostWork<E>) -> R,
-    ) -> (R, Option<Job<E>>) {
-        self.config.hooks.pause(
-            HookPoint::BeforeCompletion,
-            &dispatch.identity,
-            dispatch.class,
-        );
-        let keep = self.continuation(dispatch.class);
-        self.transact_keeping(keep, |locked, post| {
-            if locked.dag.is_current(&dispatch) {
-                let result = commit(locked, dispatch, post);
-                Self::capacity_released(locked, post);
-                result
-            } else {
-                self.refuse(locked, dispatch, post);
-                R::default()
-            }
-        })
-    }
-
     /// Under the lock: fails a current dispatch with `error` and reports it.
     pub(super) fn fail_current(
         &self,
@@ -171,73 +275,64 @@ impl<E: StageExecutor> Scheduler<E> {
         self.absorb(locked, effects, post);
     }
 
-    pub(super) fn complete_stale(&self, dispatch: Dispatch) -> Option<Job<E>> {
-        let keep = self.continuation(dispatch.class);
-        self.transact_keeping(keep, |locked, post| self.refuse(locked, dispatch, post))
-            .1
-    }
-
-    /// Completes Analysis or Artifact work: publishes `output` into the view
-    /// with `publish` and completes, or fails, or refuses when stale.
+    /// Under the lock, for a current Analysis or Artifact: publishes
+    /// `output` into the view with `publish` and completes, or fails.
     /// `inputs` are the other files' versions the output was built from.
-    pub(super) fn finish<'a, T>(
+    /// Returns the message of a broken invariant (see [`Self::commit`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn commit_output<'a, T>(
         &self,
+        locked: &mut Locked<E>,
         dispatch: Dispatch,
         node: &FileNode<E>,
         output: Result<T, RequestError>,
         inputs: impl IntoIterator<Item = (&'a Canonical, verter_dag::SourceVersion)>,
         publish: impl FnOnce(&FileNode<E>, verter_dag::Generation, T) -> bool,
-    ) -> Option<Job<E>> {
-        let (broken, next) = self.complete_with(dispatch, |locked, dispatch, post| {
-            let identity = dispatch.identity.clone();
-            let file = identity.file().expect("file work").clone();
-            // A current dispatch was built from inputs that are all live now:
-            // a blocker edit would have made the dispatch stale, so
-            // publishing otherwise would publish a stale result. If that ever
-            // breaks, nothing is published and every waiter is answered
-            // `Internal` (counted); the debug assertion fires after the
-            // answers are out, so even a debug build leaves nobody hanging.
-            let retired = inputs.into_iter().find(|(canonical, version)| {
-                locked.dag.object(canonical).map(|object| object.version()) != Some(*version)
-            });
-            if let Some((canonical, version)) = retired {
-                let retired = format!("{canonical}#{}{}", version.incarnation, version.generation);
-                let message =
-                    format!("{identity} is current but was built from a retired input {retired}");
-                self.counters
-                    .internal_errors
-                    .fetch_add(1, Ordering::Relaxed);
-                let error = RequestError::Internal {
-                    path: file.canonical.clone(),
-                    message: message.as_str().into(),
-                };
-                self.fail_current(locked, dispatch, error, post);
-                return Some(message);
-            }
-            let generation = file.generation;
-            match output {
-                Ok(value) => {
-                    let published = publish(node, generation, value);
-                    debug_assert!(published, "a current dispatch matches the node's view");
-                    let (_, effects) = locked.dag.complete(dispatch);
-                    post.event(|| SchedulerEvent::DidComplete(identity));
-                    self.absorb(locked, effects, post);
-                }
-                Err(error) => self.fail_current(locked, dispatch, error, post),
-            }
-            None
+        post: &mut PostWork<E>,
+    ) -> Option<String> {
+        let identity = dispatch.identity.clone();
+        let file = identity.file().expect("file work").clone();
+        // A current dispatch was built from inputs that are all live now:
+        // a blocker edit would have made the dispatch stale, so publishing
+        // otherwise would publish a stale result. If that ever breaks,
+        // nothing is published and every waiter is answered `Internal`
+        // (counted); the debug assertion fires after the answers are out,
+        // so even a debug build leaves nobody hanging.
+        let retired = inputs.into_iter().find(|(canonical, version)| {
+            locked.dag.object(canonical).map(|object| object.version()) != Some(*version)
         });
-        if let Some(message) = broken {
-            debug_assert!(false, "{message}");
+        if let Some((canonical, version)) = retired {
+            let retired = format!("{canonical}#{}{}", version.incarnation, version.generation);
+            let message =
+                format!("{identity} is current but was built from a retired input {retired}");
+            self.counters
+                .internal_errors
+                .fetch_add(1, Ordering::Relaxed);
+            let error = RequestError::Internal {
+                path: file.canonical.clone(),
+                message: message.as_str().into(),
+            };
+            self.fail_current(locked, dispatch, error, post);
+            return Some(message);
         }
-        next
+        match output {
+            Ok(value) => {
+                let published = publish(node, file.generation, value);
+                debug_assert!(published, "a current dispatch matches the node's view");
+                let (_, effects) = locked.dag.complete(dispatch);
+                post.event(|| SchedulerEvent::DidComplete(identity));
+                self.absorb(locked, effects, post);
+            }
+            Err(error) => self.fail_current(locked, dispatch, error, post),
+        }
+        None
     }
 
-    /// The I/O half of Source: read the bytes, then hand the parse to CPU.
-    pub(super) fn run_load(&self, dispatch: Dispatch, file: &FileIdentity) -> Option<Job<E>> {
+    /// The I/O half of Source: read the bytes (the CPU half parses them).
+    pub(super) fn run_load(&self, file: &FileIdentity) -> Outcome<E> {
         self.counters.loads.fetch_add(1, Ordering::Relaxed);
         let result = catch_unwind(AssertUnwindSafe(|| self.loader.load(&file.canonical)));
-        let outcome = match result {
+        let result = match result {
             Ok(Ok(text)) => Ok(text),
             Ok(Err(error)) => Err(RequestError::from_load(&file.canonical, &error)),
             Err(payload) => {
@@ -251,7 +346,23 @@ impl<E: StageExecutor> Scheduler<E> {
                 })
             }
         };
-        self.complete_with(dispatch, |locked, dispatch, post| match outcome {
+        Outcome::Loaded {
+            file: file.clone(),
+            result,
+        }
+    }
+
+    /// Under the lock, for a current load: keep the text and move the
+    /// Source to the CPU budget for its parse, or fail it.
+    fn commit_load(
+        &self,
+        locked: &mut Locked<E>,
+        dispatch: Dispatch,
+        file: &FileIdentity,
+        result: Result<Arc<str>, RequestError>,
+        post: &mut PostWork<E>,
+    ) {
+        match result {
             Ok(text) => {
                 let source = Arc::new(SourceText {
                     canonical: file.canonical.clone(),
@@ -270,19 +381,18 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.absorb(locked, effects, post);
             }
             Err(error) => self.fail_current(locked, dispatch, error, post),
-        })
-        .1
+        }
     }
 
     /// The CPU half of Source: parse, extract dependencies and resolve their
-    /// paths outside the lock; then, in one lock hold and only if still
-    /// current, publish and consume everything.
+    /// paths outside the lock; [`Self::commit_source`] publishes and
+    /// consumes them in the completion hold, only if still current.
     pub(super) fn run_parse(
         &self,
-        dispatch: Dispatch,
-        node: &Arc<FileNode<E>>,
+        dispatch: &Dispatch,
+        node: Arc<FileNode<E>>,
         text: Arc<SourceText>,
-    ) -> Option<Job<E>> {
+    ) -> Outcome<E> {
         self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
         let file = dispatch.identity.file().cloned().expect("file work");
         let input = SourceInput {
@@ -301,22 +411,12 @@ impl<E: StageExecutor> Scheduler<E> {
             }));
             self.resolve_deps(&file, deps)
         });
-        let outcome = match (parsed, deps) {
+        let result = match (parsed, deps) {
             (Ok(parsed), Some(Ok(deps))) => Ok((parsed, deps)),
             (Err(error), _) | (_, Some(Err(error))) => Err(error),
             (Ok(_), None) => unreachable!("dependencies are extracted for every parse"),
         };
-        // Stale: publish nothing, consume nothing (no forward edges, no
-        // blocker drain, no ingest) — `complete_with` refuses it.
-        self.complete_with(dispatch, |locked, dispatch, post| match outcome {
-            Ok((parsed, (forward, blockers))) => {
-                self.commit_source(
-                    locked, dispatch, node, text, parsed, forward, blockers, post,
-                );
-            }
-            Err(error) => self.fail_current(locked, dispatch, error, post),
-        })
-        .1
+        Outcome::Parsed { node, text, result }
     }
 
     /// Resolves the paths a source named (loader calls: outside the lock).
@@ -324,7 +424,7 @@ impl<E: StageExecutor> Scheduler<E> {
         &self,
         file: &FileIdentity,
         deps: std::thread::Result<crate::traits::SourceDeps>,
-    ) -> Result<(Vec<ResolvedDep>, Vec<ResolvedDep>), RequestError> {
+    ) -> Result<ParsedDeps, RequestError> {
         let deps = deps.map_err(|payload| {
             self.counters
                 .executor_panics

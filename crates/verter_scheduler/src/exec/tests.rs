@@ -40,15 +40,20 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                     Incarnation::allocate(),
                     Generation::ZERO,
                 );
-                let node = Arc::clone(&job.node);
+                let finished = run::Finished {
+                    dispatch: job.dispatch,
+                    outcome: run::Outcome::Built {
+                        node: Arc::clone(&job.node),
+                        result: output,
+                        blockers: vec![Arc::new(AnalysisSnapshot {
+                            canonical: retired.canonical.clone(),
+                            version: retired.version(),
+                            data: 0,
+                        })],
+                    },
+                };
                 caught = Some(catch_unwind(AssertUnwindSafe(|| {
-                    let next = scheduler.finish(
-                        job.dispatch,
-                        &node,
-                        output,
-                        [(&retired.canonical, retired.version())],
-                        FileNode::publish_artifact,
-                    );
+                    let next = scheduler.complete(finished, None);
                     assert!(next.is_none(), "an inline completion keeps no job");
                 })));
             }

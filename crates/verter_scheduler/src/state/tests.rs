@@ -23,7 +23,7 @@ fn code_lines<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
 /// The `locked` field is private to `state.rs`, so the compiler already
 /// keeps every other module away from it; inside `state.rs` it is read in
 /// one place (`lock`), and `lock` is called by exactly the three holds the
-/// module docs name: `transact_dispatching` (every change), `read_locked`
+/// module docs name: `transact_batching` (every change), `read_locked`
 /// (read-only) and `Drop` (answering everyone at teardown).
 #[test]
 fn the_dag_lock_is_taken_only_here() {
@@ -62,5 +62,5 @@ fn the_dag_lock_is_taken_only_here() {
             holders.push(current);
         }
     }
-    assert_eq!(holders, ["transact_dispatching", "read_locked", "drop"]);
+    assert_eq!(holders, ["transact_batching", "read_locked", "drop"]);
 }

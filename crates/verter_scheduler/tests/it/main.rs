@@ -5,6 +5,7 @@
 
 mod support;
 
+mod batching;
 mod consistency;
 mod deps;
 mod inline;

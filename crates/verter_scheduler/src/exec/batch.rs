@@ -1,0 +1,185 @@
+//! Several stages per hold: an outermost CPU chain commits the stages it
+//! finished and takes its next ones in one hold of the DAG lock, so two
+//! stage threads do not take turns on the lock for every stage
+//! (docs/design.md, "Several stages per hold").
+//!
+//! A round is the jobs one hold handed this thread: one budgeted, the rest
+//! batched (`Scheduler::take_batched`). The thread runs them one after
+//! another; each finished one waits in the thread's *deferred* list until
+//! the round's last has run, and one hold then commits them all and takes
+//! the next round. A deferred stage is still running as far as the DAG is
+//! concerned (its reservation is held, nothing is published), so a stale
+//! one is refused at the commit like any other.
+//!
+//! A stage may wait on another stage's answer; that answer may be a
+//! deferred stage of its own thread. So every wait that may block first
+//! commits the thread's deferred list ([`flush_deferred`], called by every
+//! pump pass and by a handle's own waits): nothing waits on work that only
+//! its own thread could commit. A round ends after a slow stage (longer
+//! than `SchedulerConfig::quick_stage`): the next hold takes one job, so a
+//! long stage never keeps ready work from the other threads.
+//!
+//! This module must never commit under a hold it did not take through
+//! `Scheduler::transact*`, nor hand a batched job to another thread.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Instant;
+
+use super::*;
+use crate::exec::run::Finished;
+
+thread_local! {
+    /// The deferred list of the batch this thread is running, if any.
+    static DEFERRED: RefCell<Option<Rc<dyn Flush>>> = const { RefCell::new(None) };
+}
+
+/// Commits a thread's deferred stages (type-erased: a thread-local cannot
+/// name the executor type).
+trait Flush {
+    /// Commits every deferred stage in one hold; returns whether there was
+    /// any.
+    fn flush(&self) -> bool;
+}
+
+/// One batch's deferred stages and the scheduler that commits them.
+struct Deferred<E: StageExecutor> {
+    scheduler: Arc<Scheduler<E>>,
+    finished: RefCell<Vec<Finished<E>>>,
+}
+
+impl<E: StageExecutor> Flush for Deferred<E> {
+    fn flush(&self) -> bool {
+        let mut finished = std::mem::take(&mut *self.finished.borrow_mut());
+        if finished.is_empty() {
+            return false;
+        }
+        // A nested flush keeps nothing: its jobs go to the queues.
+        self.scheduler.complete_all(&mut finished, None, None);
+        true
+    }
+}
+
+/// Commits the calling thread's deferred stages, if it has any (see the
+/// module docs). Returns whether it committed anything. Cheap when there is
+/// nothing: one thread-local read.
+pub(crate) fn flush_deferred() -> bool {
+    let deferred = DEFERRED.with(|slot| slot.borrow().clone());
+    deferred.is_some_and(|deferred| deferred.flush())
+}
+
+/// Installs a batch's deferred list as the thread's; on drop (also on
+/// unwind) commits what is left and uninstalls it, so no reservation or
+/// waiter is ever left behind.
+struct Installed<E: StageExecutor>(Rc<Deferred<E>>);
+
+impl<E: StageExecutor> Installed<E> {
+    fn new(scheduler: Arc<Scheduler<E>>) -> Self {
+        let deferred = Rc::new(Deferred {
+            scheduler,
+            finished: RefCell::new(Vec::new()),
+        });
+        DEFERRED.with(|slot| {
+            let previous = slot.replace(Some(Rc::clone(&deferred) as Rc<dyn Flush>));
+            debug_assert!(previous.is_none(), "only an outermost chain batches");
+        });
+        Self(deferred)
+    }
+
+    fn defer(&self, finished: Finished<E>) {
+        self.0.finished.borrow_mut().push(finished);
+    }
+
+    fn take(&self, into: &mut Vec<Finished<E>>) {
+        into.append(&mut self.0.finished.borrow_mut());
+    }
+}
+
+impl<E: StageExecutor> Drop for Installed<E> {
+    fn drop(&mut self) {
+        DEFERRED.with(|slot| slot.replace(None));
+        self.0.flush();
+    }
+}
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// Runs `job` and every round of jobs the completion holds hand this
+    /// thread, committing each round in one hold (see the module docs).
+    /// Only for an outermost chain on a CPU pool thread.
+    pub(super) fn run_batches(&self, job: Job<E>) {
+        let limit = self.config.stages_per_hold;
+        let mut round: Vec<Job<E>> = Vec::with_capacity(limit);
+        let mut finished: Vec<Finished<E>> = Vec::with_capacity(limit);
+        let mut installed: Option<Installed<E>> = None;
+        round.push(job);
+        loop {
+            let started = Instant::now();
+            let jobs = round.len();
+            let last = jobs - 1;
+            for (index, job) in round.drain(..).enumerate() {
+                let done = self.execute(job);
+                if index == last {
+                    // Commit order is run order: the deferred ones first.
+                    if let Some(deferred) = &installed {
+                        deferred.take(&mut finished);
+                    }
+                    finished.push(done);
+                } else {
+                    // Later jobs of the round may wait on it: deferred, so
+                    // a pump on this thread commits it first.
+                    if installed.is_none() {
+                        installed = self.me.upgrade().map(Installed::new);
+                    }
+                    match &installed {
+                        Some(deferred) => deferred.defer(done),
+                        // The scheduler is being dropped: commit it alone.
+                        None => {
+                            self.complete(done, None);
+                        }
+                    }
+                }
+            }
+            let quick =
+                started.elapsed().as_nanos() < self.config.quick_stage.as_nanos() * jobs as u128;
+            let extra = if quick { limit - 1 } else { 0 };
+            let next = self.complete_all(
+                &mut finished,
+                Some(ResourceClass::Cpu),
+                Some((extra, &mut round)),
+            );
+            match next {
+                Some(job) => round.insert(0, job),
+                None => {
+                    debug_assert!(round.is_empty(), "batched jobs come with a kept one");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Commits every finished stage (draining `finished`) in one hold;
+    /// `keep` and `batch` as in [`Self::transact_batching`]. Returns the
+    /// kept job.
+    pub(super) fn complete_all(
+        &self,
+        finished: &mut Vec<Finished<E>>,
+        keep: Option<ResourceClass>,
+        batch: Option<(usize, &mut Vec<Job<E>>)>,
+    ) -> Option<Job<E>> {
+        self.counters
+            .completion_holds
+            .fetch_add(1, Ordering::Relaxed);
+        let (broken, next, _) = self.transact_batching(keep, batch, |locked, post| {
+            let mut broken = None;
+            for done in finished.drain(..) {
+                let message = self.commit(locked, done, post);
+                broken = broken.or(message);
+            }
+            broken
+        });
+        if let Some(message) = broken {
+            debug_assert!(false, "{message}");
+        }
+        next
+    }
+}

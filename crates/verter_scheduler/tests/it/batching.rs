@@ -1,0 +1,124 @@
+//! Several stages per hold: a stage thread commits the quick stages it ran
+//! and takes its next ones in one hold, answers stay what one stage per
+//! hold answers, and a stage that waits on a stage its own thread finished
+//! but has not committed yet is not left waiting.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use verter_dag::TargetStage;
+use verter_scheduler::{ConfigError, Request, SchedulerConfig};
+
+use crate::support::*;
+
+/// One stage thread whose stages always count as quick, `stages_per_hold`
+/// as given: how many stages a hold takes depends only on the ready work.
+fn one_thread(hooks: &Arc<GateHooks>, stages_per_hold: usize) -> SchedulerConfig {
+    let mut config = SchedulerConfig::with_threads(1, 1);
+    config.idle_repump = None;
+    config.wait_backstop = None;
+    config.hooks = Arc::clone(hooks) as _;
+    config.stages_per_hold = stages_per_hold;
+    config.quick_stage = Duration::MAX;
+    config
+}
+
+/// `n` files, each importing the next as a blocker, requested as
+/// Artifacts in one atomic batch with their texts; returns every answer.
+fn build(config: SchedulerConfig, n: usize) -> (Vec<String>, verter_scheduler::SchedulerCounters) {
+    let files = MemFiles::default();
+    let executor = LineExecutor::default();
+    let scheduler = threaded_with(&files, &executor, config);
+    let requests = (0..n)
+        .map(|i| {
+            let text = format!("file {i}\nuse f{}.rs", (i + 1) % n);
+            Request::new(format!("f{i}.rs"), ARTIFACT).text(text)
+        })
+        .collect();
+    let batch = scheduler.submit_batch_atomic(requests);
+    let answers = scheduler
+        .wait_batch(&batch)
+        .into_iter()
+        .map(|result| {
+            let output = result.expect("built");
+            output.as_artifact().expect("an artifact").data.clone()
+        })
+        .collect();
+    assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+    (answers, scheduler.counters())
+}
+
+#[test]
+fn a_stage_thread_commits_several_quick_stages_in_one_hold() {
+    watchdog("several stages per hold", || {
+        let hooks = Arc::new(GateHooks::default());
+        let (batched, counters) = build(one_thread(&hooks, 8), 40);
+        let stages = counters.source_runs + counters.analysis_runs + counters.artifact_runs;
+        assert_eq!(stages, 120);
+        assert!(
+            counters.batched_stages > 0,
+            "no hold took more than one stage"
+        );
+        assert!(
+            counters.completion_holds < stages,
+            "{} holds for {stages} stages",
+            counters.completion_holds
+        );
+        // The same answers as one stage per hold.
+        let (single, counters) = build(one_thread(&hooks, 1), 40);
+        assert_eq!(counters.batched_stages, 0);
+        assert_eq!(counters.completion_holds, stages);
+        assert_eq!(batched, single);
+    });
+}
+
+/// The only stage thread runs `a.rs`'s and `b.rs`'s parses in one round;
+/// `b.rs`'s parse waits for `a.rs`'s Source, finished on this very thread
+/// and not committed yet. The wait commits it first: without that, the
+/// thread would wait on itself forever (the watchdog fails the test).
+#[test]
+fn a_stage_waiting_on_its_own_threads_uncommitted_stage_is_answered() {
+    watchdog("waiting on a deferred stage", || {
+        let files = MemFiles::default();
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded_with(&files, &executor, one_thread(&hooks, 8));
+        let slot: SchedulerSlot = Default::default();
+        slot.set(Arc::downgrade(&scheduler)).ok();
+        {
+            let slot = Arc::clone(&slot);
+            let _ = executor.on_source.set(Box::new(move |path| {
+                if path != "b.rs" {
+                    return;
+                }
+                let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
+                let handle = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+                scheduler.wait(&handle).expect("a.rs parsed");
+            }));
+        }
+        // `first.rs` runs alone; the hold that commits it takes `a.rs`,
+        // `b.rs` and `c.rs` for the same thread.
+        let batch = scheduler.submit_batch_atomic(
+            ["first.rs", "a.rs", "b.rs", "c.rs"]
+                .into_iter()
+                .map(|path| Request::new(path, TargetStage::Source).text(format!("{path} text")))
+                .collect(),
+        );
+        for result in scheduler.wait_batch(&batch) {
+            result.expect("parsed");
+        }
+        let counters = scheduler.counters();
+        assert!(counters.batched_stages >= 2, "{counters:?}");
+        assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn zero_stages_per_hold_is_refused() {
+    let mut config = SchedulerConfig::with_threads(1, 1);
+    config.stages_per_hold = 0;
+    assert!(matches!(
+        config.validate(),
+        Err(ConfigError::ZeroStagesPerHold)
+    ));
+}
