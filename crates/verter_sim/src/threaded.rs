@@ -91,6 +91,14 @@ pub struct SoakReport {
     /// Every violation found (the run stops at the first checkpoint after
     /// one).
     pub violations: Vec<String>,
+    /// Stages the scheduler ran (parses, analyses, artifacts).
+    pub stages: u64,
+    /// Of those, how many a thread took beyond the one its hold kept (see
+    /// `SchedulerConfig::stages_per_hold`): the soak judges batched
+    /// commits too.
+    pub batched_stages: u64,
+    /// Lock holds that committed finished stages.
+    pub completion_holds: u64,
 }
 
 impl SoakReport {
@@ -276,12 +284,16 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         }
     }
     let elapsed = started.elapsed();
+    let counters = world.scheduler.counters();
     SoakReport {
         ops: world.ops.load(Ordering::SeqCst),
         answers: world.answers.load(Ordering::SeqCst),
         checkpoints: world.checkpoints.load(Ordering::SeqCst),
         elapsed,
         violations: world.violations.lock().clone(),
+        stages: counters.source_runs + counters.analysis_runs + counters.artifact_runs,
+        batched_stages: counters.batched_stages,
+        completion_holds: counters.completion_holds,
     }
 }
 

@@ -122,6 +122,10 @@ fn main() -> ExitCode {
                 report.elapsed.as_secs_f64(),
                 report.ops_per_second()
             );
+            println!(
+                "{} stages run, {} of them batched, committed in {} completion holds",
+                report.stages, report.batched_stages, report.completion_holds
+            );
             println!("{} violations", report.violations.len());
             if report.violations.is_empty() {
                 ExitCode::SUCCESS
