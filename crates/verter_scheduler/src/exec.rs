@@ -145,7 +145,14 @@ impl<E: StageExecutor> Scheduler<E> {
                     let effects = locked.dag.continue_on(dispatch, ResourceClass::Cpu);
                     self.absorb(locked, effects, post);
                 } else {
-                    jobs.push(Job::new(dispatch, Work::Load));
+                    match self.live_node(&file) {
+                        Some(node) => jobs.push(Job {
+                            dispatch,
+                            node,
+                            work: Work::Load,
+                        }),
+                        None => self.refuse(locked, dispatch, post),
+                    }
                 }
             }
             if let Some(dispatch) = locked.dag.dequeue_ready(ResourceClass::Cpu) {
@@ -165,7 +172,7 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// The published node of `file`'s object, if it is still that object.
-    pub(super) fn live_node(&self, file: &FileIdentity) -> Option<Arc<FileNode<E>>> {
+    fn live_node(&self, file: &FileIdentity) -> Option<Arc<FileNode<E>>> {
         let node = self.nodes.get(&file.canonical)?;
         (node.incarnation() == file.incarnation).then(|| Arc::clone(&node))
     }
@@ -187,55 +194,104 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    /// What a broken invariant about a dispatch's inputs is answered: an
-    /// `Internal` error, counted (tests and the simulator require the count
-    /// to stay zero); nothing panics under the lock.
-    pub(super) fn missing_input(&self, dispatch: &Dispatch, what: &str) -> RequestError {
-        self.counters
-            .internal_errors
-            .fetch_add(1, Ordering::Relaxed);
-        let path = dispatch.identity.file().map_or_else(
-            || Canonical::from(dispatch.identity.to_string()),
-            |file| file.canonical.clone(),
-        );
-        RequestError::Internal {
-            path,
-            message: format!("{} of the file: {what}", stage_name(&dispatch.identity)).into(),
-        }
-    }
-
-    /// Under the lock: what a CPU job needs from the locked state — the
-    /// known text of a parse, the blocker keys of an Artifact. Its node and
-    /// the views its inputs are published in are read by the thread that
-    /// runs it, after the lock (`Scheduler::execute`).
+    /// Captures a CPU job's inputs from the published views, under the lock.
     fn cpu_job(
         &self,
         locked: &mut Locked<E>,
         dispatch: Dispatch,
     ) -> Result<Job<E>, Box<(Dispatch, RequestError)>> {
-        let Some(key) = dispatch.identity.as_dep_key() else {
-            let error =
-                self.missing_input(&dispatch, "cache nodes have no executor in this facade");
-            return Err(Box::new((dispatch, error)));
+        // A broken invariant here is answered `Internal` and counted (tests
+        // and the simulator require the count to stay zero); nothing panics
+        // under the lock.
+        let internal = |dispatch: Dispatch, what: &str| {
+            self.counters
+                .internal_errors
+                .fetch_add(1, Ordering::Relaxed);
+            let path = dispatch.identity.file().map_or_else(
+                || Canonical::from(dispatch.identity.to_string()),
+                |file| file.canonical.clone(),
+            );
+            let error = RequestError::Internal {
+                path,
+                message: format!("{} of the file: {what}", stage_name(&dispatch.identity)).into(),
+            };
+            Box::new((dispatch, error))
         };
+        let Some(key) = dispatch.identity.as_dep_key().cloned() else {
+            return Err(internal(
+                dispatch,
+                "cache nodes have no executor in this facade",
+            ));
+        };
+        let Some(node) = self.live_node(&key.file) else {
+            return Err(internal(dispatch, "dispatched work has no live node"));
+        };
+        let view = node.view();
         let work = match key.stage {
             TargetStage::Source => match locked.texts.get(&key.file.canonical) {
                 Some(known) if known.text.version == key.file.version() => {
                     Work::Parse(Arc::clone(&known.text))
                 }
                 _ => {
-                    let error =
-                        self.missing_input(&dispatch, "a parse was dispatched without its text");
-                    return Err(Box::new((dispatch, error)));
+                    return Err(internal(
+                        dispatch,
+                        "a parse was dispatched without its text",
+                    ));
                 }
             },
-            TargetStage::Analysis => Work::Analysis,
-            TargetStage::Artifact(profile) => Work::Artifact {
-                profile,
-                blockers: locked.dag.blocker_keys(&key.file).iter().cloned().collect(),
-            },
+            TargetStage::Analysis => {
+                match (view.source(), view.generation == key.file.generation) {
+                    (Some(source), true) => Work::Analysis(Arc::clone(source)),
+                    _ => {
+                        return Err(internal(
+                            dispatch,
+                            "Analysis was dispatched before its Source",
+                        ));
+                    }
+                }
+            }
+            TargetStage::Artifact(profile) => {
+                let analysis = match (view.analysis(), view.generation == key.file.generation) {
+                    (Some(analysis), true) => Arc::clone(analysis),
+                    _ => {
+                        return Err(internal(
+                            dispatch,
+                            "an Artifact was dispatched before its Analysis",
+                        ));
+                    }
+                };
+                // The record is sorted by key, so by path: as the executor
+                // receives them.
+                let keys = locked.dag.blocker_keys(&key.file);
+                let mut blockers = Vec::with_capacity(keys.len());
+                for blocker in keys {
+                    match self.committed_analysis(blocker) {
+                        Some(analysis) => blockers.push(analysis),
+                        None => {
+                            return Err(internal(
+                                dispatch,
+                                "an Artifact was dispatched before a blocker's Analysis",
+                            ));
+                        }
+                    }
+                }
+                debug_assert!(
+                    blockers
+                        .windows(2)
+                        .all(|pair| pair[0].canonical < pair[1].canonical)
+                );
+                Work::Artifact {
+                    profile,
+                    analysis,
+                    blockers,
+                }
+            }
         };
-        Ok(Job::new(dispatch, work))
+        Ok(Job {
+            dispatch,
+            node,
+            work,
+        })
     }
 
     /// Under the lock, in a hold that keeps a CPU job for the calling
@@ -266,10 +322,7 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    pub(super) fn committed_analysis(
-        &self,
-        key: &DepKey,
-    ) -> Option<Arc<AnalysisSnapshot<E::Analysis>>> {
+    fn committed_analysis(&self, key: &DepKey) -> Option<Arc<AnalysisSnapshot<E::Analysis>>> {
         let node = self.live_node(&key.file)?;
         let view = node.view();
         (view.generation == key.file.generation)
@@ -369,7 +422,24 @@ impl<E: StageExecutor> Scheduler<E> {
                         None
                     }
                 },
-                ResourceClass::Io => Some(Job::new(dispatch, Work::Load)),
+                ResourceClass::Io => {
+                    let file = dispatch
+                        .identity
+                        .file()
+                        .cloned()
+                        .expect("I/O work is file work");
+                    match self.live_node(&file) {
+                        Some(node) => Some(Job {
+                            dispatch,
+                            node,
+                            work: Work::Load,
+                        }),
+                        None => {
+                            self.refuse(locked, dispatch, post);
+                            None
+                        }
+                    }
+                }
             },
         });
         match job {

@@ -1,50 +1,36 @@
-//! `Job`: a dispatched piece of work and what its hold captured for it,
+//! `Job`: a dispatched piece of work and the inputs it captured at dispatch,
 //! moved from the lock hold that dispatched it to the thread that runs it.
 //! Data only: it names no module that schedules or runs work.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use verter_dag::{DepKey, Dispatch, ProfileHash};
+use verter_dag::{Dispatch, ProfileHash};
 
-use crate::snapshot::SourceText;
+use crate::node::FileNode;
+use crate::snapshot::{AnalysisSnapshot, SourceSnapshot, SourceText};
 use crate::traits::StageExecutor;
 
-/// A dispatched piece of work and what its hold had to capture for it.
-/// Everything else it needs (its node, the views its inputs are published
-/// in) the thread that runs it reads after the lock is gone.
+/// A dispatched piece of work with the inputs it captured at dispatch.
 pub(crate) struct Job<E: StageExecutor> {
     pub(crate) dispatch: Dispatch,
-    pub(crate) work: Work,
-    _executor: PhantomData<fn() -> E>,
+    pub(crate) node: Arc<FileNode<E>>,
+    pub(crate) work: Work<E>,
 }
 
-impl<E: StageExecutor> Job<E> {
-    pub(crate) fn new(dispatch: Dispatch, work: Work) -> Self {
-        Self {
-            dispatch,
-            work,
-            _executor: PhantomData,
-        }
-    }
-}
-
-pub(crate) enum Work {
+pub(crate) enum Work<E: StageExecutor> {
     /// Read the file's bytes (I/O).
     Load,
-    /// Parse the known text (CPU): the text lives under the lock, so the
-    /// hold captures it.
+    /// Parse the known text (CPU).
     Parse(Arc<SourceText>),
-    /// Analyse the parsed source (CPU), read from the file's view.
-    Analysis,
-    /// Build an artifact (CPU) from the file's analysis and its blockers',
-    /// read from their views; the hold copies the blocker record's keys
-    /// (sorted, so by path: as the executor receives them).
+    /// Analyse the parsed source (CPU).
+    Analysis(Arc<SourceSnapshot<E::Source>>),
+    /// Build an artifact (CPU).
     Artifact {
         profile: ProfileHash,
-        blockers: SmallVec<[DepKey; 2]>,
+        analysis: Arc<AnalysisSnapshot<E::Analysis>>,
+        blockers: Vec<Arc<AnalysisSnapshot<E::Analysis>>>,
     },
 }
 

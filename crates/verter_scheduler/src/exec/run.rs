@@ -20,10 +20,6 @@ pub(crate) struct Finished<E: StageExecutor> {
 pub(super) enum Outcome<E: StageExecutor> {
     /// Refused before the executor ran: cancelled, retired or superseded.
     Stale,
-    /// An input the dispatch promised was not there when the job read it:
-    /// the dispatch went stale meanwhile (refused at the commit), or, if it
-    /// is still current, an invariant broke (answered `Internal`).
-    Missing(&'static str),
     /// A Source load: the bytes, or why there are none.
     Loaded {
         file: FileIdentity,
@@ -59,14 +55,17 @@ impl<E: StageExecutor> Scheduler<E> {
         self.complete(finished, keep)
     }
 
-    /// Runs one job outside the lock: reads its node and the views its
-    /// inputs are published in, then runs the loader or the executor,
-    /// inside a panic boundary, unless its dispatch is already stale.
-    /// Publishes nothing.
+    /// Runs one job outside the lock: the loader or the executor, inside a
+    /// panic boundary, unless its dispatch is already stale. Publishes
+    /// nothing.
     pub(super) fn execute(&self, job: Job<E>) -> Finished<E> {
         JOB_DEPTH.with(|depth| depth.set(depth.get() + 1));
         let _depth = JobDepth;
-        let Job { dispatch, work, .. } = job;
+        let Job {
+            dispatch,
+            node,
+            work,
+        } = job;
         let identity = dispatch.identity.clone();
         let hooks = &self.config.hooks;
         // Work for a retired object or a superseded generation, or work
@@ -74,13 +73,6 @@ impl<E: StageExecutor> Scheduler<E> {
         // the executor — checked again after the pause point, where a test
         // (or a slow thread) may have let the world move on.
         let file = identity.file().cloned().expect("jobs are file work");
-        let missing = |dispatch, what| Finished {
-            dispatch,
-            outcome: Outcome::Missing(what),
-        };
-        let Some(node) = self.live_node(&file) else {
-            return missing(dispatch, "dispatched work has no live node");
-        };
         let stale = |node: &FileNode<E>, dispatch: &Dispatch| {
             dispatch.cancel.is_cancelled()
                 || node.is_retired()
@@ -108,13 +100,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let outcome = match work {
             Work::Load => self.run_load(&file),
             Work::Parse(text) => self.run_parse(&dispatch, node, text),
-            Work::Analysis => {
-                let view = node.view();
-                let source = match (view.source(), view.generation == file.generation) {
-                    (Some(source), true) => Arc::clone(source),
-                    _ => return missing(dispatch, "Analysis was dispatched before its Source"),
-                };
-                drop(view);
+            Work::Analysis(source) => {
                 self.counters.analysis_runs.fetch_add(1, Ordering::Relaxed);
                 let input = AnalysisInput {
                     source: &source,
@@ -131,33 +117,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 });
                 Outcome::Analysed { node, result }
             }
-            Work::Artifact { profile, blockers } => {
-                let view = node.view();
-                let analysis = match (view.analysis(), view.generation == file.generation) {
-                    (Some(analysis), true) => Arc::clone(analysis),
-                    _ => {
-                        return missing(dispatch, "an Artifact was dispatched before its Analysis");
-                    }
-                };
-                drop(view);
-                let keys = blockers;
-                let mut blockers = Vec::with_capacity(keys.len());
-                for key in &keys {
-                    match self.committed_analysis(key) {
-                        Some(analysis) => blockers.push(analysis),
-                        None => {
-                            return missing(
-                                dispatch,
-                                "an Artifact was dispatched before a blocker's Analysis",
-                            );
-                        }
-                    }
-                }
-                debug_assert!(
-                    blockers
-                        .windows(2)
-                        .all(|pair| pair[0].canonical < pair[1].canonical)
-                );
+            Work::Artifact {
+                profile,
+                analysis,
+                blockers,
+            } => {
                 self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
                 let input = ArtifactInput {
                     profile,
@@ -222,11 +186,6 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         let broken = match outcome {
             Outcome::Stale => unreachable!("refused above"),
-            Outcome::Missing(what) => {
-                let error = self.missing_input(&dispatch, what);
-                self.fail_current(locked, dispatch, error, post);
-                None
-            }
             Outcome::Loaded { file, result } => {
                 self.commit_load(locked, dispatch, &file, result, post);
                 None

@@ -43,7 +43,7 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                 let finished = run::Finished {
                     dispatch: job.dispatch,
                     outcome: run::Outcome::Built {
-                        node: scheduler.node(&file.canonical).expect("a live node"),
+                        node: Arc::clone(&job.node),
                         result: output,
                         blockers: vec![Arc::new(AnalysisSnapshot {
                             canonical: retired.canonical.clone(),
