@@ -42,18 +42,20 @@ pub struct SchedulerConfig {
     pub stage_stack_size: Option<usize>,
     /// How many finished stages a stage thread may commit in one hold of
     /// the DAG lock, at most (and so how many ready stages it takes for
-    /// itself in that hold). A thread takes more than one only while its
-    /// stages are quick (each under [`Self::quick_stage`]) and there is
-    /// ready work for every budgeted thread; its extra stages are reserved
-    /// outside the budget, which counts threads running work. `1` commits
-    /// every stage in a hold of its own. Default: 8.
+    /// itself in that hold). How many it takes is bounded by
+    /// [`Self::batch_time`] and by an even share of the ready work per
+    /// budgeted thread; the extra stages are reserved outside the budget,
+    /// which counts threads running work. `1` commits every stage in a
+    /// hold of its own. Default: 128.
     pub stages_per_hold: usize,
-    /// A round of stages that ran longer than this per stage ends its
-    /// thread's batch: the next hold commits it and takes one stage, so a
-    /// long stage never keeps ready work back from the other threads or an
-    /// urgent request. A scheduling heuristic only: no answer depends on
-    /// it. Default: [`Self::QUICK_STAGE`].
-    pub quick_stage: Duration,
+    /// How long one thread's batch of stages may take, as estimated from
+    /// how long its last stages took: a hold takes about this much work for
+    /// its thread, so quick stages are committed many per hold while a
+    /// slow stage (one over this) is committed and followed by a single
+    /// one. It bounds how long ready work can wait behind one thread's
+    /// batch (an urgent request's stage among it). A scheduling heuristic
+    /// only: no answer depends on it. Default: [`Self::BATCH_TIME`].
+    pub batch_time: Duration,
     /// Pause points and events for tests; a no-op by default.
     pub hooks: Arc<dyn Hooks>,
 }
@@ -69,7 +71,7 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("wait_backstop", &self.wait_backstop)
             .field("stage_stack_size", &self.stage_stack_size)
             .field("stages_per_hold", &self.stages_per_hold)
-            .field("quick_stage", &self.quick_stage)
+            .field("batch_time", &self.batch_time)
             .finish_non_exhaustive()
     }
 }
@@ -85,8 +87,8 @@ impl SchedulerConfig {
     /// The default stage thread stack: 16 MiB.
     pub const DEFAULT_STAGE_STACK: usize = 16 << 20;
 
-    /// The default [`Self::quick_stage`]: 50 µs.
-    pub const QUICK_STAGE: Duration = Duration::from_micros(50);
+    /// The default [`Self::batch_time`]: 200 µs.
+    pub const BATCH_TIME: Duration = Duration::from_micros(200);
 
     /// The default configuration for `cpu_threads` stage threads and
     /// `io_threads` I/O threads (both at least 1).
@@ -105,8 +107,8 @@ impl SchedulerConfig {
             idle_repump: Some(Duration::from_millis(50)),
             wait_backstop: Some(IDLE_PUMP_BACKSTOP),
             stage_stack_size: Some(Self::DEFAULT_STAGE_STACK),
-            stages_per_hold: 8,
-            quick_stage: Self::QUICK_STAGE,
+            stages_per_hold: 128,
+            batch_time: Self::BATCH_TIME,
             hooks: Arc::new(NoHooks),
         }
     }

@@ -15,9 +15,11 @@
 //! deferred stage of its own thread. So every wait that may block first
 //! commits the thread's deferred list ([`flush_deferred`], called by every
 //! pump pass and by a handle's own waits): nothing waits on work that only
-//! its own thread could commit. A round ends after a slow stage (longer
-//! than `SchedulerConfig::quick_stage`): the next hold takes one job, so a
-//! long stage never keeps ready work from the other threads.
+//! its own thread could commit. A hold takes about
+//! `SchedulerConfig::batch_time` of work for its thread, judged by how long
+//! the round's stages took (a round of slow stages is followed by one job),
+//! so one thread's batch never keeps ready work from the other threads, or
+//! an urgent request, for long.
 //!
 //! This module must never commit under a hold it did not take through
 //! `Scheduler::transact*`, nor hand a batched job to another thread.
@@ -139,9 +141,11 @@ impl<E: StageExecutor> Scheduler<E> {
                     }
                 }
             }
-            let quick =
-                started.elapsed().as_nanos() < self.config.quick_stage.as_nanos() * jobs as u128;
-            let extra = if quick { limit - 1 } else { 0 };
+            // As many more as this thread is expected to run in
+            // `batch_time`, judged by this round's stages.
+            let per_stage = (started.elapsed().as_nanos() / jobs as u128).max(1);
+            let fit = self.config.batch_time.as_nanos() / per_stage;
+            let extra = usize::try_from(fit).map_or(limit - 1, |fit| fit.min(limit - 1));
             let next = self.complete_all(
                 &mut finished,
                 Some(ResourceClass::Cpu),

@@ -11,15 +11,15 @@ use verter_scheduler::{ConfigError, Request, SchedulerConfig};
 
 use crate::support::*;
 
-/// One stage thread whose stages always count as quick, `stages_per_hold`
-/// as given: how many stages a hold takes depends only on the ready work.
+/// One stage thread with no time bound on a batch, `stages_per_hold` as
+/// given: how many stages a hold takes depends only on the ready work.
 fn one_thread(hooks: &Arc<GateHooks>, stages_per_hold: usize) -> SchedulerConfig {
     let mut config = SchedulerConfig::with_threads(1, 1);
     config.idle_repump = None;
     config.wait_backstop = None;
     config.hooks = Arc::clone(hooks) as _;
     config.stages_per_hold = stages_per_hold;
-    config.quick_stage = Duration::MAX;
+    config.batch_time = Duration::MAX;
     config
 }
 
