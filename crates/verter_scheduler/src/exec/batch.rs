@@ -48,6 +48,9 @@ trait Flush {
 struct Deferred<E: StageExecutor> {
     scheduler: Arc<Scheduler<E>>,
     finished: RefCell<Vec<Finished<E>>>,
+    /// The first broken invariant a nested commit met, asserted by the
+    /// chain once it has nothing left to run (see [`Scheduler::complete_all`]).
+    broken: RefCell<Option<String>>,
 }
 
 impl<E: StageExecutor> Flush for Deferred<E> {
@@ -57,7 +60,11 @@ impl<E: StageExecutor> Flush for Deferred<E> {
             return false;
         }
         // A nested flush keeps nothing: its jobs go to the queues.
-        self.scheduler.complete_all(&mut finished, None, None);
+        let (_, broken) = self.scheduler.complete_all(&mut finished, None, None);
+        let mut first = self.broken.borrow_mut();
+        if first.is_none() {
+            *first = broken;
+        }
         true
     }
 }
@@ -80,6 +87,7 @@ impl<E: StageExecutor> Installed<E> {
         let deferred = Rc::new(Deferred {
             scheduler,
             finished: RefCell::new(Vec::new()),
+            broken: RefCell::new(None),
         });
         DEFERRED.with(|slot| {
             let previous = slot.replace(Some(Rc::clone(&deferred) as Rc<dyn Flush>));
@@ -113,6 +121,11 @@ impl<E: StageExecutor> Scheduler<E> {
         let mut round: Vec<Job<E>> = Vec::with_capacity(limit);
         let mut finished: Vec<Finished<E>> = Vec::with_capacity(limit);
         let mut installed: Option<Installed<E>> = None;
+        // A broken invariant is asserted only once every job this chain
+        // took has been committed: an assertion that unwound mid-chain
+        // would leave the rest of the round's reservations and waiters
+        // behind.
+        let mut broken: Option<String> = None;
         round.push(job);
         loop {
             let started = Instant::now();
@@ -146,30 +159,36 @@ impl<E: StageExecutor> Scheduler<E> {
             let per_stage = (started.elapsed().as_nanos() / jobs as u128).max(1);
             let fit = self.config.batch_time.as_nanos() / per_stage;
             let extra = usize::try_from(fit).map_or(limit - 1, |fit| fit.min(limit - 1));
-            let next = self.complete_all(
+            let (next, message) = self.complete_all(
                 &mut finished,
                 Some(ResourceClass::Cpu),
                 Some((extra, &mut round)),
             );
+            broken = broken.or(message);
             match next {
                 Some(job) => round.insert(0, job),
-                None => {
-                    debug_assert!(round.is_empty(), "batched jobs come with a kept one");
-                    return;
-                }
+                None => break,
             }
+        }
+        debug_assert!(round.is_empty(), "batched jobs come with a kept one");
+        if let Some(deferred) = installed.take() {
+            broken = broken.or(deferred.0.broken.take());
+        }
+        if let Some(message) = broken {
+            debug_assert!(false, "{message}");
         }
     }
 
     /// Commits every finished stage (draining `finished`) in one hold;
     /// `keep` and `batch` as in [`Self::transact_batching`]. Returns the
-    /// kept job.
+    /// kept job and the first broken invariant's message, for the caller to
+    /// assert once nothing it holds is left uncommitted.
     pub(super) fn complete_all(
         &self,
         finished: &mut Vec<Finished<E>>,
         keep: Option<ResourceClass>,
         batch: Option<(usize, &mut Vec<Job<E>>)>,
-    ) -> Option<Job<E>> {
+    ) -> (Option<Job<E>>, Option<String>) {
         self.counters
             .completion_holds
             .fetch_add(1, Ordering::Relaxed);
@@ -181,9 +200,6 @@ impl<E: StageExecutor> Scheduler<E> {
             }
             broken
         });
-        if let Some(message) = broken {
-            debug_assert!(false, "{message}");
-        }
-        next
+        (next, broken)
     }
 }
