@@ -118,8 +118,10 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Only for an outermost chain on a CPU pool thread.
     pub(super) fn run_batches(&self, job: Job<E>) {
         let limit = self.config.stages_per_hold;
-        let mut round: Vec<Job<E>> = Vec::with_capacity(limit);
-        let mut finished: Vec<Finished<E>> = Vec::with_capacity(limit);
+        // Grown as rounds grow: a short chain (a burst of one or two
+        // stages) allocates little.
+        let mut round: Vec<Job<E>> = Vec::with_capacity(limit.min(16));
+        let mut finished: Vec<Finished<E>> = Vec::with_capacity(limit.min(16));
         let mut installed: Option<Installed<E>> = None;
         // A broken invariant is asserted only once every job this chain
         // took has been committed: an assertion that unwound mid-chain
