@@ -5,6 +5,33 @@
 
 use super::*;
 
+use verter_source_root::{SchedulerSourceDirectory, SourceTransition};
+
+/// Where an admission records its source-root changes: a transition of its
+/// own, or the one transition of the atomic batch it belongs to (so a root
+/// captured meanwhile reads the whole batch or none of it).
+pub(super) enum Publish<'a, 't> {
+    /// One transition per change, as the change is made.
+    Own,
+    /// The batch's transition, open for the whole batch.
+    Batch(&'a mut SourceTransition<'t, Arc<SourceText>>),
+}
+
+impl Publish<'_, '_> {
+    /// Records `f`'s changes: in a transition of their own, or in the
+    /// batch's.
+    fn record(
+        &mut self,
+        root: &SchedulerSourceDirectory<Arc<SourceText>>,
+        f: impl FnOnce(&mut SourceTransition<'_, Arc<SourceText>>),
+    ) {
+        match self {
+            Self::Own => root.publish_transition(f),
+            Self::Batch(tx) => f(tx),
+        }
+    }
+}
+
 impl<E: StageExecutor> Scheduler<E> {
     /// Admits every item in the inbox, up to 64 per lock hold. Returns how
     /// many items were admitted.
@@ -68,12 +95,15 @@ impl<E: StageExecutor> Scheduler<E> {
         let (item, receipt) = envelope.open();
         let requests = item.len();
         match item {
-            Submission::One(prepared) => self.admit(locked, prepared, post),
-            Submission::Batch(batch) => {
+            Submission::One(prepared) => self.admit(locked, prepared, post, &mut Publish::Own),
+            // One source-root transition for the whole batch: its updates
+            // supersede every file's old text at once for root readers too.
+            Submission::Batch(batch) => self.source_root.publish_transition(|tx| {
+                let mut publish = Publish::Batch(tx);
                 for prepared in batch {
-                    self.admit(locked, prepared, post);
+                    self.admit(locked, prepared, post, &mut publish);
                 }
-            }
+            }),
         }
         self.inbox.admitted(receipt);
         requests
@@ -102,12 +132,14 @@ impl<E: StageExecutor> Scheduler<E> {
         items
     }
 
-    /// Admission under the lock. See the module docs.
+    /// Admission under the lock, its source-root changes recorded through
+    /// `publish`. See the module docs.
     pub(super) fn admit(
         &self,
         locked: &mut Locked<E>,
         prepared: Prepared<E>,
         post: &mut PostWork<E>,
+        publish: &mut Publish<'_, '_>,
     ) {
         let canonical = prepared.canonical.clone();
         let _span =
@@ -144,7 +176,7 @@ impl<E: StageExecutor> Scheduler<E> {
         prepared.slot.mark_admitted();
         // 2. Re-home the language: new object, same lifetime.
         if prepared.explicit_language && node.language() != &prepared.language {
-            node = self.rehome(locked, &node, prepared.language.clone(), post);
+            node = self.rehome(locked, &node, prepared.language.clone(), post, publish);
         }
         // 3. New text: bump the generation (with its sweep) unless the object
         //    was created by this very request or the text is unchanged; the
@@ -184,7 +216,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     text: Arc::clone(text),
                     hash,
                 });
-                self.source_root.publish_transition(|tx| {
+                publish.record(&self.source_root, |tx| {
                     if swept.is_some() {
                         node.reset_view(live.generation);
                     }
@@ -210,7 +242,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 // will not publish it again).
                 known.published = true;
                 let source = Arc::clone(&known.text);
-                self.publish_present(&source);
+                publish.record(&self.source_root, |tx| present(tx, &source));
             }
         }
         // 4. Register the waiter before admitting its work.
@@ -272,6 +304,7 @@ impl<E: StageExecutor> Scheduler<E> {
         node: &Arc<FileNode<E>>,
         language: Language,
         post: &mut PostWork<E>,
+        publish: &mut Publish<'_, '_>,
     ) -> Arc<FileNode<E>> {
         let canonical = node.canonical().clone();
         let (live, effects) = locked
@@ -292,7 +325,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 ..(*known.text).clone()
             })
         });
-        self.source_root.publish_transition(|tx| {
+        publish.record(&self.source_root, |tx| {
             node.retire();
             self.nodes
                 .insert(canonical.clone(), Arc::clone(&replacement));

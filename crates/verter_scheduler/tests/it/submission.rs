@@ -115,6 +115,75 @@ fn an_atomic_batch_is_never_seen_half_admitted() {
     });
 }
 
+/// An atomic batch's texts enter the source root in one transition: no
+/// epoch exists at which a root reads some of the batch and not the rest.
+/// (A root captured while the batch was being admitted, before this, could
+/// read the first files' new texts beside the others' old ones.) Separate
+/// upserts still publish one transition each.
+#[test]
+fn an_atomic_batch_of_texts_is_one_source_root_transition() {
+    watchdog("atomic batch, one transition", || {
+        let files = MemFiles::default();
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = inline(&files, &executor, &hooks);
+        let names: Vec<String> = (0..16).map(|i| format!("f{i}.rs")).collect();
+        let upserts = |text: &str| -> Vec<Request> {
+            names
+                .iter()
+                .map(|n| Request::new(n.as_str(), TargetStage::Source).text(format!("{n} {text}")))
+                .collect()
+        };
+        let epoch = |scheduler: &Scheduler<LineExecutor>| scheduler.source_root_stats().epoch.get();
+        let first = scheduler.submit_batch_atomic(upserts("one"));
+        let before = epoch(&scheduler);
+        for result in scheduler.wait_batch(&first) {
+            result.expect("parsed");
+        }
+        // The first batch created the files; the second edits every one.
+        assert_eq!(
+            epoch(&scheduler),
+            before + 1,
+            "the first batch, one transition"
+        );
+        let old_root = scheduler.capture_root();
+        let second = scheduler.submit_batch_atomic(upserts("two"));
+        for result in scheduler.wait_batch(&second) {
+            result.expect("parsed");
+        }
+        assert_eq!(
+            epoch(&scheduler),
+            before + 2,
+            "the second batch, one transition"
+        );
+        let new_root = scheduler.capture_root();
+        for name in &names {
+            let text = |root| {
+                scheduler
+                    .try_get_source_at(root, name)
+                    .map(|source| source.text.to_string())
+            };
+            assert_eq!(text(&old_root), Some(format!("{name} one")));
+            assert_eq!(text(&new_root), Some(format!("{name} two")));
+        }
+        // Without a batch, each upsert is its own transition.
+        let third: Vec<_> = names
+            .iter()
+            .map(|name| {
+                scheduler.upsert(name, format!("{name} three"), verter_dag::Priority::Normal)
+            })
+            .collect();
+        for handle in &third {
+            scheduler.wait(handle).expect("parsed");
+        }
+        assert_eq!(epoch(&scheduler), before + 2 + names.len() as u64);
+        let mut handles: Vec<_> = first.handles().iter().collect();
+        handles.extend(second.handles());
+        handles.extend(&third);
+        assert_quiescent(&scheduler, &handles);
+    });
+}
+
 #[test]
 fn a_tiny_inbox_loses_no_request_and_stays_within_capacity() {
     watchdog("inbox", || {
