@@ -36,7 +36,7 @@ use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
 
 use crate::error::RequestError;
 use crate::error::panic_message;
-use crate::hooks::{HookPoint, SchedulerEvent};
+use crate::hooks::{HookPoint, SchedulerEvent, guarded};
 use crate::job::{Job, Jobs, Work};
 use crate::language::Language;
 use crate::node::FileNode;

@@ -3,9 +3,24 @@
 //! operation exactly inside a window) or record events.
 //!
 //! Hooks are called outside the DAG lock, always. A hook may block (that is
-//! what a pause is) and may call back into the scheduler.
+//! what a pause is) and may call back into the scheduler. A hook that
+//! panics is host code failing: the panic is caught where the hook is
+//! called ([`guarded`]) and counted (`SchedulerCounters::hook_panics`), and
+//! the scheduler goes on as if the hook had returned, so no answer, event
+//! or reservation is lost to it.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use verter_dag::{DepKey, ResourceClass, WorkNodeIdentity};
+
+/// Calls a hook, catching a panic and counting it in `panics`.
+pub(crate) fn guarded(panics: &AtomicU64, hook: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(hook)).is_err() {
+        panics.fetch_add(1, Ordering::Relaxed);
+        tracing::error!("a scheduler hook panicked; the scheduler goes on as if it had returned");
+    }
+}
 
 /// Where a hook can pause the scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

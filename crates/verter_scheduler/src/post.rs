@@ -152,18 +152,24 @@ impl<E: StageExecutor> PostWork<E> {
 
     /// Fires the events (first, so a waiter that has its answer knows every
     /// event of the work that answered it was reported), then answers every
-    /// slot, counting a second answer to a slot in `duplicates`. Returns
-    /// whether newly ready work must be dispatched.
+    /// slot, counting a second answer to a slot in `duplicates` and a
+    /// panicking hook in `hook_panics`. Returns whether newly ready work
+    /// must be dispatched.
     ///
     /// # Panics
     /// In debug builds, if the calling thread holds the DAG lock.
-    pub(crate) fn deliver(self, hooks: &dyn Hooks, duplicates: &AtomicU64) -> bool {
+    pub(crate) fn deliver(
+        self,
+        hooks: &dyn Hooks,
+        duplicates: &AtomicU64,
+        hook_panics: &AtomicU64,
+    ) -> bool {
         debug_assert!(
             !holds_dag_lock(),
             "answers and events are delivered only after the DAG lock is released"
         );
         for event in &self.events {
-            hooks.on_event(event);
+            crate::hooks::guarded(hook_panics, || hooks.on_event(event));
         }
         for (slot, result) in self.answers {
             slot.0.admitted.store(true, Ordering::Release);

@@ -107,6 +107,9 @@ pub struct SchedulerCounters {
     /// Requests answered `Internal` because a scheduler invariant broke:
     /// always zero unless one did.
     pub internal_errors: u64,
+    /// Panics caught in test hooks ([`crate::Hooks`]): the scheduler went on
+    /// as if the hook had returned.
+    pub hook_panics: u64,
     /// Lock holds that committed finished stages (one or more each).
     pub completion_holds: u64,
     /// Stages a thread took for itself beyond the one its hold kept

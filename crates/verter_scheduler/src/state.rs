@@ -134,6 +134,7 @@ pub(crate) struct Counters {
     pub(crate) duplicate_answers: AtomicU64,
     pub(crate) internal_errors: AtomicU64,
     pub(crate) completion_holds: AtomicU64,
+    pub(crate) hook_panics: AtomicU64,
     pub(crate) batched_stages: AtomicU64,
     /// Requests enqueued and not yet admitted. Incremented before the send,
     /// decremented in the lock hold that admits them.
@@ -331,7 +332,11 @@ impl<E: StageExecutor> Scheduler<E> {
         if post.is_empty() {
             return;
         }
-        let dispatch = post.deliver(&*self.config.hooks, &self.counters.duplicate_answers);
+        let dispatch = post.deliver(
+            &*self.config.hooks,
+            &self.counters.duplicate_answers,
+            &self.counters.hook_panics,
+        );
         if dispatch {
             self.dispatch_ready();
         }
@@ -384,7 +389,11 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
             }
         }
         post.dispatch = false;
-        let _ = post.deliver(&*self.config.hooks, &self.counters.duplicate_answers);
+        let _ = post.deliver(
+            &*self.config.hooks,
+            &self.counters.duplicate_answers,
+            &self.counters.hook_panics,
+        );
     }
 }
 

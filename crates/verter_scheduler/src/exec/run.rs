@@ -85,15 +85,19 @@ impl<E: StageExecutor> Scheduler<E> {
         if stale(&node, &dispatch) {
             return refused(dispatch);
         }
-        hooks.pause(HookPoint::AfterDispatch, &identity, dispatch.class);
+        let panics = &self.counters.hook_panics;
+        guarded(panics, || {
+            hooks.pause(HookPoint::AfterDispatch, &identity, dispatch.class);
+        });
         if stale(&node, &dispatch) {
             return refused(dispatch);
         }
         if self.observes_events {
-            hooks.on_event(&match work {
+            let event = match work {
                 Work::Load => SchedulerEvent::WillLoad(identity.clone()),
                 _ => SchedulerEvent::WillExecute(identity.clone()),
-            });
+            };
+            guarded(panics, || hooks.on_event(&event));
         }
         let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
         let _span = span.enter();
@@ -146,7 +150,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         };
-        hooks.pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
+        guarded(panics, || {
+            hooks.pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
+        });
         Finished { dispatch, outcome }
     }
 

@@ -14,7 +14,7 @@ fn a_second_answer_to_one_slot_is_refused_and_counted() {
     post.answer(slot.share(), Err(crate::RequestError::Cancelled));
     post.answer(slot, Err(crate::RequestError::Cancelled));
     let duplicates = AtomicU64::new(0);
-    let _ = post.deliver(&NoHooks, &duplicates);
+    let _ = post.deliver(&NoHooks, &duplicates, &AtomicU64::new(0));
     assert_eq!(duplicates.load(Ordering::Relaxed), 1);
     assert!(state.cell().is_set());
     assert!(
@@ -30,7 +30,7 @@ fn answers_are_only_delivered_with_the_lock_released() {
     post.answer(AnswerSlot::new(), Err(crate::RequestError::Cancelled));
     let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _mark = LockMark::set();
-        post.deliver(&NoHooks, &AtomicU64::new(0))
+        post.deliver(&NoHooks, &AtomicU64::new(0), &AtomicU64::new(0))
     }));
     assert!(
         delivered.is_err(),
@@ -70,6 +70,6 @@ fn events_are_built_only_when_the_hooks_observe_them() {
     let mut observed = PostWork::<Lines>::observing(true);
     observed.event(|| SchedulerEvent::DidComplete(identity));
     assert!(!observed.is_empty());
-    let _ = observed.deliver(&hooks, &AtomicU64::new(0));
+    let _ = observed.deliver(&hooks, &AtomicU64::new(0), &AtomicU64::new(0));
     assert_eq!(hooks.0.load(Ordering::Relaxed), 1);
 }

@@ -94,6 +94,59 @@ fn an_executor_panic_answers_that_file_and_the_scheduler_survives() {
     });
 }
 
+/// Hooks that panic at every pause and every event.
+struct PanickingHooks;
+
+impl verter_scheduler::Hooks for PanickingHooks {
+    fn pause(
+        &self,
+        _point: verter_scheduler::HookPoint,
+        _work: &verter_dag::WorkNodeIdentity,
+        _class: verter_dag::ResourceClass,
+    ) {
+        panic!("a hook's pause panicked");
+    }
+
+    fn on_event(&self, _event: &verter_scheduler::SchedulerEvent) {
+        panic!("a hook's event panicked");
+    }
+}
+
+/// A hook is host code too: its panics are caught and counted, and every
+/// request is still answered, with its reservations released (a panic
+/// escaping into a stage thread's round of batched stages would have left
+/// the rest of the round's reservations and waiters behind).
+#[test]
+fn a_panicking_hook_loses_no_answer_and_no_reservation() {
+    watchdog("panicking hooks", || {
+        let files = MemFiles::default();
+        for i in 0..20 {
+            files.write(
+                &format!("f{i}.rs"),
+                &format!("word {i}\nuse f{}.rs", (i + 1) % 20),
+            );
+        }
+        let executor = LineExecutor::default();
+        let mut config = test_config(Arc::new(GateHooks::default()));
+        config.hooks = Arc::new(PanickingHooks);
+        let scheduler = threaded_with(&files, &executor, config);
+        let batch = scheduler.submit_batch(
+            (0..20)
+                .map(|i| Request::new(format!("f{i}.rs"), ARTIFACT))
+                .collect(),
+        );
+        for result in scheduler.wait_batch(&batch) {
+            result.expect("built despite the hooks");
+        }
+        let counters = scheduler.counters();
+        // Two pauses and one will-run event per stage run, at least.
+        let runs =
+            counters.loads + counters.source_runs + counters.analysis_runs + counters.artifact_runs;
+        assert!(counters.hook_panics >= 3 * runs, "{counters:?}");
+        assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+    });
+}
+
 #[test]
 fn an_executor_error_is_typed_and_terminal_for_that_generation() {
     let files = MemFiles::with(&[("a.rs", "fail")]);
