@@ -25,6 +25,7 @@
 //! `Scheduler::transact*`, nor hand a batched job to another thread.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -47,6 +48,9 @@ trait Flush {
 /// One batch's deferred stages and the scheduler that commits them.
 struct Deferred<E: StageExecutor> {
     scheduler: Arc<Scheduler<E>>,
+    /// The round's jobs not run yet: dispatched (reserved) and held by this
+    /// thread alone until a wait hands them back to the queues.
+    pending: RefCell<VecDeque<Job<E>>>,
     finished: RefCell<Vec<Finished<E>>>,
     /// The first broken invariant a nested commit met, asserted by the
     /// chain once it has nothing left to run (see [`Scheduler::complete_all`]).
@@ -56,21 +60,33 @@ struct Deferred<E: StageExecutor> {
 impl<E: StageExecutor> Flush for Deferred<E> {
     fn flush(&self) -> bool {
         let mut finished = std::mem::take(&mut *self.finished.borrow_mut());
-        if finished.is_empty() {
+        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        if finished.is_empty() && pending.is_empty() {
             return false;
         }
-        // A nested flush keeps nothing: its jobs go to the queues.
-        let (_, broken) = self.scheduler.complete_all(&mut finished, None, None);
-        let mut first = self.broken.borrow_mut();
-        if first.is_none() {
-            *first = broken;
+        if !finished.is_empty() {
+            // A nested flush keeps nothing: its jobs go to the queues.
+            let (_, broken) = self.scheduler.complete_all(&mut finished, None, None);
+            let mut first = self.broken.borrow_mut();
+            if first.is_none() {
+                *first = broken;
+            }
+        }
+        if !pending.is_empty() {
+            // The waited-on work may be among them: any thread, this one's
+            // pump included, may run them now.
+            for job in pending {
+                self.scheduler.queue_job(job);
+            }
+            self.scheduler.progress.notify();
         }
         true
     }
 }
 
-/// Commits the calling thread's deferred stages, if it has any (see the
-/// module docs). Returns whether it committed anything. Cheap when there is
+/// Commits the calling thread's deferred stages and hands its round's unrun
+/// jobs back to the queues, if it has any (see the module docs). Returns
+/// whether it did anything. Cheap when there is
 /// nothing: one thread-local read.
 pub(crate) fn flush_deferred() -> bool {
     let deferred = DEFERRED.with(|slot| slot.borrow().clone());
@@ -86,6 +102,7 @@ impl<E: StageExecutor> Installed<E> {
     fn new(scheduler: Arc<Scheduler<E>>) -> Self {
         let deferred = Rc::new(Deferred {
             scheduler,
+            pending: RefCell::new(VecDeque::new()),
             finished: RefCell::new(Vec::new()),
             broken: RefCell::new(None),
         });
@@ -98,6 +115,16 @@ impl<E: StageExecutor> Installed<E> {
 
     fn defer(&self, finished: Finished<E>) {
         self.0.finished.borrow_mut().push(finished);
+    }
+
+    /// Holds `jobs` as the round's unrun jobs.
+    fn hold(&self, jobs: &mut Vec<Job<E>>) {
+        self.0.pending.borrow_mut().extend(jobs.drain(..));
+    }
+
+    /// The round's next unrun job, unless a wait handed them back.
+    fn next(&self) -> Option<Job<E>> {
+        self.0.pending.borrow_mut().pop_front()
     }
 
     fn take(&self, into: &mut Vec<Finished<E>>) {
@@ -128,37 +155,47 @@ impl<E: StageExecutor> Scheduler<E> {
         // would leave the rest of the round's reservations and waiters
         // behind.
         let mut broken: Option<String> = None;
-        round.push(job);
-        loop {
+        let mut kept = Some(job);
+        while let Some(first) = kept.take() {
             let started = Instant::now();
-            let jobs = round.len();
-            let last = jobs - 1;
-            for (index, job) in round.drain(..).enumerate() {
-                let done = self.execute(job);
-                if index == last {
-                    // Commit order is run order: the deferred ones first.
-                    if let Some(deferred) = &installed {
-                        deferred.take(&mut finished);
-                    }
-                    finished.push(done);
-                } else {
-                    // Later jobs of the round may wait on it: deferred, so
-                    // a pump on this thread commits it first.
-                    if installed.is_none() {
-                        installed = self.me.upgrade().map(Installed::new);
-                    }
-                    match &installed {
-                        Some(deferred) => deferred.defer(done),
-                        // The scheduler is being dropped: commit it alone.
-                        None => {
-                            self.complete(done, None);
+            let mut jobs = 0u32;
+            // The round: the kept job, then the batched ones, held where a
+            // wait on this thread can reach them.
+            if !round.is_empty() {
+                if installed.is_none() {
+                    installed = self.me.upgrade().map(Installed::new);
+                }
+                match &installed {
+                    Some(deferred) => deferred.hold(&mut round),
+                    // The scheduler is being dropped: nobody batches.
+                    None => {
+                        for job in round.drain(..) {
+                            self.queue_job(job);
                         }
+                    }
+                }
+            }
+            let mut current = Some(first);
+            while let Some(job) = current {
+                jobs += 1;
+                let done = self.execute(job);
+                current = installed.as_ref().and_then(Installed::next);
+                match (&installed, current.is_some()) {
+                    // Later jobs of the round may wait on it: deferred, so a
+                    // pump on this thread commits it first.
+                    (Some(deferred), true) => deferred.defer(done),
+                    _ => {
+                        // Commit order is run order: the deferred ones first.
+                        if let Some(deferred) = &installed {
+                            deferred.take(&mut finished);
+                        }
+                        finished.push(done);
                     }
                 }
             }
             // As many more as this thread is expected to run in
             // `batch_time`, judged by this round's stages.
-            let per_stage = (started.elapsed().as_nanos() / jobs as u128).max(1);
+            let per_stage = (started.elapsed().as_nanos() / u128::from(jobs)).max(1);
             let fit = self.config.batch_time.as_nanos() / per_stage;
             let extra = usize::try_from(fit).map_or(limit - 1, |fit| fit.min(limit - 1));
             let (next, message) = self.complete_all(
@@ -167,10 +204,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 Some((extra, &mut round)),
             );
             broken = broken.or(message);
-            match next {
-                Some(job) => round.insert(0, job),
-                None => break,
-            }
+            kept = next;
         }
         debug_assert!(round.is_empty(), "batched jobs come with a kept one");
         if let Some(deferred) = installed.take() {

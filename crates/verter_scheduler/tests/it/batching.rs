@@ -113,6 +113,47 @@ fn a_stage_waiting_on_its_own_threads_uncommitted_stage_is_answered() {
     });
 }
 
+/// The only stage thread takes `a.rs`, `b.rs` and `c.rs` in one round;
+/// `a.rs`'s parse, the first to run, waits for `b.rs`'s Source, which this
+/// very thread holds, dispatched and not yet run. The wait hands the rest
+/// of the round back to the queues, so the waiting thread (or any other)
+/// runs it: without that, the thread would wait on itself forever (the
+/// watchdog fails the test).
+#[test]
+fn a_stage_waiting_on_a_later_stage_of_its_own_round_is_answered() {
+    watchdog("waiting on a later stage of the round", || {
+        let files = MemFiles::default();
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded_with(&files, &executor, one_thread(&hooks, 8));
+        let slot: SchedulerSlot = Default::default();
+        slot.set(Arc::downgrade(&scheduler)).ok();
+        {
+            let slot = Arc::clone(&slot);
+            let _ = executor.on_source.set(Box::new(move |path| {
+                if path != "a.rs" {
+                    return;
+                }
+                let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
+                let handle = scheduler.submit_request(Request::new("b.rs", TargetStage::Source));
+                scheduler.wait(&handle).expect("b.rs parsed");
+            }));
+        }
+        let batch = scheduler.submit_batch_atomic(
+            ["first.rs", "a.rs", "b.rs", "c.rs"]
+                .into_iter()
+                .map(|path| Request::new(path, TargetStage::Source).text(format!("{path} text")))
+                .collect(),
+        );
+        for result in scheduler.wait_batch(&batch) {
+            result.expect("parsed");
+        }
+        let counters = scheduler.counters();
+        assert!(counters.batched_stages >= 2, "{counters:?}");
+        assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+    });
+}
+
 #[test]
 fn zero_stages_per_hold_is_refused() {
     let mut config = SchedulerConfig::with_threads(1, 1);
