@@ -12,10 +12,12 @@
 //! one is refused at the commit like any other.
 //!
 //! A stage may wait on another stage's answer; that answer may be a
-//! deferred stage of its own thread. So every wait that may block first
-//! commits the thread's deferred list ([`flush_deferred`], called by every
-//! pump pass and by a handle's own waits): nothing waits on work that only
-//! its own thread could commit. A hold takes about
+//! deferred stage of its own thread, or a stage of its round not run yet.
+//! So every wait that may block first commits the thread's deferred list
+//! and hands the round's unrun jobs back to the queues, a pool token each
+//! ([`flush_deferred`], called by every pump pass and by a handle's own
+//! waits): nothing waits on work that only its own thread could commit or
+//! run. A hold takes about
 //! `SchedulerConfig::batch_time` of work for its thread, judged by how long
 //! the round's stages took (a round of slow stages is followed by one job),
 //! so one thread's batch never keeps ready work from the other threads, or
