@@ -330,7 +330,7 @@ impl<E: StageExecutor> Scheduler<E> {
             .flatten()
     }
 
-    pub(super) fn queue_job(&self, job: Job<E>) {
+    fn queue_job(&self, job: Job<E>) {
         let class = job.dispatch.class;
         self.jobs[class_index(class)].push(job);
         let Mode::Threaded { cpu, io } = &self.mode else {

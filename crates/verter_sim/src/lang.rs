@@ -145,11 +145,50 @@ fn misbehave<T>(fault: Fault, stage: &str, path: &str) -> Result<T, ExecutorErro
 }
 
 /// The executor the simulated host runs: the functions above, plus a count
-/// of every stage it ran.
+/// of every stage it ran. Given a scheduler ([`Self::wait_from`]), some
+/// Analyses also wait, inside the stage, for the Source of the first file
+/// they import (and ignore the answer): a host whose stages wait on other
+/// work, which the soak then judges too.
 #[derive(Debug, Default)]
 pub struct SimExecutor {
     /// Stages run (any outcome).
     pub runs: AtomicU64,
+    /// Waits made from inside an Analysis.
+    pub nested_waits: AtomicU64,
+    scheduler: std::sync::OnceLock<std::sync::Weak<verter_scheduler::Scheduler<SimExecutor>>>,
+}
+
+impl SimExecutor {
+    /// Lets one Analysis in eight (chosen by its path and generation) wait
+    /// on `scheduler` for the Source of the first file it imports.
+    pub fn wait_from(&self, scheduler: &std::sync::Arc<verter_scheduler::Scheduler<SimExecutor>>) {
+        let _ = self.scheduler.set(std::sync::Arc::downgrade(scheduler));
+    }
+
+    /// The wait of [`Self::wait_from`], if this Analysis makes one.
+    fn maybe_wait(&self, path: &str, generation: u64, source: &Parsed) {
+        let Some(import) = source.forward.first() else {
+            return;
+        };
+        let Some(scheduler) = self.scheduler.get().and_then(std::sync::Weak::upgrade) else {
+            return;
+        };
+        let mut hash = 0xcbf2_9ce4_8422_2325_u64 ^ generation;
+        for byte in path.bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        if !hash.is_multiple_of(8) {
+            return;
+        }
+        self.nested_waits.fetch_add(1, Ordering::Relaxed);
+        let handle = scheduler.submit_request(verter_scheduler::Request::new(
+            import.as_str(),
+            verter_dag::TargetStage::Source,
+        ));
+        // Any answer will do (the file may be missing, removed, or the
+        // scheduler reset meanwhile): the point is the wait.
+        let _ = scheduler.wait(&handle);
+    }
 }
 
 /// A named path as the host hands it over: already canonical ones by
@@ -186,6 +225,11 @@ impl StageExecutor for SimExecutor {
     ) -> Result<SimAnalysis, ExecutorError> {
         let source = input.source;
         self.runs.fetch_add(1, Ordering::Relaxed);
+        self.maybe_wait(
+            source.canonical().as_str(),
+            source.version().generation.get(),
+            &source.parsed,
+        );
         analyse(&source.parsed, source.language.as_str())
             .or_else(|fault| misbehave(fault, "Analysis", source.canonical().as_str()))
     }

@@ -99,6 +99,8 @@ pub struct SoakReport {
     pub batched_stages: u64,
     /// Lock holds that committed finished stages.
     pub completion_holds: u64,
+    /// Waits made from inside a stage (`SimExecutor::wait_from`).
+    pub nested_waits: u64,
 }
 
 impl SoakReport {
@@ -233,6 +235,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         io,
     )
     .expect("the simulator's configuration is valid");
+    scheduler.executor().wait_from(&scheduler);
     let world = Arc::new(World {
         scheduler,
         fs,
@@ -294,6 +297,11 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         stages: counters.source_runs + counters.analysis_runs + counters.artifact_runs,
         batched_stages: counters.batched_stages,
         completion_holds: counters.completion_holds,
+        nested_waits: world
+            .scheduler
+            .executor()
+            .nested_waits
+            .load(Ordering::Relaxed),
     }
 }
 
@@ -734,7 +742,13 @@ fn check_quiescent(world: &World, checkpoint: u64, when: &str) {
         ));
     }
     let counters = scheduler.counters();
-    let submitted = world.submitted.load(Ordering::SeqCst);
+    // The hosts' requests, and those the executor made from inside a stage.
+    let submitted = world.submitted.load(Ordering::SeqCst)
+        + world
+            .scheduler
+            .executor()
+            .nested_waits
+            .load(Ordering::SeqCst);
     if counters.submits != submitted
         || counters.answered_without_admission > counters.submits
         || counters.duplicate_answers != 0

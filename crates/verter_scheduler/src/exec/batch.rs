@@ -14,10 +14,9 @@
 //! A stage may wait on another stage's answer; that answer may be a
 //! deferred stage of its own thread, or a stage of its round not run yet.
 //! So every wait that may block first commits the thread's deferred list
-//! and hands the round's unrun jobs back to the queues, a pool token each
-//! ([`flush_deferred`], called by every pump pass and by a handle's own
-//! waits): nothing waits on work that only its own thread could commit or
-//! run. A hold takes about
+//! and runs the round's unrun jobs itself, nested ([`flush_deferred`],
+//! called by every pump pass and by a handle's own waits): nothing waits on
+//! work that only its own thread could commit or run. A hold takes about
 //! `SchedulerConfig::batch_time` of work for its thread, judged by how long
 //! the round's stages took (a round of slow stages is followed by one job),
 //! so one thread's batch never keeps ready work from the other threads, or
@@ -51,7 +50,7 @@ trait Flush {
 struct Deferred<E: StageExecutor> {
     scheduler: Arc<Scheduler<E>>,
     /// The round's jobs not run yet: dispatched (reserved) and held by this
-    /// thread alone until a wait hands them back to the queues.
+    /// thread alone, run by it in order or from inside a wait.
     pending: RefCell<VecDeque<Job<E>>>,
     finished: RefCell<Vec<Finished<E>>>,
     /// The first broken invariant a nested commit met, asserted by the
@@ -62,11 +61,8 @@ struct Deferred<E: StageExecutor> {
 impl<E: StageExecutor> Flush for Deferred<E> {
     fn flush(&self) -> bool {
         let mut finished = std::mem::take(&mut *self.finished.borrow_mut());
-        let pending = std::mem::take(&mut *self.pending.borrow_mut());
-        if finished.is_empty() && pending.is_empty() {
-            return false;
-        }
-        if !finished.is_empty() {
+        let mut did = !finished.is_empty();
+        if did {
             // A nested flush keeps nothing: its jobs go to the queues.
             let (_, broken) = self.scheduler.complete_all(&mut finished, None, None);
             let mut first = self.broken.borrow_mut();
@@ -74,21 +70,24 @@ impl<E: StageExecutor> Flush for Deferred<E> {
                 *first = broken;
             }
         }
-        if !pending.is_empty() {
-            // The waited-on work may be among them: any thread, this one's
-            // pump included, may run them now.
-            for job in pending {
-                self.scheduler.queue_job(job);
-            }
-            self.scheduler.progress.notify();
+        // The waited-on work may be among the round's unrun jobs, which no
+        // other thread can reach: run them here, nested, one at a time (a
+        // job that waits in turn runs the next from its own wait). Queuing
+        // them instead would need a pool token each, beyond the pool's
+        // transport capacity (budget plus threads).
+        loop {
+            let job = self.pending.borrow_mut().pop_front();
+            let Some(job) = job else { break };
+            did = true;
+            self.scheduler.run_chain(job);
         }
-        true
+        did
     }
 }
 
-/// Commits the calling thread's deferred stages and hands its round's unrun
-/// jobs back to the queues, if it has any (see the module docs). Returns
-/// whether it did anything. Cheap when there is
+/// Commits the calling thread's deferred stages and runs its round's unrun
+/// jobs, if it has any (see the module docs). Returns whether it did
+/// anything. Cheap when there is
 /// nothing: one thread-local read.
 pub(crate) fn flush_deferred() -> bool {
     let deferred = DEFERRED.with(|slot| slot.borrow().clone());

@@ -115,10 +115,9 @@ fn a_stage_waiting_on_its_own_threads_uncommitted_stage_is_answered() {
 
 /// The only stage thread takes `a.rs`, `b.rs` and `c.rs` in one round;
 /// `a.rs`'s parse, the first to run, waits for `b.rs`'s Source, which this
-/// very thread holds, dispatched and not yet run. The wait hands the rest
-/// of the round back to the queues, so the waiting thread (or any other)
-/// runs it: without that, the thread would wait on itself forever (the
-/// watchdog fails the test).
+/// very thread holds, dispatched and not yet run. The wait runs the rest of
+/// the round on the waiting thread, nested: without that, the thread would
+/// wait on itself forever (the watchdog fails the test).
 #[test]
 fn a_stage_waiting_on_a_later_stage_of_its_own_round_is_answered() {
     watchdog("waiting on a later stage of the round", || {

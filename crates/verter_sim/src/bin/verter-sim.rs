@@ -123,8 +123,8 @@ fn main() -> ExitCode {
                 report.ops_per_second()
             );
             println!(
-                "{} stages run, {} of them batched, committed in {} completion holds",
-                report.stages, report.batched_stages, report.completion_holds
+                "{} stages run, {} of them batched, committed in {} completion holds; {} waits from inside a stage",
+                report.stages, report.batched_stages, report.completion_holds, report.nested_waits
             );
             println!("{} violations", report.violations.len());
             if report.violations.is_empty() {
