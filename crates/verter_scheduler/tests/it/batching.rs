@@ -72,84 +72,61 @@ fn a_stage_thread_commits_several_quick_stages_in_one_hold() {
     });
 }
 
-/// The only stage thread runs `a.rs`'s and `b.rs`'s parses in one round;
-/// `b.rs`'s parse waits for `a.rs`'s Source, finished on this very thread
-/// and not committed yet. The wait commits it first: without that, the
-/// thread would wait on itself forever (the watchdog fails the test).
+/// One stage thread batching `first.rs` alone, then `a.rs`, `b.rs` and
+/// `c.rs` in one round (the hold that commits `first.rs` takes all three),
+/// where the parse of `waiter` waits, inside the stage, for the Source of
+/// `waited`. Every request must be answered and the ledger end at zero.
+fn a_wait_inside_a_round(waiter: &'static str, waited: &'static str) {
+    let files = MemFiles::default();
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = threaded_with(&files, &executor, one_thread(&hooks, 8));
+    let slot: SchedulerSlot = Default::default();
+    slot.set(Arc::downgrade(&scheduler)).ok();
+    {
+        let slot = Arc::clone(&slot);
+        let _ = executor.on_source.set(Box::new(move |path| {
+            if path != waiter {
+                return;
+            }
+            let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
+            let handle = scheduler.submit_request(Request::new(waited, TargetStage::Source));
+            scheduler.wait(&handle).expect("the waited-on file parsed");
+        }));
+    }
+    let batch = scheduler.submit_batch_atomic(
+        ["first.rs", "a.rs", "b.rs", "c.rs"]
+            .into_iter()
+            .map(|path| Request::new(path, TargetStage::Source).text(format!("{path} text")))
+            .collect(),
+    );
+    for result in scheduler.wait_batch(&batch) {
+        result.expect("parsed");
+    }
+    let counters = scheduler.counters();
+    assert!(counters.batched_stages >= 2, "{counters:?}");
+    assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+}
+
+/// `b.rs`'s parse waits for `a.rs`'s Source, which the same thread ran
+/// earlier in the round and has not committed yet. The wait commits it
+/// first: without that, the thread would wait on itself forever (the
+/// watchdog fails the test).
 #[test]
 fn a_stage_waiting_on_its_own_threads_uncommitted_stage_is_answered() {
     watchdog("waiting on a deferred stage", || {
-        let files = MemFiles::default();
-        let executor = LineExecutor::default();
-        let hooks = Arc::new(GateHooks::default());
-        let scheduler = threaded_with(&files, &executor, one_thread(&hooks, 8));
-        let slot: SchedulerSlot = Default::default();
-        slot.set(Arc::downgrade(&scheduler)).ok();
-        {
-            let slot = Arc::clone(&slot);
-            let _ = executor.on_source.set(Box::new(move |path| {
-                if path != "b.rs" {
-                    return;
-                }
-                let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
-                let handle = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
-                scheduler.wait(&handle).expect("a.rs parsed");
-            }));
-        }
-        // `first.rs` runs alone; the hold that commits it takes `a.rs`,
-        // `b.rs` and `c.rs` for the same thread.
-        let batch = scheduler.submit_batch_atomic(
-            ["first.rs", "a.rs", "b.rs", "c.rs"]
-                .into_iter()
-                .map(|path| Request::new(path, TargetStage::Source).text(format!("{path} text")))
-                .collect(),
-        );
-        for result in scheduler.wait_batch(&batch) {
-            result.expect("parsed");
-        }
-        let counters = scheduler.counters();
-        assert!(counters.batched_stages >= 2, "{counters:?}");
-        assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+        a_wait_inside_a_round("b.rs", "a.rs");
     });
 }
 
-/// The only stage thread takes `a.rs`, `b.rs` and `c.rs` in one round;
-/// `a.rs`'s parse, the first to run, waits for `b.rs`'s Source, which this
-/// very thread holds, dispatched and not yet run. The wait runs the rest of
-/// the round on the waiting thread, nested: without that, the thread would
-/// wait on itself forever (the watchdog fails the test).
+/// `a.rs`'s parse, the first of the round to run, waits for `b.rs`'s
+/// Source, which this very thread holds, dispatched and not yet run. The
+/// wait runs the rest of the round on the waiting thread, nested: without
+/// that, the thread would wait on itself forever.
 #[test]
 fn a_stage_waiting_on_a_later_stage_of_its_own_round_is_answered() {
     watchdog("waiting on a later stage of the round", || {
-        let files = MemFiles::default();
-        let executor = LineExecutor::default();
-        let hooks = Arc::new(GateHooks::default());
-        let scheduler = threaded_with(&files, &executor, one_thread(&hooks, 8));
-        let slot: SchedulerSlot = Default::default();
-        slot.set(Arc::downgrade(&scheduler)).ok();
-        {
-            let slot = Arc::clone(&slot);
-            let _ = executor.on_source.set(Box::new(move |path| {
-                if path != "a.rs" {
-                    return;
-                }
-                let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
-                let handle = scheduler.submit_request(Request::new("b.rs", TargetStage::Source));
-                scheduler.wait(&handle).expect("b.rs parsed");
-            }));
-        }
-        let batch = scheduler.submit_batch_atomic(
-            ["first.rs", "a.rs", "b.rs", "c.rs"]
-                .into_iter()
-                .map(|path| Request::new(path, TargetStage::Source).text(format!("{path} text")))
-                .collect(),
-        );
-        for result in scheduler.wait_batch(&batch) {
-            result.expect("parsed");
-        }
-        let counters = scheduler.counters();
-        assert!(counters.batched_stages >= 2, "{counters:?}");
-        assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+        a_wait_inside_a_round("a.rs", "b.rs");
     });
 }
 
