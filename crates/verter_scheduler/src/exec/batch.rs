@@ -123,7 +123,7 @@ impl<E: StageExecutor> Installed<E> {
         self.0.pending.borrow_mut().extend(jobs.drain(..));
     }
 
-    /// The round's next unrun job, unless a wait handed them back.
+    /// The round's next unrun job, unless a wait on this thread ran it.
     fn next(&self) -> Option<Job<E>> {
         self.0.pending.borrow_mut().pop_front()
     }
@@ -163,18 +163,13 @@ impl<E: StageExecutor> Scheduler<E> {
             // The round: the kept job, then the batched ones, held where a
             // wait on this thread can reach them.
             if !round.is_empty() {
-                if installed.is_none() {
-                    installed = self.me.upgrade().map(Installed::new);
-                }
-                match &installed {
-                    Some(deferred) => deferred.hold(&mut round),
-                    // The scheduler is being dropped: nobody batches.
-                    None => {
-                        for job in round.drain(..) {
-                            self.queue_job(job);
-                        }
-                    }
-                }
+                installed
+                    .get_or_insert_with(|| {
+                        // Whoever runs a chain holds the scheduler (a pool
+                        // token upgrades its weak reference for the run).
+                        Installed::new(self.me.upgrade().expect("a running chain's scheduler"))
+                    })
+                    .hold(&mut round);
             }
             let mut current = Some(first);
             while let Some(job) = current {
