@@ -300,8 +300,10 @@ struct FileRecords {
 }
 
 /// How many finished work's tokens the DAG keeps for reuse: enough for the
-/// dispatches of a few holds, small enough to be nothing.
-const SPARE_TOKENS: usize = 64;
+/// dispatches of a few holds, each of which may hand a stage thread a
+/// round of up to 128 stages (the scheduler's default `stages_per_hold`),
+/// and small enough to be nothing (a few KiB; given back when idle).
+const SPARE_TOKENS: usize = 512;
 
 /// The rank of a consumer: its stage's rank for file work; cache nodes rank
 /// above every file stage.
