@@ -56,6 +56,14 @@ pub struct SchedulerConfig {
     /// batch (an urgent request's stage among it). A scheduling heuristic
     /// only: no answer depends on it. Default: [`Self::BATCH_TIME`].
     pub batch_time: Duration,
+    /// How many requests of an atomic batch are registered per hold of the
+    /// DAG lock, at most. A batch of at most this many is admitted whole in
+    /// one hold; a larger one has all its edits applied in one hold and
+    /// its requests registered this many per hold after it, so stage
+    /// commits and later requests (an urgent one) are admitted in between.
+    /// No answer depends on it (docs/design.md, "Chunked admission").
+    /// Default: [`Self::REGISTRATIONS_PER_HOLD`].
+    pub registrations_per_hold: usize,
     /// Pause points and events for tests; a no-op by default.
     pub hooks: Arc<dyn Hooks>,
 }
@@ -72,6 +80,7 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("stage_stack_size", &self.stage_stack_size)
             .field("stages_per_hold", &self.stages_per_hold)
             .field("batch_time", &self.batch_time)
+            .field("registrations_per_hold", &self.registrations_per_hold)
             .finish_non_exhaustive()
     }
 }
@@ -86,6 +95,9 @@ impl Default for SchedulerConfig {
 impl SchedulerConfig {
     /// The default stage thread stack: 16 MiB.
     pub const DEFAULT_STAGE_STACK: usize = 16 << 20;
+
+    /// The default [`Self::registrations_per_hold`]: 256.
+    pub const REGISTRATIONS_PER_HOLD: usize = 256;
 
     /// The default [`Self::batch_time`]: 200 µs.
     pub const BATCH_TIME: Duration = Duration::from_micros(200);
@@ -109,6 +121,7 @@ impl SchedulerConfig {
             stage_stack_size: Some(Self::DEFAULT_STAGE_STACK),
             stages_per_hold: 128,
             batch_time: Self::BATCH_TIME,
+            registrations_per_hold: Self::REGISTRATIONS_PER_HOLD,
             hooks: Arc::new(NoHooks),
         }
     }
@@ -118,8 +131,8 @@ impl SchedulerConfig {
     /// # Errors
     /// The first thing that makes it unusable: a zero CPU or I/O budget (no
     /// work could run), a zero lane weight (a priority lane would starve),
-    /// a zero inbox capacity (no request could be sent), or zero stages per
-    /// hold.
+    /// a zero inbox capacity (no request could be sent), or zero stages or
+    /// registrations per hold.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.dag.cpu_budget == 0 {
             return Err(ConfigError::ZeroBudget { class: "CPU" });
@@ -135,6 +148,9 @@ impl SchedulerConfig {
         }
         if self.stages_per_hold == 0 {
             return Err(ConfigError::ZeroStagesPerHold);
+        }
+        if self.registrations_per_hold == 0 {
+            return Err(ConfigError::ZeroRegistrationsPerHold);
         }
         Ok(())
     }
@@ -187,6 +203,10 @@ pub enum ConfigError {
     /// `stages_per_hold` is zero: no finished stage could be committed.
     #[error("stages_per_hold is zero: no finished stage could be committed")]
     ZeroStagesPerHold,
+    /// `registrations_per_hold` is zero: a large batch's requests could
+    /// never be registered.
+    #[error("registrations_per_hold is zero: a large batch's requests could never be registered")]
+    ZeroRegistrationsPerHold,
     /// The CPU pool cannot carry the configured budget.
     #[error(
         "the CPU pool's capacity ({capacity}) is below the DAG CPU budget plus its threads ({needed}): build it with SchedulerConfig::build_pools"

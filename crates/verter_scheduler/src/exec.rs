@@ -389,7 +389,11 @@ impl<E: StageExecutor> Scheduler<E> {
         // A stage this thread finished and has not committed yet (its batch
         // is still running) may be what the waiter waits for.
         let mut progressed = flush_deferred();
-        progressed |= self.drain_inbox() > 0;
+        let chunks = match self.mode {
+            Mode::Inline => 1,
+            Mode::Threaded { .. } => usize::MAX,
+        };
+        progressed |= self.drain(chunks) > 0;
         progressed |= self.dispatch_ready() > 0;
         let nested = JOB_DEPTH.with(Cell::get) > 0;
         match (&self.mode, CallerKind::current()) {

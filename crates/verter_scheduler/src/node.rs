@@ -12,7 +12,7 @@
 //! retired, and anything that acts on what it read revalidates under the
 //! lock.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
@@ -118,6 +118,11 @@ pub struct FileNode<E: StageExecutor> {
     /// Set (under the DAG lock) when the object is removed, reset or
     /// re-homed; read without it.
     retired: AtomicBool,
+    /// Under the DAG lock only: the large atomic batch (by its admission
+    /// number) that queued a registration on this object, or 0. Batch
+    /// numbers wrap: a stale match only makes admission register queued
+    /// work earlier than it needed to (docs/design.md, "Chunked admission").
+    deferred_by: AtomicU32,
     /// Written only under the DAG lock; read without it.
     view: ArcSwap<NodeView<E>>,
 }
@@ -136,6 +141,7 @@ impl<E: StageExecutor> FileNode<E> {
             lifetime,
             language,
             retired: AtomicBool::new(false),
+            deferred_by: AtomicU32::new(0),
             view: ArcSwap::from_pointee(NodeView::empty(generation)),
         }
     }
@@ -184,6 +190,18 @@ impl<E: StageExecutor> FileNode<E> {
     /// Under the DAG lock: marks the object retired.
     pub(crate) fn retire(&self) {
         self.retired.store(true, Ordering::Release);
+    }
+
+    /// Under the DAG lock: the batch that last queued a registration on
+    /// this object (0 for none).
+    pub(crate) fn deferred_by(&self) -> u32 {
+        self.deferred_by.load(Ordering::Relaxed)
+    }
+
+    /// Under the DAG lock: records that `batch` queued a registration on
+    /// this object.
+    pub(crate) fn set_deferred_by(&self, batch: u32) {
+        self.deferred_by.store(batch, Ordering::Relaxed);
     }
 
     /// Under the DAG lock: starts an empty view for a new generation.

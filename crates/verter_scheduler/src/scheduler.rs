@@ -21,13 +21,16 @@
 //!    revalidate the lifetime against the published node (or create the
 //!    node by atomic ensure), re-home the language, bump the generation for
 //!    new text (the only place a request does) with its sweep, register the
-//!    waiter, then admit the work.
+//!    waiter, then admit the work. A large atomic batch applies every
+//!    item's edits in that hold and queues the registrations, which later
+//!    holds make a chunk at a time (docs/design.md, "Chunked admission").
 //!
 //! # A caller reads its own writes
 //! Nothing is admitted before a write sent before it. Every other call
 //! that takes the DAG lock — `invalidate`, `close_file`, `remove`, `reset`,
 //! the witness calls, and the reads that consult the lock — first admits
-//! what was in the inbox when it started (`admit_sent`), in the same hold. So a thread's earlier
+//! what was in the inbox when it started, and every queued registration
+//! (`admit_sent`), in the same hold. So a thread's earlier
 //! submissions take effect before its later calls, and a request answered
 //! at submission (from committed output) is answered only when nothing the
 //! caller sent earlier is still waiting for admission.
@@ -116,6 +119,10 @@ pub struct SchedulerCounters {
     /// (`SchedulerConfig::stages_per_hold`): batched work, reserved outside
     /// the budget.
     pub batched_stages: u64,
+    /// Requests of large atomic batches registered in a later hold than
+    /// the one that applied their batch's edits
+    /// (`SchedulerConfig::registrations_per_hold`).
+    pub deferred_registrations: u64,
 }
 
 /// The state at a quiescent moment: what tests assert is clean.

@@ -19,6 +19,7 @@
 //! This module names no other module that implements scheduler behaviour
 //! (`scheduler`, `exec`, `driver`, `witness`): they all build on it.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Weak};
 
@@ -27,7 +28,8 @@ use crossbeam_channel::Sender;
 use dashmap::DashMap;
 use parking_lot::Mutex;
 use verter_dag::{
-    Canonical, Priority, ResourceClass, SchedulerDag, SubmissionLifetime, TargetStage, WaiterId,
+    Canonical, FileIdentity, Priority, ResourceClass, SchedulerDag, SubmissionLifetime,
+    TargetStage, WaitPolicy, WaiterId,
 };
 use verter_pools::{ProgressSignal, SchedulerCpuPool, SchedulerIoPool};
 use verter_source_root::SchedulerSourceDirectory;
@@ -69,7 +71,23 @@ pub(crate) enum Submission<E: StageExecutor> {
     Batch(Vec<Prepared<E>>),
 }
 
+impl<E: StageExecutor> Prepared<E> {
+    /// Whether admitting it may change state other requests read: it
+    /// carries text or names a language (docs/design.md, "The inbox").
+    pub(crate) fn is_write(&self) -> bool {
+        self.text.is_some() || self.explicit_language
+    }
+}
+
 impl<E: StageExecutor> Submission<E> {
+    /// Whether any of its requests is a write ([`Prepared::is_write`]).
+    pub(crate) fn is_write(&self) -> bool {
+        match self {
+            Self::One(prepared) => prepared.is_write(),
+            Self::Batch(items) => items.iter().any(Prepared::is_write),
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         match self {
             Self::One(_) => 1,
@@ -83,6 +101,19 @@ impl<E: StageExecutor> Submission<E> {
             Self::Batch(items) => items,
         }
     }
+}
+
+/// The waiter an admitted request still has to register: an item of a
+/// large atomic batch whose edits are applied and whose registration waits
+/// for a later hold (docs/design.md, "Chunked admission").
+pub(crate) struct Registering<E: StageExecutor> {
+    /// The object version the request's own admission left live: what a
+    /// request with text is pinned to.
+    pub(crate) live: FileIdentity,
+    pub(crate) stage: TargetStage,
+    pub(crate) priority: Priority,
+    pub(crate) policy: WaitPolicy,
+    pub(crate) slot: AnswerSlot<E>,
 }
 
 /// The text known for a file's live version: from an upsert, or loaded and
@@ -106,6 +137,13 @@ pub(crate) struct Locked<E: StageExecutor> {
     /// again (a removed blocker an importer still needs) is processed as,
     /// without calling the loader under the lock. Cleared by `reset`.
     pub(crate) languages: HashMap<Canonical, Language>,
+    /// Registrations of atomic batches, in admission order, that later
+    /// holds make a chunk at a time; every one of them was counted in
+    /// `Counters::pending_admissions` and still is.
+    pub(crate) registering: VecDeque<Registering<E>>,
+    /// How many large atomic batches were admitted (wrapping; the number
+    /// `FileNode` stamps name).
+    pub(crate) large_batches: u32,
 }
 
 /// Whether the scheduler runs on pools or on its callers' threads.
@@ -136,6 +174,7 @@ pub(crate) struct Counters {
     pub(crate) completion_holds: AtomicU64,
     pub(crate) hook_panics: AtomicU64,
     pub(crate) batched_stages: AtomicU64,
+    pub(crate) deferred_registrations: AtomicU64,
     /// Requests enqueued and not yet admitted. Incremented before the send,
     /// decremented in the lock hold that admits them.
     pub(crate) pending_admissions: AtomicUsize,
@@ -187,6 +226,8 @@ impl<E: StageExecutor> Scheduler<E> {
                 waiters: HashMap::default(),
                 texts: HashMap::default(),
                 languages: HashMap::default(),
+                registering: VecDeque::new(),
+                large_batches: 0,
             }),
             config,
             loader,
@@ -372,6 +413,14 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
                         }),
                     );
                 }
+            }
+            for registering in locked.registering.drain(..) {
+                post.answer(
+                    registering.slot,
+                    Err(RequestError::Shutdown {
+                        path: registering.live.canonical,
+                    }),
+                );
             }
             let effects = locked.dag.reset();
             for answer in effects.answers {

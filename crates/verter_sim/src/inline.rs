@@ -62,6 +62,9 @@ pub struct RunReport {
     /// A digest of every answer and event, in order: equal for two runs of
     /// one trace (the run is deterministic).
     pub digest: u64,
+    /// Requests of atomic batches the scheduler registered after their
+    /// batch's edits (`SchedulerCounters::deferred_registrations`).
+    pub deferred_registrations: u64,
 }
 
 /// A run that found a violation: the trace (shrunk when it could be) and
@@ -138,12 +141,17 @@ pub fn run_trace(trace: &[Op]) -> Result<RunReport, String> {
         Ok(outcome) => outcome,
         Err(payload) => Err(format!("panicked: {}", panic_text(&*payload))),
     };
+    let deferred_registrations = shared
+        .scheduler
+        .get()
+        .map_or(0, |scheduler| scheduler.counters().deferred_registrations);
     let state = shared.state.lock();
     outcome.map(|()| RunReport {
         ops: state.ops,
         answers: state.answers,
         checks: state.checks,
         digest: state.digest,
+        deferred_registrations,
     })
 }
 
@@ -314,12 +322,16 @@ impl Hooks for InlineHooks {
     }
 }
 
-/// The configuration every simulated scheduler uses: small budgets, and no
-/// clock-driven backstop, so a lost wake-up shows as an unanswered request.
+/// The configuration every simulated scheduler uses: small budgets, no
+/// clock-driven backstop, so a lost wake-up shows as an unanswered request,
+/// and one registration per hold, so every atomic batch of two or more
+/// requests is admitted in chunks (`SchedulerConfig::registrations_per_hold`):
+/// later requests are admitted between its registrations.
 pub fn sim_config(hooks: Arc<dyn Hooks>) -> SchedulerConfig {
     let mut config = SchedulerConfig::with_threads(2, 1);
     config.idle_repump = None;
     config.wait_backstop = None;
+    config.registrations_per_hold = 1;
     config.hooks = hooks;
     config
 }

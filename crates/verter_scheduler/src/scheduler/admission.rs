@@ -7,6 +7,10 @@ use super::*;
 
 use verter_source_root::{SchedulerSourceDirectory, SourceTransition};
 
+use std::collections::VecDeque;
+
+use crate::state::Registering;
+
 /// Where an admission records its source-root changes: a transition of its
 /// own, or the one transition of the atomic batch it belongs to (so a root
 /// captured meanwhile reads the whole batch or none of it).
@@ -33,20 +37,42 @@ impl Publish<'_, '_> {
 }
 
 impl<E: StageExecutor> Scheduler<E> {
-    /// Admits every item in the inbox, up to 64 per lock hold. Returns how
-    /// many items were admitted.
+    /// Admits every item in the inbox, up to 64 per lock hold, and makes
+    /// every registration large batches left, up to
+    /// `SchedulerConfig::registrations_per_hold` per hold. Returns how many
+    /// items and registrations it admitted.
     pub(crate) fn drain_inbox(&self) -> usize {
+        self.drain(usize::MAX)
+    }
+
+    /// [`Self::drain_inbox`], making deferred registrations in at most
+    /// `chunks` holds: an inline pump pass makes one chunk, then runs a
+    /// stage, as stage threads would run between the driver's holds.
+    pub(crate) fn drain(&self, mut chunks: usize) -> usize {
         let mut admitted = 0;
         loop {
             // Every pump pass drains: skip the lock when there is nothing to
             // take (an item sent after this check wakes a pump of its own).
-            if self.inbox.is_empty() {
+            // Deferred registrations are counted as pending admissions.
+            if self.inbox.is_empty()
+                && (chunks == 0 || self.counters.pending_admissions.load(Ordering::Acquire) == 0)
+            {
                 return admitted;
             }
-            let n = self.transact(|locked, post| self.admit_pending(locked, post, 64));
+            let register = chunks > 0;
+            let n = self.transact(|locked, post| {
+                let items = self.admit_pending(locked, post, 64);
+                let registered = if register {
+                    self.register_deferred(locked, post, self.config.registrations_per_hold)
+                } else {
+                    0
+                };
+                items + registered
+            });
             if n == 0 {
                 return admitted;
             }
+            chunks = chunks.saturating_sub(1);
             admitted += n;
         }
     }
@@ -55,8 +81,9 @@ impl<E: StageExecutor> Scheduler<E> {
     /// items in each lane when it starts, urgent lane first — and nothing
     /// that arrives meanwhile (concurrent with the call, so it needs no
     /// order), so a lifecycle call's hold is bounded by the inbox's capacity
-    /// even while a busy sender keeps refilling it. A caller that reads its
-    /// own writes finds all of them admitted.
+    /// even while a busy sender keeps refilling it; then makes every
+    /// deferred registration. A caller that reads its own writes finds all
+    /// of them admitted.
     pub(crate) fn admit_sent(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> usize {
         let (urgent, normal) = self.inbox.lens();
         let mut requests = 0;
@@ -69,6 +96,7 @@ impl<E: StageExecutor> Scheduler<E> {
             }
         }
         self.settle_admitted(requests);
+        self.register_deferred(locked, post, usize::MAX);
         urgent + normal
     }
 
@@ -84,8 +112,11 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// Under the lock: admits one inbox item and reports it admitted;
-    /// returns how many requests it held. The caller settles
-    /// `pending_admissions`.
+    /// returns how many of its requests were admitted whole (registered or
+    /// answered) in this hold. The caller settles `pending_admissions`.
+    ///
+    /// A write is never admitted ahead of a deferred registration: those
+    /// were sent before it, so they are made first.
     fn admit_envelope(
         &self,
         locked: &mut Locked<E>,
@@ -93,20 +124,88 @@ impl<E: StageExecutor> Scheduler<E> {
         envelope: crate::inbox::Envelope<Submission<E>>,
     ) -> usize {
         let (item, receipt) = envelope.open();
-        let requests = item.len();
-        match item {
-            Submission::One(prepared) => self.admit(locked, prepared, post, &mut Publish::Own),
+        if !locked.registering.is_empty() && item.is_write() {
+            self.register_deferred(locked, post, usize::MAX);
+        }
+        let settled = match item {
+            Submission::One(prepared) => {
+                self.admit(locked, prepared, post, &mut Publish::Own);
+                1
+            }
             // One source-root transition for the whole batch: its updates
             // supersede every file's old text at once for root readers too.
-            Submission::Batch(batch) => self.source_root.publish_transition(|tx| {
-                let mut publish = Publish::Batch(tx);
-                for prepared in batch {
-                    self.admit(locked, prepared, post, &mut publish);
-                }
-            }),
-        }
+            Submission::Batch(batch) if batch.len() <= self.config.registrations_per_hold => {
+                let requests = batch.len();
+                self.source_root.publish_transition(|tx| {
+                    let mut publish = Publish::Batch(tx);
+                    for prepared in batch {
+                        self.admit(locked, prepared, post, &mut publish);
+                    }
+                });
+                requests
+            }
+            Submission::Batch(batch) => self.admit_large_batch(locked, batch, post),
+        };
         self.inbox.admitted(receipt);
-        requests
+        settled
+    }
+
+    /// Under the lock: applies a large atomic batch's edits in order, in one
+    /// source-root transition, and queues its registrations for later holds
+    /// (docs/design.md, "Chunked admission"). Each queued registration
+    /// names the version its own request's edits left live, so it is made
+    /// as it would have been in this hold. Before an edit to a file whose
+    /// registration is still queued, every queued registration is made:
+    /// they come before that edit. Returns how many requests were answered
+    /// here instead of queued.
+    fn admit_large_batch(
+        &self,
+        locked: &mut Locked<E>,
+        batch: Vec<Prepared<E>>,
+        post: &mut PostWork<E>,
+    ) -> usize {
+        // Batch numbers skip 0, which marks a node no batch stamped.
+        locked.large_batches = locked.large_batches.wrapping_add(1).max(1);
+        let number = locked.large_batches;
+        locked.registering.reserve_exact(batch.len());
+        let mut answered = 0;
+        self.source_root.publish_transition(|tx| {
+            let mut publish = Publish::Batch(tx);
+            for prepared in batch {
+                match self.apply(locked, prepared, post, &mut publish, Some(number)) {
+                    Some(registering) => locked.registering.push_back(registering),
+                    None => answered += 1,
+                }
+            }
+        });
+        answered
+    }
+
+    /// Under the lock: makes up to `max` deferred registrations, oldest
+    /// first, and takes them off the pending count. Returns how many.
+    pub(crate) fn register_deferred(
+        &self,
+        locked: &mut Locked<E>,
+        post: &mut PostWork<E>,
+        max: usize,
+    ) -> usize {
+        let mut made = 0;
+        while made < max {
+            let Some(registering) = locked.registering.pop_front() else {
+                break;
+            };
+            self.register(locked, registering, post);
+            made += 1;
+        }
+        self.counters
+            .deferred_registrations
+            .fetch_add(made as u64, Ordering::Relaxed);
+        if made > 0 && locked.registering.is_empty() {
+            // The queue held a whole batch: give that capacity back.
+            locked.registering = VecDeque::new();
+        }
+        self.settle_admitted(made);
+        made
     }
 
     /// Under the lock: takes up to `max` items out of the inbox (the urgent
@@ -133,7 +232,7 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// Admission under the lock, its source-root changes recorded through
-    /// `publish`. See the module docs.
+    /// `publish`: its edits, then its registration. See the module docs.
     pub(super) fn admit(
         &self,
         locked: &mut Locked<E>,
@@ -141,6 +240,26 @@ impl<E: StageExecutor> Scheduler<E> {
         post: &mut PostWork<E>,
         publish: &mut Publish<'_, '_>,
     ) {
+        if let Some(registering) = self.apply(locked, prepared, post, publish, None) {
+            self.register(locked, registering, post);
+        }
+    }
+
+    /// Under the lock: steps 1–3 of admission (module docs): revalidate or
+    /// create the object, re-home it, apply new text. Returns the
+    /// registration still to make, or `None` when the request was answered.
+    ///
+    /// With `deferring = Some(batch)`, the caller queues the registration:
+    /// the object is stamped with the batch, and a write to an object the
+    /// batch already stamped first makes every queued registration.
+    fn apply(
+        &self,
+        locked: &mut Locked<E>,
+        prepared: Prepared<E>,
+        post: &mut PostWork<E>,
+        publish: &mut Publish<'_, '_>,
+        deferring: Option<u32>,
+    ) -> Option<Registering<E>> {
         let canonical = prepared.canonical.clone();
         let _span =
             tracing::trace_span!("admit", path = %canonical, stage = %prepared.stage).entered();
@@ -158,9 +277,17 @@ impl<E: StageExecutor> Scheduler<E> {
                     prepared.slot,
                     Err(RequestError::Shutdown { path: canonical }),
                 );
-                return;
+                return None;
             }
-            (_, Some(node)) => (node, false),
+            (_, Some(node)) => {
+                if let Some(batch) = deferring
+                    && node.deferred_by() == batch
+                    && prepared.is_write()
+                {
+                    self.register_deferred(locked, post, usize::MAX);
+                }
+                (node, false)
+            }
             (_, None) => {
                 let (object, created) = locked.dag.ensure_object(&canonical);
                 debug_assert!(created, "an unpublished canonical has no live object");
@@ -173,7 +300,6 @@ impl<E: StageExecutor> Scheduler<E> {
                 (node, created)
             }
         };
-        prepared.slot.mark_admitted();
         // 2. Re-home the language: new object, same lifetime.
         if prepared.explicit_language && node.language() != &prepared.language {
             node = self.rehome(locked, &node, prepared.language.clone(), post, publish);
@@ -205,7 +331,7 @@ impl<E: StageExecutor> Scheduler<E> {
                                 prepared.slot,
                                 Err(RequestError::GenerationExhausted { path: canonical }),
                             );
-                            return;
+                            return None;
                         }
                         Err(other) => unreachable!("the live object was checked: {other}"),
                     }
@@ -245,17 +371,44 @@ impl<E: StageExecutor> Scheduler<E> {
                 publish.record(&self.source_root, |tx| present(tx, &source));
             }
         }
-        // 4. Register the waiter before admitting its work.
+        if let Some(batch) = deferring {
+            node.set_deferred_by(batch);
+        }
         let policy = if prepared.text.is_some() {
             WaitPolicy::Pinned
         } else {
             WaitPolicy::Follow
         };
-        let registration =
-            locked
-                .dag
-                .register_request(live.clone().at(prepared.stage), policy, prepared.priority);
-        locked.waiters.insert(registration.waiter, prepared.slot);
+        Some(Registering {
+            live,
+            stage: prepared.stage,
+            priority: prepared.priority,
+            policy,
+            slot: prepared.slot,
+        })
+    }
+
+    /// Under the lock: step 4 of admission: registers the waiter on the
+    /// version its edits left live (a follower moves on to a newer one),
+    /// then admits its work.
+    fn register(
+        &self,
+        locked: &mut Locked<E>,
+        registering: Registering<E>,
+        post: &mut PostWork<E>,
+    ) {
+        let Registering {
+            live,
+            stage,
+            priority,
+            policy,
+            slot,
+        } = registering;
+        slot.mark_admitted();
+        let registration = locked
+            .dag
+            .register_request(live.at(stage), policy, priority);
+        locked.waiters.insert(registration.waiter, slot);
         if let Some(joiner) = registration.joiner {
             post.event(|| SchedulerEvent::DidJoin(joiner.key));
         }

@@ -132,6 +132,7 @@ impl<E: StageExecutor> Scheduler<E> {
             hook_panics: load(&self.counters.hook_panics),
             completion_holds: load(&self.counters.completion_holds),
             batched_stages: load(&self.counters.batched_stages),
+            deferred_registrations: load(&self.counters.deferred_registrations),
         }
     }
 

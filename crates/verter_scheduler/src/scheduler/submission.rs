@@ -30,12 +30,18 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    /// Submits the requests as one inbox item, admitted under one lock hold:
-    /// no pump ever sees the batch half-admitted, and a batch of source
-    /// updates supersedes every file's old generation at once. Each item
-    /// reads the writes of the items before it: once an item changes a file
-    /// (text or language), no later item is answered at submission — any of
-    /// them may depend on that file.
+    /// Submits the requests as one inbox item whose edits are applied in
+    /// one lock hold: no pump ever sees the batch's edits half-applied, and
+    /// a batch of source updates supersedes every file's old generation at
+    /// once. Each item reads the writes of the items before it: once an
+    /// item changes a file (text or language), no later item is answered
+    /// at submission — any of them may depend on that file.
+    ///
+    /// A batch of more than `SchedulerConfig::registrations_per_hold`
+    /// requests has its requests registered in later holds, that many per
+    /// hold, so stage commits and requests sent after it (an urgent one)
+    /// are not held up behind all of it; every answer is the one whole
+    /// admission would give (docs/design.md, "Chunked admission").
     pub fn submit_batch_atomic(&self, requests: Vec<Request>) -> BatchHandle<E> {
         let mut handles = Vec::with_capacity(requests.len());
         let mut prepared = Vec::with_capacity(requests.len());
@@ -253,12 +259,9 @@ impl<E: StageExecutor> Scheduler<E> {
             .fetch_add(item.len(), Ordering::AcqRel);
         // A lone High or Critical request asks for the urgent lane; the
         // inbox keeps every item behind every write sent before it.
-        let changes =
-            |prepared: &Prepared<E>| prepared.text.is_some() || prepared.explicit_language;
-        let (urgent, write) = match &item {
-            Submission::One(prepared) => (prepared.priority >= Priority::High, changes(prepared)),
-            Submission::Batch(batch) => (false, batch.iter().any(changes)),
-        };
+        let urgent =
+            matches!(&item, Submission::One(prepared) if prepared.priority >= Priority::High);
+        let write = item.is_write();
         let (mut envelope, lane) = self.inbox.seal(item, urgent, write);
         loop {
             match self.inbox.try_send(envelope, lane) {

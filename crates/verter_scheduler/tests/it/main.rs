@@ -6,6 +6,7 @@
 mod support;
 
 mod batching;
+mod chunked;
 mod consistency;
 mod deps;
 mod inline;

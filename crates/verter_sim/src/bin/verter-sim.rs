@@ -65,9 +65,13 @@ fn main() -> ExitCode {
             let started = Instant::now();
             let mut failures = 0u64;
             let mut answers = 0u64;
+            let mut deferred = 0u64;
             for seed in from..from + count {
                 match run_seed(seed, &config) {
-                    Ok(report) => answers += report.answers,
+                    Ok(report) => {
+                        answers += report.answers;
+                        deferred += report.deferred_registrations;
+                    }
                     Err(failure) => {
                         failures += 1;
                         println!("{failure}");
@@ -79,7 +83,7 @@ fn main() -> ExitCode {
             }
             let secs = started.elapsed().as_secs_f64();
             println!(
-                "{count} inline seeds from {from}: {answers} answers judged in {secs:.1} s ({:.0} seeds/s)",
+                "{count} inline seeds from {from}: {answers} answers judged in {secs:.1} s ({:.0} seeds/s); {deferred} batch registrations deferred",
                 count as f64 / secs
             );
             println!("{failures} violations");
@@ -123,8 +127,12 @@ fn main() -> ExitCode {
                 report.ops_per_second()
             );
             println!(
-                "{} stages run, {} of them batched, committed in {} completion holds; {} waits from inside a stage",
-                report.stages, report.batched_stages, report.completion_holds, report.nested_waits
+                "{} stages run, {} of them batched, committed in {} completion holds; {} waits from inside a stage; {} batch registrations deferred",
+                report.stages,
+                report.batched_stages,
+                report.completion_holds,
+                report.nested_waits,
+                report.deferred_registrations
             );
             println!("{} violations", report.violations.len());
             if report.violations.is_empty() {
