@@ -291,11 +291,8 @@ impl<E: StageExecutor> Scheduler<E> {
             (_, None) => {
                 let (object, created) = locked.dag.ensure_object(&canonical);
                 debug_assert!(created, "an unpublished canonical has no live object");
-                if !prepared.explicit_language {
-                    locked
-                        .languages
-                        .insert(canonical.clone(), prepared.language.clone());
-                }
+                // No entry in `languages`: only a blocker is ever ingested
+                // again, and the parse that named it recorded its language.
                 let node = self.publish_node(&canonical, object, prepared.language.clone());
                 (node, created)
             }
@@ -313,11 +310,13 @@ impl<E: StageExecutor> Scheduler<E> {
             .expect("the node is published, so its object is live");
         if let Some(text) = &prepared.text {
             let hash = content_hash(text);
-            let unchanged = locked.texts.get(&canonical).is_some_and(|known| {
-                known.text.version == live.version()
-                    && known.text.hash == hash
-                    && known.text.text == *text
-            });
+            // A version this request created has no text yet.
+            let unchanged = !created
+                && locked.texts.get(&canonical).is_some_and(|known| {
+                    known.text.version == live.version()
+                        && known.text.hash == hash
+                        && known.text.text == *text
+                });
             if !unchanged {
                 let mut swept = None;
                 if !created {
