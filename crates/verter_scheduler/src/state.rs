@@ -67,7 +67,8 @@ pub(crate) struct Prepared<E: StageExecutor> {
 pub(crate) enum Submission<E: StageExecutor> {
     /// One request.
     One(Prepared<E>),
-    /// A batch admitted under one lock hold.
+    /// An atomic batch: its edits applied in one lock hold, its requests
+    /// registered in that hold or, for a large one, in later ones.
     Batch(Vec<Prepared<E>>),
 }
 

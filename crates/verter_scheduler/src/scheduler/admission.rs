@@ -1,5 +1,13 @@
 //! `Scheduler`: Admission under the lock: draining the inbox in order, creating and re-homing objects, and carrying out what the DAG decided (`absorb`).
 //!
+//! A large atomic batch is admitted in two phases: its edits in the hold
+//! that takes it, its registrations queued under the lock and made a chunk
+//! per later hold (docs/design.md, "Chunked admission"). Only
+//! `register_deferred` takes registrations off that queue, under the lock,
+//! besides teardown, which answers them `Shutdown`
+//! (`queued_registrations_are_taken_only_by_register_deferred_and_teardown`).
+//! A write or a lifecycle call makes every queued registration first.
+//!
 //! Part of the `scheduler` module, which owns the DAG lock; see its docs for
 //! the admission protocol and the lock rank.
 

@@ -64,3 +64,45 @@ fn the_dag_lock_is_taken_only_here() {
     }
     assert_eq!(holders, ["transact_batching", "read_locked", "drop"]);
 }
+
+/// A queued registration (`Locked::registering`) leaves the queue in two
+/// places only: `register_deferred`, which registers it (and drops the
+/// queue's capacity once it is empty), and teardown, which answers it
+/// `Shutdown`; every other line that names the queue only reads it,
+/// reserves room or pushes (docs/design.md, "Chunked admission").
+#[test]
+fn queued_registrations_are_taken_only_by_register_deferred_and_teardown() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut takers = Vec::new();
+    for file in files
+        .iter()
+        .filter(|file| !file.ends_with("state/tests.rs"))
+    {
+        let text = std::fs::read_to_string(file).expect("a readable source");
+        for line in code_lines(&text, ".registering") {
+            let takes = [
+                ".registering.pop",
+                ".registering.drain",
+                ".registering =",
+                "mem::take",
+            ]
+            .iter()
+            .any(|needle| line.contains(needle));
+            if takes {
+                let name = file.strip_prefix(&src).expect("under src");
+                takers.push(format!("{}: {}", name.display(), line.trim()));
+            }
+        }
+    }
+    takers.sort();
+    assert_eq!(
+        takers,
+        [
+            "scheduler/admission.rs: let Some(registering) = locked.registering.pop_front() else {",
+            "scheduler/admission.rs: locked.registering = VecDeque::new();",
+            "state.rs: for registering in locked.registering.drain(..) {",
+        ]
+    );
+}
