@@ -458,6 +458,13 @@ impl SchedulerDag {
         })
     }
 
+    /// Makes room for `additional` files the DAG has no record of yet, so a
+    /// large admission grows its table once instead of by doubling. A hint:
+    /// no state changes.
+    pub fn reserve_files(&mut self, additional: usize) {
+        self.files.reserve(additional);
+    }
+
     /// Returns the live object of `canonical`, creating one (new incarnation,
     /// new lifetime, generation 0) when there is none: an atomic ensure,
     /// never a replace. The flag says whether it was created.

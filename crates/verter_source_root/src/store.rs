@@ -127,6 +127,13 @@ impl<T> Store<T> {
         self.leases.capture(self.epoch)
     }
 
+    /// Makes room for `additional` files not tracked yet.
+    pub(crate) fn reserve_files(&mut self, additional: usize) {
+        let reused = additional.min(self.free_slots.len());
+        self.slots.reserve(additional);
+        self.files.reserve(additional - reused);
+    }
+
     /// Lends the undo buffer to a transition.
     pub(crate) fn take_undo_buffer(&mut self) -> Vec<Undo<T>> {
         mem::take(&mut self.undo_buffer)

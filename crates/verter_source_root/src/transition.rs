@@ -55,6 +55,15 @@ impl<'a, T> SourceTransition<'a, T> {
         // `self` drops here with an empty undo log: nothing is rolled back.
     }
 
+    /// Makes room for `changes` more records in this transition, of which
+    /// `new_files` name files the directory does not track yet, so a large
+    /// transition grows its tables once instead of by doubling. A hint:
+    /// what is recorded is unaffected.
+    pub fn reserve(&mut self, new_files: usize, changes: usize) {
+        self.undo.reserve(changes);
+        self.store.reserve_files(new_files);
+    }
+
     /// Records that `canonical` has a source from this transition on: the
     /// object and generation `version`, bytes hashed to `hash`, `bytes` long,
     /// with `payload` returned to every reader of this version.

@@ -177,7 +177,13 @@ impl<E: StageExecutor> Scheduler<E> {
         let number = locked.large_batches;
         locked.registering.reserve_exact(batch.len());
         let mut answered = 0;
+        // Files no node was published for when the batch was prepared are
+        // most likely new: make room for them once, not by doubling.
+        let new_files = batch.iter().filter(|p| p.lifetime.is_none()).count();
+        locked.dag.reserve_files(new_files);
+        locked.texts.reserve(new_files);
         self.source_root.publish_transition(|tx| {
+            tx.reserve(new_files, batch.len());
             let mut publish = Publish::Batch(tx);
             for prepared in batch {
                 match self.apply(locked, prepared, post, &mut publish, Some(number)) {

@@ -1,6 +1,6 @@
 //! The shape of the public API: thread safety and how values print.
 
-use verter_dag::Incarnation;
+use verter_dag::{Canonical, Incarnation};
 use verter_source_root::{
     ContentHash, Epoch, GcReport, SchedulerSourceDirectory, SchedulerSourceRoot, SourceRootConfig,
     SourceRootStats, SourceState,
@@ -98,4 +98,63 @@ fn a_pending_state_answers_its_version_and_no_text() {
         version: version(object, 3),
     };
     assert!(!absent.is_pending());
+}
+
+/// `SourceTransition::reserve` is a capacity hint: a transition that
+/// reserves for new files, some of them reusing slots a forgotten file
+/// freed, records and publishes exactly what one without it does.
+#[test]
+fn reserving_in_a_transition_changes_nothing_it_publishes() {
+    let object = Incarnation::allocate();
+    let directory = SchedulerSourceDirectory::<u64>::new();
+    let names: Vec<Canonical> = (0..64)
+        .map(|i| Canonical::from(format!("f{i}.rs")))
+        .collect();
+    directory.publish_transition(|tx| {
+        tx.reserve(names.len(), names.len());
+        for (i, name) in names.iter().enumerate() {
+            tx.present(
+                name.clone(),
+                version(object, 0),
+                ContentHash(i as u64),
+                i as u64,
+                8,
+            );
+        }
+    });
+    // Forget half (freeing their slots), then reserve more than is freed.
+    directory.publish_transition(|tx| {
+        for name in &names[..32] {
+            tx.absent(name.clone(), version(object, 1));
+        }
+    });
+    directory.publish_transition(|tx| {
+        tx.present(
+            Canonical::from("x.rs"),
+            version(object, 0),
+            ContentHash(1),
+            1,
+            8,
+        );
+    });
+    let _ = directory.gc();
+    // Their slots are free now.
+    assert!(directory.state_now(names[0].clone()).version().is_none());
+    directory.publish_transition(|tx| {
+        tx.reserve(100, 100);
+        tx.present(
+            Canonical::from("new.rs"),
+            version(object, 0),
+            ContentHash(99),
+            99,
+            8,
+        );
+    });
+    for (i, name) in names.iter().enumerate().skip(32) {
+        assert_eq!(
+            directory.state_now(name.clone()).payload(),
+            Some(&(i as u64))
+        );
+    }
+    assert_eq!(directory.state_now("new.rs").payload(), Some(&99));
 }
