@@ -32,7 +32,7 @@ use verter_dag::{
     TargetStage, WaitPolicy, WaiterId,
 };
 use verter_pools::{ProgressSignal, SchedulerCpuPool, SchedulerIoPool};
-use verter_source_root::SchedulerSourceDirectory;
+use verter_source_root::{ContentHash, SchedulerSourceDirectory};
 
 use crate::config::SchedulerConfig;
 use crate::error::RequestError;
@@ -53,7 +53,9 @@ pub(crate) struct Prepared<E: StageExecutor> {
     pub(crate) canonical: Canonical,
     pub(crate) stage: TargetStage,
     pub(crate) priority: Priority,
-    pub(crate) text: Option<Arc<str>>,
+    /// New text, with its content hash (computed when prepared, outside
+    /// the lock).
+    pub(crate) text: Option<(Arc<str>, ContentHash)>,
     /// The language the request named, or the loader's classification.
     pub(crate) language: Language,
     /// Whether the request named the language (only then can it re-home).

@@ -20,10 +20,11 @@ pub(crate) struct Finished<E: StageExecutor> {
 pub(super) enum Outcome<E: StageExecutor> {
     /// Refused before the executor ran: cancelled, retired or superseded.
     Stale,
-    /// A Source load: the bytes, or why there are none.
+    /// A Source load: the text (built, hashed, outside the lock), or why
+    /// there is none.
     Loaded {
         file: FileIdentity,
-        result: Result<Arc<str>, RequestError>,
+        result: Result<Arc<SourceText>, RequestError>,
     },
     /// A Source parse with its resolved forward and blocker dependencies.
     Parsed {
@@ -339,7 +340,12 @@ impl<E: StageExecutor> Scheduler<E> {
         self.counters.loads.fetch_add(1, Ordering::Relaxed);
         let result = catch_unwind(AssertUnwindSafe(|| self.loader.load(&file.canonical)));
         let result = match result {
-            Ok(Ok(text)) => Ok(text),
+            Ok(Ok(text)) => Ok(Arc::new(SourceText {
+                canonical: file.canonical.clone(),
+                version: file.version(),
+                hash: content_hash(&text),
+                text,
+            })),
             Ok(Err(error)) => Err(RequestError::from_load(&file.canonical, &error)),
             Err(payload) => {
                 self.counters
@@ -365,17 +371,11 @@ impl<E: StageExecutor> Scheduler<E> {
         locked: &mut Locked<E>,
         dispatch: Dispatch,
         file: &FileIdentity,
-        result: Result<Arc<str>, RequestError>,
+        result: Result<Arc<SourceText>, RequestError>,
         post: &mut PostWork<E>,
     ) {
         match result {
-            Ok(text) => {
-                let source = Arc::new(SourceText {
-                    canonical: file.canonical.clone(),
-                    version: file.version(),
-                    hash: content_hash(&text),
-                    text,
-                });
+            Ok(source) => {
                 locked.texts.insert(
                     file.canonical.clone(),
                     KnownText {

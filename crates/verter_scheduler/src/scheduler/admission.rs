@@ -322,8 +322,8 @@ impl<E: StageExecutor> Scheduler<E> {
             .dag
             .live_file(&canonical)
             .expect("the node is published, so its object is live");
-        if let Some(text) = &prepared.text {
-            let hash = content_hash(text);
+        if let Some((text, hash)) = &prepared.text {
+            let hash = *hash;
             // A version this request created has no text yet.
             let unchanged = !created
                 && locked.texts.get(&canonical).is_some_and(|known| {

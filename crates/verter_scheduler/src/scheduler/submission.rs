@@ -199,7 +199,10 @@ impl<E: StageExecutor> Scheduler<E> {
             canonical,
             stage: request.stage,
             priority: request.priority,
-            text: request.text,
+            text: request.text.map(|text| {
+                let hash = content_hash(&text);
+                (text, hash)
+            }),
             language,
             explicit_language,
             lifetime,

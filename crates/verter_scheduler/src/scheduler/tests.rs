@@ -91,7 +91,10 @@ fn a_request_whose_lifetime_ended_is_answered_shutdown_with_or_without_text() {
         let slot = AnswerSlot::new();
         let handle = CompletionHandle::new(slot.state());
         let mut prepared = stale_request(slot);
-        prepared.text = text;
+        prepared.text = text.map(|text| {
+            let hash = content_hash(&text);
+            (text, hash)
+        });
         scheduler.enqueue(Submission::One(prepared));
         scheduler.run_until_idle();
         assert!(
