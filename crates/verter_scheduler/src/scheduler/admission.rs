@@ -94,18 +94,42 @@ impl<E: StageExecutor> Scheduler<E> {
     /// of them admitted.
     pub(crate) fn admit_sent(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> usize {
         let (urgent, normal) = self.inbox.lens();
-        let mut requests = 0;
-        for (lane, count) in [(Lane::Urgent, urgent), (Lane::Normal, normal)] {
-            for _ in 0..count {
-                let Some(envelope) = self.inbox.try_recv_lane(lane) else {
-                    break;
-                };
-                requests += self.admit_envelope(locked, post, envelope);
-            }
-        }
+        let requests = self.admit_lane(locked, post, Lane::Urgent, urgent)
+            + self.admit_lane(locked, post, Lane::Normal, normal);
         self.settle_admitted(requests);
         self.register_deferred(locked, post, usize::MAX);
         urgent + normal
+    }
+
+    /// Under the lock: admits what the urgent lane holds now. Any pump may
+    /// take the urgent lane first: the inbox never puts an item there while
+    /// a write it must follow waits in the normal lane (docs/design.md,
+    /// "The inbox"). Returns how many items it admitted.
+    pub(crate) fn admit_urgent(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> usize {
+        let (urgent, _) = self.inbox.lens();
+        let requests = self.admit_lane(locked, post, Lane::Urgent, urgent);
+        self.settle_admitted(requests);
+        urgent
+    }
+
+    /// Under the lock: admits up to `count` items of `lane`, in order;
+    /// returns how many requests were admitted whole. The caller settles
+    /// `pending_admissions`.
+    fn admit_lane(
+        &self,
+        locked: &mut Locked<E>,
+        post: &mut PostWork<E>,
+        lane: Lane,
+        count: usize,
+    ) -> usize {
+        let mut requests = 0;
+        for _ in 0..count {
+            let Some(envelope) = self.inbox.try_recv_lane(lane) else {
+                break;
+            };
+            requests += self.admit_envelope(locked, post, envelope);
+        }
+        requests
     }
 
     /// Takes `requests` just admitted (in this hold) off the pending count.

@@ -272,6 +272,18 @@ impl<E: StageExecutor> Scheduler<E> {
                     self.counters
                         .inbox_depth_max
                         .fetch_max(self.inbox.len(), Ordering::Relaxed);
+                    if lane == Lane::Urgent
+                        && !write
+                        && !self.is_inline()
+                        && CallerKind::current() == CallerKind::External
+                    {
+                        // An urgent request is admitted by its own thread
+                        // (with the urgent writes before it), not whenever
+                        // the driver thread next gets a core: on a busy
+                        // machine that can be milliseconds. An urgent write
+                        // (an editor's upsert) returns at once, as before.
+                        self.transact(|locked, post| self.admit_urgent(locked, post));
+                    }
                     self.progress.notify();
                     return;
                 }

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 
 use verter_dag::{Canonical, TargetStage};
-use verter_scheduler::{HookPoint, Request, Scheduler, SchedulerEvent};
+use verter_scheduler::{HookPoint, Request, Scheduler, SchedulerConfig, SchedulerEvent};
 
 use crate::support::*;
 
@@ -304,4 +304,71 @@ fn committed_outputs_read_what_is_built_and_never_miss_the_callers_writes() {
     let read = scheduler.committed_outputs([(&a, TargetStage::Source)]);
     assert_eq!(generation(&read[0]), Some(1));
     assert_quiescent(&scheduler, &[&built, &write]);
+}
+
+/// Hooks that hold the thread delivering the first `DidJoin` event until the
+/// test lets it go: there, the driver thread, which delivers what its
+/// admission holds decided.
+struct HoldFirstJoin {
+    held: std::sync::Mutex<Option<(std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>)>>,
+}
+
+impl verter_scheduler::Hooks for HoldFirstJoin {
+    fn on_event(&self, event: &SchedulerEvent) {
+        if matches!(event, SchedulerEvent::DidJoin(_)) {
+            let held = self.held.lock().expect("the hook's lock").take();
+            if let Some((arrived, release)) = held {
+                let _ = arrived.send(());
+                let _ = release.recv_timeout(std::time::Duration::from_secs(60));
+            }
+        }
+    }
+
+    fn observes_events(&self) -> bool {
+        true
+    }
+}
+
+/// A lone urgent request is admitted by the thread that submits it, before
+/// `submit_request` returns: it does not wait for the driver thread, which
+/// here is held inside a hook (on a busy machine, it may simply not have a
+/// core for milliseconds).
+#[test]
+fn an_urgent_request_is_admitted_by_its_own_thread() {
+    watchdog("urgent self-admission", || {
+        let files = MemFiles::with(&[("a.rs", "a"), ("busy.rs", "b")]);
+        let executor = LineExecutor::default();
+        let (arrived_tx, arrived) = std::sync::mpsc::channel();
+        let (release, release_rx) = std::sync::mpsc::channel();
+        let hooks = Arc::new(HoldFirstJoin {
+            held: std::sync::Mutex::new(Some((arrived_tx, release_rx))),
+        });
+        let mut config = SchedulerConfig::with_threads(2, 1);
+        config.idle_repump = None;
+        config.wait_backstop = None;
+        config.hooks = hooks;
+        let scheduler = threaded_with(&files, &executor, config);
+        // Two requests for one file: the second joins the first, and the
+        // driver delivering that join is held.
+        let busy = scheduler.submit_batch(vec![
+            Request::new("busy.rs", TargetStage::Source),
+            Request::new("busy.rs", TargetStage::Source),
+        ]);
+        arrived
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the driver delivered the join");
+        let urgent = scheduler
+            .submit_request(Request::new("a.rs", ARTIFACT).priority(verter_dag::Priority::High));
+        assert!(
+            urgent.is_admitted(),
+            "the urgent request waited for the driver"
+        );
+        release.send(()).expect("the held driver");
+        scheduler.wait(&urgent).expect("a.rs builds");
+        let busy_results = scheduler.wait_batch(&busy);
+        assert!(busy_results.iter().all(Result::is_ok));
+        assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
+        let handles: Vec<_> = busy.handles().iter().chain([&urgent]).collect();
+        assert_quiescent(&scheduler, &handles);
+    });
 }
