@@ -71,7 +71,13 @@ pub(crate) enum Submission<E: StageExecutor> {
     One(Prepared<E>),
     /// An atomic batch: its edits applied in one lock hold, its requests
     /// registered in that hold or, for a large one, in later ones.
-    Batch(Vec<Prepared<E>>),
+    Batch {
+        items: Vec<Prepared<E>>,
+        /// How many items had no published node when prepared (most likely
+        /// new files): what admission makes room for, counted outside the
+        /// lock.
+        new_files: usize,
+    },
 }
 
 impl<E: StageExecutor> Prepared<E> {
@@ -87,21 +93,21 @@ impl<E: StageExecutor> Submission<E> {
     pub(crate) fn is_write(&self) -> bool {
         match self {
             Self::One(prepared) => prepared.is_write(),
-            Self::Batch(items) => items.iter().any(Prepared::is_write),
+            Self::Batch { items, .. } => items.iter().any(Prepared::is_write),
         }
     }
 
     pub(crate) fn len(&self) -> usize {
         match self {
             Self::One(_) => 1,
-            Self::Batch(items) => items.len(),
+            Self::Batch { items, .. } => items.len(),
         }
     }
 
     pub(crate) fn into_items(self) -> Vec<Prepared<E>> {
         match self {
             Self::One(prepared) => vec![prepared],
-            Self::Batch(items) => items,
+            Self::Batch { items, .. } => items,
         }
     }
 }

@@ -166,7 +166,9 @@ impl<E: StageExecutor> Scheduler<E> {
             }
             // One source-root transition for the whole batch: its updates
             // supersede every file's old text at once for root readers too.
-            Submission::Batch(batch) if batch.len() <= self.config.registrations_per_hold => {
+            Submission::Batch { items: batch, .. }
+                if batch.len() <= self.config.registrations_per_hold =>
+            {
                 let requests = batch.len();
                 self.source_root.publish_transition(|tx| {
                     let mut publish = Publish::Batch(tx);
@@ -176,7 +178,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 });
                 requests
             }
-            Submission::Batch(batch) => self.admit_large_batch(locked, batch, post),
+            Submission::Batch { items, new_files } => {
+                self.admit_large_batch(locked, items, new_files, post)
+            }
         };
         self.inbox.admitted(receipt);
         settled
@@ -194,6 +198,7 @@ impl<E: StageExecutor> Scheduler<E> {
         &self,
         locked: &mut Locked<E>,
         batch: Vec<Prepared<E>>,
+        new_files: usize,
         post: &mut PostWork<E>,
     ) -> usize {
         // Batch numbers skip 0, which marks a node no batch stamped.
@@ -203,7 +208,6 @@ impl<E: StageExecutor> Scheduler<E> {
         let mut answered = 0;
         // Files no node was published for when the batch was prepared are
         // most likely new: make room for them once, not by doubling.
-        let new_files = batch.iter().filter(|p| p.lifetime.is_none()).count();
         locked.dag.reserve_files(new_files);
         locked.texts.reserve(new_files);
         self.source_root.publish_transition(|tx| {

@@ -60,7 +60,11 @@ impl<E: StageExecutor> Scheduler<E> {
             may_answer &= !changes;
         }
         if !prepared.is_empty() {
-            self.enqueue(Submission::Batch(prepared));
+            let new_files = prepared.iter().filter(|p| p.lifetime.is_none()).count();
+            self.enqueue(Submission::Batch {
+                items: prepared,
+                new_files,
+            });
         }
         self.run_post(post);
         BatchHandle { handles }
