@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use crate::alloc_count;
 use crate::generator::{Change, Sources};
 use crate::kernel::{Analysis, Kernels};
-use crate::system::{Built, System};
+use crate::system::{Built, System, harness_timed};
 
 /// rayon on `threads` threads.
 pub struct RayonSystem {
@@ -49,6 +49,7 @@ impl RayonSystem {
         let kernels = &self.kernels;
         let sources = &self.sources;
         let all = paths.len() == sources.len();
+        let mut harness = Duration::ZERO;
         let (hashes, first, touched) = self.pool.install(|| {
             // Phase 1: analyses (all of them, or the requested files' and
             // their imports').
@@ -103,19 +104,24 @@ impl RayonSystem {
                 .par_iter()
                 .map(|path| artifact(path).1)
                 .collect_into_vec(&mut answers);
-            let mut hashes: HashMap<Arc<str>, u64> =
-                alloc_count::harness(|| paths.iter().cloned().zip(answers).collect());
+            let mut hashes: HashMap<Arc<str>, u64> = harness_timed(&mut harness, || {
+                paths.iter().cloned().zip(answers).collect()
+            });
             if let Some(path) = urgent
                 && !hashes.contains_key(path)
             {
                 let (path, hash) = artifact(path);
-                alloc_count::harness(|| hashes.insert(path, hash));
+                harness_timed(&mut harness, || hashes.insert(path, hash));
             }
             let touched = (analyses.len() + hashes.len()) as u64;
             (hashes, first.get().copied(), touched)
         });
         self.touched += touched;
-        Built { hashes, first }
+        Built {
+            hashes,
+            first,
+            harness,
+        }
     }
 }
 

@@ -7,8 +7,9 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::alloc_count;
 use crate::generator::{Change, Sources};
 use crate::kernel::Kernels;
 
@@ -20,6 +21,20 @@ pub struct Built {
     /// When the urgent path's artifact was answered, from the start of the
     /// call; `None` when no path was urgent.
     pub first: Option<Duration>,
+    /// The time the call spent building `hashes` (the harness's result
+    /// map, not the system's work), so a workload can report the system's
+    /// own time apart from it.
+    pub harness: Duration,
+}
+
+/// Runs `f`, the harness's own work (filling the result map): its
+/// allocations are counted as the harness's ([`alloc_count::harness`]) and
+/// its time is added to `spent`.
+pub fn harness_timed<T>(spent: &mut Duration, f: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let value = alloc_count::harness(f);
+    *spent += start.elapsed();
+    value
 }
 
 /// A system measured side by side.

@@ -144,6 +144,8 @@ pub fn w1(shape: Shape) -> Record {
     let serial = serial_kernel_time(&sources, &Kernels::new(shape.spin_us));
     let tasks = 2 * sources.len() as u64;
     let mut walls = Vec::with_capacity(shape.iterations);
+    // Each build's harness time (filling the result map), reported apart.
+    let mut harness = Vec::with_capacity(shape.iterations);
     let mut executions = 0;
     let mut peak_rss_kib = 0;
     // Allocation accounting. The counted window is the timed `cold` call
@@ -167,6 +169,7 @@ pub fn w1(shape: Shape) -> Record {
         let wall = start.elapsed();
         allocated = allocated.plus(alloc_count::global().since(before));
         walls.push(wall);
+        harness.push(built.harness);
         if iteration == 0 {
             // The peak of one build (plus the sources and the reference every
             // process holds), before later iterations add allocator
@@ -209,6 +212,7 @@ pub fn w1(shape: Shape) -> Record {
             "tasks_per_s",
             format!("{:.0}", tasks as f64 / wall.as_secs_f64()),
         )
+        .micros("harness_us", median(&harness))
         .micros("serial_kernel_us", serial)
         .field("overhead_ns", format!("{overhead_ns:.1}"))
         .micros("first_us", first)
@@ -290,6 +294,9 @@ pub fn w2(shape: Shape) -> Vec<Record> {
     let mut rng = crate::rng::Rng::new(0x5eed_0002);
     for case in EditCase::ALL {
         let (mut edited_fresh, mut all_fresh) = (Vec::new(), Vec::new());
+        // The part of each all-fresh time the harness spent filling its
+        // result map, reported apart (`harness_us`).
+        let mut harness = Vec::new();
         let (mut executions, mut touched) = (0, 0);
         for iteration in 0..shape.iterations.max(1) {
             let ids = project.ids();
@@ -318,6 +325,7 @@ pub fn w2(shape: Shape) -> Vec<Record> {
             };
             let built = system.request(requested, urgent);
             all_fresh.push(start.elapsed());
+            harness.push(built.harness);
             if let Some(first) = built.first {
                 edited_fresh.push(applied + first);
             }
@@ -348,7 +356,9 @@ pub fn w2(shape: Shape) -> Vec<Record> {
             record = record.micros("edited_fresh_us", median(&edited_fresh));
         }
         if case != EditCase::OnlyEdited {
-            record = record.micros("all_fresh_us", median(&all_fresh));
+            record = record
+                .micros("all_fresh_us", median(&all_fresh))
+                .micros("harness_us", median(&harness));
         }
         records.push(
             record
