@@ -521,8 +521,11 @@ fn render_w3(out: &mut String, records: &[Record]) {
          each edit a foreground client requests the edited file's artifact at high priority and waits (each \
          answer is checked against the sources at that moment). verter: 2 CPU threads serve both; salsa: the \
          builder has one handle, the foreground uses the editor's handle (a write cancels the builder and waits \
-         for its handle). *wasted* (verter) = completions refused as stale / stage runs started.\n\n\
-         | system | N | edits | fg p50 | fg p95 | fg p99 | edit blocks p50 / p99 / max | builder passes (cancelled) | wasted | RSS after ¼ / ½ / all edits | RSS after reset |\n|---|---|---|---|---|---|---|---|---|---|---|"
+         for its handle). *wasted* (verter) = completions refused as stale / stage runs started. *RSS after \
+         reset*: verter after `reset()`, salsa after dropping its database. *heap kept by reset* (verter): the \
+         live heap after `reset()` less the live heap before the cold build (counting allocator), so what the \
+         reset scheduler holds beyond an empty one, plus the harness's own growth over the run.\n\n\
+         | system | N | edits | fg p50 | fg p95 | fg p99 | edit blocks p50 / p99 / max | builder passes (cancelled) | wasted | RSS after ¼ / ½ / all edits | RSS after reset | heap kept by reset |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for r in records.iter().filter(|r| r.is(&[("workload", "w3")])) {
         let edits = r.get("edits").unwrap_or("0");
@@ -543,7 +546,7 @@ fn render_w3(out: &mut String, records: &[Record]) {
         );
         let _ = writeln!(
             out,
-            "| {} | {} | {edits} | {} | {} | {} | {} / {} / {} | {} ({}) | {wasted} | {} | {} |",
+            "| {} | {} | {edits} | {} | {} | {} | {} / {} / {} | {} ({}) | {wasted} | {} | {} | {} |",
             r.get("system").unwrap_or(""),
             r.get("n").unwrap_or(""),
             r.num("fg_p50_us").map_or_else(String::new, ms),
@@ -556,6 +559,8 @@ fn render_w3(out: &mut String, records: &[Record]) {
             r.get("builder_cancelled").unwrap_or("0"),
             rss.join(" / "),
             mib(r.num("rss_after_reset_kib")),
+            r.num("heap_after_reset_vs_before_kib")
+                .map_or_else(|| "—".to_owned(), |kib| mib(Some(kib))),
         );
     }
     let _ = writeln!(out);

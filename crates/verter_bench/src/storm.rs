@@ -19,6 +19,7 @@ use parking_lot::RwLock;
 use verter_dag::Priority;
 use verter_scheduler::Request;
 
+use crate::alloc_count;
 use crate::generator::{Change, GenConfig, Project, Sources, path_of};
 use crate::kernel::{reference_artifact, reference_build};
 use crate::report::{Record, proc_status_kib, quantile};
@@ -152,6 +153,9 @@ pub fn w3(shape: StormShape) -> Record {
 fn verter_storm(shape: StormShape) -> Record {
     let mut editor = Editor::new(shape.files);
     let mut system = VerterSystem::new(shape.threads, shape.spin_us);
+    // The live heap before the build (sources, an empty scheduler and its
+    // pools), to compare with what is left after `reset()`.
+    let heap_before = alloc_count::global().live_bytes();
     let built = system.cold(&editor.sources, None);
     assert_hashes(
         "verter W3 cold",
@@ -223,10 +227,23 @@ fn verter_storm(shape: StormShape) -> Record {
     let started = (after.source_runs + after.analysis_runs + after.artifact_runs)
         - (before.source_runs + before.analysis_runs + before.artifact_runs);
     let wasted = after.stale_completion_refusals - before.stale_completion_refusals;
+    drop(built);
     scheduler.reset();
     let rss_reset = proc_status_kib("VmRSS").unwrap_or(0);
-    figures
-        .record(shape)
+    let heap_after_reset = alloc_count::global().live_bytes();
+    let record = figures.record(shape);
+    let record = if alloc_count::is_installed() {
+        // What the reset scheduler holds beyond the empty one, plus the
+        // harness's growth over the run (its sources after the edits, the
+        // loader's copy of them): a few MiB at 100k.
+        record.field(
+            "heap_after_reset_vs_before_kib",
+            (heap_after_reset - heap_before) / 1024,
+        )
+    } else {
+        record
+    };
+    record
         .field("builder_passes", passes.load(Ordering::Relaxed))
         .field(
             "builder_failed_answers",

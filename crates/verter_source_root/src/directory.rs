@@ -225,6 +225,25 @@ impl<T: Clone + Send + Sync + 'static> SchedulerSourceDirectory<T> {
         report
     }
 
+    /// [`Self::gc`] that also forgets files removed in the current
+    /// snapshot, which a GC otherwise keeps readable as `Absent` until a
+    /// later snapshot exists: after it, every removed file no live root
+    /// reads reads `Unknown`, as in a new directory (the forgetting gets an
+    /// epoch of its own). When no file is left tracked, the tables' memory
+    /// is given back too. `Scheduler::reset` runs it after removing every
+    /// file, so a reset scheduler holds what a new one does.
+    ///
+    /// # Panics
+    /// If called from inside a publication closure of the same directory.
+    pub fn forget_removed(&self) -> GcReport {
+        let mut store = self.lock("forget_removed", sync::thread_token());
+        let (report, garbage) = store.forget_removed();
+        self.epoch.store(report.epoch.get(), Ordering::Release);
+        drop(store);
+        drop(garbage);
+        report
+    }
+
     /// What the directory retains and how much work it has done.
     ///
     /// # Panics

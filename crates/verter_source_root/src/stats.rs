@@ -89,4 +89,8 @@ pub struct SourceRootStats {
     /// publications, GC). A work counter: tests use it to prove that an
     /// operation does no work proportional to the history.
     pub visited_entries: u64,
+    /// Backing capacity of the per-file tables (the path index, the file
+    /// slab and its free list, the GC's list and the undo buffer), in
+    /// entries: what the directory keeps allocated beyond what it tracks.
+    pub table_capacity: usize,
 }

@@ -56,6 +56,15 @@ pub(crate) struct Undo<T> {
     replaced: Option<Entry<T>>,
 }
 
+/// What a GC does with a file removed in the current snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Removals {
+    /// Keeps it readable as `Absent` until a later snapshot exists.
+    KeepCurrent,
+    /// Forgets it too, if no live root reads it.
+    ForgetCurrent,
+}
+
 /// One tracked file.
 #[derive(Debug)]
 struct FileRecord<T> {
@@ -290,7 +299,7 @@ impl<T> Store<T> {
         {
             // Part of this publication: a file forgotten here reads `Unknown`
             // from `epoch` on, which no earlier snapshot is affected by.
-            self.collect(&mut garbage);
+            self.collect(&mut garbage, Removals::KeepCurrent);
         }
         garbage
     }
@@ -298,8 +307,35 @@ impl<T> Store<T> {
     /// An explicit GC. Returns its report and the entries that left the
     /// store, for the caller to drop after unlocking.
     pub(crate) fn gc(&mut self) -> (GcReport, Vec<Entry<T>>) {
+        self.gc_with(Removals::KeepCurrent)
+    }
+
+    /// [`Self::gc`] that also forgets removals made in the current snapshot
+    /// (`SchedulerSourceDirectory::forget_removed`), then gives back the
+    /// tables' memory if no file is left tracked.
+    pub(crate) fn forget_removed(&mut self) -> (GcReport, Vec<Entry<T>>) {
+        let collected = self.gc_with(Removals::ForgetCurrent);
+        if self.tracked_files == 0 {
+            self.release_tables();
+        }
+        collected
+    }
+
+    /// Drops every table's backing storage. Only when no file is tracked:
+    /// every slot is then free (invariant 4 holds for the empty map).
+    fn release_tables(&mut self) {
+        debug_assert_eq!(self.tracked_files, 0);
+        debug_assert!(self.files.iter().all(Option::is_none));
+        self.slots = HashMap::default();
+        self.files = Vec::new();
+        self.free_slots = Vec::new();
+        self.candidates = Vec::new();
+        self.undo_buffer = Vec::new();
+    }
+
+    fn gc_with(&mut self, removals: Removals) -> (GcReport, Vec<Entry<T>>) {
         let mut garbage = Vec::new();
-        let mut report = self.collect(&mut garbage);
+        let mut report = self.collect(&mut garbage, removals);
         if report.forgotten_files > 0 {
             // The snapshot now reads `Unknown` where the last one read
             // `Absent`: it gets an epoch of its own.
@@ -313,7 +349,7 @@ impl<T> Store<T> {
     /// every live root reads as `Unknown` (never a file whose newest entry
     /// is `Present` or `Pending`: invariant 6). Readers are the live roots
     /// and the current epoch. Moves what it frees into `garbage`.
-    fn collect(&mut self, garbage: &mut Vec<Entry<T>>) -> GcReport {
+    fn collect(&mut self, garbage: &mut Vec<Entry<T>>, removals: Removals) -> GcReport {
         let live = self.leases.live_epochs();
         let newest_live = live.last().copied();
         let mut readers = live;
@@ -333,16 +369,17 @@ impl<T> Store<T> {
             for entry in &garbage[freed_here..] {
                 report.reclaimed_bytes += entry.bytes();
             }
-            // Forget a removal that is older than the current snapshot and
-            // that no live root reads: every live root reads `Unknown` here
-            // already (older entries were just pruned, so none reads them).
-            // A lone `Pending` entry is a live file waiting for its reload,
-            // not a removal: it stays, as a lone `Present` entry does.
+            // Forget a removal that is older than the current snapshot (or
+            // in it, when asked to) and that no live root reads: every live
+            // root reads `Unknown` here already (older entries were just
+            // pruned, so none reads them). A lone `Pending` entry is a live
+            // file waiting for its reload, not a removal: it stays, as a
+            // lone `Present` entry does.
             let forget = match history.entries.as_slice() {
                 [] => true,
                 [only] => {
                     only.is_absent()
-                        && only.epoch < self.epoch
+                        && (only.epoch < self.epoch || removals == Removals::ForgetCurrent)
                         && newest_live.is_none_or(|newest| newest < only.epoch)
                 }
                 _ => false,
@@ -391,6 +428,11 @@ impl<T> Store<T> {
             gc_runs: self.gc_runs,
             reclaimed_versions: self.reclaimed_versions,
             visited_entries: self.visited_entries,
+            table_capacity: self.slots.capacity()
+                + self.files.capacity()
+                + self.free_slots.capacity()
+                + self.candidates.capacity()
+                + self.undo_buffer.capacity(),
         }
     }
 }

@@ -57,11 +57,11 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Everything the caller submitted before is admitted first.
     pub fn remove(&self, path: &str) -> Result<(), RequestError> {
         let canonical = self.canonicalize(path)?;
-        self.transact(|locked, post| {
+        // The retired node leaves the hold with the caller: its outputs are
+        // the host's values, dropped after the lock.
+        let _retired = self.transact(|locked, post| {
             self.admit_sent(locked, post);
-            let Some(node) = self.nodes.get(&canonical).map(|node| Arc::clone(&node)) else {
-                return;
-            };
+            let node = self.nodes.get(&canonical).map(|node| Arc::clone(&node))?;
             let version = node.version();
             let effects = locked.dag.remove_object(&canonical);
             locked.texts.remove(&canonical);
@@ -71,20 +71,26 @@ impl<E: StageExecutor> Scheduler<E> {
                 tx.absent(canonical.clone(), version);
             });
             self.absorb(locked, effects, post);
+            Some(node)
         });
         Ok(())
     }
 
     /// Removes every file at once (one source-root epoch, with the node map
     /// cleared inside it): every waiter is answered `Shutdown`, work in
-    /// flight is cancelled and refused when it returns, and the DAG's
-    /// backing storage is released. Everything submitted before is admitted
-    /// first (and so shut down).
+    /// flight is cancelled and refused when it returns. Then the source
+    /// root forgets every file no live root reads, so each reads `Unknown`
+    /// as in a new scheduler (a root captured before keeps reading what it
+    /// read), and the DAG's, the node map's and the source root's backing
+    /// storage is released. Everything submitted before is admitted first
+    /// (and so shut down).
     pub fn reset(&self) {
-        self.transact(|locked, post| {
+        // The retired nodes leave the hold with the caller: their outputs
+        // are the host's values, dropped after the lock.
+        let _retired = self.transact(|locked, post| {
             self.admit_sent(locked, post);
             let effects = locked.dag.reset();
-            self.source_root.publish_transition(|tx| {
+            let nodes = self.source_root.publish_transition(|tx| {
                 let nodes: Vec<Arc<FileNode<E>>> = self
                     .nodes
                     .iter()
@@ -95,11 +101,18 @@ impl<E: StageExecutor> Scheduler<E> {
                     node.retire();
                     tx.absent(node.canonical().clone(), node.version());
                 }
+                nodes
             });
+            // As a new scheduler: every file no live root reads is forgotten
+            // (it reads `Unknown`, not `Absent`), and the tables' memory is
+            // given back.
+            self.source_root.forget_removed();
+            self.nodes.shrink_to_fit();
             locked.texts = HashMap::default();
             locked.languages = HashMap::default();
             self.absorb(locked, effects, post);
             debug_assert!(locked.waiters.is_empty(), "reset answers every waiter");
+            nodes
         });
     }
 }

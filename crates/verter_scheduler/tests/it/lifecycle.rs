@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use verter_dag::{Canonical, Generation, TargetStage};
 use verter_scheduler::{HookPoint, Language, Request, RequestError};
+use verter_source_root::SourceState;
 
 use crate::support::*;
 
@@ -135,6 +136,69 @@ fn reset_answers_every_waiter_and_empties_occupancy() {
         await_event(&events, is_refusal);
         assert_quiescent(&scheduler, &[&built, &held]);
     });
+}
+
+/// After `reset()` the source root holds what a new scheduler's does: every
+/// file no live root reads is forgotten (it reads `Unknown`, not `Absent`)
+/// and the tables' memory is given back; a file held by a root captured
+/// before stays readable there until the root is dropped.
+#[test]
+fn reset_leaves_the_source_root_as_a_new_schedulers() {
+    let files = MemFiles::with(&[("a.rs", "use b.rs"), ("b.rs", "x"), ("c.rs", "y")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let fresh = inline(&files, &executor, &hooks).source_root_stats();
+    let built: Vec<_> = ["a.rs", "c.rs"]
+        .iter()
+        .map(|path| scheduler.submit_request(Request::new(*path, ARTIFACT)))
+        .collect();
+    for handle in &built {
+        scheduler.wait(handle).expect("built");
+    }
+    assert_eq!(scheduler.source_root_stats().tracked_files, 3);
+    scheduler.reset();
+    let stats = scheduler.source_root_stats();
+    assert_eq!(
+        (
+            stats.tracked_files,
+            stats.retained_versions,
+            stats.retained_bytes
+        ),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+    assert_eq!(stats.table_capacity, fresh.table_capacity, "{stats:?}");
+    let root = scheduler.capture_root();
+    for path in ["a.rs", "b.rs", "c.rs"] {
+        let canonical = Canonical::from(path);
+        assert_eq!(
+            scheduler.source_state_at(&root, &canonical),
+            SourceState::Unknown
+        );
+    }
+    // Everything builds again, from the loader.
+    let again = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+    scheduler.wait(&again).expect("rebuilt");
+    // A root captured before a reset keeps its file until it is dropped.
+    let held = scheduler.capture_root();
+    scheduler.reset();
+    assert_eq!(
+        scheduler.source_root_stats().tracked_files,
+        2,
+        "a.rs and b.rs"
+    );
+    assert!(
+        scheduler
+            .source_state_at(&held, &Canonical::from("a.rs"))
+            .is_present()
+    );
+    drop(held);
+    scheduler.reset();
+    assert_eq!(scheduler.source_root_stats().tracked_files, 0);
+    let mut handles: Vec<_> = built.iter().collect();
+    handles.push(&again);
+    assert_quiescent(&scheduler, &handles);
 }
 
 #[test]

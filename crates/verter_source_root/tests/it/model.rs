@@ -45,6 +45,7 @@ enum Op {
     Capture,
     DropRoot(usize),
     Gc,
+    ForgetRemoved,
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {
@@ -59,6 +60,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         3 => Just(Op::Capture),
         2 => any::<usize>().prop_map(Op::DropRoot),
         1 => Just(Op::Gc),
+        1 => Just(Op::ForgetRemoved),
     ]
 }
 
@@ -157,11 +159,18 @@ impl Model {
     /// for every forgotten file. Returns how many it forgot. Only a removal
     /// qualifies: a pending or present newest entry is a live file.
     fn forget(&mut self, stamp_at: u64) -> usize {
+        self.forget_removed_since(stamp_at, self.epoch)
+    }
+
+    /// [`Self::forget`] of removals stamped before `before`
+    /// (`forget_removed` passes one past the current epoch: the current
+    /// snapshot's removals qualify too).
+    fn forget_removed_since(&mut self, stamp_at: u64, before: u64) -> usize {
         let mut forgotten = 0;
         for file in 0..FILES {
             let removed_before_now = matches!(
                 self.entries[file].last(),
-                Some((at, Expected::Absent(_))) if *at < self.epoch
+                Some((at, Expected::Absent(_))) if *at < before
             );
             let unread = self
                 .roots
@@ -274,6 +283,22 @@ impl Harness {
                 prop_assert_eq!(report.forgotten_files, forgotten);
                 prop_assert_eq!(report.epoch.get(), self.model.epoch);
                 self.check_retention()?;
+            }
+            Op::ForgetRemoved => {
+                let report = self.directory.forget_removed();
+                let forgotten = self
+                    .model
+                    .forget_removed_since(self.model.epoch + 1, self.model.epoch + 1);
+                if forgotten > 0 {
+                    self.model.epoch += 1;
+                }
+                prop_assert_eq!(report.forgotten_files, forgotten);
+                prop_assert_eq!(report.epoch.get(), self.model.epoch);
+                self.check_retention()?;
+                let stats = self.directory.stats();
+                if stats.tracked_files == 0 {
+                    prop_assert_eq!(stats.table_capacity, 0, "tables given back");
+                }
             }
         }
         self.check_reads()

@@ -145,3 +145,75 @@ fn forgetting_waits_for_every_live_root_that_reads_the_removal() {
     );
     assert_eq!(directory.state_now("a.rs"), SourceState::Unknown);
 }
+
+#[test]
+fn forget_removed_forgets_a_removal_in_the_current_snapshot_unless_a_root_reads_it() {
+    let directory = manual_gc_directory();
+    let object = Incarnation::allocate();
+    publish_present(&directory, "b.rs", version(object, 0), 1, 10);
+    // Reads `b.rs` as present and `a.rs` as unknown.
+    let reads_b = directory.capture_root();
+    publish_present(&directory, "a.rs", version(object, 0), 0, 10);
+    directory.publish_transition(|tx| {
+        tx.absent("a.rs".into(), version(object, 0));
+        tx.absent("b.rs".into(), version(object, 0));
+    });
+    // A plain GC keeps the current snapshot's removals readable.
+    assert_eq!(directory.gc().forgotten_files, 0);
+    let epoch_before = directory.current_epoch();
+    let report = directory.forget_removed();
+    // `a.rs` is read by no root: forgotten, in a snapshot of its own.
+    // `b.rs` is still read (as present) by `reads_b`: kept.
+    assert_eq!(report.forgotten_files, 1);
+    assert_eq!(report.epoch.get(), epoch_before.get() + 1);
+    assert_eq!(directory.state_now("a.rs"), SourceState::Unknown);
+    assert!(matches!(
+        directory.state_now("b.rs"),
+        SourceState::Absent { .. }
+    ));
+    assert_eq!(directory.state_at(&reads_b, "b.rs").payload(), Some(&1));
+    let stats = directory.stats();
+    assert_eq!((stats.tracked_files, stats.retained_versions), (1, 2));
+    // Once the root is gone, the next call forgets `b.rs` as well.
+    drop(reads_b);
+    assert_eq!(directory.forget_removed().forgotten_files, 1);
+    assert_eq!(directory.state_now("b.rs"), SourceState::Unknown);
+}
+
+#[test]
+fn forget_removed_gives_back_the_tables_once_nothing_is_tracked() {
+    let directory = manual_gc_directory();
+    let object = Incarnation::allocate();
+    let files: Vec<String> = (0..1_000).map(|i| format!("f{i}.rs")).collect();
+    directory.publish_transition(|tx| {
+        for (i, file) in files.iter().enumerate() {
+            tx.present(
+                Canonical::from(file.as_str()),
+                version(object, 0),
+                ContentHash(i as u64),
+                i as u64,
+                1,
+            );
+        }
+    });
+    assert!(directory.stats().table_capacity >= 2_000);
+    directory.publish_transition(|tx| {
+        for file in &files {
+            tx.absent(Canonical::from(file.as_str()), version(object, 0));
+        }
+    });
+    let report = directory.forget_removed();
+    assert_eq!(report.forgotten_files, 1_000);
+    let stats = directory.stats();
+    assert_eq!((stats.tracked_files, stats.retained_versions), (0, 0));
+    assert_eq!(stats.table_capacity, 0);
+    // The directory works as before: a file can be added again.
+    publish_present(
+        &directory,
+        "f0.rs",
+        version(Incarnation::allocate(), 0),
+        7,
+        1,
+    );
+    assert_eq!(directory.state_now("f0.rs").payload(), Some(&7));
+}
