@@ -146,6 +146,13 @@ impl<E: StageExecutor> FileNode<E> {
         }
     }
 
+    /// Binds a node nothing shares yet (built before its object existed,
+    /// with a placeholder identity) to the object admission created.
+    pub(crate) fn bind(&mut self, incarnation: Incarnation, lifetime: SubmissionLifetime) {
+        self.incarnation = incarnation;
+        self.lifetime = lifetime;
+    }
+
     /// The file.
     pub fn canonical(&self) -> &Canonical {
         &self.canonical

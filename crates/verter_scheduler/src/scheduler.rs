@@ -42,11 +42,14 @@ use std::time::{Duration, Instant};
 
 use crossbeam::queue::SegQueue;
 use verter_dag::{
-    Canonical, DagFailure, DependencyOccupancy, Effects, LedgerSnapshot, ObjectError, ObjectRecord,
-    Priority, ResourceClass, SourceVersion, TargetStage, WaitPolicy, WorkNodeIdentity,
+    Canonical, DagFailure, DependencyOccupancy, Effects, FileIdentity, Generation, LedgerSnapshot,
+    ObjectError, ObjectRecord, Priority, ResourceClass, SourceVersion, TargetStage, WaitPolicy,
+    WorkNodeIdentity,
 };
 use verter_pools::{CallerKind, SchedulerCpuPool, SchedulerIoPool, wait_or_drive_with};
-use verter_source_root::{GcReport, SchedulerSourceRoot, SourceRootStats, SourceState};
+use verter_source_root::{
+    ContentHash, GcReport, SchedulerSourceRoot, SourceRootStats, SourceState,
+};
 
 use crate::config::{ConfigError, SchedulerConfig};
 use crate::error::{RequestError, panic_message};
@@ -58,7 +61,7 @@ use crate::node::FileNode;
 use crate::output::RequestResult;
 use crate::post::{AnswerSlot, PostWork};
 use crate::snapshot::{SourceText, content_hash};
-use crate::state::{HashMap, KnownText, Locked, Mode, Prepared, Scheduler, Submission};
+use crate::state::{Fresh, HashMap, KnownText, Locked, Mode, Prepared, Scheduler, Submission};
 use crate::traits::{SourceLoader, StageExecutor};
 use verter_pools::Lane;
 

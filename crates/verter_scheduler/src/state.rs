@@ -28,8 +28,8 @@ use crossbeam_channel::Sender;
 use dashmap::DashMap;
 use parking_lot::Mutex;
 use verter_dag::{
-    Canonical, FileIdentity, Priority, ResourceClass, SchedulerDag, SubmissionLifetime,
-    TargetStage, WaitPolicy, WaiterId,
+    Canonical, FileIdentity, Incarnation, Priority, ResourceClass, SchedulerDag,
+    SubmissionLifetime, TargetStage, WaitPolicy, WaiterId,
 };
 use verter_pools::{ProgressSignal, SchedulerCpuPool, SchedulerIoPool};
 use verter_source_root::{ContentHash, SchedulerSourceDirectory};
@@ -62,7 +62,23 @@ pub(crate) struct Prepared<E: StageExecutor> {
     pub(crate) explicit_language: bool,
     /// The live node's lifetime when prepared; `None` when there was none.
     pub(crate) lifetime: Option<SubmissionLifetime>,
+    /// When there was none: the node (and the text) of the object
+    /// admission will most likely create, built outside the lock.
+    pub(crate) fresh: Option<Fresh<E>>,
     pub(crate) slot: AnswerSlot<E>,
+}
+
+/// The node and source text of a file with no published node, built when
+/// its request is prepared so that the admitting hold allocates neither
+/// (docs/design.md, "The life of a stage"). Both carry a placeholder
+/// object identity ([`Scheduler::placeholder`]) until admission binds them
+/// to the object it creates; neither is shared before that, so binding
+/// needs no synchronisation. A file that has an object by the time its
+/// request is admitted drops them unused.
+pub(crate) struct Fresh<E: StageExecutor> {
+    pub(crate) node: Arc<FileNode<E>>,
+    /// The request's text, when it has one.
+    pub(crate) source: Option<Arc<SourceText>>,
 }
 
 /// One inbox item.
@@ -216,6 +232,9 @@ pub struct Scheduler<E: StageExecutor> {
     pub(crate) progress: ProgressSignal,
     /// Whether the hooks observe events (`Hooks::observes_events`, read once).
     pub(crate) observes_events: bool,
+    /// The object identity a [`Fresh`] node carries until it is bound:
+    /// allocated once, never any object's.
+    pub(crate) placeholder: (Incarnation, SubmissionLifetime),
 }
 
 impl<E: StageExecutor> Scheduler<E> {
@@ -249,6 +268,7 @@ impl<E: StageExecutor> Scheduler<E> {
             driver: Mutex::new(None),
             jobs: [SegQueue::new(), SegQueue::new()],
             counters: Counters::default(),
+            placeholder: (Incarnation::allocate(), SubmissionLifetime::allocate()),
             progress: ProgressSignal::new(),
             observes_events,
         })

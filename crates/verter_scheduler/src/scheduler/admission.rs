@@ -297,7 +297,7 @@ impl<E: StageExecutor> Scheduler<E> {
     fn apply(
         &self,
         locked: &mut Locked<E>,
-        prepared: Prepared<E>,
+        mut prepared: Prepared<E>,
         post: &mut PostWork<E>,
         publish: &mut Publish<'_, '_>,
         deferring: Option<u32>,
@@ -309,6 +309,8 @@ impl<E: StageExecutor> Scheduler<E> {
         //    ended (the file was removed or reset, and maybe added again
         //    since) answers `Shutdown`, with or without text.
         let published = self.nodes.get(&canonical).map(|node| Arc::clone(&node));
+        // The text prepared with the node of a file this hold creates.
+        let mut fresh_source = None;
         let (mut node, created) = match (prepared.lifetime, published) {
             (Some(lifetime), published)
                 if published
@@ -335,7 +337,13 @@ impl<E: StageExecutor> Scheduler<E> {
                 debug_assert!(created, "an unpublished canonical has no live object");
                 // No entry in `languages`: only a blocker is ever ingested
                 // again, and the parse that named it recorded its language.
-                let node = self.publish_node(&canonical, object, prepared.language.clone());
+                let node = match prepared.fresh.take() {
+                    Some(Fresh { node, source }) => {
+                        fresh_source = source;
+                        self.publish_fresh(&canonical, object, node)
+                    }
+                    None => self.publish_node(&canonical, object, prepared.language.clone()),
+                };
                 (node, created)
             }
         };
@@ -346,10 +354,16 @@ impl<E: StageExecutor> Scheduler<E> {
         // 3. New text: bump the generation (with its sweep) unless the object
         //    was created by this very request or the text is unchanged; the
         //    empty view and the text are published in one transition.
-        let mut live = locked
-            .dag
-            .live_file(&canonical)
-            .expect("the node is published, so its object is live");
+        let mut live = if created {
+            // The object this hold created, as the node was bound to it.
+            FileIdentity::new(canonical.clone(), node.incarnation(), Generation::ZERO)
+        } else {
+            locked
+                .dag
+                .live_file(&canonical)
+                .expect("the node is published, so its object is live")
+        };
+        debug_assert_eq!(locked.dag.live_file(&canonical).as_ref(), Some(&live));
         if let Some((text, hash)) = &prepared.text {
             let hash = *hash;
             // A version this request created has no text yet.
@@ -377,12 +391,22 @@ impl<E: StageExecutor> Scheduler<E> {
                         Err(other) => unreachable!("the live object was checked: {other}"),
                     }
                 }
-                let source = Arc::new(SourceText {
-                    canonical: canonical.clone(),
-                    version: live.version(),
-                    text: Arc::clone(text),
-                    hash,
-                });
+                // A created object's text was built when its request was
+                // prepared; only its version is set here.
+                let source = match fresh_source.take() {
+                    Some(mut source) => {
+                        Arc::get_mut(&mut source)
+                            .expect("a prepared text is not shared before admission")
+                            .version = live.version();
+                        source
+                    }
+                    None => Arc::new(SourceText {
+                        canonical: canonical.clone(),
+                        version: live.version(),
+                        text: Arc::clone(text),
+                        hash,
+                    }),
+                };
                 publish.record(&self.source_root, |tx| {
                     if swept.is_some() {
                         node.reset_view(live.generation);
@@ -484,6 +508,22 @@ impl<E: StageExecutor> Scheduler<E> {
             language,
             object.generation,
         ));
+        self.nodes.insert(canonical.clone(), Arc::clone(&node));
+        node
+    }
+
+    /// Under the lock: [`Self::publish_node`] with the node its request's
+    /// preparation built ([`Fresh`]), bound to `object`: no allocation.
+    fn publish_fresh(
+        &self,
+        canonical: &Canonical,
+        object: ObjectRecord,
+        mut node: Arc<FileNode<E>>,
+    ) -> Arc<FileNode<E>> {
+        debug_assert_eq!(object.generation, Generation::ZERO);
+        Arc::get_mut(&mut node)
+            .expect("a prepared node is not shared before admission")
+            .bind(object.incarnation, object.lifetime);
         self.nodes.insert(canonical.clone(), Arc::clone(&node));
         node
     }

@@ -199,19 +199,53 @@ impl<E: StageExecutor> Scheduler<E> {
             (None, None) => self.classify(&canonical)?,
         };
         let lifetime = published.map(|node| node.lifetime());
+        let text = request.text.map(|text| {
+            let hash = content_hash(&text);
+            (text, hash)
+        });
+        // Most likely a new file: its node and text are built here, not in
+        // the admitting hold.
+        let fresh = lifetime
+            .is_none()
+            .then(|| self.fresh(&canonical, &language, &text));
         Ok(Preparation::Queue(Prepared {
             canonical,
             stage: request.stage,
             priority: request.priority,
-            text: request.text.map(|text| {
-                let hash = content_hash(&text);
-                (text, hash)
-            }),
+            text,
             language,
             explicit_language,
             lifetime,
+            fresh,
             slot,
         }))
+    }
+
+    /// The node and text of a file with no object yet, under the
+    /// placeholder identity admission replaces ([`Fresh`]).
+    fn fresh(
+        &self,
+        canonical: &Canonical,
+        language: &Language,
+        text: &Option<(Arc<str>, ContentHash)>,
+    ) -> Fresh<E> {
+        let (incarnation, lifetime) = self.placeholder;
+        let node = Arc::new(FileNode::new(
+            canonical.clone(),
+            incarnation,
+            lifetime,
+            language.clone(),
+            Generation::ZERO,
+        ));
+        let source = text.as_ref().map(|(text, hash)| {
+            Arc::new(SourceText {
+                canonical: canonical.clone(),
+                version: SourceVersion::new(incarnation, Generation::ZERO),
+                text: Arc::clone(text),
+                hash: *hash,
+            })
+        });
+        Fresh { node, source }
     }
 
     /// The loader's canonical form of `path`, with its panics caught (and

@@ -52,6 +52,7 @@ fn stale_request(slot: AnswerSlot<Lines>) -> Prepared<Lines> {
         language: Language::new("text"),
         explicit_language: false,
         lifetime: Some(SubmissionLifetime::allocate()),
+        fresh: None,
         slot,
     }
 }
