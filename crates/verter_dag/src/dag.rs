@@ -444,8 +444,11 @@ impl SchedulerDag {
     /// caller keeps that text where the Source dispatch reads it. A later
     /// version is not covered.
     pub fn note_text_known(&mut self, file: &FileIdentity) {
-        if self.is_live(file)
-            && let Some(records) = self.files.get_mut(&file.canonical)
+        // One lookup: the record's own object says whether `file` is live.
+        if let Some(records) = self.files.get_mut(&file.canonical)
+            && records.object.is_some_and(|object| {
+                object.incarnation == file.incarnation && object.generation == file.generation
+            })
         {
             records.text_known = Some(file.version());
         }
