@@ -23,6 +23,7 @@
 //! Parsing never runs on an I/O thread: a Source load finishes by moving
 //! its work to the CPU class (`continue_on`), and the parse is a CPU job.
 
+use smallvec::SmallVec;
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -62,10 +63,20 @@ impl Drop for JobDepth {
     }
 }
 
-/// A dependency named by a parsed source, resolved outside the lock.
-struct ResolvedDep {
-    canonical: Canonical,
-    language: Language,
+/// The files one list of a parsed source's dependencies names, resolved
+/// outside the lock: their canonicals, which become the snapshot's list
+/// as they are, and what the loader classified each as, side by side.
+#[derive(Default)]
+struct ResolvedDeps {
+    canonicals: Vec<Canonical>,
+    languages: SmallVec<[Language; 4]>,
+}
+
+impl ResolvedDeps {
+    /// Each file with its language, in the order the source named them.
+    fn iter(&self) -> impl Iterator<Item = (&Canonical, &Language)> {
+        self.canonicals.iter().zip(&self.languages)
+    }
 }
 
 fn class_index(class: ResourceClass) -> usize {

@@ -46,7 +46,7 @@ pub(super) enum Outcome<E: StageExecutor> {
 }
 
 /// A parsed source's forward dependencies and blockers, resolved.
-pub(super) type ParsedDeps = (Vec<ResolvedDep>, Vec<ResolvedDep>);
+pub(super) type ParsedDeps = (ResolvedDeps, ResolvedDeps);
 
 impl<E: StageExecutor> Scheduler<E> {
     /// Runs one job and completes it in its own hold; returns the job that
@@ -441,8 +441,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 message: panic_message(&*payload).into(),
             }
         })?;
-        let resolve = |paths: Vec<DepPath>| -> Result<Vec<ResolvedDep>, RequestError> {
-            let mut resolved: Vec<ResolvedDep> = Vec::with_capacity(paths.len());
+        let resolve = |paths: Vec<DepPath>| -> Result<ResolvedDeps, RequestError> {
+            let mut resolved = ResolvedDeps {
+                canonicals: Vec::with_capacity(paths.len()),
+                languages: SmallVec::with_capacity(paths.len()),
+            };
             for path in paths {
                 let canonical = match path {
                     // A path nothing backs still gets a canonical: its load
@@ -452,15 +455,11 @@ impl<E: StageExecutor> Scheduler<E> {
                         .unwrap_or_else(|_| Canonical::from(path.as_str())),
                     DepPath::Canonical(canonical) => self.interned(canonical),
                 };
-                if canonical == file.canonical || resolved.iter().any(|d| d.canonical == canonical)
-                {
+                if canonical == file.canonical || resolved.canonicals.contains(&canonical) {
                     continue;
                 }
-                let language = self.classify(&canonical)?;
-                resolved.push(ResolvedDep {
-                    canonical,
-                    language,
-                });
+                resolved.languages.push(self.classify(&canonical)?);
+                resolved.canonicals.push(canonical);
             }
             Ok(resolved)
         };
@@ -478,8 +477,8 @@ impl<E: StageExecutor> Scheduler<E> {
         node: &Arc<FileNode<E>>,
         text: Arc<SourceText>,
         parsed: E::Source,
-        forward: Vec<ResolvedDep>,
-        blockers: Vec<ResolvedDep>,
+        forward: ResolvedDeps,
+        blockers: ResolvedDeps,
         post: &mut PostWork<E>,
     ) {
         let identity = dispatch.identity.clone();
@@ -494,12 +493,10 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         // What the loader classified each named file as: a file ingested
         // again later (a removed blocker) is processed as that.
-        for dep in forward.iter().chain(&blockers) {
+        for (canonical, language) in forward.iter().chain(blockers.iter()) {
             // Most are known already: probe without cloning the canonical.
-            if !locked.languages.contains_key(&dep.canonical) {
-                locked
-                    .languages
-                    .insert(dep.canonical.clone(), dep.language.clone());
+            if !locked.languages.contains_key(canonical) {
+                locked.languages.insert(canonical.clone(), language.clone());
             }
         }
         // Forward dependencies: ensure each file the scheduler has never seen
@@ -507,7 +504,7 @@ impl<E: StageExecutor> Scheduler<E> {
         // The priority a new object inherits is read (a walk of this file's
         // nodes and groups) only if some dependency is new.
         let mut inherited = None;
-        for dep in &forward {
+        for dep in forward.iter() {
             if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file) {
                 self.absorb(locked, effects, post);
             }
@@ -516,15 +513,15 @@ impl<E: StageExecutor> Scheduler<E> {
         // A live object is a published node (`ingest` and `admit` assert
         // both directions), so one read of the DAG finds a known blocker;
         // only an unknown one is ingested first.
-        let mut blocker_keys = Vec::with_capacity(blockers.len());
-        for dep in &blockers {
-            let live = match locked.dag.live_file(&dep.canonical) {
+        let mut blocker_keys = Vec::with_capacity(blockers.canonicals.len());
+        for dep in blockers.iter() {
+            let live = match locked.dag.live_file(dep.0) {
                 Some(live) => live,
                 None => {
                     if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file) {
                         self.absorb(locked, effects, post);
                     }
-                    match locked.dag.live_file(&dep.canonical) {
+                    match locked.dag.live_file(dep.0) {
                         Some(live) => live,
                         None => continue,
                     }
@@ -536,8 +533,8 @@ impl<E: StageExecutor> Scheduler<E> {
             text,
             language: node.language().clone(),
             parsed,
-            forward_deps: forward.into_iter().map(|d| d.canonical).collect(),
-            blockers: blockers.into_iter().map(|d| d.canonical).collect(),
+            forward_deps: forward.canonicals,
+            blockers: blockers.canonicals,
         });
         if let Some(effects) = locked.dag.record_blockers(&file, blocker_keys) {
             self.absorb(locked, effects, post);
@@ -556,19 +553,19 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(super) fn ingest(
         &self,
         locked: &mut Locked<E>,
-        dep: &ResolvedDep,
+        (canonical, language): (&Canonical, &Language),
         inherited: &mut Option<Option<Priority>>,
         consumer: &FileIdentity,
     ) -> Option<Effects> {
-        if self.nodes.contains_key(&dep.canonical) {
+        if self.nodes.contains_key(canonical) {
             return None;
         }
         let priority = *inherited
             .get_or_insert_with(|| locked.dag.highest_priority_for_file(&consumer.canonical));
-        let (object, created) = locked.dag.ensure_object(&dep.canonical);
+        let (object, created) = locked.dag.ensure_object(canonical);
         debug_assert!(created, "an unpublished canonical has no live object");
-        self.publish_node(&dep.canonical, object, dep.language.clone());
-        let live = locked.dag.live_file(&dep.canonical)?;
+        self.publish_node(canonical, object, language.clone());
+        let live = locked.dag.live_file(canonical)?;
         let identity = WorkNodeIdentity::File(live.clone().at(TargetStage::Source));
         let effects = locked.dag.submit_file(&live, &identity);
         // Priority inheritance, read from the consumer's own index.
