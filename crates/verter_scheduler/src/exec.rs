@@ -23,7 +23,6 @@
 //! Parsing never runs on an I/O thread: a Source load finishes by moving
 //! its work to the CPU class (`continue_on`), and the parse is a CPU job.
 
-use smallvec::SmallVec;
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -63,19 +62,68 @@ impl Drop for JobDepth {
     }
 }
 
-/// The files one list of a parsed source's dependencies names, resolved
-/// outside the lock: their canonicals, which become the snapshot's list
-/// as they are, and what the loader classified each as, side by side.
-#[derive(Default)]
-struct ResolvedDeps {
-    canonicals: Vec<Canonical>,
-    languages: SmallVec<[Language; 4]>,
+/// The files a parsed source names, resolved outside the lock: the
+/// canonicals of its forward dependencies and of its blockers, which become
+/// the snapshot's lists as they are, and what the loader classified each
+/// as. Kept small: it travels inside every finished stage.
+struct ParsedDeps {
+    forward: Vec<Canonical>,
+    blockers: Vec<Canonical>,
+    /// One per file, forward dependencies first.
+    languages: DepLanguages,
 }
 
-impl ResolvedDeps {
-    /// Each file with its language, in the order the source named them.
-    fn iter(&self) -> impl Iterator<Item = (&Canonical, &Language)> {
-        self.canonicals.iter().zip(&self.languages)
+/// The languages of a source's dependencies, in order: one value when
+/// they are all the same (a file most often names files of its own
+/// language), so that case allocates nothing.
+enum DepLanguages {
+    /// Every one is this (none yet when `None`).
+    Uniform(Option<Language>),
+    /// Each its own.
+    Mixed(Vec<Language>),
+}
+
+impl DepLanguages {
+    /// Adds the language of the next file; `count` files came before it.
+    fn push(&mut self, language: Language, count: usize) {
+        match self {
+            Self::Uniform(None) => *self = Self::Uniform(Some(language)),
+            Self::Uniform(Some(same)) if *same == language => {}
+            Self::Uniform(Some(same)) => {
+                let mut each = vec![same.clone(); count];
+                each.push(language);
+                *self = Self::Mixed(each);
+            }
+            Self::Mixed(each) => each.push(language),
+        }
+    }
+
+    /// The language of the file at `at`.
+    fn get(&self, at: usize) -> &Language {
+        match self {
+            Self::Uniform(Some(same)) => same,
+            Self::Uniform(None) => unreachable!("no file was named"),
+            Self::Mixed(each) => &each[at],
+        }
+    }
+}
+
+impl ParsedDeps {
+    /// Each forward dependency with its language.
+    fn forward(&self) -> impl Iterator<Item = (&Canonical, &Language)> {
+        self.forward
+            .iter()
+            .enumerate()
+            .map(|(at, canonical)| (canonical, self.languages.get(at)))
+    }
+
+    /// Each blocker with its language.
+    fn blockers(&self) -> impl Iterator<Item = (&Canonical, &Language)> {
+        let first = self.forward.len();
+        self.blockers
+            .iter()
+            .enumerate()
+            .map(move |(at, canonical)| (canonical, self.languages.get(first + at)))
     }
 }
 

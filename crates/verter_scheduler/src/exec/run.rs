@@ -45,9 +45,6 @@ pub(super) enum Outcome<E: StageExecutor> {
     },
 }
 
-/// A parsed source's forward dependencies and blockers, resolved.
-pub(super) type ParsedDeps = (ResolvedDeps, ResolvedDeps);
-
 impl<E: StageExecutor> Scheduler<E> {
     /// Runs one job and completes it in its own hold; returns the job that
     /// hold handed this thread (`keep`) to run next, if any.
@@ -199,9 +196,9 @@ impl<E: StageExecutor> Scheduler<E> {
             }
             Outcome::Parsed { node, text, result } => {
                 match result {
-                    Ok((parsed, (forward, blockers))) => self.commit_source(
-                        locked, dispatch, &node, text, parsed, forward, blockers, post,
-                    ),
+                    Ok((parsed, deps)) => {
+                        self.commit_source(locked, dispatch, &node, text, parsed, deps, post)
+                    }
                     Err(error) => self.fail_current(locked, dispatch, error, post),
                 }
                 None
@@ -441,11 +438,10 @@ impl<E: StageExecutor> Scheduler<E> {
                 message: panic_message(&*payload).into(),
             }
         })?;
-        let resolve = |paths: Vec<DepPath>| -> Result<ResolvedDeps, RequestError> {
-            let mut resolved = ResolvedDeps {
-                canonicals: Vec::with_capacity(paths.len()),
-                languages: SmallVec::with_capacity(paths.len()),
-            };
+        let mut languages = DepLanguages::Uniform(None);
+        let mut named = 0;
+        let mut resolve = |paths: Vec<DepPath>| -> Result<Vec<Canonical>, RequestError> {
+            let mut resolved: Vec<Canonical> = Vec::with_capacity(paths.len());
             for path in paths {
                 let canonical = match path {
                     // A path nothing backs still gets a canonical: its load
@@ -455,15 +451,22 @@ impl<E: StageExecutor> Scheduler<E> {
                         .unwrap_or_else(|_| Canonical::from(path.as_str())),
                     DepPath::Canonical(canonical) => self.interned(canonical),
                 };
-                if canonical == file.canonical || resolved.canonicals.contains(&canonical) {
+                if canonical == file.canonical || resolved.contains(&canonical) {
                     continue;
                 }
-                resolved.languages.push(self.classify(&canonical)?);
-                resolved.canonicals.push(canonical);
+                languages.push(self.classify(&canonical)?, named);
+                named += 1;
+                resolved.push(canonical);
             }
             Ok(resolved)
         };
-        Ok((resolve(deps.forward)?, resolve(deps.blockers)?))
+        let forward = resolve(deps.forward)?;
+        let blockers = resolve(deps.blockers)?;
+        Ok(ParsedDeps {
+            forward,
+            blockers,
+            languages,
+        })
     }
 
     /// Under the lock, for a current Source completion: publish the parsed
@@ -477,8 +480,7 @@ impl<E: StageExecutor> Scheduler<E> {
         node: &Arc<FileNode<E>>,
         text: Arc<SourceText>,
         parsed: E::Source,
-        forward: ResolvedDeps,
-        blockers: ResolvedDeps,
+        deps: ParsedDeps,
         post: &mut PostWork<E>,
     ) {
         let identity = dispatch.identity.clone();
@@ -493,7 +495,7 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         // What the loader classified each named file as: a file ingested
         // again later (a removed blocker) is processed as that.
-        for (canonical, language) in forward.iter().chain(blockers.iter()) {
+        for (canonical, language) in deps.forward().chain(deps.blockers()) {
             // Most are known already: probe without cloning the canonical.
             if !locked.languages.contains_key(canonical) {
                 locked.languages.insert(canonical.clone(), language.clone());
@@ -504,7 +506,7 @@ impl<E: StageExecutor> Scheduler<E> {
         // The priority a new object inherits is read (a walk of this file's
         // nodes and groups) only if some dependency is new.
         let mut inherited = None;
-        for dep in forward.iter() {
+        for dep in deps.forward() {
             if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file) {
                 self.absorb(locked, effects, post);
             }
@@ -513,8 +515,8 @@ impl<E: StageExecutor> Scheduler<E> {
         // A live object is a published node (`ingest` and `admit` assert
         // both directions), so one read of the DAG finds a known blocker;
         // only an unknown one is ingested first.
-        let mut blocker_keys = Vec::with_capacity(blockers.canonicals.len());
-        for dep in blockers.iter() {
+        let mut blocker_keys = Vec::with_capacity(deps.blockers.len());
+        for dep in deps.blockers() {
             let live = match locked.dag.live_file(dep.0) {
                 Some(live) => live,
                 None => {
@@ -533,8 +535,8 @@ impl<E: StageExecutor> Scheduler<E> {
             text,
             language: node.language().clone(),
             parsed,
-            forward_deps: forward.canonicals,
-            blockers: blockers.canonicals,
+            forward_deps: deps.forward,
+            blockers: deps.blockers,
         });
         if let Some(effects) = locked.dag.record_blockers(&file, blocker_keys) {
             self.absorb(locked, effects, post);
