@@ -37,7 +37,7 @@ use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
 use crate::error::RequestError;
 use crate::error::panic_message;
 use crate::hooks::{HookPoint, SchedulerEvent, guarded};
-use crate::job::{Job, Jobs, Work};
+use crate::job::{BlockerInputs, Job, Jobs, Work};
 use crate::language::Language;
 use crate::node::FileNode;
 use crate::post::PostWork;
@@ -322,7 +322,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 // The record is sorted by key, so by path: as the executor
                 // receives them.
                 let keys = locked.dag.blocker_keys(&key.file);
-                let mut blockers = Vec::with_capacity(keys.len());
+                let mut blockers = BlockerInputs::with_capacity(keys.len());
                 for blocker in keys {
                     match self.committed_analysis(blocker) {
                         Some(analysis) => blockers.push(analysis),

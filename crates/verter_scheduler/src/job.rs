@@ -30,9 +30,13 @@ pub(crate) enum Work<E: StageExecutor> {
     Artifact {
         profile: ProfileHash,
         analysis: Arc<AnalysisSnapshot<E::Analysis>>,
-        blockers: Vec<Arc<AnalysisSnapshot<E::Analysis>>>,
+        blockers: BlockerInputs<E::Analysis>,
     },
 }
+
+/// The analyses of an Artifact's blockers, captured at dispatch: up to four
+/// inline, as most files name few, so dispatching one allocates nothing.
+pub(crate) type BlockerInputs<A> = SmallVec<[Arc<AnalysisSnapshot<A>>; 4]>;
 
 /// The jobs one lock hold dispatched: most often one (a completion readies
 /// its consumer), kept inline; more spill to the heap. (Two inline measured

@@ -41,7 +41,7 @@ pub(super) enum Outcome<E: StageExecutor> {
     Built {
         node: Arc<FileNode<E>>,
         result: Result<Arc<ArtifactSnapshot<E::Artifact>>, RequestError>,
-        blockers: Vec<Arc<AnalysisSnapshot<E::Analysis>>>,
+        blockers: BlockerInputs<E::Analysis>,
     },
 }
 

@@ -45,7 +45,7 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                     outcome: run::Outcome::Built {
                         node: Arc::clone(&job.node),
                         result: output,
-                        blockers: vec![Arc::new(AnalysisSnapshot {
+                        blockers: smallvec::smallvec![Arc::new(AnalysisSnapshot {
                             canonical: retired.canonical.clone(),
                             version: retired.version(),
                             data: 0,
