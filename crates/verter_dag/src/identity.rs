@@ -23,48 +23,62 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The canonical path of a file: the key every layer uses for it.
 ///
-/// Cheap to clone (an `Arc<str>` and a `u64`). Two canonicals are equal when
-/// their text is equal; canonicalisation (resolving symlinks, `..`) is the
-/// loader's job.
+/// Interned: each distinct path's text is stored once for the life of the
+/// process, and a `Canonical` is a reference to it. Cloning one copies two
+/// words (no reference count is touched, by any thread); two canonicals are
+/// equal exactly when they are the same reference, so equality compares a
+/// pointer and hashing feeds the pointer's address, never the text. Making
+/// one ([`Canonical::new`]) looks its text up in the process's table, once,
+/// at the API boundary (docs/design.md, "Names"). Ordering is by text.
+/// Canonicalisation (resolving symlinks, `..`) is the loader's job.
 ///
-/// The text is hashed once, when the value is made, with a per-process
-/// seeded hasher; [`Hash`] feeds only that stored hash, and equality checks
-/// the shared pointer and the stored hash before it compares bytes. Every map
-/// keyed by a canonical, or by an identity that contains one, therefore
-/// hashes a `u64` and rarely compares paths (docs/design.md, "Names").
-/// Ordering is by text.
+/// The table never forgets a path: a process that names ever more distinct
+/// paths keeps each one's text (about its length plus 40 bytes).
 #[derive(Clone)]
 pub struct Canonical {
-    text: Arc<str>,
-    hash: u64,
+    text: &'static str,
 }
 
-/// The per-process seed of [`Canonical`]'s stored hash: random per process
-/// (so a hostile set of paths cannot be chosen to collide), fixed within it
-/// (so equal texts made anywhere hash equally).
-fn canonical_hasher() -> &'static foldhash::fast::RandomState {
-    static SEED: std::sync::OnceLock<foldhash::fast::RandomState> = std::sync::OnceLock::new();
-    SEED.get_or_init(foldhash::fast::RandomState::default)
+/// The process's table of interned paths, keyed by text: a sharded set, so
+/// threads naming paths at once rarely meet on a lock. Its hasher is seeded
+/// per process (a hostile set of paths cannot be chosen to collide).
+fn interned_paths() -> &'static dashmap::DashSet<&'static str, foldhash::fast::RandomState> {
+    static PATHS: std::sync::OnceLock<dashmap::DashSet<&'static str, foldhash::fast::RandomState>> =
+        std::sync::OnceLock::new();
+    PATHS.get_or_init(Default::default)
 }
 
 impl Canonical {
-    /// Wraps an already canonical path.
-    pub fn new(path: impl Into<Arc<str>>) -> Self {
-        use std::hash::BuildHasher as _;
-        let text: Arc<str> = path.into();
-        let hash = canonical_hasher().hash_one(&*text);
-        Self { text, hash }
+    /// Wraps an already canonical path: the interned copy of its text
+    /// (stored on first sight).
+    pub fn new(path: impl AsRef<str>) -> Self {
+        let path = path.as_ref();
+        let paths = interned_paths();
+        if let Some(known) = paths.get(path) {
+            return Self { text: *known };
+        }
+        // First sight, unless another thread stores the same path between
+        // the lookup and the insert: the set keeps the first copy, and the
+        // loser's stays allocated, unused (a path's bytes, once per lost
+        // race; freeing it would take unsafe code).
+        let text: &'static str = Box::leak(Box::<str>::from(path));
+        if paths.insert(text) {
+            return Self { text };
+        }
+        Self {
+            text: *paths.get(path).expect("stored by the thread that won"),
+        }
     }
 
     /// The path as text.
     pub fn as_str(&self) -> &str {
-        &self.text
+        self.text
     }
 }
 
 impl PartialEq for Canonical {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.text, &other.text) || (self.hash == other.hash && self.text == other.text)
+        std::ptr::eq(self.text, other.text)
     }
 }
 
@@ -72,7 +86,7 @@ impl Eq for Canonical {}
 
 impl std::hash::Hash for Canonical {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u64(self.hash);
+        state.write_usize(self.text.as_ptr() as usize);
     }
 }
 
@@ -84,29 +98,29 @@ impl PartialOrd for Canonical {
 
 impl Ord for Canonical {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        if Arc::ptr_eq(&self.text, &other.text) {
+        if self == other {
             std::cmp::Ordering::Equal
         } else {
-            self.text.cmp(&other.text)
+            self.text.cmp(other.text)
         }
     }
 }
 
 impl fmt::Debug for Canonical {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.text, f)
+        fmt::Debug::fmt(self.text, f)
     }
 }
 
 impl fmt::Display for Canonical {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        f.write_str(self.text)
     }
 }
 
 impl AsRef<str> for Canonical {
     fn as_ref(&self) -> &str {
-        &self.text
+        self.text
     }
 }
 

@@ -186,3 +186,48 @@ fn canonical_clones_share_text_and_display_it() {
     assert_eq!(path.as_str(), "src/lib.rs");
     assert_eq!(format!("{path} {path:?}"), r#"src/lib.rs "src/lib.rs""#);
 }
+
+#[test]
+fn canonicals_of_equal_text_are_one_interned_reference() {
+    // Made from different owners of the same text, anywhere: one copy.
+    let owned = String::from("src/interned.rs");
+    let shared: Arc<str> = Arc::from("src/interned.rs");
+    let (a, b, c) = (
+        Canonical::from("src/interned.rs"),
+        Canonical::new(owned),
+        Canonical::new(shared),
+    );
+    assert!(std::ptr::eq(a.as_str(), b.as_str()) && std::ptr::eq(b.as_str(), c.as_str()));
+    assert_eq!((hash_of(&a), hash_of(&b)), (hash_of(&c), hash_of(&c)));
+    // Different text, different reference, ordered by text.
+    let other = Canonical::from("src/interned2.rs");
+    assert_ne!(a, other);
+    assert!(a < other);
+}
+
+#[test]
+fn threads_interning_the_same_paths_at_once_get_one_reference_each() {
+    const THREADS: usize = 8;
+    let start = Arc::new(Barrier::new(THREADS));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let start = Arc::clone(&start);
+            std::thread::spawn(move || {
+                start.wait();
+                (0..500)
+                    .map(|i| Canonical::new(format!("race/{i}.rs")).as_str().as_ptr() as usize)
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let seen: Vec<Vec<usize>> = workers
+        .into_iter()
+        .map(|worker| worker.join().expect("no panic"))
+        .collect();
+    for other in &seen[1..] {
+        assert_eq!(
+            other, &seen[0],
+            "every thread got the same copy of each path"
+        );
+    }
+}

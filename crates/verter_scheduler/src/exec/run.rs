@@ -449,7 +449,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     DepPath::Path(path) => self
                         .canonicalize(&path)
                         .unwrap_or_else(|_| Canonical::from(path.as_str())),
-                    DepPath::Canonical(canonical) => self.interned(canonical),
+                    DepPath::Canonical(canonical) => canonical,
                 };
                 if canonical == file.canonical || resolved.contains(&canonical) {
                     continue;

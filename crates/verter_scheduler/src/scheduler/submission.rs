@@ -249,13 +249,12 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// The loader's canonical form of `path`, with its panics caught (and
-    /// counted). A file the scheduler knows comes back as the canonical its
-    /// published node (and the DAG's records) hold, so every later
-    /// comparison of the two is a pointer check, not a compare of the text
-    /// (docs/design.md, "Names").
+    /// counted). Canonicals are interned, so every later comparison of it
+    /// with the ones the nodes and the DAG's records hold is a pointer
+    /// check (docs/design.md, "Names").
     pub(crate) fn canonicalize(&self, path: &str) -> Result<Canonical, RequestError> {
         match catch_unwind(AssertUnwindSafe(|| self.loader.realpath(path))) {
-            Ok(Ok(canonical)) => Ok(self.interned(canonical)),
+            Ok(Ok(canonical)) => Ok(canonical),
             Ok(Err(error)) => Err(RequestError::from_load(&Canonical::from(path), &error)),
             Err(payload) => {
                 self.counters
@@ -267,15 +266,6 @@ impl<E: StageExecutor> Scheduler<E> {
                     cause: None,
                 })
             }
-        }
-    }
-
-    /// `canonical`, or the equal canonical of its published node when there
-    /// is one (the same text, one shared allocation).
-    pub(crate) fn interned(&self, canonical: Canonical) -> Canonical {
-        match self.nodes.get(&canonical) {
-            Some(node) => node.canonical().clone(),
-            None => canonical,
         }
     }
 
