@@ -2,8 +2,10 @@
 //! done on them and what that work waits for.
 //!
 //! This module owns the only allocators of [`Incarnation`] and
-//! [`SubmissionLifetime`] values. It never reads a clock and never touches
-//! shared state other than those two counters.
+//! [`SubmissionLifetime`] values and the process's table of interned
+//! [`Canonical`] paths. It never reads a clock and never touches shared
+//! state other than those two counters and that table (whose shard locks
+//! are leaves: held for one lookup or insert, nothing taken under them).
 //!
 //! # Invariants
 //! 1. Incarnations are unique within the process and increase monotonically:
@@ -16,6 +18,10 @@
 //!    [`GenerationExhausted`] and leaves the value unchanged
 //!    (`exhausted_generation_refuses_and_is_unchanged`).
 //! 4. Equal identities hash equally (`identity_hash_agrees_with_eq`).
+//! 5. Canonicals of equal text are one interned reference, also when
+//!    threads make them at once
+//!    (`canonicals_of_equal_text_are_one_interned_reference`,
+//!    `threads_interning_the_same_paths_at_once_get_one_reference_each`).
 
 use std::fmt;
 use std::sync::Arc;
