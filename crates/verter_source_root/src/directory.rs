@@ -217,12 +217,7 @@ impl<T: Clone + Send + Sync + 'static> SchedulerSourceDirectory<T> {
     /// # Panics
     /// If called from inside a publication closure of the same directory.
     pub fn gc(&self) -> GcReport {
-        let mut store = self.lock("gc", sync::thread_token());
-        let (report, garbage) = store.gc();
-        self.epoch.store(report.epoch.get(), Ordering::Release);
-        drop(store);
-        drop(garbage);
-        report
+        self.collect("gc", Store::gc)
     }
 
     /// [`Self::gc`] that also forgets files removed in the current
@@ -236,8 +231,18 @@ impl<T: Clone + Send + Sync + 'static> SchedulerSourceDirectory<T> {
     /// # Panics
     /// If called from inside a publication closure of the same directory.
     pub fn forget_removed(&self) -> GcReport {
-        let mut store = self.lock("forget_removed", sync::thread_token());
-        let (report, garbage) = store.forget_removed();
+        self.collect("forget_removed", Store::forget_removed)
+    }
+
+    /// Runs a collection of the store under the publication lock, mirrors
+    /// the epoch it leaves, and drops what left the store after unlocking.
+    fn collect(
+        &self,
+        operation: &str,
+        run: impl FnOnce(&mut Store<T>) -> (GcReport, Vec<crate::history::Entry<T>>),
+    ) -> GcReport {
+        let mut store = self.lock(operation, sync::thread_token());
+        let (report, garbage) = run(&mut store);
         self.epoch.store(report.epoch.get(), Ordering::Release);
         drop(store);
         drop(garbage);
