@@ -114,6 +114,13 @@ impl WriteLanes {
         );
     }
 
+    /// Whether any write waits, in either lane. Acquire: when it reads
+    /// `false`, every write sealed before is admitted and its effects are
+    /// visible (they happen before `admitted`).
+    pub fn any_waiting(&self) -> bool {
+        self.writes.load(Ordering::Acquire) != 0
+    }
+
     /// The writes waiting in `lane`.
     pub fn waiting(&self, lane: Lane) -> u64 {
         self.count_of(self.writes.load(Ordering::Acquire), lane)

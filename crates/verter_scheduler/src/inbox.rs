@@ -138,6 +138,13 @@ impl<T> Inbox<T> {
         (self.urgent.1.len(), self.normal.1.len())
     }
 
+    /// Whether a write sent before this call still waits for admission.
+    /// While none does, a read sees every write sent before it, so it may
+    /// be answered from committed state (docs/design.md, "The inbox").
+    pub(crate) fn writes_waiting(&self) -> bool {
+        self.writes.any_waiting()
+    }
+
     /// Whether both lanes are empty.
     pub(crate) fn is_empty(&self) -> bool {
         self.urgent.1.is_empty() && self.normal.1.is_empty()

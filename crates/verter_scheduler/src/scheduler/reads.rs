@@ -61,9 +61,9 @@ impl<E: StageExecutor> Scheduler<E> {
     /// The committed output of each `(canonical, stage)`, read without the
     /// DAG lock and without a handle: the output the live object committed
     /// for its current generation, or `None` — not committed yet, no such
-    /// file, or something sent earlier still waits for admission (then
-    /// every item is `None`, so the caller never misses its own writes;
-    /// submit requests for the `None`s, which are answered in order).
+    /// file, or a write sent earlier (by any thread) still waits for
+    /// admission (then every item is `None`, so the caller never misses a
+    /// write sent before; submit requests for the `None`s).
     ///
     /// The read path of a host that re-asks for what is built: no
     /// canonicalisation (the caller names files by canonical), no answer
@@ -75,9 +75,9 @@ impl<E: StageExecutor> Scheduler<E> {
     ) -> Vec<Option<StageOutput<E>>> {
         let items = items.into_iter();
         let mut outputs = Vec::with_capacity(items.size_hint().0);
-        // Acquire, once: every submission this thread made before the call
-        // has been admitted when the count reads zero.
-        let settled = self.counters.pending_admissions.load(Ordering::Acquire) == 0;
+        // Acquire, once: when no write waits, every write sent before the
+        // call has been admitted and its effects are visible.
+        let settled = !self.inbox.writes_waiting();
         let mut answered = 0;
         for (canonical, stage) in items {
             let output = settled

@@ -180,9 +180,11 @@ impl<E: StageExecutor> Scheduler<E> {
         if may_answer
             && request.text.is_none()
             && request.language.is_none()
-            // Only when nothing submitted earlier is still waiting for
-            // admission: an earlier upsert from this thread must be seen.
-            && self.counters.pending_admissions.load(Ordering::Acquire) == 0
+            // Only when no write sent earlier, by any thread, still waits
+            // for admission: every item must see every write sent before
+            // it. Reads still waiting do not matter: a read may overtake a
+            // read (docs/design.md, "The inbox").
+            && !self.inbox.writes_waiting()
             && let Some(node) = &published
             && !node.is_retired()
             && let Some(output) = node.view().output(request.stage)

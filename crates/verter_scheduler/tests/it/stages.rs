@@ -316,3 +316,39 @@ fn a_request_after_a_queued_upsert_sees_the_upsert() {
     assert_eq!(scheduler.counters().answered_without_admission, 0);
     assert_quiescent(&scheduler, &[&first, &edit, &after]);
 }
+
+/// A read may overtake a read: while only reads wait for admission (here one
+/// for a file never built, queued because nothing pumps inline), a request
+/// for committed output is still answered at submission, and so is the read
+/// path. While a write waits, neither is (`a_request_after_a_queued_upsert_sees_the_upsert`).
+#[test]
+fn a_request_for_committed_output_overtakes_a_waiting_read_but_not_a_waiting_write() {
+    let files = MemFiles::with(&[("a.rs", "one two"), ("b.rs", "three")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    scheduler.wait(&first).expect("analysed");
+    let waiting_read = scheduler.submit_request(Request::new("b.rs", TargetStage::Analysis));
+    assert!(waiting_read.try_result().is_none(), "queued, not admitted");
+    let again = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    assert!(
+        again.try_result().is_some(),
+        "a waiting read does not hold back an answer at submission"
+    );
+    let a = verter_dag::Canonical::from("a.rs");
+    assert!(scheduler.committed_outputs([(&a, TargetStage::Analysis)])[0].is_some());
+    // A waiting write does.
+    let edit = scheduler.upsert("b.rs", "three four", Default::default());
+    let held = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    assert!(
+        held.try_result().is_none(),
+        "a write sent before is waiting"
+    );
+    assert!(scheduler.committed_outputs([(&a, TargetStage::Analysis)])[0].is_none());
+    assert_eq!(scheduler.counters().answered_without_admission, 2);
+    for handle in [&waiting_read, &edit, &held] {
+        scheduler.wait(handle).expect("answered");
+    }
+    assert_quiescent(&scheduler, &[&first, &waiting_read, &again, &edit, &held]);
+}
