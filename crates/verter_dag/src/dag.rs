@@ -12,7 +12,8 @@
 //!   object is live while its record is present; removal deletes it in the
 //!   same call (no tombstones). A node is gated on its dependencies, ready,
 //!   running, done or failed; a failed producer stays resident until its
-//!   generation is retired. One lookup of the canonical reaches a stage's
+//!   generation is retired. A done stage that holds nothing else is kept
+//!   packed (its priority only), not as a stage record. One lookup of the canonical reaches a stage's
 //!   node and group, and retirement takes a file's versions out whole, so
 //!   nothing scans a DAG-wide map (`slots.rs` is the only place records
 //!   enter or leave).

@@ -301,10 +301,10 @@ impl SchedulerDag {
         let records = self.files.get(canonical)?;
         let mut best: Option<Priority> = None;
         for slot in records.versions.values() {
+            for (_, node) in slot.nodes() {
+                best = best.max(Some(node.priority));
+            }
             for stage in &slot.stages {
-                if let Some(node) = &stage.node {
-                    best = best.max(Some(node.priority));
-                }
                 best = best.max(stage.group.iter().map(|m| m.priority).max());
             }
         }

@@ -116,8 +116,18 @@ impl SchedulerDag {
         consumer: &WorkNodeIdentity,
     ) -> ProducerSide {
         let seq = self.next_edge_seq;
-        let Some(slot) = self.stage_slot_mut(dep) else {
+        let Some(version) = self
+            .files
+            .get_mut(&dep.file.canonical)
+            .and_then(|records| records.versions.get_mut(&dep.file.version()))
+        else {
             return ProducerSide::Absent;
+        };
+        let Some(slot) = version.get_mut(dep.stage) else {
+            return match version.done.get(dep.stage) {
+                Some(_) => ProducerSide::Done,
+                None => ProducerSide::Absent,
+            };
         };
         let priority = match slot.node.as_ref().map(|node| (&node.state, node.priority)) {
             None => return ProducerSide::Absent,

@@ -122,11 +122,17 @@ impl SchedulerDag {
         let mut effects = Effects::default();
         // The group's priority and whether the stage already has a node, in
         // one read of its record.
-        let (priority, running_at) = match self.stage_slot(key) {
-            Some(slot) => (
+        let version = self
+            .files
+            .get(&key.file.canonical)
+            .and_then(|records| records.versions.get(&key.file.version()));
+        let (priority, running_at) = match version.map(|version| (version, version.get(key.stage)))
+        {
+            Some((_, Some(slot))) => (
                 group_priority_of(&slot.group),
                 slot.node.as_ref().map(|node| node.priority),
             ),
+            Some((version, None)) => (Priority::default(), version.done.get(key.stage)),
             None => (Priority::default(), None),
         };
         match running_at {
@@ -348,11 +354,11 @@ impl SchedulerDag {
             .get(&dep.file.canonical)
             .and_then(|records| records.versions.get(&dep.file.version()))
             .is_some_and(|slot| {
+                let demands =
+                    |stage| stage == dep.stage || matches!(stage, TargetStage::Artifact(_));
                 slot.stages.iter().any(|stage| {
-                    (stage.node.is_some() || !stage.group.is_empty())
-                        && (stage.stage == dep.stage
-                            || matches!(stage.stage, TargetStage::Artifact(_)))
-                })
+                    (stage.node.is_some() || !stage.group.is_empty()) && demands(stage.stage)
+                }) || slot.done.iter().any(|(stage, _)| demands(stage))
             })
     }
 }

@@ -7,11 +7,14 @@
 //! takes a file's versions out whole, and nothing here is a DAG-wide table
 //! of nodes (cache nodes, which belong to no file, have a table of their
 //! own). Every insert and removal goes through this module, which keeps the
-//! node and group counts exact and removes a stage, version or file record
-//! as soon as it holds nothing.
+//! node and group counts exact, removes a stage, version or file record
+//! as soon as it holds nothing, and packs a stage record that holds only a
+//! done node into its version's [`DoneStages`] (docs/design.md, "State and
+//! where it lives"): a built file keeps no stage records.
 
 use super::*;
 use crate::edges::{ConsumerDeps, Waiters};
+use crate::identity::ProfileHash;
 
 /// The request waiters of one stage.
 pub(super) type Group = smallvec::SmallVec<[Member; 1]>;
@@ -20,12 +23,120 @@ pub(super) type Group = smallvec::SmallVec<[Member; 1]>;
 /// blocker record (as an owner).
 #[derive(Debug, Default)]
 pub(super) struct VersionSlot {
-    /// One entry per stage with a node or a group; a handful at most.
+    /// One entry per stage with unfinished work, a group or an edge (or a
+    /// failed node); a handful at most. Empty, and holding no storage, once
+    /// every stage of the version is done.
     pub(super) stages: Vec<StageSlot>,
+    /// The stages whose node is done and whose record held nothing else:
+    /// each kept as the priority it ran at, not as a stage record. A stage
+    /// is here or in `stages`, never in both.
+    pub(super) done: DoneStages,
     /// The analyses this version's Artifacts wait for, sorted and
     /// distinct; empty when it has no blocker record. Kept in step with
     /// the registry's reverse index through [`FileOwners`] only.
     pub(super) blockers: Vec<DepKey>,
+}
+
+/// The done stages of one version, packed (docs/design.md, "State and
+/// where it lives"): a done stage needs no node, group or edge list, only
+/// the fact that it is done and the priority it ran at (what the observers
+/// read). A built file
+/// keeps this instead of three stage records of a few hundred bytes each.
+#[derive(Debug, Default)]
+pub(super) struct DoneStages {
+    source: Option<Priority>,
+    analysis: Option<Priority>,
+    /// By profile; one inline (a host most often builds one profile).
+    artifacts: SmallVec<[(ProfileHash, Priority); 1]>,
+}
+
+impl DoneStages {
+    /// The priority `stage` ran at, if it is here.
+    pub(super) fn get(&self, stage: TargetStage) -> Option<Priority> {
+        match stage {
+            TargetStage::Source => self.source,
+            TargetStage::Analysis => self.analysis,
+            TargetStage::Artifact(profile) => self
+                .artifacts
+                .iter()
+                .find(|(done, _)| *done == profile)
+                .map(|(_, priority)| *priority),
+        }
+    }
+
+    fn insert(&mut self, stage: TargetStage, priority: Priority) {
+        debug_assert!(self.get(stage).is_none(), "{stage:?} was done twice");
+        match stage {
+            TargetStage::Source => self.source = Some(priority),
+            TargetStage::Analysis => self.analysis = Some(priority),
+            TargetStage::Artifact(profile) => self.artifacts.push((profile, priority)),
+        }
+    }
+
+    fn remove(&mut self, stage: TargetStage) -> Option<Priority> {
+        match stage {
+            TargetStage::Source => self.source.take(),
+            TargetStage::Analysis => self.analysis.take(),
+            TargetStage::Artifact(profile) => {
+                let at = self
+                    .artifacts
+                    .iter()
+                    .position(|(done, _)| *done == profile)?;
+                Some(self.artifacts.swap_remove(at).1)
+            }
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.source.is_none() && self.analysis.is_none() && self.artifacts.is_empty()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        usize::from(self.source.is_some())
+            + usize::from(self.analysis.is_some())
+            + self.artifacts.len()
+    }
+
+    /// Every done stage with its priority, Source first.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (TargetStage, Priority)> + '_ {
+        let source = self.source.map(|priority| (TargetStage::Source, priority));
+        let analysis = self
+            .analysis
+            .map(|priority| (TargetStage::Analysis, priority));
+        source.into_iter().chain(analysis).chain(
+            self.artifacts
+                .iter()
+                .map(|(profile, priority)| (TargetStage::Artifact(*profile), *priority)),
+        )
+    }
+}
+
+/// A done node as the observers read it: done, at `priority`. What a
+/// packed done stage stands for; its admission, class and ticket are never
+/// read (they matter only to ready and running work).
+const fn done_node(priority: Priority) -> WorkNode {
+    WorkNode {
+        admission: AdmissionId(u64::MAX),
+        priority,
+        class: ResourceClass::Cpu,
+        state: NodeState::Done,
+        cancel: None,
+        ready_ticket: 0,
+    }
+}
+
+/// One done node per priority, so a packed done stage can be lent out as
+/// a `&WorkNode` like any other ([`node_in`]).
+static DONE_NODES: [WorkNode; Priority::ALL.len()] = [
+    done_node(Priority::Low),
+    done_node(Priority::Normal),
+    done_node(Priority::High),
+    done_node(Priority::Critical),
+];
+
+/// The done node of a packed stage that ran at `priority`.
+fn packed_done(priority: Priority) -> &'static WorkNode {
+    &DONE_NODES[priority.lane()]
 }
 
 /// One stage of one version: its admitted work, its request waiters and
@@ -46,10 +157,23 @@ pub(super) struct StageSlot {
 impl StageSlot {
     /// Whether it holds nothing: no node, group or edge.
     pub(super) fn is_vacant(&self) -> bool {
-        self.node.is_none()
-            && self.group.is_empty()
-            && self.deps.is_empty()
-            && self.waiters.is_empty()
+        self.node.is_none() && self.holds_only_its_node()
+    }
+
+    /// Whether it holds nothing but its node (no group, no edge).
+    fn holds_only_its_node(&self) -> bool {
+        self.group.is_empty() && self.deps.is_empty() && self.waiters.is_empty()
+    }
+
+    /// The priority of its node if that is done and is all it holds: then
+    /// the record can be packed into [`DoneStages`].
+    fn packable(&self) -> Option<Priority> {
+        match &self.node {
+            Some(node) if matches!(node.state, NodeState::Done) && self.holds_only_its_node() => {
+                Some(node.priority)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -57,10 +181,18 @@ impl VersionSlot {
     /// Whether no stage has a node or a group and there is no blocker
     /// record.
     pub(super) fn is_empty(&self) -> bool {
-        self.stages.is_empty() && self.blockers.is_empty()
+        self.stages.is_empty() && self.done.is_empty() && self.blockers.is_empty()
     }
 
-    fn get(&self, stage: TargetStage) -> Option<&StageSlot> {
+    /// The resident node of `stage`: its record's, or a packed done one.
+    pub(super) fn node(&self, stage: TargetStage) -> Option<&WorkNode> {
+        match self.get(stage) {
+            Some(slot) => slot.node.as_ref(),
+            None => self.done.get(stage).map(packed_done),
+        }
+    }
+
+    pub(super) fn get(&self, stage: TargetStage) -> Option<&StageSlot> {
         self.stages.iter().find(|slot| slot.stage == stage)
     }
 
@@ -68,6 +200,9 @@ impl VersionSlot {
         self.stages.iter_mut().find(|slot| slot.stage == stage)
     }
 
+    /// `stage`'s record, made when absent. A packed done stage is unpacked
+    /// into a record with its done node, so a caller sees what it would
+    /// have seen had it never been packed.
     fn entry(&mut self, stage: TargetStage) -> &mut StageSlot {
         let at = match self.stages.iter().position(|slot| slot.stage == stage) {
             Some(at) => at,
@@ -78,9 +213,10 @@ impl VersionSlot {
                     // most often holds, not for the vector's default four.
                     self.stages.reserve_exact(usize::from(stage.rank()) + 1);
                 }
+                let node = self.done.remove(stage).map(done_node);
                 self.stages.push(StageSlot {
                     stage,
-                    node: None,
+                    node,
                     group: Group::new(),
                     deps: ConsumerDeps::default(),
                     waiters: Waiters::default(),
@@ -91,23 +227,49 @@ impl VersionSlot {
         &mut self.stages[at]
     }
 
-    /// Drops `stage`'s entry if it holds nothing.
+    /// Drops `stage`'s record if it holds nothing, and packs it if it holds
+    /// only a done node. A version whose records are all gone gives their
+    /// vector's storage back.
     fn prune(&mut self, stage: TargetStage) {
-        if let Some(at) = self
-            .stages
-            .iter()
-            .position(|slot| slot.stage == stage && slot.is_vacant())
-        {
-            self.stages.swap_remove(at);
+        let Some(at) = self.stages.iter().position(|slot| slot.stage == stage) else {
+            return;
+        };
+        let slot = &self.stages[at];
+        if let Some(priority) = slot.packable() {
+            self.done.insert(stage, priority);
+        } else if !slot.is_vacant() {
+            return;
+        }
+        self.stages.swap_remove(at);
+        if self.stages.is_empty() {
+            self.stages = Vec::new();
         }
     }
 
-    /// The stages with a node.
+    /// Takes `stage`'s packed done node out, if it has one.
+    fn take_done(&mut self, stage: TargetStage) -> Option<WorkNode> {
+        self.done.remove(stage).map(done_node)
+    }
+
+    /// The stages with a node, packed done ones included.
     pub(super) fn node_stages(&self) -> impl Iterator<Item = TargetStage> + '_ {
         self.stages
             .iter()
             .filter(|slot| slot.node.is_some())
             .map(|slot| slot.stage)
+            .chain(self.done.iter().map(|(stage, _)| stage))
+    }
+
+    /// Every resident node with its stage, packed done ones included.
+    pub(super) fn nodes(&self) -> impl Iterator<Item = (TargetStage, &WorkNode)> + '_ {
+        self.stages
+            .iter()
+            .filter_map(|slot| Some((slot.stage, slot.node.as_ref()?)))
+            .chain(
+                self.done
+                    .iter()
+                    .map(|(stage, priority)| (stage, packed_done(priority))),
+            )
     }
 }
 
@@ -207,9 +369,7 @@ fn node_in<'a>(
             .get(&key.file.canonical)?
             .versions
             .get(&key.file.version())?
-            .get(key.stage)?
-            .node
-            .as_ref(),
+            .node(key.stage),
         WorkNodeIdentity::CacheNode { .. } => cache_nodes.get(&cache_key(identity)?),
     }
 }
@@ -331,28 +491,32 @@ impl SchedulerDag {
     /// `key`'s stage record, if its file's object is live at `key`'s
     /// version: one lookup of the file's record.
     fn live_stage_slot_mut(&mut self, key: &DepKey) -> Option<&mut StageSlot> {
+        self.live_version_slot_mut(key)?.get_mut(key.stage)
+    }
+
+    /// `key`'s version record, if its file's object is live at that
+    /// version.
+    fn live_version_slot_mut(&mut self, key: &DepKey) -> Option<&mut VersionSlot> {
         let records = self.files.get_mut(&key.file.canonical)?;
         if records.object.map(|object| object.version()) != Some(key.file.version()) {
             return None;
         }
-        records
-            .versions
-            .get_mut(&key.file.version())?
-            .get_mut(key.stage)
+        records.versions.get_mut(&key.file.version())
     }
 
     /// Marks the file work `dispatch` was handed out for done, if it is
     /// still current (as [`Self::current_node_mut`] checks), and takes out
     /// what its completion hands on: the token, the request group and the
     /// waiting consumers. One visit of the record instead of three; the
-    /// node stays, done, so the record is not pruned. `None`, changing
-    /// nothing, for a stale dispatch.
+    /// node stays, done, packed when its record holds nothing else.
+    /// `None`, changing nothing, for a stale dispatch.
     pub(super) fn finish_file_node(
         &mut self,
         key: &DepKey,
         dispatch: &Dispatch,
     ) -> Option<Finished> {
-        let slot = self.live_stage_slot_mut(key)?;
+        let version = self.live_version_slot_mut(key)?;
+        let slot = version.get_mut(key.stage)?;
         let node = slot.node.as_mut()?;
         if !dispatched_as(node, dispatch) {
             return None;
@@ -363,6 +527,7 @@ impl SchedulerDag {
             group: std::mem::take(&mut slot.group),
             waiters: std::mem::take(&mut slot.waiters),
         };
+        version.prune(key.stage);
         if !finished.group.is_empty() {
             self.group_count -= 1;
             self.waiter_count -= finished.group.len();
@@ -448,11 +613,12 @@ impl SchedulerDag {
         // Only `key` itself may already have waiters (a consumer links
         // before it ensures its producer); nothing may have a node or keys.
         let clear = records.versions.get(&version).is_none_or(|slot| {
-            slot.stages.iter().all(|stage| {
-                stage.node.is_none()
-                    && stage.deps.is_empty()
-                    && (stage.stage == key.stage || stage.waiters.is_empty())
-            })
+            slot.done.is_empty()
+                && slot.stages.iter().all(|stage| {
+                    stage.node.is_none()
+                        && stage.deps.is_empty()
+                        && (stage.stage == key.stage || stage.waiters.is_empty())
+                })
         });
         if !clear {
             return false;
@@ -506,6 +672,16 @@ impl SchedulerDag {
         true
     }
 
+    /// How many stage records `file`'s version keeps, and their vector's
+    /// capacity (packed done stages are not records).
+    #[cfg(test)]
+    pub(super) fn stage_records(&self, file: &FileIdentity) -> (usize, usize) {
+        self.files
+            .get(&file.canonical)
+            .and_then(|records| records.versions.get(&file.version()))
+            .map_or((0, 0), |slot| (slot.stages.len(), slot.stages.capacity()))
+    }
+
     /// How many chains [`Self::admit_fresh_chain`] admitted.
     #[cfg(test)]
     pub(super) fn fresh_chain_count(&self) -> usize {
@@ -516,7 +692,15 @@ impl SchedulerDag {
     pub(super) fn take_node(&mut self, identity: &WorkNodeIdentity) -> Option<WorkNode> {
         let node = match identity {
             WorkNodeIdentity::File(key) => {
-                let node = self.stage_slot_mut(key)?.node.take()?;
+                let version = self
+                    .files
+                    .get_mut(&key.file.canonical)?
+                    .versions
+                    .get_mut(&key.file.version())?;
+                let node = match version.get_mut(key.stage) {
+                    Some(slot) => slot.node.take()?,
+                    None => version.take_done(key.stage)?,
+                };
                 self.prune(key);
                 node
             }
@@ -553,7 +737,16 @@ impl SchedulerDag {
     /// `key`'s node is finished: then the group is left alone and the
     /// finished outcome is returned for the member's answer.
     pub(super) fn join_group(&mut self, key: &DepKey, member: Member) -> Joined {
-        let slot = self.stage_entry(key);
+        let version = self
+            .files
+            .entry(key.file.canonical.clone())
+            .or_default()
+            .versions
+            .entry_or_default(key.file.version());
+        if version.done.get(key.stage).is_some() {
+            return Joined::Finished(Ok(()));
+        }
+        let slot = version.entry(key.stage);
         let node_priority = match slot.node.as_ref() {
             Some(node) => match &node.state {
                 NodeState::Done => return Joined::Finished(Ok(())),
@@ -603,6 +796,7 @@ impl SchedulerDag {
         };
         let retired = records.versions.split_below(&bound);
         for (_, slot) in &retired {
+            self.node_count -= slot.done.len();
             for stage in &slot.stages {
                 self.node_count -= usize::from(stage.node.is_some());
                 if !stage.group.is_empty() {
@@ -618,14 +812,13 @@ impl SchedulerDag {
     pub(super) fn all_nodes(&self) -> impl Iterator<Item = (WorkNodeIdentity, &WorkNode)> + '_ {
         let files = self.files.iter().flat_map(|(canonical, records)| {
             records.versions.iter().flat_map(move |(version, slot)| {
-                slot.stages.iter().filter_map(move |stage| {
-                    let node = stage.node.as_ref()?;
+                slot.nodes().map(move |(stage, node)| {
                     let file = FileIdentity::new(
                         canonical.clone(),
                         version.incarnation,
                         version.generation,
                     );
-                    Some((WorkNodeIdentity::File(file.at(stage.stage)), node))
+                    (WorkNodeIdentity::File(file.at(stage)), node)
                 })
             })
         });

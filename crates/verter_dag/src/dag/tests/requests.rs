@@ -599,3 +599,81 @@ fn a_source_moved_to_cpu_holds_no_token_while_it_waits() {
     h.absorb(effects);
     h.assert_quiescent();
 }
+
+/// A done stage whose record holds nothing else is packed: a built file
+/// keeps no stage records (and no storage for them), and every observer
+/// reads it as before: done, at the priority it ran at, satisfying new
+/// requests and new consumers at once, counted as resident, forgettable.
+#[test]
+fn a_built_versions_done_stages_are_packed_and_still_read_as_done() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let b = h.add("b.rs");
+    h.request_at(&a, P, WaitPolicy::Follow, Priority::High);
+    h.run();
+    h.assert_quiescent();
+    assert_eq!(h.dag.stage_records(&a), (0, 0), "no records, no storage");
+    let nodes = h.dag.dependency_occupancy().nodes;
+    assert_eq!(nodes, 3, "the packed stages are still resident nodes");
+    for stage in [TargetStage::Source, TargetStage::Analysis, P] {
+        let identity = work(&a, stage);
+        assert!(h.dag.is_done(&identity), "{identity} reads done");
+        assert!(h.dag.is_admitted(&identity));
+        assert_eq!(h.dag.priority_of(&identity), Some(Priority::High));
+        assert!(h.dag.failure_of(&identity).is_none());
+    }
+    assert_eq!(
+        h.dag.highest_priority_for_file(&a.canonical),
+        Some(Priority::High)
+    );
+    assert!(
+        h.dag
+            .has_analysis_demand(&a.clone().at(TargetStage::Analysis))
+    );
+
+    // A new request is answered at once, without unpacking anything.
+    let again = h.request(&a, P, WaitPolicy::Pinned);
+    assert!(h.outcome(again).is_ok());
+    assert_eq!(h.dag.stage_records(&a), (0, 0));
+    // Admitting done work again changes nothing (dedupe).
+    let effects = h.dag.submit_file(&a, &work(&a, P)).expect("live");
+    assert!(effects.is_empty());
+    assert_eq!(h.dag.counters().admitted, 3);
+
+    // A consumer that names a packed stage does not wait on it.
+    h.request(&b, TargetStage::Analysis, WaitPolicy::Follow);
+    let analysis = work(&b, TargetStage::Analysis);
+    let dispatch = h.run_until(&analysis);
+    let (current, effects) = h.dag.complete(dispatch);
+    assert!(current);
+    h.absorb(effects);
+    let artifact = work(&b, P);
+    h.request(&b, P, WaitPolicy::Follow);
+    let (outcome, effects) = h
+        .dag
+        .link(&artifact, a.clone().at(TargetStage::Analysis))
+        .expect("ranks are right");
+    assert_eq!(outcome, LinkOutcome::AlreadySatisfied);
+    h.absorb(effects);
+    assert_eq!(h.dag.stage_records(&a), (0, 0));
+    h.run();
+    h.assert_quiescent();
+
+    // Forgetting a packed stage drops it; the next request admits it afresh.
+    assert!(h.dag.forget_done(&work(&a, P)));
+    assert!(!h.dag.is_admitted(&work(&a, P)));
+    assert_eq!(h.dag.dependency_occupancy().nodes, 2 + 3);
+    let rebuilt = h.request(&a, P, WaitPolicy::Follow);
+    h.run();
+    assert!(h.outcome(rebuilt).is_ok());
+    assert_eq!(h.dag.stage_records(&a), (0, 0));
+
+    // An edit retires the packed stages with their version.
+    let a1 = h.edit(&a);
+    assert!(!h.dag.is_admitted(&work(&a, P)));
+    assert_eq!(h.dag.dependency_occupancy().nodes, 3, "b's three remain");
+    h.request(&a1, P, WaitPolicy::Follow);
+    h.run();
+    h.assert_quiescent();
+    assert_eq!(h.dag.dependency_occupancy().nodes, 6);
+}
