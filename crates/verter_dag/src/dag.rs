@@ -289,15 +289,30 @@ struct Member {
     priority: Priority,
 }
 
-/// Per canonical: its live object and the versions that have records (each
-/// with its stages' nodes and groups, `slots.rs`).
-#[derive(Debug, Default)]
-struct FileRecords {
+/// Per canonical: its live object, the versions that have records (each
+/// with its stages' nodes and groups, `slots.rs`) and the layer above's
+/// payload.
+#[derive(Debug)]
+struct FileRecords<P> {
     object: Option<ObjectRecord>,
     versions: VecMap<SourceVersion, VersionSlot>,
     /// The version whose text the host supplied ([`SchedulerDag::note_text_known`]):
     /// its Source starts on the CPU budget, with nothing to load.
     text_known: Option<SourceVersion>,
+    /// What the layer above keeps per file ([`SchedulerDag::payload`]). The
+    /// record stays while it is set.
+    payload: Option<P>,
+}
+
+impl<P> Default for FileRecords<P> {
+    fn default() -> Self {
+        Self {
+            object: None,
+            versions: VecMap::default(),
+            text_known: None,
+            payload: None,
+        }
+    }
 }
 
 /// How many finished work's tokens the DAG keeps for reuse: enough for the
@@ -318,7 +333,10 @@ fn consumer_rank(identity: &WorkNodeIdentity) -> u8 {
 /// The budget each stage draws on when it becomes ready. Source starts on I/O
 /// (loading bytes); the caller moves it to CPU for parsing with
 /// [`SchedulerDag::continue_on`].
-fn initial_class(identity: &WorkNodeIdentity, records: Option<&FileRecords>) -> ResourceClass {
+fn initial_class<P>(
+    identity: &WorkNodeIdentity,
+    records: Option<&FileRecords<P>>,
+) -> ResourceClass {
     match identity {
         WorkNodeIdentity::File(
             key @ DepKey {
@@ -332,7 +350,7 @@ fn initial_class(identity: &WorkNodeIdentity, records: Option<&FileRecords>) -> 
 
 /// Where a Source of `version` starts: on the CPU budget when the host
 /// supplied its text, on I/O (to load it) otherwise.
-fn source_class(records: Option<&FileRecords>, version: SourceVersion) -> ResourceClass {
+fn source_class<P>(records: Option<&FileRecords<P>>, version: SourceVersion) -> ResourceClass {
     if records.and_then(|records| records.text_known) == Some(version) {
         ResourceClass::Cpu
     } else {
@@ -354,9 +372,9 @@ enum SweepReason {
 
 /// The lifecycle authority's state. See the module docs.
 #[derive(Debug)]
-pub struct SchedulerDag {
+pub struct SchedulerDag<P = ()> {
     /// Per canonical: its object, and its versions' nodes and groups.
-    files: HashMap<Canonical, FileRecords>,
+    files: HashMap<Canonical, FileRecords<P>>,
     /// Admitted cache nodes (they belong to no file).
     cache_nodes: HashMap<(SchedulerCacheId, u64), WorkNode>,
     /// Resident nodes, file work and cache nodes (kept by `slots.rs`).
@@ -394,12 +412,23 @@ impl Default for SchedulerDag {
 }
 
 impl SchedulerDag {
-    /// An empty DAG with `config`'s budgets.
+    /// An empty DAG with `config`'s budgets, keeping no payload per file.
     ///
     /// # Panics
     /// If a budget is zero or a lane weight is zero: no work could run, or a
     /// lane would starve.
     pub fn new(config: DagConfig) -> Self {
+        Self::with_payloads(config)
+    }
+}
+
+impl<P> SchedulerDag<P> {
+    /// An empty DAG with `config`'s budgets, keeping a payload of type `P`
+    /// per file for the layer above ([`Self::payload`]).
+    ///
+    /// # Panics
+    /// As [`SchedulerDag::new`].
+    pub fn with_payloads(config: DagConfig) -> Self {
         Self {
             files: HashMap::default(),
             cache_nodes: HashMap::default(),
@@ -437,6 +466,54 @@ impl SchedulerDag {
             object.incarnation,
             object.generation,
         ))
+    }
+
+    // ----- the layer above's payload --------------------------------------
+
+    /// The payload of `canonical`'s file, if one is set: the state the layer
+    /// above keeps per file, in the same record as the DAG's, so one lookup
+    /// under the lock reaches both. The DAG never reads, clones or drops a
+    /// payload except as these methods say.
+    pub fn payload(&self, canonical: &Canonical) -> Option<&P> {
+        self.files.get(canonical)?.payload.as_ref()
+    }
+
+    /// [`Self::payload`], mutably.
+    pub fn payload_mut(&mut self, canonical: &Canonical) -> Option<&mut P> {
+        self.files.get_mut(canonical)?.payload.as_mut()
+    }
+
+    /// Sets the payload of `canonical`, which must have a live object;
+    /// returns the payload it replaces (for the caller to drop when it
+    /// likes). `Err` gives `payload` back, changing nothing, when there is
+    /// no live object.
+    pub fn set_payload(&mut self, canonical: &Canonical, payload: P) -> Result<Option<P>, P> {
+        match self.files.get_mut(canonical) {
+            Some(records) if records.object.is_some() => Ok(records.payload.replace(payload)),
+            _ => Err(payload),
+        }
+    }
+
+    /// Takes the payload of `canonical` out. A removed object's record
+    /// stays while its payload is set, so the caller takes it in the same
+    /// hold as [`Self::remove_object`].
+    pub fn take_payload(&mut self, canonical: &Canonical) -> Option<P> {
+        let payload = self.files.get_mut(canonical)?.payload.take();
+        self.drop_file_if_empty(canonical);
+        payload
+    }
+
+    /// Takes every payload out (before [`Self::reset`], so the caller drops
+    /// them when it likes).
+    pub fn take_payloads(&mut self) -> Vec<P> {
+        let payloads: Vec<P> = self
+            .files
+            .values_mut()
+            .filter_map(|records| records.payload.take())
+            .collect();
+        self.files
+            .retain(|_, records| records.object.is_some() || !records.versions.is_empty());
+        payloads
     }
 
     /// Notes that the host supplied the text of live `file` (an upsert): a

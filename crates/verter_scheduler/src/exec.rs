@@ -196,15 +196,16 @@ impl<E: StageExecutor> Scheduler<E> {
                     .cloned()
                     .expect("I/O work is file work");
                 if locked
-                    .texts
-                    .get(&file.canonical)
+                    .dag
+                    .payload(&file.canonical)
+                    .and_then(|slot| slot.text.as_ref())
                     .is_some_and(|known| known.text.version == file.version())
                 {
                     // The text is already known (an upsert): no I/O needed.
                     let effects = locked.dag.continue_on(dispatch, ResourceClass::Cpu);
                     self.absorb(locked, effects, post);
                 } else {
-                    match self.live_node(&file) {
+                    match Self::live_node(locked, &file) {
                         Some(node) => jobs.push(Job {
                             dispatch,
                             node,
@@ -230,10 +231,12 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    /// The published node of `file`'s object, if it is still that object.
-    fn live_node(&self, file: &FileIdentity) -> Option<Arc<FileNode<E>>> {
-        let node = self.nodes.get(&file.canonical)?;
-        (node.incarnation() == file.incarnation).then(|| Arc::clone(&node))
+    /// The published node of `file`'s object, if it is still that object,
+    /// read from the file's slot in the DAG record (under the lock, where
+    /// the dispatch that names it just visited the same record).
+    fn live_node(locked: &Locked<E>, file: &FileIdentity) -> Option<Arc<FileNode<E>>> {
+        let node = &locked.dag.payload(&file.canonical)?.node;
+        (node.incarnation() == file.incarnation).then(|| Arc::clone(node))
     }
 
     fn refuse(&self, locked: &mut Locked<E>, dispatch: Dispatch, post: &mut PostWork<E>) {
@@ -282,12 +285,17 @@ impl<E: StageExecutor> Scheduler<E> {
                 "cache nodes have no executor in this facade",
             ));
         };
-        let Some(node) = self.live_node(&key.file) else {
+        let Some(slot) = locked
+            .dag
+            .payload(&key.file.canonical)
+            .filter(|slot| slot.node.incarnation() == key.file.incarnation)
+        else {
             return Err(internal(dispatch, "dispatched work has no live node"));
         };
+        let node = Arc::clone(&slot.node);
         let view = node.view();
         let work = match key.stage {
-            TargetStage::Source => match locked.texts.get(&key.file.canonical) {
+            TargetStage::Source => match &slot.text {
                 Some(known) if known.text.version == key.file.version() => {
                     Work::Parse(Arc::clone(&known.text))
                 }
@@ -324,7 +332,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 let keys = locked.dag.blocker_keys(&key.file);
                 let mut blockers = BlockerInputs::with_capacity(keys.len());
                 for blocker in keys {
-                    match self.committed_analysis(blocker) {
+                    match Self::committed_analysis(locked, blocker) {
                         Some(analysis) => blockers.push(analysis),
                         None => {
                             return Err(internal(
@@ -381,8 +389,14 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    fn committed_analysis(&self, key: &DepKey) -> Option<Arc<AnalysisSnapshot<E::Analysis>>> {
-        let node = self.live_node(&key.file)?;
+    fn committed_analysis(
+        locked: &Locked<E>,
+        key: &DepKey,
+    ) -> Option<Arc<AnalysisSnapshot<E::Analysis>>> {
+        let node = &locked.dag.payload(&key.file.canonical)?.node;
+        if node.incarnation() != key.file.incarnation {
+            return None;
+        }
         let view = node.view();
         (view.generation == key.file.generation)
             .then(|| view.analysis().cloned())
@@ -491,7 +505,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         .file()
                         .cloned()
                         .expect("I/O work is file work");
-                    match self.live_node(&file) {
+                    match Self::live_node(locked, &file) {
                         Some(node) => Some(Job {
                             dispatch,
                             node,

@@ -150,13 +150,24 @@ pub(crate) struct KnownText {
     pub(crate) published: bool,
 }
 
+/// What the scheduler keeps per file in the DAG's own record of the file
+/// ([`SchedulerDag::payload`]), so one lookup under the lock reaches the
+/// file's DAG state, its node and its text (docs/design.md, "State and
+/// where it lives"). Set when a node is published for a live object and
+/// taken out when the node is unpublished, in the same hold.
+pub(crate) struct FileSlot<E: StageExecutor> {
+    /// The published node: the same one `Scheduler::nodes` holds.
+    pub(crate) node: Arc<FileNode<E>>,
+    /// The text of the file's live version, when known.
+    pub(crate) text: Option<KnownText>,
+}
+
 /// Everything under the DAG lock.
 pub(crate) struct Locked<E: StageExecutor> {
-    pub(crate) dag: SchedulerDag,
+    /// The lifecycle authority's state, with each file's [`FileSlot`].
+    pub(crate) dag: SchedulerDag<FileSlot<E>>,
     /// The slot of every registered waiter; removed when answered.
     pub(crate) waiters: HashMap<WaiterId, AnswerSlot<E>>,
-    /// The text of each file's live version, when known.
-    pub(crate) texts: HashMap<Canonical, KnownText>,
     /// The language the loader classified each file as, recorded when a
     /// request or a parsed source named it: what a file the DAG ingests
     /// again (a removed blocker an importer still needs) is processed as,
@@ -250,9 +261,8 @@ impl<E: StageExecutor> Scheduler<E> {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             locked: Mutex::new(Locked {
-                dag: SchedulerDag::new(config.dag),
+                dag: SchedulerDag::with_payloads(config.dag),
                 waiters: HashMap::default(),
-                texts: HashMap::default(),
                 languages: HashMap::default(),
                 registering: VecDeque::new(),
                 large_batches: 0,
@@ -428,7 +438,8 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
         // Every request still waiting is answered, after the lock drops:
         // nothing hangs, and no waker runs under the lock.
         let mut post = self.post_work();
-        {
+        // The files' slots leave the hold, to be dropped after it.
+        let _slots = {
             let mut locked = self.lock();
             let _mark = LockMark::set();
             while let Some(envelope) = self.inbox.try_recv() {
@@ -451,6 +462,7 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
                     }),
                 );
             }
+            let slots = locked.dag.take_payloads();
             let effects = locked.dag.reset();
             for answer in effects.answers {
                 if let Some(slot) = locked.waiters.remove(&answer.waiter) {
@@ -465,7 +477,8 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
             for (_, slot) in locked.waiters.drain() {
                 post.answer(slot, Err(RequestError::Cancelled));
             }
-        }
+            slots
+        };
         post.dispatch = false;
         let _ = post.deliver(
             &*self.config.hooks,

@@ -97,7 +97,7 @@ impl<E: StageExecutor> Scheduler<E> {
         self.transact(|locked, post| {
             self.admit_sent(locked, post);
             let live = locked.dag.live_file(&canonical)?;
-            let known = locked.texts.get(&canonical)?;
+            let known = locked.dag.payload(&canonical)?.text.as_ref()?;
             (known.text.version == live.version())
                 .then(|| (Arc::clone(&known.text), SourceWitness { file: live }))
         })
@@ -112,7 +112,7 @@ impl<E: StageExecutor> Scheduler<E> {
             if !locked.dag.is_live(&witness.file) {
                 return None;
             }
-            let known = locked.texts.get(&witness.file.canonical)?;
+            let known = locked.dag.payload(&witness.file.canonical)?.text.as_ref()?;
             (known.text.version == witness.version()).then(|| Arc::clone(&known.text))
         })
     }
@@ -191,7 +191,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// The published node of the witnessed object, if it is that object.
     fn witnessed_node(
         &self,
-        dag: &verter_dag::SchedulerDag,
+        dag: &verter_dag::SchedulerDag<crate::state::FileSlot<E>>,
         witness: &SourceWitness,
     ) -> Result<Arc<FileNode<E>>, WitnessError> {
         let gone = || WitnessError::ObjectGone {
@@ -201,12 +201,11 @@ impl<E: StageExecutor> Scheduler<E> {
         if object.incarnation != witness.incarnation() {
             return Err(gone());
         }
-        // The node map directly: the caller holds the DAG lock, and the
-        // public `node` admits pending submissions (it takes the lock).
-        let node = self
-            .nodes
-            .get(&witness.file.canonical)
-            .map(|node| Arc::clone(&node))
+        // The file's slot: the caller holds the DAG lock, and the public
+        // `node` admits pending submissions (it takes the lock).
+        let node = dag
+            .payload(&witness.file.canonical)
+            .map(|slot| Arc::clone(&slot.node))
             .ok_or_else(gone)?;
         if node.incarnation() != witness.incarnation() || node.is_retired() {
             return Err(gone());

@@ -16,7 +16,7 @@ pub(super) enum Reserve {
     Batched,
 }
 
-impl SchedulerDag {
+impl<P> SchedulerDag<P> {
     /// Takes the next ready work of `class` by weighted round robin across
     /// priority lanes, reserving one unit of `class` capacity for it. `None`
     /// when nothing is ready or the budget is spent.

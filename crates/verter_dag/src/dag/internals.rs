@@ -6,7 +6,7 @@
 use super::links::ProducerSide;
 use super::*;
 
-impl SchedulerDag {
+impl<P> SchedulerDag<P> {
     pub(super) fn allocate_waiter(&mut self) -> WaiterId {
         let id = WaiterId(self.next_waiter);
         self.next_waiter += 1;
@@ -511,6 +511,7 @@ impl SchedulerDag {
         if let Some(records) = self.files.get(canonical)
             && records.object.is_none()
             && records.versions.is_empty()
+            && records.payload.is_none()
         {
             self.files.remove(canonical);
         }

@@ -37,7 +37,7 @@ pub(super) enum ProducerSide {
     Linked { seq: u64, priority: Priority },
 }
 
-impl SchedulerDag {
+impl<P> SchedulerDag<P> {
     /// Runs `f` on the consumer side of `consumer` (made when `create`),
     /// then prunes its record if that left it empty.
     fn with_deps<R>(
@@ -186,7 +186,7 @@ impl SchedulerDag {
     pub(super) fn take_waiters(
         &mut self,
         dep: &DepKey,
-    ) -> impl Iterator<Item = WorkNodeIdentity> + use<> {
+    ) -> impl Iterator<Item = WorkNodeIdentity> + use<P> {
         self.take_waiters_counted(dep).map(|(consumer, _)| consumer)
     }
 
@@ -196,7 +196,7 @@ impl SchedulerDag {
     pub(super) fn take_waiters_counted(
         &mut self,
         dep: &DepKey,
-    ) -> impl Iterator<Item = (WorkNodeIdentity, usize)> + use<> {
+    ) -> impl Iterator<Item = (WorkNodeIdentity, usize)> + use<P> {
         let waiters = match self.stage_slot_mut(dep) {
             Some(slot) => {
                 let waiters = std::mem::take(&mut slot.waiters);
@@ -272,7 +272,7 @@ impl SchedulerDag {
         &mut self,
         dep: &DepKey,
         mut waiters: crate::edges::Waiters,
-    ) -> impl Iterator<Item = (WorkNodeIdentity, usize)> + use<> {
+    ) -> impl Iterator<Item = (WorkNodeIdentity, usize)> + use<P> {
         // The taken entries' sequence numbers are not needed any more: each
         // holds its consumer's remaining count instead.
         for (slot, consumer) in &mut waiters.entries {

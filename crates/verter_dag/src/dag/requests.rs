@@ -6,7 +6,7 @@
 use super::slots::{FileOwners, Joined, owner_keys};
 use super::*;
 
-impl SchedulerDag {
+impl<P> SchedulerDag<P> {
     /// Registers a request waiter on `key`. It joins the key's group when
     /// there is one (the joiner event is returned, to fire after unlocking);
     /// it is answered at once when the work is already done or failed, or

@@ -276,9 +276,9 @@ impl VersionSlot {
 /// The DAG's blocker records, each in its owner's version record: what
 /// the registry reads and writes them through. Taking a record out prunes
 /// the version (and file) record it leaves empty.
-pub(super) struct FileOwners<'a>(pub(super) &'a mut HashMap<Canonical, FileRecords>);
+pub(super) struct FileOwners<'a, P>(pub(super) &'a mut HashMap<Canonical, FileRecords<P>>);
 
-impl crate::blockers::OwnerRecords for FileOwners<'_> {
+impl<P> crate::blockers::OwnerRecords for FileOwners<'_, P> {
     fn keys(&self, owner: &FileIdentity) -> Option<&Vec<DepKey>> {
         owner_keys(self.0, owner)
     }
@@ -302,7 +302,8 @@ impl crate::blockers::OwnerRecords for FileOwners<'_> {
         let keys = std::mem::take(&mut slot.blockers);
         if slot.is_empty() {
             records.versions.remove(&version);
-            if records.object.is_none() && records.versions.is_empty() {
+            if records.object.is_none() && records.versions.is_empty() && records.payload.is_none()
+            {
                 self.0.remove(&owner.canonical);
             }
         }
@@ -322,8 +323,8 @@ impl crate::blockers::OwnerRecords for FileOwners<'_> {
 }
 
 /// `owner`'s blocker record, if it has one (never empty).
-pub(super) fn owner_keys<'a>(
-    files: &'a HashMap<Canonical, FileRecords>,
+pub(super) fn owner_keys<'a, P>(
+    files: &'a HashMap<Canonical, FileRecords<P>>,
     owner: &FileIdentity,
 ) -> Option<&'a Vec<DepKey>> {
     files
@@ -359,8 +360,8 @@ pub(super) struct Finished {
 
 /// The resident node of `identity` in the two places nodes live (a free
 /// function, so a caller may hold another part of the DAG meanwhile).
-fn node_in<'a>(
-    files: &'a HashMap<Canonical, FileRecords>,
+fn node_in<'a, P>(
+    files: &'a HashMap<Canonical, FileRecords<P>>,
     cache_nodes: &'a HashMap<(SchedulerCacheId, u64), WorkNode>,
     identity: &WorkNodeIdentity,
 ) -> Option<&'a WorkNode> {
@@ -387,7 +388,7 @@ pub(super) fn cache_key(identity: &WorkNodeIdentity) -> Option<(SchedulerCacheId
     }
 }
 
-impl SchedulerDag {
+impl<P> SchedulerDag<P> {
     pub(super) fn stage_slot(&self, key: &DepKey) -> Option<&StageSlot> {
         self.files
             .get(&key.file.canonical)?

@@ -5,7 +5,7 @@
 
 use super::*;
 
-impl SchedulerDag {
+impl<P> SchedulerDag<P> {
     /// Retires every record of `canonical` below `bound`, in one call. Driven
     /// by the canonical's own indices: its version slots (every key with
     /// waiting consumers has a node there) and the blocker registry's

@@ -373,13 +373,13 @@ impl<E: StageExecutor> Scheduler<E> {
     ) {
         match result {
             Ok(source) => {
-                locked.texts.insert(
-                    file.canonical.clone(),
-                    KnownText {
+                // A current load's object is live, so its slot is set.
+                if let Some(slot) = locked.dag.payload_mut(&file.canonical) {
+                    slot.text = Some(KnownText {
                         text: source,
                         published: false,
-                    },
-                );
+                    });
+                }
                 let effects = locked.dag.continue_on(dispatch, ResourceClass::Cpu);
                 self.absorb(locked, effects, post);
             }
@@ -486,7 +486,10 @@ impl<E: StageExecutor> Scheduler<E> {
         let identity = dispatch.identity.clone();
         let file = identity.file().cloned().expect("file work");
         // The text, if it came from the loader, enters the source root now.
-        if let Some(known) = locked.texts.get_mut(&file.canonical)
+        if let Some(known) = locked
+            .dag
+            .payload_mut(&file.canonical)
+            .and_then(|slot| slot.text.as_mut())
             && known.text.version == file.version()
             && !known.published
         {
@@ -559,14 +562,14 @@ impl<E: StageExecutor> Scheduler<E> {
         inherited: &mut Option<Option<Priority>>,
         consumer: &FileIdentity,
     ) -> Option<Effects> {
-        if self.nodes.contains_key(canonical) {
+        if locked.dag.payload(canonical).is_some() {
             return None;
         }
         let priority = *inherited
             .get_or_insert_with(|| locked.dag.highest_priority_for_file(&consumer.canonical));
         let (object, created) = locked.dag.ensure_object(canonical);
         debug_assert!(created, "an unpublished canonical has no live object");
-        self.publish_node(canonical, object, language.clone());
+        self.publish_node(locked, canonical, object, language.clone());
         let live = locked.dag.live_file(canonical)?;
         let identity = WorkNodeIdentity::File(live.clone().at(TargetStage::Source));
         let effects = locked.dag.submit_file(&live, &identity);

@@ -17,7 +17,7 @@ use verter_source_root::{SchedulerSourceDirectory, SourceTransition};
 
 use std::collections::VecDeque;
 
-use crate::state::Registering;
+use crate::state::{FileSlot, Registering};
 
 /// Where an admission records its source-root changes: a transition of its
 /// own, or the one transition of the atomic batch it belongs to (so a root
@@ -209,7 +209,6 @@ impl<E: StageExecutor> Scheduler<E> {
         // Files no node was published for when the batch was prepared are
         // most likely new: make room for them once, not by doubling.
         locked.dag.reserve_files(new_files);
-        locked.texts.reserve(new_files);
         self.source_root.publish_transition(|tx| {
             tx.reserve(new_files, batch.len());
             let mut publish = Publish::Batch(tx);
@@ -308,7 +307,10 @@ impl<E: StageExecutor> Scheduler<E> {
         // 1. Revalidate the lifetime, or ensure the object. A lifetime that
         //    ended (the file was removed or reset, and maybe added again
         //    since) answers `Shutdown`, with or without text.
-        let published = self.nodes.get(&canonical).map(|node| Arc::clone(&node));
+        let published = locked
+            .dag
+            .payload(&canonical)
+            .map(|slot| Arc::clone(&slot.node));
         // The text prepared with the node of a file this hold creates.
         let mut fresh_source = None;
         let (mut node, created) = match (prepared.lifetime, published) {
@@ -340,9 +342,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 let node = match prepared.fresh.take() {
                     Some(Fresh { node, source }) => {
                         fresh_source = source;
-                        self.publish_fresh(&canonical, object, node)
+                        self.publish_fresh(locked, &canonical, object, node)
                     }
-                    None => self.publish_node(&canonical, object, prepared.language.clone()),
+                    None => {
+                        self.publish_node(locked, &canonical, object, prepared.language.clone())
+                    }
                 };
                 (node, created)
             }
@@ -368,7 +372,7 @@ impl<E: StageExecutor> Scheduler<E> {
             let hash = *hash;
             // A version this request created has no text yet.
             let unchanged = !created
-                && locked.texts.get(&canonical).is_some_and(|known| {
+                && node_text(locked, &canonical).is_some_and(|known| {
                     known.text.version == live.version()
                         && known.text.hash == hash
                         && known.text.text == *text
@@ -413,19 +417,21 @@ impl<E: StageExecutor> Scheduler<E> {
                     }
                     present(tx, &source);
                 });
-                locked.texts.insert(
-                    canonical.clone(),
-                    KnownText {
+                if let Some(slot) = locked.dag.payload_mut(&canonical) {
+                    slot.text = Some(KnownText {
                         text: source,
                         published: true,
-                    },
-                );
+                    });
+                }
                 // Its Source needs no load: it starts on the CPU budget.
                 locked.dag.note_text_known(&live);
                 if let Some(effects) = swept {
                     self.absorb(locked, effects, post);
                 }
-            } else if let Some(known) = locked.texts.get_mut(&canonical)
+            } else if let Some(known) = locked
+                .dag
+                .payload_mut(&canonical)
+                .and_then(|slot| slot.text.as_mut())
                 && !known.published
             {
                 // The same text was loaded and waits to be parsed: the host
@@ -497,6 +503,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// `canonical` (creating a node publishes nothing to the source root).
     pub(crate) fn publish_node(
         &self,
+        locked: &mut Locked<E>,
         canonical: &Canonical,
         object: ObjectRecord,
         language: Language,
@@ -508,14 +515,32 @@ impl<E: StageExecutor> Scheduler<E> {
             language,
             object.generation,
         ));
-        self.nodes.insert(canonical.clone(), Arc::clone(&node));
+        self.publish(locked, canonical, &node);
         node
+    }
+
+    /// Under the lock: publishes `node` as `canonical`'s, in the node map
+    /// and in the file's slot of the DAG record: the one place both are
+    /// set for a new object.
+    fn publish(&self, locked: &mut Locked<E>, canonical: &Canonical, node: &Arc<FileNode<E>>) {
+        self.nodes.insert(canonical.clone(), Arc::clone(node));
+        let slot = FileSlot {
+            node: Arc::clone(node),
+            text: None,
+        };
+        match locked.dag.set_payload(canonical, slot) {
+            Ok(previous) => {
+                debug_assert!(previous.is_none(), "{canonical}'s slot outlived its object")
+            }
+            Err(_) => unreachable!("a node is published for a live object"),
+        }
     }
 
     /// Under the lock: [`Self::publish_node`] with the node its request's
     /// preparation built ([`Fresh`]), bound to `object`: no allocation.
     fn publish_fresh(
         &self,
+        locked: &mut Locked<E>,
         canonical: &Canonical,
         object: ObjectRecord,
         mut node: Arc<FileNode<E>>,
@@ -524,7 +549,7 @@ impl<E: StageExecutor> Scheduler<E> {
         Arc::get_mut(&mut node)
             .expect("a prepared node is not shared before admission")
             .bind(object.incarnation, object.lifetime);
-        self.nodes.insert(canonical.clone(), Arc::clone(&node));
+        self.publish(locked, canonical, &node);
         node
     }
 
@@ -553,12 +578,16 @@ impl<E: StageExecutor> Scheduler<E> {
             live.generation,
         ));
         // The replacement starts from the same text, if it was known.
-        let known = locked.texts.remove(&canonical).map(|known| {
-            Arc::new(SourceText {
-                version: live.version(),
-                ..(*known.text).clone()
-            })
-        });
+        let known = locked
+            .dag
+            .payload_mut(&canonical)
+            .and_then(|slot| slot.text.take())
+            .map(|known| {
+                Arc::new(SourceText {
+                    version: live.version(),
+                    ..(*known.text).clone()
+                })
+            });
         publish.record(&self.source_root, |tx| {
             node.retire();
             self.nodes
@@ -568,14 +597,13 @@ impl<E: StageExecutor> Scheduler<E> {
                 None => tx.pending(canonical.clone(), live.version()),
             }
         });
-        if let Some(source) = known {
-            locked.texts.insert(
-                canonical,
-                KnownText {
-                    text: source,
-                    published: true,
-                },
-            );
+        // The slot follows the node map: the replacement, with the text.
+        if let Some(slot) = locked.dag.payload_mut(&canonical) {
+            slot.node = Arc::clone(&replacement);
+            slot.text = known.map(|source| KnownText {
+                text: source,
+                published: true,
+            });
         }
         self.absorb(locked, effects, post);
         replacement
@@ -593,7 +621,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 "{canonical} was named by a parsed source, which recorded its language"
             );
             let language = language.unwrap_or_else(|| Language::new("unknown"));
-            self.publish_node(&canonical, object, language);
+            self.publish_node(locked, &canonical, object, language);
         }
         for answer in effects.answers {
             let Some(slot) = locked.waiters.remove(&answer.waiter) else {
@@ -604,7 +632,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 continue;
             };
             let result = match answer.outcome {
-                Ok(()) => self.output_of(&answer.key).ok_or_else(|| {
+                Ok(()) => Self::output_of(locked, &answer.key).ok_or_else(|| {
                     // Done work always has its output in the published view:
                     // every path that stops serving an output also makes the
                     // DAG forget the work (invalidation, eviction, retirement).
@@ -628,10 +656,10 @@ impl<E: StageExecutor> Scheduler<E> {
         for work in effects.invalidated {
             if let Some(key) = work.as_dep_key()
                 && let TargetStage::Artifact(profile) = key.stage
-                && let Some(node) = self.nodes.get(&key.file.canonical)
-                && node.incarnation() == key.file.incarnation
+                && let Some(slot) = locked.dag.payload(&key.file.canonical)
+                && slot.node.incarnation() == key.file.incarnation
             {
-                node.remove_artifact(key.file.generation, profile);
+                slot.node.remove_artifact(key.file.generation, profile);
             }
         }
         if effects.newly_ready > 0 {
@@ -642,10 +670,10 @@ impl<E: StageExecutor> Scheduler<E> {
     /// The committed output for `key`, if its object and generation are the
     /// published ones.
     pub(super) fn output_of(
-        &self,
+        locked: &Locked<E>,
         key: &verter_dag::DepKey,
     ) -> Option<crate::output::StageOutput<E>> {
-        let node = self.nodes.get(&key.file.canonical)?;
+        let node = &locked.dag.payload(&key.file.canonical)?.node;
         if node.incarnation() != key.file.incarnation {
             return None;
         }
@@ -670,4 +698,12 @@ impl<E: StageExecutor> Scheduler<E> {
             self.transact(|locked, post| self.admit_sent(locked, post));
         }
     }
+}
+
+/// The text known for `canonical`'s live version, from its slot.
+fn node_text<'a, E: StageExecutor>(
+    locked: &'a Locked<E>,
+    canonical: &Canonical,
+) -> Option<&'a KnownText> {
+    locked.dag.payload(canonical)?.text.as_ref()
 }

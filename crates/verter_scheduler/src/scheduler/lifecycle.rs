@@ -17,7 +17,11 @@ impl<E: StageExecutor> Scheduler<E> {
         let canonical = self.canonicalize(path)?;
         self.transact(|locked, post| {
             self.admit_sent(locked, post);
-            let Some(node) = self.nodes.get(&canonical).map(|node| Arc::clone(&node)) else {
+            let Some(node) = locked
+                .dag
+                .payload(&canonical)
+                .map(|slot| Arc::clone(&slot.node))
+            else {
                 return Ok(());
             };
             match locked
@@ -25,7 +29,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 .advance_generation(&canonical, node.incarnation())
             {
                 Ok((live, effects)) => {
-                    locked.texts.remove(&canonical);
+                    if let Some(slot) = locked.dag.payload_mut(&canonical) {
+                        slot.text = None;
+                    }
                     self.source_root.publish_transition(|tx| {
                         node.reset_view(live.generation);
                         tx.pending(canonical.clone(), live.version());
@@ -61,17 +67,22 @@ impl<E: StageExecutor> Scheduler<E> {
         // the host's values, dropped after the lock.
         let _retired = self.transact(|locked, post| {
             self.admit_sent(locked, post);
-            let node = self.nodes.get(&canonical).map(|node| Arc::clone(&node))?;
+            let node = locked
+                .dag
+                .payload(&canonical)
+                .map(|slot| Arc::clone(&slot.node))?;
             let version = node.version();
             let effects = locked.dag.remove_object(&canonical);
-            locked.texts.remove(&canonical);
+            // The slot (this node and its text) leaves with the node map's
+            // entry, in the same hold.
+            let slot = locked.dag.take_payload(&canonical);
             self.source_root.publish_transition(|tx| {
                 self.nodes.remove(&canonical);
                 node.retire();
                 tx.absent(canonical.clone(), version);
             });
             self.absorb(locked, effects, post);
-            Some(node)
+            Some((node, slot))
         });
         Ok(())
     }
@@ -89,6 +100,8 @@ impl<E: StageExecutor> Scheduler<E> {
         // are the host's values, dropped after the lock.
         let _retired = self.transact(|locked, post| {
             self.admit_sent(locked, post);
+            // The slots (nodes and texts) leave with the node map's entries.
+            let slots = locked.dag.take_payloads();
             let effects = locked.dag.reset();
             let nodes = self.source_root.publish_transition(|tx| {
                 let nodes: Vec<Arc<FileNode<E>>> = self
@@ -108,11 +121,10 @@ impl<E: StageExecutor> Scheduler<E> {
             // given back.
             self.source_root.forget_removed();
             self.nodes.shrink_to_fit();
-            locked.texts = HashMap::default();
             locked.languages = HashMap::default();
             self.absorb(locked, effects, post);
             debug_assert!(locked.waiters.is_empty(), "reset answers every waiter");
-            nodes
+            (nodes, slots)
         });
     }
 }

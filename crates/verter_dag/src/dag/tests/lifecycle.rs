@@ -274,3 +274,51 @@ fn reserving_files_creates_no_object() {
     let (_, created) = h.dag.ensure_object(&Canonical::from("b.rs"));
     assert!(created);
 }
+
+/// The layer above's payload lives in the file's own record: it can be set
+/// only for a live object, reads back from the same lookup, and keeps the
+/// record (so it is never dropped inside the DAG) until it is taken, also
+/// after the object is removed.
+#[test]
+fn a_files_payload_lives_in_its_record_until_taken() {
+    let mut dag: SchedulerDag<&'static str> = SchedulerDag::with_payloads(DagConfig::default());
+    let a = Canonical::from("payload/a.rs");
+    let b = Canonical::from("payload/b.rs");
+    assert_eq!(dag.set_payload(&a, "early"), Err("early"), "no object yet");
+    assert_eq!(dag.dependency_occupancy().files, 0, "nothing was recorded");
+
+    dag.ensure_object(&a);
+    assert_eq!(dag.set_payload(&a, "a0"), Ok(None));
+    assert_eq!(dag.payload(&a), Some(&"a0"));
+    *dag.payload_mut(&a).expect("set") = "a1";
+    assert_eq!(dag.set_payload(&a, "a2"), Ok(Some("a1")));
+
+    let effects = dag.remove_object(&a);
+    assert!(effects.is_empty());
+    assert_eq!(dag.object(&a), None);
+    assert_eq!(dag.payload(&a), Some(&"a2"), "kept until taken");
+    assert_eq!(dag.dependency_occupancy().files, 1);
+    assert_eq!(
+        dag.set_payload(&a, "late"),
+        Err("late"),
+        "the object is gone"
+    );
+    assert_eq!(dag.take_payload(&a), Some("a2"));
+    assert_eq!(
+        dag.dependency_occupancy().files,
+        0,
+        "the record went with it"
+    );
+
+    dag.ensure_object(&a);
+    dag.ensure_object(&b);
+    dag.set_payload(&a, "a").expect("live");
+    dag.set_payload(&b, "b").expect("live");
+    let _ = dag.remove_object(&b);
+    let mut all = dag.take_payloads();
+    all.sort_unstable();
+    assert_eq!(all, ["a", "b"]);
+    assert_eq!(dag.dependency_occupancy().files, 1, "only a's live object");
+    let _ = dag.reset();
+    assert!(dag.dependency_occupancy().is_empty());
+}
