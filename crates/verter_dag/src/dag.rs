@@ -257,6 +257,7 @@ struct WorkNode {
 impl WorkNode {
     /// Makes it ready, keeping `ticket` (its queue entry's); returns the
     /// class and priority to enqueue it at. The caller enqueues it.
+    #[inline]
     fn set_ready(&mut self, ticket: Ticket) -> (ResourceClass, Priority) {
         self.state = NodeState::Ready;
         self.ready_ticket = ticket;
@@ -264,16 +265,19 @@ impl WorkNode {
     }
 
     /// Whether it is ready with `ticket`'s queue entry as its current one.
+    #[inline]
     fn ready_as(&self, ticket: Ticket) -> bool {
         matches!(self.state, NodeState::Ready) && self.ready_ticket == ticket
     }
 
+    #[inline]
     fn is_finished(&self) -> bool {
         matches!(self.state, NodeState::Done | NodeState::Failed(_))
     }
 }
 
 /// The priority a request group asks for: its most urgent member's.
+#[inline]
 fn group_priority_of(members: &[Member]) -> Priority {
     members
         .iter()
@@ -323,6 +327,7 @@ const SPARE_TOKENS: usize = 512;
 
 /// The rank of a consumer: its stage's rank for file work; cache nodes rank
 /// above every file stage.
+#[inline]
 fn consumer_rank(identity: &WorkNodeIdentity) -> u8 {
     match identity {
         WorkNodeIdentity::File(key) => key.stage.rank(),
@@ -333,6 +338,7 @@ fn consumer_rank(identity: &WorkNodeIdentity) -> u8 {
 /// The budget each stage draws on when it becomes ready. Source starts on I/O
 /// (loading bytes); the caller moves it to CPU for parsing with
 /// [`SchedulerDag::continue_on`].
+#[inline]
 fn initial_class<P>(
     identity: &WorkNodeIdentity,
     records: Option<&FileRecords<P>>,
@@ -350,6 +356,7 @@ fn initial_class<P>(
 
 /// Where a Source of `version` starts: on the CPU budget when the host
 /// supplied its text, on I/O (to load it) otherwise.
+#[inline]
 fn source_class<P>(records: Option<&FileRecords<P>>, version: SourceVersion) -> ResourceClass {
     if records.and_then(|records| records.text_known) == Some(version) {
         ResourceClass::Cpu
@@ -453,12 +460,14 @@ impl<P> SchedulerDag<P> {
     // ----- live objects ---------------------------------------------------
 
     /// The live object of `canonical`, if any.
+    #[inline]
     pub fn object(&self, canonical: &Canonical) -> Option<ObjectRecord> {
         self.files.get(canonical)?.object
     }
 
     /// The live identity of `canonical` (its object at its current
     /// generation), if any.
+    #[inline]
     pub fn live_file(&self, canonical: &Canonical) -> Option<FileIdentity> {
         let object = self.object(canonical)?;
         Some(FileIdentity::new(
@@ -474,11 +483,13 @@ impl<P> SchedulerDag<P> {
     /// above keeps per file, in the same record as the DAG's, so one lookup
     /// under the lock reaches both. The DAG never reads, clones or drops a
     /// payload except as these methods say.
+    #[inline]
     pub fn payload(&self, canonical: &Canonical) -> Option<&P> {
         self.files.get(canonical)?.payload.as_ref()
     }
 
     /// [`Self::payload`], mutably.
+    #[inline]
     pub fn payload_mut(&mut self, canonical: &Canonical) -> Option<&mut P> {
         self.files.get_mut(canonical)?.payload.as_mut()
     }
@@ -533,6 +544,7 @@ impl<P> SchedulerDag<P> {
     }
 
     /// Whether `file` names the live object at its current generation.
+    #[inline]
     pub fn is_live(&self, file: &FileIdentity) -> bool {
         self.object(&file.canonical).is_some_and(|object| {
             object.incarnation == file.incarnation && object.generation == file.generation

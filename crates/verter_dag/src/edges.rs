@@ -43,6 +43,7 @@ pub(crate) enum ConsumerDeps {
 }
 
 impl Default for ConsumerDeps {
+    #[inline]
     fn default() -> Self {
         Self::Few(SmallVec::new())
     }
@@ -50,10 +51,12 @@ impl Default for ConsumerDeps {
 
 impl ConsumerDeps {
     /// Whether the consumer waits on nothing.
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    #[inline]
     pub(crate) fn contains(&self, dep: &DepKey) -> bool {
         match self {
             Self::Few(deps) => deps.iter().any(|(key, _)| key == dep),
@@ -61,6 +64,7 @@ impl ConsumerDeps {
         }
     }
 
+    #[inline]
     pub(crate) fn insert(&mut self, dep: DepKey, seq: u64) {
         match self {
             Self::Few(deps) if deps.len() < SMALL_DEPS => {
@@ -80,6 +84,7 @@ impl ConsumerDeps {
         }
     }
 
+    #[inline]
     pub(crate) fn remove(&mut self, dep: &DepKey) -> Option<u64> {
         match self {
             Self::Few(deps) => {
@@ -90,6 +95,7 @@ impl ConsumerDeps {
         }
     }
 
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         match self {
             Self::Few(deps) => deps.len(),
@@ -97,6 +103,7 @@ impl ConsumerDeps {
         }
     }
 
+    #[inline]
     pub(crate) fn capacity(&self) -> usize {
         match self {
             Self::Few(deps) if deps.spilled() => deps.capacity(),
@@ -105,6 +112,7 @@ impl ConsumerDeps {
         }
     }
 
+    #[inline]
     pub(crate) fn into_pairs(self) -> FewDeps {
         match self {
             Self::Few(deps) => deps,
@@ -132,10 +140,12 @@ pub(crate) struct Waiters {
 
 impl Waiters {
     /// Whether no consumer waits.
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.live == 0
     }
 
+    #[inline]
     pub(crate) fn push(&mut self, seq: u64, consumer: WorkNodeIdentity) {
         debug_assert!(self.entries.last().is_none_or(|(last, _)| *last < seq));
         if self.entries.len() == self.entries.inline_size() {
@@ -146,6 +156,7 @@ impl Waiters {
     }
 
     /// Removes the waiter linked with `seq`, if present.
+    #[inline]
     pub(crate) fn remove(&mut self, seq: u64) {
         let Ok(at) = self.entries.binary_search_by_key(&seq, |(s, _)| *s) else {
             return;
@@ -158,6 +169,7 @@ impl Waiters {
         }
     }
 
+    #[inline]
     pub(crate) fn consumers(&self) -> impl Iterator<Item = &WorkNodeIdentity> {
         self.entries
             .iter()
@@ -165,6 +177,7 @@ impl Waiters {
     }
 
     /// Backing capacity beyond the inline entry.
+    #[inline]
     pub(crate) fn capacity(&self) -> usize {
         if self.entries.spilled() {
             self.entries.capacity()

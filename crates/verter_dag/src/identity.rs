@@ -77,12 +77,14 @@ impl Canonical {
     }
 
     /// The path as text.
+    #[inline]
     pub fn as_str(&self) -> &str {
         self.text
     }
 }
 
 impl PartialEq for Canonical {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
         std::ptr::eq(self.text, other.text)
     }
@@ -91,6 +93,7 @@ impl PartialEq for Canonical {
 impl Eq for Canonical {}
 
 impl std::hash::Hash for Canonical {
+    #[inline]
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         state.write_usize(self.text.as_ptr() as usize);
     }
@@ -177,6 +180,7 @@ impl Incarnation {
     ///
     /// # Panics
     /// After 2^64 - 1 allocations, which no process reaches.
+    #[inline]
     pub fn allocate() -> Self {
         // `Relaxed` suffices: uniqueness and monotonicity come from the
         // atomic read-modify-write itself; no other memory is published.
@@ -222,6 +226,7 @@ impl Generation {
     }
 
     /// The generation after this one, or [`GenerationExhausted`].
+    #[inline]
     pub fn next(self) -> Result<Self, GenerationExhausted> {
         self.0
             .checked_add(1)
@@ -375,11 +380,13 @@ impl FileIdentity {
     }
 
     /// The `(incarnation, generation)` pair.
+    #[inline]
     pub fn version(&self) -> SourceVersion {
         SourceVersion::new(self.incarnation, self.generation)
     }
 
     /// This file identity at `stage`.
+    #[inline]
     pub fn at(self, stage: TargetStage) -> DepKey {
         DepKey { file: self, stage }
     }
@@ -535,6 +542,7 @@ impl CancellationToken {
 
     /// Whether this is the only clone left and it was never cancelled: such
     /// a token can be handed to new work as if it were fresh.
+    #[inline]
     pub(crate) fn is_reusable(&self) -> bool {
         Arc::strong_count(&self.0) == 1 && !self.is_cancelled()
     }

@@ -46,6 +46,7 @@ impl ResourceClass {
     /// Both classes.
     pub const ALL: [Self; 2] = [Self::Cpu, Self::Io];
 
+    #[inline]
     fn index(self) -> usize {
         match self {
             Self::Cpu => 0,
@@ -81,6 +82,7 @@ pub(crate) struct Pick {
 
 impl Pick {
     /// The priority of the chosen lane.
+    #[inline]
     pub(crate) fn priority(self) -> Priority {
         Priority::ALL[self.lane]
     }
@@ -109,6 +111,7 @@ impl ReadyQueue {
 
     /// A fresh ticket, for a member to keep before it is inserted with it
     /// (an unused one is harmless).
+    #[inline]
     pub(crate) fn issue(&mut self) -> Ticket {
         let ticket = self.next_ticket;
         self.next_ticket += 1;
@@ -118,6 +121,7 @@ impl ReadyQueue {
     /// Makes `identity`, which keeps `ticket` and is not a member, ready in
     /// `class` at `priority`. `is_current` says whether an entry's member
     /// still keeps its ticket; it is asked only to compact the lane.
+    #[inline]
     pub(crate) fn insert(
         &mut self,
         identity: WorkNodeIdentity,
@@ -140,6 +144,7 @@ impl ReadyQueue {
 
     /// A member of `class` at `priority` left the queue (its entry is now
     /// stale: the member no longer keeps its ticket).
+    #[inline]
     pub(crate) fn remove(&mut self, class: ResourceClass, priority: Priority) {
         let live = &mut self.classes[class.index()].live[priority.lane()];
         debug_assert!(*live > 0, "a member left an empty lane");
@@ -148,6 +153,7 @@ impl ReadyQueue {
 
     /// Chooses the lane of `class` to take from next, by weighted round
     /// robin; `None` when the class has no member.
+    #[inline]
     pub(crate) fn pick(&mut self, class: ResourceClass) -> Option<Pick> {
         let weights = self.weights;
         let lanes = &mut self.classes[class.index()];
@@ -173,6 +179,7 @@ impl ReadyQueue {
     /// The next entry of the picked lane; the caller checks it is current
     /// and, if so, reports it [`Self::taken`], else asks again. A lane with
     /// a member always has a current entry before it runs out.
+    #[inline]
     pub(crate) fn next_entry(&mut self, pick: Pick) -> (Ticket, WorkNodeIdentity) {
         self.classes[pick.class.index()].lanes[pick.lane]
             .pop_front()
@@ -180,6 +187,7 @@ impl ReadyQueue {
     }
 
     /// The current entry just drawn from `pick` left the queue.
+    #[inline]
     pub(crate) fn taken(&mut self, pick: Pick) {
         let lanes = &mut self.classes[pick.class.index()];
         lanes.live[pick.lane] -= 1;
@@ -196,6 +204,7 @@ impl ReadyQueue {
     }
 
     /// Ready members of `class`. O(1).
+    #[inline]
     pub(crate) fn len(&self, class: ResourceClass) -> usize {
         self.pending_counts(class).iter().sum()
     }
@@ -210,6 +219,7 @@ impl ReadyQueue {
     }
 
     /// Whether no lane holds backing storage.
+    #[inline]
     pub(crate) fn is_released(&self) -> bool {
         self.classes
             .iter()
@@ -235,6 +245,7 @@ pub struct AdmissionId(pub(crate) u64);
 
 impl AdmissionId {
     /// The raw value, for tracing.
+    #[inline]
     pub fn get(self) -> u64 {
         self.0
     }
@@ -279,6 +290,7 @@ pub struct LedgerSnapshot {
 
 impl LedgerSnapshot {
     /// Reservations held across both classes.
+    #[inline]
     pub fn in_use(&self) -> usize {
         self.cpu_in_use + self.io_in_use
     }
@@ -298,6 +310,7 @@ impl CapacityLedger {
         }
     }
 
+    #[inline]
     pub(crate) fn has_room(&self, class: ResourceClass) -> bool {
         let i = class.index();
         self.in_use[i] - self.batched[i] < self.budget[i]
@@ -305,6 +318,7 @@ impl CapacityLedger {
 
     /// Reserves one unit of `class` for `admission`. The caller checked
     /// [`Self::has_room`].
+    #[inline]
     pub(crate) fn reserve(&mut self, class: ResourceClass, admission: AdmissionId) {
         debug_assert!(self.has_room(class));
         self.reserve_lent(class, admission);
@@ -312,6 +326,7 @@ impl CapacityLedger {
 
     /// Reserves one unit of `class` for `admission` beyond the budget: a
     /// blocked holder lends its slot (see `SchedulerDag::dequeue_ready_lent`).
+    #[inline]
     pub(crate) fn reserve_lent(&mut self, class: ResourceClass, admission: AdmissionId) {
         self.insert(class, admission, false);
     }
@@ -319,11 +334,13 @@ impl CapacityLedger {
     /// Reserves one unit of `class` for `admission` outside the budget: more
     /// work for a thread that holds a budgeted reservation (see
     /// `SchedulerDag::dequeue_ready_batched`).
+    #[inline]
     pub(crate) fn reserve_batched(&mut self, class: ResourceClass, admission: AdmissionId) {
         self.insert(class, admission, true);
         self.batched[class.index()] += 1;
     }
 
+    #[inline]
     fn insert(&mut self, class: ResourceClass, admission: AdmissionId, batched: bool) {
         let previous = self.reservations.insert(admission, (class, batched));
         assert!(previous.is_none(), "admission {admission:?} reserved twice");
@@ -332,6 +349,7 @@ impl CapacityLedger {
 
     /// Releases `admission`'s reservation. Returns `false` when it holds none
     /// (already released), so a second release is harmless and visible.
+    #[inline]
     pub(crate) fn release(&mut self, admission: AdmissionId) -> bool {
         match self.reservations.remove(&admission) {
             Some((class, batched)) => {
@@ -345,6 +363,7 @@ impl CapacityLedger {
         }
     }
     #[cfg(test)]
+    #[inline]
     pub(crate) fn holds(&self, admission: AdmissionId) -> bool {
         self.reservations.contains_key(&admission)
     }

@@ -179,6 +179,7 @@ impl<P> SchedulerDag<P> {
     /// Keeps `token` for a later dispatch if nobody else holds a clone and
     /// the spares are not full; drops it otherwise. The caller dropped its
     /// dispatch's clone first.
+    #[inline]
     fn spare(&mut self, token: Option<CancellationToken>) {
         if let Some(token) = token
             && token.is_reusable()

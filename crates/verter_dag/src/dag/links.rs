@@ -80,6 +80,7 @@ impl<P> SchedulerDag<P> {
         }
     }
 
+    #[inline]
     pub(super) fn consumer_deps(&self, consumer: &WorkNodeIdentity) -> Option<&ConsumerDeps> {
         match consumer {
             WorkNodeIdentity::File(key) => self.stage_slot(key).map(|slot| &slot.deps),
@@ -193,6 +194,7 @@ impl<P> SchedulerDag<P> {
     /// [`Self::take_waiters`], with how many keys each consumer still waits
     /// on afterwards (so a completion settles its consumers without looking
     /// their edges up again).
+    #[inline]
     pub(super) fn take_waiters_counted(
         &mut self,
         dep: &DepKey,
@@ -314,6 +316,7 @@ impl<P> SchedulerDag<P> {
     }
 
     /// How many keys `consumer` still waits on.
+    #[inline]
     pub(super) fn remaining(&self, consumer: &WorkNodeIdentity) -> usize {
         self.consumer_deps(consumer).map_or(0, ConsumerDeps::len)
     }

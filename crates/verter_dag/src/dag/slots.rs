@@ -52,6 +52,7 @@ pub(super) struct DoneStages {
 
 impl DoneStages {
     /// The priority `stage` ran at, if it is here.
+    #[inline]
     pub(super) fn get(&self, stage: TargetStage) -> Option<Priority> {
         match stage {
             TargetStage::Source => self.source,
@@ -64,6 +65,7 @@ impl DoneStages {
         }
     }
 
+    #[inline]
     fn insert(&mut self, stage: TargetStage, priority: Priority) {
         debug_assert!(self.get(stage).is_none(), "{stage:?} was done twice");
         match stage {
@@ -73,6 +75,7 @@ impl DoneStages {
         }
     }
 
+    #[inline]
     fn remove(&mut self, stage: TargetStage) -> Option<Priority> {
         match stage {
             TargetStage::Source => self.source.take(),
@@ -87,10 +90,12 @@ impl DoneStages {
         }
     }
 
+    #[inline]
     pub(super) fn is_empty(&self) -> bool {
         self.source.is_none() && self.analysis.is_none() && self.artifacts.is_empty()
     }
 
+    #[inline]
     pub(super) fn len(&self) -> usize {
         usize::from(self.source.is_some())
             + usize::from(self.analysis.is_some())
@@ -98,6 +103,7 @@ impl DoneStages {
     }
 
     /// Every done stage with its priority, Source first.
+    #[inline]
     pub(super) fn iter(&self) -> impl Iterator<Item = (TargetStage, Priority)> + '_ {
         let source = self.source.map(|priority| (TargetStage::Source, priority));
         let analysis = self
@@ -114,6 +120,7 @@ impl DoneStages {
 /// A done node as the observers read it: done, at `priority`. What a
 /// packed done stage stands for; its admission, class and ticket are never
 /// read (they matter only to ready and running work).
+#[inline]
 const fn done_node(priority: Priority) -> WorkNode {
     WorkNode {
         admission: AdmissionId(u64::MAX),
@@ -135,6 +142,7 @@ static DONE_NODES: [WorkNode; Priority::ALL.len()] = [
 ];
 
 /// The done node of a packed stage that ran at `priority`.
+#[inline]
 fn packed_done(priority: Priority) -> &'static WorkNode {
     &DONE_NODES[priority.lane()]
 }
@@ -156,17 +164,20 @@ pub(super) struct StageSlot {
 
 impl StageSlot {
     /// Whether it holds nothing: no node, group or edge.
+    #[inline]
     pub(super) fn is_vacant(&self) -> bool {
         self.node.is_none() && self.holds_only_its_node()
     }
 
     /// Whether it holds nothing but its node (no group, no edge).
+    #[inline]
     fn holds_only_its_node(&self) -> bool {
         self.group.is_empty() && self.deps.is_empty() && self.waiters.is_empty()
     }
 
     /// The priority of its node if that is done and is all it holds: then
     /// the record can be packed into [`DoneStages`].
+    #[inline]
     fn packable(&self) -> Option<Priority> {
         match &self.node {
             Some(node) if matches!(node.state, NodeState::Done) && self.holds_only_its_node() => {
@@ -180,11 +191,13 @@ impl StageSlot {
 impl VersionSlot {
     /// Whether no stage has a node or a group and there is no blocker
     /// record.
+    #[inline]
     pub(super) fn is_empty(&self) -> bool {
         self.stages.is_empty() && self.done.is_empty() && self.blockers.is_empty()
     }
 
     /// The resident node of `stage`: its record's, or a packed done one.
+    #[inline]
     pub(super) fn node(&self, stage: TargetStage) -> Option<&WorkNode> {
         match self.get(stage) {
             Some(slot) => slot.node.as_ref(),
@@ -192,10 +205,12 @@ impl VersionSlot {
         }
     }
 
+    #[inline]
     pub(super) fn get(&self, stage: TargetStage) -> Option<&StageSlot> {
         self.stages.iter().find(|slot| slot.stage == stage)
     }
 
+    #[inline]
     pub(super) fn get_mut(&mut self, stage: TargetStage) -> Option<&mut StageSlot> {
         self.stages.iter_mut().find(|slot| slot.stage == stage)
     }
@@ -203,6 +218,7 @@ impl VersionSlot {
     /// `stage`'s record, made when absent. A packed done stage is unpacked
     /// into a record with its done node, so a caller sees what it would
     /// have seen had it never been packed.
+    #[inline]
     fn entry(&mut self, stage: TargetStage) -> &mut StageSlot {
         let at = match self.stages.iter().position(|slot| slot.stage == stage) {
             Some(at) => at,
@@ -230,6 +246,7 @@ impl VersionSlot {
     /// Drops `stage`'s record if it holds nothing, and packs it if it holds
     /// only a done node. A version whose records are all gone gives their
     /// vector's storage back.
+    #[inline]
     fn prune(&mut self, stage: TargetStage) {
         let Some(at) = self.stages.iter().position(|slot| slot.stage == stage) else {
             return;
@@ -247,11 +264,13 @@ impl VersionSlot {
     }
 
     /// Takes `stage`'s packed done node out, if it has one.
+    #[inline]
     fn take_done(&mut self, stage: TargetStage) -> Option<WorkNode> {
         self.done.remove(stage).map(done_node)
     }
 
     /// The stages with a node, packed done ones included.
+    #[inline]
     pub(super) fn node_stages(&self) -> impl Iterator<Item = TargetStage> + '_ {
         self.stages
             .iter()
@@ -261,6 +280,7 @@ impl VersionSlot {
     }
 
     /// Every resident node with its stage, packed done ones included.
+    #[inline]
     pub(super) fn nodes(&self) -> impl Iterator<Item = (TargetStage, &WorkNode)> + '_ {
         self.stages
             .iter()
@@ -323,6 +343,7 @@ impl<P> crate::blockers::OwnerRecords for FileOwners<'_, P> {
 }
 
 /// `owner`'s blocker record, if it has one (never empty).
+#[inline]
 pub(super) fn owner_keys<'a, P>(
     files: &'a HashMap<Canonical, FileRecords<P>>,
     owner: &FileIdentity,
@@ -360,6 +381,7 @@ pub(super) struct Finished {
 
 /// The resident node of `identity` in the two places nodes live (a free
 /// function, so a caller may hold another part of the DAG meanwhile).
+#[inline]
 fn node_in<'a, P>(
     files: &'a HashMap<Canonical, FileRecords<P>>,
     cache_nodes: &'a HashMap<(SchedulerCacheId, u64), WorkNode>,
@@ -376,11 +398,13 @@ fn node_in<'a, P>(
 }
 
 /// Whether `node` is the running admission `dispatch` was handed out for.
+#[inline]
 fn dispatched_as(node: &WorkNode, dispatch: &Dispatch) -> bool {
     node.admission == dispatch.admission && matches!(node.state, NodeState::Running)
 }
 
 /// A cache node's key in the table of cache nodes.
+#[inline]
 pub(super) fn cache_key(identity: &WorkNodeIdentity) -> Option<(SchedulerCacheId, u64)> {
     match identity {
         WorkNodeIdentity::CacheNode { cache_id, key_hash } => Some((*cache_id, *key_hash)),
@@ -389,6 +413,7 @@ pub(super) fn cache_key(identity: &WorkNodeIdentity) -> Option<(SchedulerCacheId
 }
 
 impl<P> SchedulerDag<P> {
+    #[inline]
     pub(super) fn stage_slot(&self, key: &DepKey) -> Option<&StageSlot> {
         self.files
             .get(&key.file.canonical)?
@@ -397,6 +422,7 @@ impl<P> SchedulerDag<P> {
             .get(key.stage)
     }
 
+    #[inline]
     pub(super) fn stage_slot_mut(&mut self, key: &DepKey) -> Option<&mut StageSlot> {
         self.files
             .get_mut(&key.file.canonical)?
@@ -406,6 +432,7 @@ impl<P> SchedulerDag<P> {
     }
 
     /// `key`'s entry, made (with its version and file records) when absent.
+    #[inline]
     pub(super) fn stage_entry(&mut self, key: &DepKey) -> &mut StageSlot {
         self.files
             .entry(key.file.canonical.clone())
@@ -417,6 +444,7 @@ impl<P> SchedulerDag<P> {
 
     /// Drops `key`'s stage entry if it holds nothing, then its version
     /// record, then its file record (when the file has no object either).
+    #[inline]
     pub(super) fn prune(&mut self, key: &DepKey) {
         let Some(records) = self.files.get_mut(&key.file.canonical) else {
             return;
@@ -432,6 +460,7 @@ impl<P> SchedulerDag<P> {
     }
 
     /// The resident node of `identity`.
+    #[inline]
     pub(super) fn node(&self, identity: &WorkNodeIdentity) -> Option<&WorkNode> {
         node_in(&self.files, &self.cache_nodes, identity)
     }
@@ -463,6 +492,7 @@ impl<P> SchedulerDag<P> {
     }
 
     /// The resident node of `identity`, mutably.
+    #[inline]
     pub(super) fn node_mut_opt(&mut self, identity: &WorkNodeIdentity) -> Option<&mut WorkNode> {
         match identity {
             WorkNodeIdentity::File(key) => self.stage_slot_mut(key)?.node.as_mut(),
@@ -477,6 +507,7 @@ impl<P> SchedulerDag<P> {
     /// carried identity and admission match the resident node, which is
     /// running, and file work's object is live at the carried version. One
     /// lookup of the file's record answers both.
+    #[inline]
     pub(super) fn current_node_mut(&mut self, dispatch: &Dispatch) -> Option<&mut WorkNode> {
         // The read-only twin is `current_node`; both end in `dispatched_as`.
         let node = match &dispatch.identity {
@@ -491,12 +522,14 @@ impl<P> SchedulerDag<P> {
 
     /// `key`'s stage record, if its file's object is live at `key`'s
     /// version: one lookup of the file's record.
+    #[inline]
     fn live_stage_slot_mut(&mut self, key: &DepKey) -> Option<&mut StageSlot> {
         self.live_version_slot_mut(key)?.get_mut(key.stage)
     }
 
     /// `key`'s version record, if its file's object is live at that
     /// version.
+    #[inline]
     fn live_version_slot_mut(&mut self, key: &DepKey) -> Option<&mut VersionSlot> {
         let records = self.files.get_mut(&key.file.canonical)?;
         if records.object.map(|object| object.version()) != Some(key.file.version()) {
@@ -537,6 +570,7 @@ impl<P> SchedulerDag<P> {
     }
 
     /// [`Self::current_node_mut`], read-only.
+    #[inline]
     pub(super) fn current_node(&self, dispatch: &Dispatch) -> Option<&WorkNode> {
         let node = match &dispatch.identity {
             WorkNodeIdentity::File(key) => {
@@ -559,6 +593,7 @@ impl<P> SchedulerDag<P> {
     }
 
     /// Whether `identity` has a resident node.
+    #[inline]
     pub(super) fn has_node(&self, identity: &WorkNodeIdentity) -> bool {
         self.node(identity).is_some()
     }
