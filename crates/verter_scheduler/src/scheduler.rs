@@ -139,6 +139,11 @@ pub struct QuiescenceReport {
     pub queued_jobs: usize,
     /// Items in the inbox.
     pub inbox: usize,
+    /// Registrations of large atomic batches queued for later holds.
+    pub queued_registrations: usize,
+    /// Requests sent but not yet admitted whole (inbox items and queued
+    /// registrations, as the fast paths count them).
+    pub pending_admissions: usize,
 }
 
 impl QuiescenceReport {
@@ -149,6 +154,8 @@ impl QuiescenceReport {
             waiting: 0,
             queued_jobs: 0,
             inbox: 0,
+            queued_registrations: 0,
+            pending_admissions: 0,
         }
     }
 }

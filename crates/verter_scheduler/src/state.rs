@@ -160,6 +160,11 @@ pub(crate) struct FileSlot<E: StageExecutor> {
     pub(crate) node: Arc<FileNode<E>>,
     /// The text of the file's live version, when known.
     pub(crate) text: Option<KnownText>,
+    /// What the first parsed source that named this file classified it
+    /// as: what the file is processed as if the DAG ingests it again after
+    /// a removal (it moves to `Locked::languages` when the file is
+    /// removed, and back when a node is published again).
+    pub(crate) named_language: Option<Language>,
 }
 
 /// Everything under the DAG lock.
@@ -168,10 +173,11 @@ pub(crate) struct Locked<E: StageExecutor> {
     pub(crate) dag: SchedulerDag<FileSlot<E>>,
     /// The slot of every registered waiter; removed when answered.
     pub(crate) waiters: HashMap<WaiterId, AnswerSlot<E>>,
-    /// The language the loader classified each file as, recorded when a
-    /// request or a parsed source named it: what a file the DAG ingests
-    /// again (a removed blocker an importer still needs) is processed as,
-    /// without calling the loader under the lock. Cleared by `reset`.
+    /// The language a parsed source classified each *removed* file as
+    /// (`FileSlot::named_language` while the file has a node): what a file
+    /// the DAG ingests again (a removed blocker an importer still needs) is
+    /// processed as, without calling the loader under the lock. Cleared by
+    /// `reset`.
     pub(crate) languages: HashMap<Canonical, Language>,
     /// Registrations of atomic batches, in admission order, that later
     /// holds make a chunk at a time; every one of them was counted in

@@ -496,14 +496,6 @@ impl<E: StageExecutor> Scheduler<E> {
             known.published = true;
             self.publish_present(&known.text);
         }
-        // What the loader classified each named file as: a file ingested
-        // again later (a removed blocker) is processed as that.
-        for (canonical, language) in deps.forward().chain(deps.blockers()) {
-            // Most are known already: probe without cloning the canonical.
-            if !locked.languages.contains_key(canonical) {
-                locked.languages.insert(canonical.clone(), language.clone());
-            }
-        }
         // Forward dependencies: ensure each file the scheduler has never seen
         // (atomic ensure) and admit its Source.
         // The priority a new object inherits is read (a walk of this file's
@@ -513,6 +505,7 @@ impl<E: StageExecutor> Scheduler<E> {
             if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file) {
                 self.absorb(locked, effects, post);
             }
+            name_language(locked, dep);
         }
         // Blockers: ensure their objects too, then replace the record.
         // A live object is a published node (`ingest` and `admit` assert
@@ -528,10 +521,14 @@ impl<E: StageExecutor> Scheduler<E> {
                     }
                     match locked.dag.live_file(dep.0) {
                         Some(live) => live,
-                        None => continue,
+                        None => {
+                            name_language(locked, dep);
+                            continue;
+                        }
                     }
                 }
             };
+            name_language(locked, dep);
             blocker_keys.push(live.at(TargetStage::Analysis));
         }
         let snapshot = Arc::new(SourceSnapshot {
@@ -578,5 +575,24 @@ impl<E: StageExecutor> Scheduler<E> {
             locked.dag.raise_priority(&identity, priority);
         }
         effects
+    }
+}
+
+/// Records what a parsed source classified the file it names as, unless
+/// one was recorded first: in the file's slot, which the lookup before
+/// this one just visited (in `Locked::languages` for a file with no node).
+fn name_language<E: StageExecutor>(
+    locked: &mut Locked<E>,
+    (canonical, language): (&Canonical, &Language),
+) {
+    match locked.dag.payload_mut(canonical) {
+        Some(slot) => {
+            slot.named_language.get_or_insert_with(|| language.clone());
+        }
+        None => {
+            if !locked.languages.contains_key(canonical) {
+                locked.languages.insert(canonical.clone(), language.clone());
+            }
+        }
     }
 }

@@ -112,6 +112,26 @@ impl<E: StageExecutor> Scheduler<E> {
         urgent
     }
 
+    /// What a submitting thread runs after sending an urgent read: admits
+    /// the urgent lane in one hold, then makes every registration that
+    /// left queued, a chunk per hold. The urgent lane may hold a large
+    /// atomic batch (sent behind an urgent write, which everything
+    /// follows), and only inbox items wake the driver: registrations this
+    /// thread queued and left behind would wait for the next item anyone
+    /// sends (`an_urgent_admission_leaves_no_registration_queued`).
+    pub(crate) fn admit_urgent_here(&self) {
+        let queued = self.transact(|locked, post| {
+            self.admit_urgent(locked, post);
+            !locked.registering.is_empty()
+        });
+        if queued {
+            while self.transact(|locked, post| {
+                self.register_deferred(locked, post, self.config.registrations_per_hold)
+            }) > 0
+            {}
+        }
+    }
+
     /// Under the lock: admits up to `count` items of `lane`, in order;
     /// returns how many requests were admitted whole. The caller settles
     /// `pending_admissions`.
@@ -527,6 +547,12 @@ impl<E: StageExecutor> Scheduler<E> {
         let slot = FileSlot {
             node: Arc::clone(node),
             text: None,
+            // A removed file's named language comes back with its node.
+            named_language: if locked.languages.is_empty() {
+                None
+            } else {
+                locked.languages.remove(canonical)
+            },
         };
         match locked.dag.set_payload(canonical, slot) {
             Ok(previous) => {
@@ -615,6 +641,7 @@ impl<E: StageExecutor> Scheduler<E> {
         // Objects the DAG created itself (a removed blocker an importer
         // needs again) get their nodes first: their work is about to run.
         for (canonical, object) in effects.ingested {
+            // `publish` moves it back into the new node's slot.
             let language = locked.languages.get(&canonical).cloned();
             debug_assert!(
                 language.is_some(),

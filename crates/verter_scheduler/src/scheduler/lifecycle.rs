@@ -75,7 +75,12 @@ impl<E: StageExecutor> Scheduler<E> {
             let effects = locked.dag.remove_object(&canonical);
             // The slot (this node and its text) leaves with the node map's
             // entry, in the same hold.
-            let slot = locked.dag.take_payload(&canonical);
+            let mut slot = locked.dag.take_payload(&canonical);
+            // What a parse named it as outlives the node: an importer may
+            // need the file again.
+            if let Some(language) = slot.as_mut().and_then(|slot| slot.named_language.take()) {
+                locked.languages.insert(canonical.clone(), language);
+            }
             self.source_root.publish_transition(|tx| {
                 self.nodes.remove(&canonical);
                 node.retire();

@@ -161,6 +161,8 @@ impl<E: StageExecutor> Scheduler<E> {
             waiting: locked.waiters.len(),
             queued_jobs: self.jobs[0].len() + self.jobs[1].len(),
             inbox: self.inbox.len(),
+            queued_registrations: locked.registering.len(),
+            pending_admissions: self.counters.pending_admissions.load(Ordering::Acquire),
         })
     }
 

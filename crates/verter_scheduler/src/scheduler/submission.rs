@@ -312,7 +312,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         // the driver thread next gets a core: on a busy
                         // machine that can be milliseconds. An urgent write
                         // (an editor's upsert) returns at once, as before.
-                        self.transact(|locked, post| self.admit_urgent(locked, post));
+                        self.admit_urgent_here();
                     }
                     self.progress.notify();
                     return;

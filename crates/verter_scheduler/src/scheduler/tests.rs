@@ -184,3 +184,42 @@ fn an_urgent_read_is_admitted_ahead_of_queued_reads_but_never_of_a_write() {
         scheduler.wait(handle).expect("parsed");
     }
 }
+
+/// Found by `cargo xtask soak --seed 62`: a large atomic batch sent behind
+/// an urgent write follows it into the urgent lane; a thread that then
+/// sent an urgent read admitted the lane itself and left the batch's
+/// registrations queued. Nothing wakes the driver for those (it waits for
+/// inbox items), so the batch's requests hung until someone sent anything
+/// else. The thread that admits the urgent lane now makes them too.
+#[test]
+fn an_urgent_admission_leaves_no_registration_queued() {
+    let mut config = config();
+    config.registrations_per_hold = 2;
+    let scheduler = Scheduler::new_inline(config, Echo, Lines).unwrap();
+    let write = scheduler.upsert("open.rs", "new text", Priority::High);
+    let batch = scheduler.submit_batch_atomic(
+        (0..7)
+            .map(|i| Request::new(format!("b{i}.rs"), TargetStage::Source))
+            .collect(),
+    );
+    let read = scheduler
+        .submit_request(Request::new("open.rs", TargetStage::Source).priority(Priority::High));
+    assert_eq!(
+        scheduler.inbox.lens().1,
+        0,
+        "everything followed the urgent write"
+    );
+
+    scheduler.admit_urgent_here();
+    let report = scheduler.quiescence_report();
+    assert_eq!(report.inbox, 0);
+    assert_eq!(report.queued_registrations, 0, "{report:?}");
+    assert_eq!(report.pending_admissions, 0, "{report:?}");
+    assert!(write.is_admitted() && read.is_admitted());
+    for result in scheduler.wait_batch(&batch) {
+        result.expect("parsed");
+    }
+    scheduler.wait(&read).expect("parsed");
+    scheduler.run_until_idle();
+    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+}

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use verter_dag::{Canonical, ProfileHash, TargetStage};
-use verter_scheduler::{HookPoint, Request, RequestError, WitnessError};
+use verter_scheduler::{HookPoint, Language, Request, RequestError, WitnessError};
 
 use crate::support::*;
 
@@ -433,4 +433,39 @@ fn reset_leaves_no_dependency_or_wait_graph_membership() {
     assert!(scheduler.dependency_occupancy().is_empty());
     assert_eq!(scheduler.wait_graph_occupancy(), Default::default());
     assert_quiescent(&scheduler, &[&built, &pending]);
+}
+
+/// A removed blocker that its importer needs again is processed as the
+/// language its importer's parse classified it as, also when a request
+/// had re-homed it to another language in between: what the parse named
+/// outlives the file's node.
+#[test]
+fn a_removed_blocker_comes_back_as_the_language_its_importer_named() {
+    let files = MemFiles::with(&[("a.rs", "use m.rs"), ("m.rs", "one")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let built = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+    scheduler.wait(&built).expect("built");
+    let m = Canonical::from("m.rs");
+    let rehome = scheduler
+        .submit_request(Request::new("m.rs", TargetStage::Source).language(Language::new("text")));
+    scheduler.wait(&rehome).expect("re-homed");
+    let node = scheduler.node(&m).expect("published");
+    assert_eq!(node.language(), &Language::new("text"));
+    drop(node);
+
+    scheduler.remove("m.rs").expect("removed");
+    assert!(scheduler.node(&m).is_none());
+    let again = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+    let output = scheduler.wait(&again).expect("rebuilt on m.rs's successor");
+    assert!(output.as_artifact().is_some());
+    let successor = scheduler.node(&m).expect("ingested again");
+    assert_eq!(
+        successor.language(),
+        &Language::new("rust"),
+        "as a.rs named it"
+    );
+    drop(successor);
+    assert_quiescent(&scheduler, &[&built, &rehome, &again]);
 }
