@@ -308,6 +308,14 @@ struct FileRecords<P> {
     payload: Option<P>,
 }
 
+impl<P> FileRecords<P> {
+    /// Whether the record holds nothing (no object, version or payload):
+    /// then it leaves the table.
+    fn is_empty(&self) -> bool {
+        self.object.is_none() && self.versions.is_empty() && self.payload.is_none()
+    }
+}
+
 impl<P> Default for FileRecords<P> {
     fn default() -> Self {
         Self {
@@ -522,8 +530,7 @@ impl<P> SchedulerDag<P> {
             .values_mut()
             .filter_map(|records| records.payload.take())
             .collect();
-        self.files
-            .retain(|_, records| records.object.is_some() || !records.versions.is_empty());
+        self.files.retain(|_, records| !records.is_empty());
         payloads
     }
 

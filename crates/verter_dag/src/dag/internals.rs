@@ -509,9 +509,7 @@ impl<P> SchedulerDag<P> {
 
     pub(super) fn drop_file_if_empty(&mut self, canonical: &Canonical) {
         if let Some(records) = self.files.get(canonical)
-            && records.object.is_none()
-            && records.versions.is_empty()
-            && records.payload.is_none()
+            && records.is_empty()
         {
             self.files.remove(canonical);
         }

@@ -322,8 +322,7 @@ impl<P> crate::blockers::OwnerRecords for FileOwners<'_, P> {
         let keys = std::mem::take(&mut slot.blockers);
         if slot.is_empty() {
             records.versions.remove(&version);
-            if records.object.is_none() && records.versions.is_empty() && records.payload.is_none()
-            {
+            if records.is_empty() {
                 self.0.remove(&owner.canonical);
             }
         }
