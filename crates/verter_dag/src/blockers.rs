@@ -20,6 +20,7 @@
 //!    canonical, and an owner's record is found where its version is.
 
 use crate::hash::HashMap;
+use crate::canonical_map::CanonicalMap;
 use crate::small_set::SmallSet;
 use crate::vec_map::VecMap;
 
@@ -45,7 +46,7 @@ pub(crate) struct BlockerRegistry {
     /// Blocker canonical → blocker version → key → owners naming it. A
     /// version has one key per stage named (almost always one), so its keys
     /// are a short vector.
-    refs: HashMap<Canonical, VecMap<SourceVersion, KeyOwners>>,
+    refs: CanonicalMap<VecMap<SourceVersion, KeyOwners>>,
 }
 
 /// The keys of one blocker version with the owners naming each; one key
@@ -251,8 +252,7 @@ impl BlockerRegistry {
     fn add_ref(&mut self, key: &DepKey, owner: &FileIdentity) {
         let keys = self
             .refs
-            .entry(key.file.canonical.clone())
-            .or_default()
+            .get_or_default(&key.file.canonical)
             .entry_or_default(key.file.version());
         let owners = match keys.iter().position(|(k, _)| k == key) {
             Some(at) => &mut keys[at].1,

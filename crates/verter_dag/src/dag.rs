@@ -60,6 +60,7 @@
 //!    (`retired_running_work_has_its_token_cancelled`).
 
 use crate::hash::HashMap;
+use crate::canonical_map::CanonicalMap;
 use crate::vec_map::VecMap;
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -389,7 +390,7 @@ enum SweepReason {
 #[derive(Debug)]
 pub struct SchedulerDag<P = ()> {
     /// Per canonical: its object, and its versions' nodes and groups.
-    files: HashMap<Canonical, FileRecords<P>>,
+    files: CanonicalMap<FileRecords<P>>,
     /// Admitted cache nodes (they belong to no file).
     cache_nodes: HashMap<(SchedulerCacheId, u64), WorkNode>,
     /// Resident nodes, file work and cache nodes (kept by `slots.rs`).
@@ -445,7 +446,7 @@ impl<P> SchedulerDag<P> {
     /// As [`SchedulerDag::new`].
     pub fn with_payloads(config: DagConfig) -> Self {
         Self {
-            files: HashMap::default(),
+            files: CanonicalMap::new(),
             cache_nodes: HashMap::default(),
             node_count: 0,
             group_count: 0,
@@ -558,18 +559,11 @@ impl<P> SchedulerDag<P> {
         })
     }
 
-    /// Makes room for `additional` files the DAG has no record of yet, so a
-    /// large admission grows its table once instead of by doubling. A hint:
-    /// no state changes.
-    pub fn reserve_files(&mut self, additional: usize) {
-        self.files.reserve(additional);
-    }
-
     /// Returns the live object of `canonical`, creating one (new incarnation,
     /// new lifetime, generation 0) when there is none: an atomic ensure,
     /// never a replace. The flag says whether it was created.
     pub fn ensure_object(&mut self, canonical: &Canonical) -> (ObjectRecord, bool) {
-        let records = self.files.entry(canonical.clone()).or_default();
+        let records = self.files.get_or_default(canonical);
         if let Some(object) = records.object {
             return (object, false);
         }
@@ -736,7 +730,7 @@ impl<P> SchedulerDag<P> {
         self.counters.cancelled += cancelled;
         running.sort();
         effects.abandoned_running = running;
-        self.files = HashMap::default();
+        self.files = CanonicalMap::new();
         self.cache_nodes = HashMap::default();
         self.node_count = 0;
         self.group_count = 0;

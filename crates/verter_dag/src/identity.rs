@@ -30,50 +30,81 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// The canonical path of a file: the key every layer uses for it.
 ///
 /// Interned: each distinct path's text is stored once for the life of the
-/// process, and a `Canonical` is a reference to it. Cloning one copies two
-/// words (no reference count is touched, by any thread); two canonicals are
-/// equal exactly when they are the same reference, so equality compares a
-/// pointer and hashing feeds the pointer's address, never the text. Making
-/// one ([`Canonical::new`]) looks its text up in the process's table, once,
-/// at the API boundary (docs/design.md, "Names"). Ordering is by text.
-/// Canonicalisation (resolving symlinks, `..`) is the loader's job.
+/// process, and a `Canonical` is a reference to it plus the path's dense
+/// id. Cloning one copies three words (no reference count is touched, by
+/// any thread); two canonicals are equal exactly when their ids are, and
+/// hashing feeds the id, never the text. Making one ([`Canonical::new`])
+/// looks its text up in the process's table, once, at the API boundary
+/// (docs/design.md, "Names"). Ordering is by text. Canonicalisation
+/// (resolving symlinks, `..`) is the loader's job.
+///
+/// Ids are handed out densely, 0, 1, 2, … in the order paths are first
+/// seen, so tables keyed by canonical can be indexed by id
+/// ([`CanonicalMap`](crate::CanonicalMap)) instead of hashed.
 ///
 /// The table never forgets a path: a process that names ever more distinct
 /// paths keeps each one's text (about its length plus 40 bytes).
 #[derive(Clone)]
 pub struct Canonical {
     text: &'static str,
+    id: u32,
 }
 
-/// The process's table of interned paths, keyed by text: a sharded set, so
+/// The process's table of interned paths, text to id: a sharded map, so
 /// threads naming paths at once rarely meet on a lock. Its hasher is seeded
 /// per process (a hostile set of paths cannot be chosen to collide).
-fn interned_paths() -> &'static dashmap::DashSet<&'static str, foldhash::fast::RandomState> {
-    static PATHS: std::sync::OnceLock<dashmap::DashSet<&'static str, foldhash::fast::RandomState>> =
-        std::sync::OnceLock::new();
+fn interned_paths() -> &'static dashmap::DashMap<&'static str, u32, foldhash::fast::RandomState> {
+    static PATHS: std::sync::OnceLock<
+        dashmap::DashMap<&'static str, u32, foldhash::fast::RandomState>,
+    > = std::sync::OnceLock::new();
     PATHS.get_or_init(Default::default)
 }
 
+/// The next id to give a path seen for the first time. Only the insert of a
+/// new path into [`interned_paths`] draws from it, under that path's shard
+/// lock, so ids have no gaps.
+static NEXT_PATH_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 impl Canonical {
     /// Wraps an already canonical path: the interned copy of its text
-    /// (stored on first sight).
+    /// (stored on first sight, with the next id).
+    ///
+    /// # Panics
+    /// When the process has already interned `u32::MAX` distinct paths
+    /// (their texts alone would take hundreds of gigabytes).
     pub fn new(path: impl AsRef<str>) -> Self {
         let path = path.as_ref();
         let paths = interned_paths();
         if let Some(known) = paths.get(path) {
-            return Self { text: *known };
+            return Self {
+                text: *known.key(),
+                id: *known.value(),
+            };
         }
         // First sight, unless another thread stores the same path between
-        // the lookup and the insert: the set keeps the first copy, and the
+        // the lookup and the insert: the map keeps the first copy, and the
         // loser's stays allocated, unused (a path's bytes, once per lost
         // race; freeing it would take unsafe code).
         let text: &'static str = Box::leak(Box::<str>::from(path));
-        if paths.insert(text) {
-            return Self { text };
+        match paths.entry(text) {
+            dashmap::Entry::Occupied(known) => Self {
+                text: *known.key(),
+                id: *known.get(),
+            },
+            dashmap::Entry::Vacant(slot) => {
+                let id = NEXT_PATH_ID.fetch_add(1, Ordering::Relaxed);
+                assert!(id != u32::MAX, "the process interned u32::MAX paths");
+                slot.insert(id);
+                Self { text, id }
+            }
         }
-        Self {
-            text: *paths.get(path).expect("stored by the thread that won"),
-        }
+    }
+
+    /// The path's dense id: unique to its text within the process, handed
+    /// out from 0 in the order paths are first seen.
+    #[inline]
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     /// The path as text.
@@ -86,7 +117,7 @@ impl Canonical {
 impl PartialEq for Canonical {
     #[inline]
     fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self.text, other.text)
+        self.id == other.id
     }
 }
 
@@ -95,7 +126,7 @@ impl Eq for Canonical {}
 impl std::hash::Hash for Canonical {
     #[inline]
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_usize(self.text.as_ptr() as usize);
+        state.write_u32(self.id);
     }
 }
 

@@ -74,7 +74,8 @@
 //! - Occupancy zero after reset: `reset_answers_everyone_and_empties_every_table`.
 //!
 //! # Identities
-//! - [`Canonical`]: the canonical path of a file, cheap to clone.
+//! - [`Canonical`]: the canonical path of a file, cheap to clone, with a dense
+//!   id that [`CanonicalMap`] indexes by.
 //! - [`Incarnation`]: a process-unique, monotonic id of one file object,
 //!   allocated only by [`Incarnation::allocate`].
 //! - [`Generation`]: a per-object counter of source versions with a checked
@@ -88,6 +89,7 @@
 //! - [`Priority`], [`SchedulerCacheId`], [`CancellationToken`].
 
 mod blockers;
+mod canonical_map;
 mod dag;
 mod edges;
 mod effects;
@@ -99,6 +101,7 @@ mod small_set;
 mod vec_map;
 
 pub use blockers::BlockerOccupancy;
+pub use canonical_map::CanonicalMap;
 pub use dag::{
     DagConfig, DagCounters, DependencyOccupancy, LinkOutcome, ObjectError, Registration,
     SchedulerDag,

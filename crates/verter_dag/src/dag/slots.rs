@@ -296,7 +296,7 @@ impl VersionSlot {
 /// The DAG's blocker records, each in its owner's version record: what
 /// the registry reads and writes them through. Taking a record out prunes
 /// the version (and file) record it leaves empty.
-pub(super) struct FileOwners<'a, P>(pub(super) &'a mut HashMap<Canonical, FileRecords<P>>);
+pub(super) struct FileOwners<'a, P>(pub(super) &'a mut CanonicalMap<FileRecords<P>>);
 
 impl<P> crate::blockers::OwnerRecords for FileOwners<'_, P> {
     fn keys(&self, owner: &FileIdentity) -> Option<&Vec<DepKey>> {
@@ -332,8 +332,7 @@ impl<P> crate::blockers::OwnerRecords for FileOwners<'_, P> {
     fn put(&mut self, owner: &FileIdentity, keys: Vec<DepKey>) {
         let slot = self
             .0
-            .entry(owner.canonical.clone())
-            .or_default()
+            .get_or_default(&owner.canonical)
             .versions
             .entry_or_default(owner.version());
         debug_assert!(slot.blockers.is_empty(), "{owner} had a record");
@@ -344,7 +343,7 @@ impl<P> crate::blockers::OwnerRecords for FileOwners<'_, P> {
 /// `owner`'s blocker record, if it has one (never empty).
 #[inline]
 pub(super) fn owner_keys<'a, P>(
-    files: &'a HashMap<Canonical, FileRecords<P>>,
+    files: &'a CanonicalMap<FileRecords<P>>,
     owner: &FileIdentity,
 ) -> Option<&'a Vec<DepKey>> {
     files
@@ -382,7 +381,7 @@ pub(super) struct Finished {
 /// function, so a caller may hold another part of the DAG meanwhile).
 #[inline]
 fn node_in<'a, P>(
-    files: &'a HashMap<Canonical, FileRecords<P>>,
+    files: &'a CanonicalMap<FileRecords<P>>,
     cache_nodes: &'a HashMap<(SchedulerCacheId, u64), WorkNode>,
     identity: &WorkNodeIdentity,
 ) -> Option<&'a WorkNode> {
@@ -434,8 +433,7 @@ impl<P> SchedulerDag<P> {
     #[inline]
     pub(super) fn stage_entry(&mut self, key: &DepKey) -> &mut StageSlot {
         self.files
-            .entry(key.file.canonical.clone())
-            .or_default()
+            .get_or_default(&key.file.canonical)
             .versions
             .entry_or_default(key.file.version())
             .entry(key.stage)
@@ -774,8 +772,7 @@ impl<P> SchedulerDag<P> {
     pub(super) fn join_group(&mut self, key: &DepKey, member: Member) -> Joined {
         let version = self
             .files
-            .entry(key.file.canonical.clone())
-            .or_default()
+            .get_or_default(&key.file.canonical)
             .versions
             .entry_or_default(key.file.version());
         if version.done.get(key.stage).is_some() {

@@ -198,10 +198,12 @@ fn canonicals_of_equal_text_are_one_interned_reference() {
         Canonical::new(shared),
     );
     assert!(std::ptr::eq(a.as_str(), b.as_str()) && std::ptr::eq(b.as_str(), c.as_str()));
+    assert_eq!((a.id(), b.id()), (c.id(), c.id()));
     assert_eq!((hash_of(&a), hash_of(&b)), (hash_of(&c), hash_of(&c)));
     // Different text, different reference, ordered by text.
     let other = Canonical::from("src/interned2.rs");
     assert_ne!(a, other);
+    assert_ne!(a.id(), other.id());
     assert!(a < other);
 }
 
@@ -215,19 +217,26 @@ fn threads_interning_the_same_paths_at_once_get_one_reference_each() {
             std::thread::spawn(move || {
                 start.wait();
                 (0..500)
-                    .map(|i| Canonical::new(format!("race/{i}.rs")).as_str().as_ptr() as usize)
+                    .map(|i| {
+                        let canonical = Canonical::new(format!("race/{i}.rs"));
+                        (canonical.as_str().as_ptr() as usize, canonical.id())
+                    })
                     .collect::<Vec<_>>()
             })
         })
         .collect();
-    let seen: Vec<Vec<usize>> = workers
+    let seen: Vec<Vec<(usize, u32)>> = workers
         .into_iter()
         .map(|worker| worker.join().expect("no panic"))
         .collect();
     for other in &seen[1..] {
         assert_eq!(
             other, &seen[0],
-            "every thread got the same copy of each path"
+            "every thread got the same copy and id of each path"
         );
     }
+    let mut ids: Vec<u32> = seen[0].iter().map(|&(_, id)| id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 500, "distinct paths have distinct ids");
 }

@@ -226,9 +226,6 @@ impl<E: StageExecutor> Scheduler<E> {
         let number = locked.large_batches;
         locked.registering.reserve_exact(batch.len());
         let mut answered = 0;
-        // Files no node was published for when the batch was prepared are
-        // most likely new: make room for them once, not by doubling.
-        locked.dag.reserve_files(new_files);
         self.source_root.publish_transition(|tx| {
             tx.reserve(new_files, batch.len());
             let mut publish = Publish::Batch(tx);

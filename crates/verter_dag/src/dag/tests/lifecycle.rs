@@ -262,19 +262,6 @@ fn reset_answers_everyone_and_empties_every_table() {
     h.assert_quiescent();
 }
 
-/// `reserve_files` is a capacity hint: it creates no object and changes
-/// nothing a later ensure sees.
-#[test]
-fn reserving_files_creates_no_object() {
-    let mut h = Harness::new();
-    let a = h.add("a.rs");
-    h.dag.reserve_files(1000);
-    assert!(h.dag.live_file(&Canonical::from("b.rs")).is_none());
-    assert_eq!(h.dag.live_file(&a.canonical), Some(a.clone()));
-    let (_, created) = h.dag.ensure_object(&Canonical::from("b.rs"));
-    assert!(created);
-}
-
 /// The layer above's payload lives in the file's own record: it can be set
 /// only for a live object, reads back from the same lookup, and keeps the
 /// record (so it is never dropped inside the DAG) until it is taken, also
