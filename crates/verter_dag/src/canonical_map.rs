@@ -278,5 +278,25 @@ impl<V> FromIterator<(Canonical, V)> for CanonicalMap<V> {
     }
 }
 
+impl<'a, V> IntoIterator for &'a CanonicalMap<V> {
+    type Item = (&'a Canonical, &'a V);
+    type IntoIter = Box<dyn Iterator<Item = (&'a Canonical, &'a V)> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl<V> std::ops::Index<&Canonical> for CanonicalMap<V> {
+    type Output = V;
+
+    /// # Panics
+    /// If `canonical` has no entry.
+    fn index(&self, canonical: &Canonical) -> &V {
+        self.get(canonical)
+            .unwrap_or_else(|| panic!("no entry for {canonical}"))
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -30,12 +30,9 @@
 //!    same rule as any superseded entry
 //!    (`gc_never_forgets_a_pending_file_and_frees_the_text_it_superseded_once_unread`).
 
-/// std's map with foldhash's seeded hasher: a canonical hashes as its
-/// stored `u64`, which SipHash made cost more than the probe.
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::mem;
 
-use verter_dag::{Canonical, SourceVersion};
+use verter_dag::{Canonical, CanonicalMap, SourceVersion};
 
 use crate::epoch::Epoch;
 use crate::history::{Body, Entry, History};
@@ -75,13 +72,14 @@ struct FileRecord<T> {
 /// Everything the publication lock guards.
 ///
 /// Files live in a slab (`files`) addressed by slot; `slots` maps each
-/// canonical to its slot. Publication hashes the path once; GC and rollback
-/// address files by slot and never hash.
+/// canonical to its slot, indexed by the canonical's dense id
+/// (`CanonicalMap`), so publication never hashes; GC and rollback address
+/// files by slot.
 #[derive(Debug)]
 pub(crate) struct Store<T> {
     /// The epoch of the newest committed snapshot.
     epoch: Epoch,
-    slots: HashMap<Canonical, Slot>,
+    slots: CanonicalMap<Slot>,
     /// `None` exactly at the slots listed in `free_slots`.
     files: Vec<Option<FileRecord<T>>>,
     free_slots: Vec<Slot>,
@@ -108,7 +106,7 @@ impl<T> Store<T> {
     pub(crate) fn new(directory: DirectoryId, config: SourceRootConfig) -> Self {
         Self {
             epoch: Epoch::INITIAL,
-            slots: HashMap::default(),
+            slots: CanonicalMap::new(),
             files: Vec::new(),
             free_slots: Vec::new(),
             candidates: Vec::new(),
@@ -139,7 +137,6 @@ impl<T> Store<T> {
     /// Makes room for `additional` files not tracked yet.
     pub(crate) fn reserve_files(&mut self, additional: usize) {
         let reused = additional.min(self.free_slots.len());
-        self.slots.reserve(additional);
         self.files.reserve(additional - reused);
     }
 
@@ -163,26 +160,25 @@ impl<T> Store<T> {
 
     /// The slot of `canonical`, allocating an empty record if it has none.
     fn ensure_slot(&mut self, canonical: Canonical) -> Slot {
-        match self.slots.entry(canonical) {
-            std::collections::hash_map::Entry::Occupied(occupied) => *occupied.get(),
-            std::collections::hash_map::Entry::Vacant(vacant) => {
-                let record = Some(FileRecord {
-                    canonical: vacant.key().clone(),
-                    history: History::default(),
-                });
-                let slot = match self.free_slots.pop() {
-                    Some(slot) => {
-                        self.files[slot] = record;
-                        slot
-                    }
-                    None => {
-                        self.files.push(record);
-                        self.files.len() - 1
-                    }
-                };
-                *vacant.insert(slot)
-            }
+        if let Some(&slot) = self.slots.get(&canonical) {
+            return slot;
         }
+        let record = Some(FileRecord {
+            canonical: canonical.clone(),
+            history: History::default(),
+        });
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.files[slot] = record;
+                slot
+            }
+            None => {
+                self.files.push(record);
+                self.files.len() - 1
+            }
+        };
+        self.slots.insert(canonical, slot);
+        slot
     }
 
     /// Lists `slot` for GC if its history needs it and it is not listed.
@@ -326,7 +322,7 @@ impl<T> Store<T> {
     fn release_tables(&mut self) {
         debug_assert_eq!(self.tracked_files, 0);
         debug_assert!(self.files.iter().all(Option::is_none));
-        self.slots = HashMap::default();
+        self.slots = CanonicalMap::new();
         self.files = Vec::new();
         self.free_slots = Vec::new();
         self.candidates = Vec::new();

@@ -22,6 +22,8 @@ fn a_map_finds_what_it_holds_and_frees_a_segment_when_its_last_entry_leaves() {
     for (i, canonical) in files.iter().enumerate() {
         assert_eq!(map.get(canonical), Some(&i));
     }
+    assert_eq!(map[&files[9]], 9);
+    assert_eq!((&map).into_iter().count(), 600);
     assert_eq!(map.insert(files[7].clone(), 70), Some(7), "insert replaces");
     *map.get_mut(&files[8]).expect("present") = 80;
     assert_eq!(map.get(&files[8]), Some(&80));
