@@ -30,24 +30,81 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// The canonical path of a file: the key every layer uses for it.
 ///
 /// Interned: each distinct path's text is stored once for the life of the
-/// process, and a `Canonical` is a reference to it plus the path's dense
-/// id. Cloning one copies three words (no reference count is touched, by
-/// any thread); two canonicals are equal exactly when their ids are, and
-/// hashing feeds the id, never the text. Making one ([`Canonical::new`])
-/// looks its text up in the process's table, once, at the API boundary
-/// (docs/design.md, "Names"). Ordering is by text. Canonicalisation
-/// (resolving symlinks, `..`) is the loader's job.
+/// process, and a `Canonical` is the path's dense id, four bytes. Cloning
+/// one copies them (no reference count is touched, by any thread); two
+/// canonicals are equal exactly when their ids are, and hashing feeds the
+/// id, never the text. Making one ([`Canonical::new`]) looks its text up in
+/// the process's table, once, at the API boundary (docs/design.md,
+/// "Names"); [`Canonical::as_str`] reads the text back from a lock-free
+/// table by id. Canonicalisation (resolving symlinks, `..`) is the loader's
+/// job.
 ///
 /// Ids are handed out densely, 0, 1, 2, … in the order paths are first
 /// seen, so tables keyed by canonical can be indexed by id
-/// ([`CanonicalMap`](crate::CanonicalMap)) instead of hashed.
+/// ([`CanonicalMap`](crate::CanonicalMap)) instead of hashed. **Ordering is
+/// by id**, that is by first sight in this process, not by text: it is a
+/// total order consistent with equality, and comparing never reads a text.
+/// Sort by [`Canonical::as_str`] for an order to show people.
 ///
 /// The table never forgets a path: a process that names ever more distinct
-/// paths keeps each one's text (about its length plus 40 bytes).
+/// paths keeps each one's text (about its length plus 60 bytes).
 #[derive(Clone)]
 pub struct Canonical {
-    text: &'static str,
     id: u32,
+}
+
+/// Ids in the first bucket of [`PathTexts`]; bucket `b` holds this many
+/// times `2^b`.
+const FIRST_TEXT_BUCKET: usize = 1024;
+/// Buckets enough for every `u32` id.
+const TEXT_BUCKETS: usize = 23;
+
+/// The text of every interned path, by id: buckets of doubling size, each
+/// allocated when its first id is handed out and never moved, so a reader
+/// finds a text with two acquire loads and no lock, while other threads
+/// add paths.
+struct PathTexts {
+    buckets: [std::sync::OnceLock<Box<[std::sync::OnceLock<&'static str>]>>; TEXT_BUCKETS],
+}
+
+impl PathTexts {
+    /// The bucket and the place in it of `id`.
+    #[inline]
+    fn position(id: u32) -> (usize, usize) {
+        let n = id as usize / FIRST_TEXT_BUCKET + 1;
+        let bucket = (usize::BITS - 1 - n.leading_zeros()) as usize;
+        (bucket, id as usize - FIRST_TEXT_BUCKET * ((1 << bucket) - 1))
+    }
+
+    /// The place of `id`, its bucket allocated if it is not yet.
+    fn place(&self, id: u32) -> &std::sync::OnceLock<&'static str> {
+        let (bucket, at) = Self::position(id);
+        &self.buckets[bucket].get_or_init(|| {
+            (0..FIRST_TEXT_BUCKET << bucket)
+                .map(|_| std::sync::OnceLock::new())
+                .collect()
+        })[at]
+    }
+
+    /// The text of `id`, which [`Canonical::new`] stored before handing the
+    /// id to anyone.
+    #[inline]
+    fn text(&self, id: u32) -> &'static str {
+        let (bucket, at) = Self::position(id);
+        self.buckets[bucket]
+            .get()
+            .and_then(|bucket| bucket[at].get())
+            .expect("an id is handed out after its text is stored")
+    }
+}
+
+/// The process's [`PathTexts`].
+#[inline]
+fn path_texts() -> &'static PathTexts {
+    static TEXTS: PathTexts = PathTexts {
+        buckets: [const { std::sync::OnceLock::new() }; TEXT_BUCKETS],
+    };
+    &TEXTS
 }
 
 /// The process's table of interned paths, text to id: a sharded map, so
@@ -76,10 +133,7 @@ impl Canonical {
         let path = path.as_ref();
         let paths = interned_paths();
         if let Some(known) = paths.get(path) {
-            return Self {
-                text: *known.key(),
-                id: *known.value(),
-            };
+            return Self { id: *known.value() };
         }
         // First sight, unless another thread stores the same path between
         // the lookup and the insert: the map keeps the first copy, and the
@@ -87,15 +141,18 @@ impl Canonical {
         // race; freeing it would take unsafe code).
         let text: &'static str = Box::leak(Box::<str>::from(path));
         match paths.entry(text) {
-            dashmap::Entry::Occupied(known) => Self {
-                text: *known.key(),
-                id: *known.get(),
-            },
+            dashmap::Entry::Occupied(known) => Self { id: *known.get() },
             dashmap::Entry::Vacant(slot) => {
                 let id = NEXT_PATH_ID.fetch_add(1, Ordering::Relaxed);
                 assert!(id != u32::MAX, "the process interned u32::MAX paths");
+                // The text first: a thread that finds the id in the map
+                // (after the insert below) reads it at once.
+                path_texts()
+                    .place(id)
+                    .set(text)
+                    .expect("an id is handed out once");
                 slot.insert(id);
-                Self { text, id }
+                Self { id }
             }
         }
     }
@@ -109,8 +166,8 @@ impl Canonical {
 
     /// The path as text.
     #[inline]
-    pub fn as_str(&self) -> &str {
-        self.text
+    pub fn as_str(&self) -> &'static str {
+        path_texts().text(self.id)
     }
 }
 
@@ -131,36 +188,34 @@ impl std::hash::Hash for Canonical {
 }
 
 impl PartialOrd for Canonical {
+    #[inline]
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 
 impl Ord for Canonical {
+    #[inline]
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        if self == other {
-            std::cmp::Ordering::Equal
-        } else {
-            self.text.cmp(other.text)
-        }
+        self.id.cmp(&other.id)
     }
 }
 
 impl fmt::Debug for Canonical {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.text, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl fmt::Display for Canonical {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.text)
+        f.write_str(self.as_str())
     }
 }
 
 impl AsRef<str> for Canonical {
     fn as_ref(&self) -> &str {
-        self.text
+        self.as_str()
     }
 }
 

@@ -240,3 +240,25 @@ fn threads_interning_the_same_paths_at_once_get_one_reference_each() {
     ids.dedup();
     assert_eq!(ids.len(), 500, "distinct paths have distinct ids");
 }
+
+/// Every id has one place in the text table, buckets follow one another
+/// without a gap or overlap, and the largest id still fits.
+#[test]
+fn every_path_id_has_one_place_in_the_text_table() {
+    assert_eq!(PathTexts::position(0), (0, 0));
+    assert_eq!(PathTexts::position(1023), (0, 1023));
+    assert_eq!(PathTexts::position(1024), (1, 0));
+    assert_eq!(PathTexts::position(3071), (1, 2047));
+    assert_eq!(PathTexts::position(3072), (2, 0));
+    let (bucket, at) = PathTexts::position(u32::MAX - 1);
+    assert!(bucket < TEXT_BUCKETS && at < FIRST_TEXT_BUCKET << bucket);
+    // Paths enough to span a bucket boundary read back their own text.
+    let paths: Vec<String> = (0..2 * FIRST_TEXT_BUCKET)
+        .map(|i| format!("text_table/{i}.rs"))
+        .collect();
+    let canonicals: Vec<Canonical> = paths.iter().map(Canonical::from).collect();
+    for (path, canonical) in paths.iter().zip(&canonicals) {
+        assert_eq!(canonical.as_str(), path);
+        assert_eq!(&Canonical::from(path), canonical);
+    }
+}
