@@ -105,7 +105,7 @@ fn source_root_publication(bencher: Bencher) {
     directory.publish_transition(|tx| {
         for file in &files {
             tx.present(
-                file.clone(),
+                *file,
                 SourceVersion::new(object, Generation::ZERO),
                 ContentHash(0),
                 0,
@@ -118,7 +118,7 @@ fn source_root_publication(bencher: Bencher) {
         generation += 1;
         next = (next + 1) % files.len();
         let version = SourceVersion::new(object, Generation::new(generation));
-        let file = files[next].clone();
+        let file = files[next];
         directory.publish_transition(|tx| {
             tx.present(file, version, ContentHash(generation), generation, 64)
         });
@@ -135,14 +135,14 @@ fn dedupe_join_in_the_dag(bencher: Bencher) {
         let canonical = Canonical::from("m0");
         dag.ensure_object(&canonical);
         let key = dag.live_file(&canonical).expect("live").at(ARTIFACT);
-        let registration = dag.register_request(key.clone(), WaitPolicy::Follow, Priority::Normal);
+        let registration = dag.register_request(key, WaitPolicy::Follow, Priority::Normal);
         let _ = dag.submit_file(&key.file, &WorkNodeIdentity::File(registration.key));
         key
     };
     bencher.bench_local(|| {
         let registration =
             dag.borrow_mut()
-                .register_request(key.clone(), WaitPolicy::Follow, Priority::Normal);
+                .register_request(key, WaitPolicy::Follow, Priority::Normal);
         debug_assert!(registration.joiner.is_some());
         registration
     });

@@ -36,7 +36,7 @@ impl Recorder {
 impl Hooks for Recorder {
     fn on_event(&self, event: &SchedulerEvent) {
         if let SchedulerEvent::DidComplete(work) = event {
-            self.completed.lock().push(work.clone());
+            self.completed.lock().push(*work);
         }
     }
 }

@@ -51,13 +51,13 @@ fn live(dag: &mut SchedulerDag, canonical: &Canonical) -> FileIdentity {
 }
 
 fn analysis(file: &FileIdentity) -> DepKey {
-    file.clone().at(TargetStage::Analysis)
+    (*file).at(TargetStage::Analysis)
 }
 
 /// Admits `file`'s Artifact (with its Analysis and Source, and the analyses
 /// its blocker record names) and runs it all to completion.
 fn build_artifact(dag: &mut SchedulerDag, file: &FileIdentity) {
-    let artifact = WorkNodeIdentity::File(file.clone().at(ARTIFACT));
+    let artifact = WorkNodeIdentity::File((*file).at(ARTIFACT));
     let _effects = dag.submit_file(file, &artifact).expect("the file is live");
     run_to_quiescence(dag);
     debug_assert!(dag.is_done(&artifact));
@@ -101,7 +101,7 @@ fn admit_dequeue_complete_source(bencher: Bencher) {
     bencher
         .with_inputs(|| {
             let file = recycler.fresh(&mut dag.borrow_mut());
-            let work = WorkNodeIdentity::File(file.clone().at(TargetStage::Source));
+            let work = WorkNodeIdentity::File(file.at(TargetStage::Source));
             (file, work)
         })
         .bench_local_values(|(file, work)| {
@@ -129,7 +129,7 @@ fn request_admit_dequeue_complete_source(bencher: Bencher) {
         .bench_local_values(|key| {
             let mut dag = dag.borrow_mut();
             let registration = dag.register_request(key, WaitPolicy::Follow, Priority::Normal);
-            let work = WorkNodeIdentity::File(registration.key.clone());
+            let work = WorkNodeIdentity::File(registration.key);
             let admitted = dag
                 .submit_file(&registration.key.file, &work)
                 .expect("the file is live");
@@ -196,7 +196,7 @@ fn retire_one_file(bencher: Bencher, others: usize) {
     let mut next = 0;
     bencher
         .with_inputs(|| {
-            let target = targets[next % TARGETS].clone();
+            let target = targets[next % TARGETS];
             next += 1;
             let incarnation = prepare_target(&mut dag.borrow_mut(), &target, &files);
             (target, incarnation)
@@ -216,14 +216,14 @@ fn link_then_unlink_one_edge(bencher: Bencher) {
     let mut dag = SchedulerDag::new(DagConfig::default());
     let a = live(&mut dag, &"src/a.rs".into());
     let b = live(&mut dag, &"src/b.rs".into());
-    let consumer = WorkNodeIdentity::File(a.clone().at(ARTIFACT));
+    let consumer = WorkNodeIdentity::File(a.at(ARTIFACT));
     let _effects = dag.submit_file(&a, &consumer).expect("live");
     let dep = analysis(&b);
     let _effects = dag
-        .submit_file(&b, &WorkNodeIdentity::File(dep.clone()))
+        .submit_file(&b, &WorkNodeIdentity::File(dep))
         .expect("live");
     bencher.bench_local(|| {
-        let (outcome, linked) = dag.link(&consumer, dep.clone()).expect("rank is kept");
+        let (outcome, linked) = dag.link(&consumer, dep).expect("rank is kept");
         let unlinked = dag.unlink(&consumer, &dep);
         (outcome, linked, unlinked)
     });

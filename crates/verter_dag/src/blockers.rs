@@ -19,8 +19,8 @@
 //! 3. Nothing scans all owners: key removal follows `refs` of that key's
 //!    canonical, and an owner's record is found where its version is.
 
-use crate::hash::HashMap;
 use crate::canonical_map::CanonicalMap;
+use crate::hash::HashMap;
 use crate::small_set::SmallSet;
 use crate::vec_map::VecMap;
 
@@ -153,7 +153,7 @@ impl BlockerRegistry {
                 versions
                     .range_below(&bound)
                     .flat_map(|(_, keys)| keys.iter())
-                    .flat_map(|(key, owners)| owners.iter().map(|o| (o.clone(), key.clone())))
+                    .flat_map(|(key, owners)| owners.iter().map(|o| (*o, *key)))
                     .collect::<Vec<_>>()
             })
             .map(|mut refs| {
@@ -172,7 +172,7 @@ impl BlockerRegistry {
                 versions
                     .values()
                     .flat_map(|keys| keys.iter())
-                    .flat_map(|(key, owners)| owners.iter().map(|o| (o.clone(), key.clone())))
+                    .flat_map(|(key, owners)| owners.iter().map(|o| (*o, *key)))
                     .collect()
             })
             .unwrap_or_default()
@@ -196,7 +196,7 @@ impl BlockerRegistry {
         let inserted = match keys.binary_search(&new) {
             Ok(_) => false,
             Err(at) => {
-                keys.insert(at, new.clone());
+                keys.insert(at, new);
                 true
             }
         };
@@ -245,7 +245,7 @@ impl BlockerRegistry {
         self.refs
             .values()
             .flat_map(|versions| versions.values())
-            .flat_map(|keys| keys.iter().map(|(key, owners)| (key.clone(), owners.len())))
+            .flat_map(|keys| keys.iter().map(|(key, owners)| (*key, owners.len())))
             .collect()
     }
 
@@ -257,11 +257,11 @@ impl BlockerRegistry {
         let owners = match keys.iter().position(|(k, _)| k == key) {
             Some(at) => &mut keys[at].1,
             None => {
-                keys.push((key.clone(), SmallSet::default()));
+                keys.push((*key, SmallSet::default()));
                 &mut keys.last_mut().expect("just pushed").1
             }
         };
-        owners.insert(owner.clone());
+        owners.insert(*owner);
     }
 
     fn remove_ref(&mut self, key: &DepKey, owner: &FileIdentity) {
@@ -304,7 +304,7 @@ impl OwnerRecords for HashMap<FileIdentity, Vec<DepKey>> {
     }
 
     fn put(&mut self, owner: &FileIdentity, keys: Vec<DepKey>) {
-        self.insert(owner.clone(), keys);
+        self.insert(*owner, keys);
     }
 }
 

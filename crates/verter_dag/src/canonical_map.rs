@@ -134,7 +134,7 @@ impl<V> CanonicalMap<V> {
         let segment = Self::segment_for(&mut self.segments, segment);
         let entry = &mut segment.slots[slot];
         if entry.is_none() {
-            *entry = Some((canonical.clone(), make()));
+            *entry = Some((*canonical, make()));
             segment.occupied += 1;
             self.len += 1;
         }

@@ -59,8 +59,8 @@
 //!    [`CancellationToken`] cancelled in the same call, and is counted
 //!    (`retired_running_work_has_its_token_cancelled`).
 
-use crate::hash::HashMap;
 use crate::canonical_map::CanonicalMap;
+use crate::hash::HashMap;
 use crate::vec_map::VecMap;
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -480,7 +480,7 @@ impl<P> SchedulerDag<P> {
     pub fn live_file(&self, canonical: &Canonical) -> Option<FileIdentity> {
         let object = self.object(canonical)?;
         Some(FileIdentity::new(
-            canonical.clone(),
+            *canonical,
             object.incarnation,
             object.generation,
         ))
@@ -591,7 +591,7 @@ impl<P> SchedulerDag<P> {
             generation,
             ..object
         });
-        let live = FileIdentity::new(canonical.clone(), incarnation, generation);
+        let live = FileIdentity::new(*canonical, incarnation, generation);
         let effects = self.sweep(canonical, live.version(), SweepReason::NewGeneration);
         Ok((live, effects))
     }
@@ -632,7 +632,7 @@ impl<P> SchedulerDag<P> {
             .get_mut(canonical)
             .expect("checked live above")
             .object = Some(replacement);
-        let live = FileIdentity::new(canonical.clone(), replacement.incarnation, Generation::ZERO);
+        let live = FileIdentity::new(*canonical, replacement.incarnation, Generation::ZERO);
         let effects = self.sweep(canonical, live.version(), SweepReason::Rehome);
         Ok((live, effects))
     }
@@ -700,15 +700,15 @@ impl<P> SchedulerDag<P> {
             .all_groups()
             .map(|(key, members)| (key, members.to_vec()))
             .collect();
-        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        groups.sort_by_key(|a| a.0);
         for (key, members) in groups {
             let failure = DagFailure::Shutdown {
-                canonical: key.file.canonical.clone(),
+                canonical: key.file.canonical,
             };
             for member in members {
                 effects.answers.push(Answer {
                     waiter: member.waiter,
-                    key: key.clone(),
+                    key,
                     outcome: Err(failure.clone()),
                 });
             }

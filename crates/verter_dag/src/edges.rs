@@ -122,7 +122,7 @@ impl ConsumerDeps {
 
     pub(crate) fn keys(&self) -> Vec<DepKey> {
         match self {
-            Self::Few(deps) => deps.iter().map(|(key, _)| key.clone()).collect(),
+            Self::Few(deps) => deps.iter().map(|(key, _)| *key).collect(),
             Self::Many(deps) => deps.keys().cloned().collect(),
         }
     }

@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 ///
 /// The table never forgets a path: a process that names ever more distinct
 /// paths keeps each one's text (about its length plus 60 bytes).
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 pub struct Canonical {
     id: u32,
 }
@@ -73,7 +73,10 @@ impl PathTexts {
     fn position(id: u32) -> (usize, usize) {
         let n = id as usize / FIRST_TEXT_BUCKET + 1;
         let bucket = (usize::BITS - 1 - n.leading_zeros()) as usize;
-        (bucket, id as usize - FIRST_TEXT_BUCKET * ((1 << bucket) - 1))
+        (
+            bucket,
+            id as usize - FIRST_TEXT_BUCKET * ((1 << bucket) - 1),
+        )
     }
 
     /// The place of `id`, its bucket allocated if it is not yet.
@@ -239,7 +242,7 @@ impl From<&String> for Canonical {
 
 impl From<&Canonical> for Canonical {
     fn from(canonical: &Canonical) -> Self {
-        canonical.clone()
+        *canonical
     }
 }
 
@@ -445,7 +448,7 @@ impl fmt::Display for TargetStage {
 
 /// One file object at one generation: the part of every file identity that
 /// says *which bytes* work is about.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FileIdentity {
     /// The file.
     pub canonical: Canonical,
@@ -490,7 +493,7 @@ impl fmt::Display for FileIdentity {
 
 /// A file identity plus a stage: what a consumer is gated on, and the
 /// identity of the work that produces it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DepKey {
     /// The file object and generation.
     pub file: FileIdentity,
@@ -513,7 +516,7 @@ pub struct SchedulerCacheId(pub u64);
 ///
 /// Work on a file is keyed by the same [`DepKey`] its consumers wait on
 /// (one file identity shape plus a stage).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum WorkNodeIdentity {
     /// A stage (Source, Analysis or an Artifact profile) of one file object
     /// at one generation.

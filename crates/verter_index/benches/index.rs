@@ -168,7 +168,7 @@ fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
     let blockers = parsed.blockers.clone();
     let snapshot = SourceSnapshot {
         text: Arc::new(SourceText {
-            canonical: canonical.clone(),
+            canonical,
             version,
             hash: content_hash(&text),
             text: Arc::clone(&text),

@@ -129,7 +129,7 @@ pub(crate) fn resolve_file(
     blockers: &[Arc<AnalysisSnapshot<FileIndex>>],
 ) -> FileArtifact {
     let mut others: Vec<&AnalysisSnapshot<FileIndex>> = blockers.iter().map(Arc::as_ref).collect();
-    others.sort_by(|a, b| a.canonical.cmp(&b.canonical));
+    others.sort_by_key(|a| a.canonical);
     let candidates: Vec<(&str, &FileIndex)> = std::iter::once(own)
         .chain(others)
         .map(|snapshot| (snapshot.canonical.as_str(), &snapshot.data))

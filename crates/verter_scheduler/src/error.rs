@@ -235,9 +235,9 @@ impl RequestError {
 
     pub(crate) fn from_load(path: &Canonical, error: &LoadError) -> Self {
         match error {
-            LoadError::Missing { .. } => Self::SourceMissing { path: path.clone() },
+            LoadError::Missing { .. } => Self::SourceMissing { path: *path },
             other => Self::LoadFailed {
-                path: path.clone(),
+                path: *path,
                 message: other.to_string().into(),
                 cause: Some(other.clone()),
             },

@@ -240,7 +240,7 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     fn refuse(&self, locked: &mut Locked<E>, dispatch: Dispatch, post: &mut PostWork<E>) {
-        let identity = dispatch.identity.clone();
+        let identity = dispatch.identity;
         let (_, effects) = locked.dag.complete(dispatch);
         post.event(|| SchedulerEvent::DidRefuseStale(identity));
         self.absorb(locked, effects, post);
@@ -271,7 +271,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 .fetch_add(1, Ordering::Relaxed);
             let path = dispatch.identity.file().map_or_else(
                 || Canonical::from(dispatch.identity.to_string()),
-                |file| file.canonical.clone(),
+                |file| file.canonical,
             );
             let error = RequestError::Internal {
                 path,

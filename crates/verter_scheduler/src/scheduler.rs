@@ -254,7 +254,7 @@ fn present(
     source: &Arc<SourceText>,
 ) {
     tx.present(
-        source.canonical.clone(),
+        source.canonical,
         source.version,
         source.hash,
         Arc::clone(source),
@@ -279,21 +279,16 @@ fn answer_error(file: &verter_dag::FileIdentity, failure: &DagFailure) -> Reques
 /// The request error for a DAG failure.
 pub(crate) fn request_error(failure: &DagFailure) -> RequestError {
     match failure {
-        DagFailure::Superseded { canonical } => RequestError::Superseded {
-            path: canonical.clone(),
-        },
-        DagFailure::Shutdown { canonical } => RequestError::Shutdown {
-            path: canonical.clone(),
-        },
+        DagFailure::Superseded { canonical } => RequestError::Superseded { path: *canonical },
+        DagFailure::Shutdown { canonical } => RequestError::Shutdown { path: *canonical },
         DagFailure::Cancelled => RequestError::Cancelled,
         DagFailure::Failed { work, cause } => cause
             .downcast_ref::<RequestError>()
             .cloned()
             .unwrap_or_else(|| RequestError::Internal {
-                path: work.file().map_or_else(
-                    || Canonical::from(work.to_string()),
-                    |file| file.canonical.clone(),
-                ),
+                path: work
+                    .file()
+                    .map_or_else(|| Canonical::from(work.to_string()), |file| file.canonical),
                 message: format!("a failure without a request error: {cause}").into(),
             }),
         DagFailure::DependencyFailed { dep, cause } => {
@@ -310,7 +305,7 @@ pub(crate) fn request_error(failure: &DagFailure) -> RequestError {
                 cause = inner_cause;
             }
             RequestError::DependencyFailed {
-                dep: dep.clone(),
+                dep: *dep,
                 cause: Arc::new(request_error(cause)),
             }
         }

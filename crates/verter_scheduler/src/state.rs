@@ -475,7 +475,7 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
                     post.answer(
                         slot,
                         Err(RequestError::Shutdown {
-                            path: answer.key.file.canonical.clone(),
+                            path: answer.key.file.canonical,
                         }),
                     );
                 }

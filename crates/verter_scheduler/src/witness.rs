@@ -137,13 +137,13 @@ impl<E: StageExecutor> Scheduler<E> {
                 .expect("a witnessed node is live");
             if live.generation != witness.generation() {
                 return Err(WitnessError::Superseded {
-                    path: witness.file.canonical.clone(),
+                    path: witness.file.canonical,
                     witnessed: witness.generation(),
                     live: live.generation,
                 });
             }
             let artifact = Arc::new(ArtifactSnapshot {
-                canonical: witness.file.canonical.clone(),
+                canonical: witness.file.canonical,
                 version: witness.version(),
                 profile,
                 data,
@@ -177,7 +177,7 @@ impl<E: StageExecutor> Scheduler<E> {
             // The DAG must forget the build too, or the next request would be
             // answered "done" with no output to serve: it rebuilds instead.
             let built = FileIdentity::new(
-                witness.file.canonical.clone(),
+                witness.file.canonical,
                 evicted.version.incarnation,
                 evicted.version.generation,
             );
@@ -195,7 +195,7 @@ impl<E: StageExecutor> Scheduler<E> {
         witness: &SourceWitness,
     ) -> Result<Arc<FileNode<E>>, WitnessError> {
         let gone = || WitnessError::ObjectGone {
-            path: witness.file.canonical.clone(),
+            path: witness.file.canonical,
         };
         let object = dag.object(&witness.file.canonical).ok_or_else(gone)?;
         if object.incarnation != witness.incarnation() {

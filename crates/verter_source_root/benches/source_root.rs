@@ -40,14 +40,14 @@ fn directory_with_history(
     directory.publish_transition(|tx| {
         for file in &files {
             let version = SourceVersion::new(object, Generation::ZERO);
-            tx.present(file.clone(), version, ContentHash(0), 0, 1024);
+            tx.present(*file, version, ContentHash(0), 0, 1024);
         }
     });
     let pin = directory.capture_root();
     directory.publish_transition(|tx| {
         for file in &files {
             let version = SourceVersion::new(object, Generation::new(1));
-            tx.present(file.clone(), version, ContentHash(1), 1, 1024);
+            tx.present(*file, version, ContentHash(1), 1, 1024);
         }
     });
     (directory, pin, files, object)
@@ -64,7 +64,7 @@ fn publish_one_change(bencher: Bencher, files: usize) {
     directory.publish_transition(|tx| {
         for file in &files {
             let version = SourceVersion::new(object, Generation::ZERO);
-            tx.present(file.clone(), version, ContentHash(0), 0, 1024);
+            tx.present(*file, version, ContentHash(0), 0, 1024);
         }
     });
     publish_round_robin(bencher, &directory, &files, object, 0);
@@ -92,7 +92,7 @@ fn publish_round_robin(
     bencher.bench_local(|| {
         generation += 1;
         next_file = (next_file + 1) % files.len();
-        let file = files[next_file].clone();
+        let file = files[next_file];
         directory.publish_transition(|tx| {
             let version = SourceVersion::new(object, Generation::new(generation));
             tx.present(file, version, ContentHash(generation), generation, 1024);
@@ -116,7 +116,7 @@ fn read_through_an_old_root(bencher: Bencher, versions: usize) {
     let mut next_file = 0;
     bencher.bench_local(|| {
         next_file = (next_file + 1) % files.len();
-        directory.state_at(&pin, &files[next_file])
+        directory.state_at(&pin, files[next_file])
     });
 }
 

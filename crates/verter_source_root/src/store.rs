@@ -164,7 +164,7 @@ impl<T> Store<T> {
             return slot;
         }
         let record = Some(FileRecord {
-            canonical: canonical.clone(),
+            canonical,
             history: History::default(),
         });
         let slot = match self.free_slots.pop() {

@@ -16,7 +16,7 @@ fn file(path: &str, incarnation: Incarnation, generation: u64) -> FileIdentity {
 }
 
 fn analysis(f: &FileIdentity) -> DepKey {
-    f.clone().at(TargetStage::Analysis)
+    (*f).at(TargetStage::Analysis)
 }
 
 fn blockers_of(records: &Records, owner: &FileIdentity) -> Vec<DepKey> {
@@ -47,7 +47,7 @@ fn assert_demand_exact(registry: &BlockerRegistry, records: &Records) {
     let mut recount: HashMap<DepKey, usize> = HashMap::default();
     for keys in records.values() {
         for key in keys {
-            *recount.entry(key.clone()).or_insert(0) += 1;
+            *recount.entry(*key).or_insert(0) += 1;
         }
     }
     let mut recount: Vec<_> = recount.into_iter().collect();

@@ -15,16 +15,19 @@ fn a_map_finds_what_it_holds_and_frees_a_segment_when_its_last_entry_leaves() {
     let files = paths("free", 600);
     let mut map = CanonicalMap::new();
     for (i, canonical) in files.iter().enumerate() {
-        assert_eq!(map.insert(canonical.clone(), i), None);
+        assert_eq!(map.insert(*canonical, i), None);
     }
     assert_eq!(map.len(), 600);
-    assert!(map.segments_allocated() >= 3, "600 entries span three segments");
+    assert!(
+        map.segments_allocated() >= 3,
+        "600 entries span three segments"
+    );
     for (i, canonical) in files.iter().enumerate() {
         assert_eq!(map.get(canonical), Some(&i));
     }
     assert_eq!(map[&files[9]], 9);
     assert_eq!((&map).into_iter().count(), 600);
-    assert_eq!(map.insert(files[7].clone(), 70), Some(7), "insert replaces");
+    assert_eq!(map.insert(files[7], 70), Some(7), "insert replaces");
     *map.get_mut(&files[8]).expect("present") = 80;
     assert_eq!(map.get(&files[8]), Some(&80));
     for canonical in &files {
@@ -33,7 +36,10 @@ fn a_map_finds_what_it_holds_and_frees_a_segment_when_its_last_entry_leaves() {
     }
     assert!(map.is_empty());
     assert_eq!(map.segments_allocated(), 0, "emptied segments are freed");
-    assert!(map.segments.capacity() == 0, "and the segment vector with them");
+    assert!(
+        map.segments.capacity() == 0,
+        "and the segment vector with them"
+    );
 }
 
 #[test]
@@ -43,7 +49,7 @@ fn a_map_iterates_in_the_order_paths_were_first_seen() {
         .iter()
         .enumerate()
         .rev()
-        .map(|(i, canonical)| (canonical.clone(), i))
+        .map(|(i, canonical)| (*canonical, i))
         .collect();
     let seen: Vec<usize> = map.values().copied().collect();
     assert_eq!(seen, (0..300).collect::<Vec<_>>());
@@ -57,7 +63,7 @@ fn retain_and_drain_leave_exactly_what_they_say() {
     let mut map: CanonicalMap<usize> = files
         .iter()
         .enumerate()
-        .map(|(i, canonical)| (canonical.clone(), i))
+        .map(|(i, canonical)| (*canonical, i))
         .collect();
     map.retain(|_, value| {
         *value += 1;
@@ -82,7 +88,7 @@ proptest! {
         for (op, file, value) in ops {
             let canonical = &files[file];
             match op {
-                0 => prop_assert_eq!(map.insert(canonical.clone(), value), model.insert(canonical.id(), value)),
+                0 => prop_assert_eq!(map.insert(*canonical, value), model.insert(canonical.id(), value)),
                 1 => prop_assert_eq!(map.remove(canonical), model.remove(&canonical.id())),
                 2 => {
                     *map.get_or_insert_with(canonical, || value) += 1;

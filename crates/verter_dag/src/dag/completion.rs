@@ -153,7 +153,7 @@ impl<P> SchedulerDag<P> {
                     .answers
                     .extend(finished.group.into_iter().map(|member| Answer {
                         waiter: member.waiter,
-                        key: key.clone(),
+                        key: *key,
                         outcome: Ok(()),
                     }));
                 self.release_waiters(key, finished.waiters, &mut effects);
@@ -199,7 +199,7 @@ impl<P> SchedulerDag<P> {
         let mut effects = Effects::default();
         self.ledger.release(dispatch.admission);
         let failure = Arc::new(DagFailure::Failed {
-            work: dispatch.identity.clone(),
+            work: dispatch.identity,
             cause,
         });
         let Some(node) = self.current_node_mut(&dispatch) else {
@@ -375,7 +375,7 @@ impl<P> SchedulerDag<P> {
                 .flat_map(|records| records.versions.values())
             {
                 for key in &slot.blockers {
-                    *recount.entry(key.clone()).or_insert(0) += 1;
+                    *recount.entry(*key).or_insert(0) += 1;
                 }
             }
             debug_assert_eq!(

@@ -18,12 +18,12 @@ impl<P> SchedulerDag<P> {
         canonical: &Canonical,
         incarnation: Incarnation,
     ) -> Result<ObjectRecord, ObjectError> {
-        let object = self.object(canonical).ok_or_else(|| ObjectError::NotLive {
-            canonical: canonical.clone(),
+        let object = self.object(canonical).ok_or(ObjectError::NotLive {
+            canonical: *canonical,
         })?;
         if object.incarnation != incarnation {
             return Err(ObjectError::Replaced {
-                canonical: canonical.clone(),
+                canonical: *canonical,
                 expected: incarnation,
                 live: object.incarnation,
             });
@@ -81,7 +81,7 @@ impl<P> SchedulerDag<P> {
         priority: Priority,
         effects: &mut Effects,
     ) -> bool {
-        let identity = WorkNodeIdentity::File(key.clone());
+        let identity = WorkNodeIdentity::File(*key);
         if let Some(node) = self.node(&identity) {
             if node.priority < priority {
                 self.raise(&identity, priority);
@@ -104,17 +104,16 @@ impl<P> SchedulerDag<P> {
         if self.admit_fresh_chain(key, priority, effects) {
             return;
         }
-        self.insert_node(identity.clone(), priority);
+        self.insert_node(identity, priority);
         // Ranks are right by construction: every dependency linked here is a
         // strictly lower stage (blockers are filtered by `link_inner`).
         match key.stage {
             TargetStage::Source => {}
             TargetStage::Analysis => {
-                let _ =
-                    self.link_inner(&identity, key.file.clone().at(TargetStage::Source), effects);
+                let _ = self.link_inner(&identity, key.file.at(TargetStage::Source), effects);
             }
             TargetStage::Artifact(_) => {
-                let analysis = key.file.clone().at(TargetStage::Analysis);
+                let analysis = key.file.at(TargetStage::Analysis);
                 let _ = self.link_inner(&identity, analysis, effects);
                 for blocker in self.live_blockers_of(&key.file, effects) {
                     let _ = self.link_inner(&identity, blocker, effects);
@@ -133,13 +132,13 @@ impl<P> SchedulerDag<P> {
     ) -> Result<LinkOutcome, LinkError> {
         if consumer_rank(consumer) <= dep.stage.rank() {
             return Err(LinkError::RankViolation {
-                consumer: consumer.clone(),
+                consumer: *consumer,
                 dep,
             });
         }
         let Some(linkable) = self.linkable(consumer) else {
             return Err(LinkError::ConsumerNotGated {
-                consumer: consumer.clone(),
+                consumer: *consumer,
             });
         };
         Ok(self.link_linkable(consumer, linkable, dep, effects).0)
@@ -174,7 +173,7 @@ impl<P> SchedulerDag<P> {
             ready: consumer_ready,
             priority: consumer_priority,
         } = linkable;
-        let producer = WorkNodeIdentity::File(dep.clone());
+        let producer = WorkNodeIdentity::File(dep);
         match self.node(&producer).map(|n| (n.state.clone(), n.priority)) {
             Some((NodeState::Done, _)) => return (LinkOutcome::AlreadySatisfied, false),
             Some((NodeState::Failed(failure), _)) => {
@@ -205,7 +204,7 @@ impl<P> SchedulerDag<P> {
             }
             None => {
                 let failure = Arc::new(DagFailure::Shutdown {
-                    canonical: dep.file.canonical.clone(),
+                    canonical: dep.file.canonical,
                 });
                 self.fail_node(consumer, &dep, &failure, effects);
                 return (LinkOutcome::Failed, true);
@@ -248,9 +247,9 @@ impl<P> SchedulerDag<P> {
                     ProducerSide::Done => continue,
                     ProducerSide::Linked { seq, priority } => {
                         if priority < linkable.priority {
-                            self.raise(&WorkNodeIdentity::File(key.clone()), linkable.priority);
+                            self.raise(&WorkNodeIdentity::File(*key), linkable.priority);
                         }
-                        linked.push((key.clone(), seq));
+                        linked.push((*key, seq));
                         continue;
                     }
                     ProducerSide::Absent | ProducerSide::Failed => {}
@@ -265,7 +264,7 @@ impl<P> SchedulerDag<P> {
                     linkable.ready = false;
                 }
             }
-            let (outcome, moved) = self.link_linkable(consumer, linkable, key.clone(), effects);
+            let (outcome, moved) = self.link_linkable(consumer, linkable, *key, effects);
             if moved {
                 disturbed = true;
                 match self.linkable(consumer) {
@@ -306,7 +305,7 @@ impl<P> SchedulerDag<P> {
         };
         if matches!(node.state, NodeState::Gated) && remaining == 0 {
             let (class, priority) = node.set_ready(ticket);
-            self.enqueue_ready(identity.clone(), class, priority, ticket);
+            self.enqueue_ready(*identity, class, priority, ticket);
             effects.newly_ready += 1;
         }
     }
@@ -323,7 +322,7 @@ impl<P> SchedulerDag<P> {
         {
             return;
         }
-        let mut pending = vec![identity.clone()];
+        let mut pending = vec![*identity];
         while let Some(identity) = pending.pop() {
             let Some(node) = self.node_mut_opt(&identity) else {
                 continue;
@@ -339,7 +338,7 @@ impl<P> SchedulerDag<P> {
                 let ticket = self.ready.issue();
                 self.node_mut(&identity).ready_ticket = ticket;
                 self.ready.remove(class, old);
-                self.enqueue_ready(identity.clone(), class, priority, ticket);
+                self.enqueue_ready(identity, class, priority, ticket);
             }
             pending.extend(
                 self.deps_of(&identity)
@@ -358,7 +357,7 @@ impl<P> SchedulerDag<P> {
         for member in self.take_group(key) {
             effects.answers.push(Answer {
                 waiter: member.waiter,
-                key: key.clone(),
+                key: *key,
                 outcome: outcome.clone(),
             });
         }
@@ -381,7 +380,7 @@ impl<P> SchedulerDag<P> {
         }
         self.counters.cancelled += 1;
         if matches!(node.state, NodeState::Running) {
-            effects.abandoned_running.push(identity.clone());
+            effects.abandoned_running.push(*identity);
         }
     }
 
@@ -394,9 +393,9 @@ impl<P> SchedulerDag<P> {
     ) -> FileIdentity {
         let (object, created) = self.ensure_object(canonical);
         if created {
-            effects.ingested.push((canonical.clone(), object));
+            effects.ingested.push((*canonical, object));
         }
-        FileIdentity::new(canonical.clone(), object.incarnation, object.generation)
+        FileIdentity::new(*canonical, object.incarnation, object.generation)
     }
 
     /// `owner`'s blocker keys, each at its file's live version: a reference
@@ -418,7 +417,7 @@ impl<P> SchedulerDag<P> {
                 &mut super::slots::FileOwners(&mut self.files),
                 owner,
                 key,
-                live.clone(),
+                live,
             );
             *key = live;
         }
@@ -451,10 +450,10 @@ impl<P> SchedulerDag<P> {
         effects: &mut Effects,
     ) {
         let failure = Arc::new(DagFailure::DependencyFailed {
-            dep: dep.clone(),
+            dep: *dep,
             cause: Arc::clone(cause),
         });
-        let mut pending = vec![(consumer.clone(), failure)];
+        let mut pending = vec![(*consumer, failure)];
         while let Some((identity, failure)) = pending.pop() {
             if !self.has_node(&identity) {
                 continue;
@@ -463,7 +462,7 @@ impl<P> SchedulerDag<P> {
             if let WorkNodeIdentity::File(key) = &identity {
                 self.answer_group(key, Err((*failure).clone()), effects);
                 let next = Arc::new(DagFailure::DependencyFailed {
-                    dep: key.clone(),
+                    dep: *key,
                     cause: Arc::clone(&failure),
                 });
                 for consumer in self.take_waiters(key) {
@@ -494,7 +493,7 @@ impl<P> SchedulerDag<P> {
             .map(|slot| {
                 slot.node_stages()
                     .filter(|stage| matches!(stage, TargetStage::Artifact(_)))
-                    .map(|stage| WorkNodeIdentity::File(owner.clone().at(stage)))
+                    .map(|stage| WorkNodeIdentity::File((*owner).at(stage)))
                     .collect()
             })
             .unwrap_or_default()

@@ -96,7 +96,7 @@ impl<P> SchedulerDag<P> {
             .with_deps(consumer, true, |deps| {
                 let new = !deps.contains(dep);
                 if new {
-                    deps.insert(dep.clone(), seq);
+                    deps.insert(*dep, seq);
                 }
                 new
             })
@@ -106,7 +106,7 @@ impl<P> SchedulerDag<P> {
         }
         self.next_edge_seq += 1;
         self.edge_count += 1;
-        self.stage_entry(dep).waiters.push(seq, consumer.clone());
+        self.stage_entry(dep).waiters.push(seq, *consumer);
         true
     }
 
@@ -136,7 +136,7 @@ impl<P> SchedulerDag<P> {
             Some((NodeState::Failed(_), _)) => return ProducerSide::Failed,
             Some((_, priority)) => priority,
         };
-        slot.waiters.push(seq, consumer.clone());
+        slot.waiters.push(seq, *consumer);
         self.next_edge_seq += 1;
         self.edge_count += 1;
         ProducerSide::Linked { seq, priority }

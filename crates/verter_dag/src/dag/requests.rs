@@ -27,13 +27,13 @@ impl<P> SchedulerDag<P> {
             policy,
             priority,
         };
-        let canonical = key.file.canonical.clone();
+        let canonical = key.file.canonical;
         let Some(object) = self.object(&canonical) else {
             return Registration {
                 waiter,
                 answered: Some(Answer {
                     waiter,
-                    key: key.clone(),
+                    key,
                     outcome: Err(DagFailure::Shutdown { canonical }),
                 }),
                 key,
@@ -61,7 +61,7 @@ impl<P> SchedulerDag<P> {
                 waiter,
                 answered: Some(Answer {
                     waiter,
-                    key: key.clone(),
+                    key,
                     outcome: Err(outcome),
                 }),
                 key,
@@ -74,7 +74,7 @@ impl<P> SchedulerDag<P> {
                     waiter,
                     answered: Some(Answer {
                         waiter,
-                        key: key.clone(),
+                        key,
                         outcome,
                     }),
                     key,
@@ -87,12 +87,12 @@ impl<P> SchedulerDag<P> {
             } => (size, node_priority),
         };
         if node_priority.is_some_and(|running_at| running_at < priority) {
-            self.raise(&WorkNodeIdentity::File(key.clone()), priority);
+            self.raise(&WorkNodeIdentity::File(key), priority);
         }
         let joiner = (group_size > 1).then(|| {
             self.counters.dedupe_joins += 1;
             DedupJoinerEvent {
-                key: key.clone(),
+                key,
                 waiter,
                 group_size,
             }
@@ -142,7 +142,7 @@ impl<P> SchedulerDag<P> {
                     self.raise(identity, priority);
                 }
             }
-            None => self.admit_file_node(key, identity.clone(), priority, &mut effects),
+            None => self.admit_file_node(key, *identity, priority, &mut effects),
         }
         Some(effects)
     }
@@ -151,7 +151,7 @@ impl<P> SchedulerDag<P> {
     /// Source-only completion, or by a blocker record): the same checked path
     /// as [`Self::submit_file`].
     pub fn ensure_analysis_for_demand(&mut self, file: &FileIdentity) -> Option<Effects> {
-        let identity = WorkNodeIdentity::File(file.clone().at(TargetStage::Analysis));
+        let identity = WorkNodeIdentity::File((*file).at(TargetStage::Analysis));
         self.submit_file(file, &identity)
     }
 
@@ -174,7 +174,7 @@ impl<P> SchedulerDag<P> {
         if self.has_node(&identity) {
             return Ok(effects);
         }
-        self.insert_node(identity.clone(), priority);
+        self.insert_node(identity, priority);
         for dep in deps {
             if !self.has_node(&identity) {
                 // An earlier dependency failed the node: there is nothing

@@ -679,12 +679,12 @@ impl<P> SchedulerDag<P> {
                 ready_ticket: ticket,
             });
             if at > 0 {
-                let lower = key.file.clone().at(chain[at - 1]);
+                let lower = key.file.at(chain[at - 1]);
                 entry.deps.insert(lower, seq + at as u64 - 1);
             }
         }
         for at in 1..chain.len() {
-            let consumer = WorkNodeIdentity::File(key.file.clone().at(chain[at]));
+            let consumer = WorkNodeIdentity::File(key.file.at(chain[at]));
             slot.entry(chain[at - 1])
                 .waiters
                 .push(seq + at as u64 - 1, consumer);
@@ -699,7 +699,7 @@ impl<P> SchedulerDag<P> {
         {
             self.fresh_chains += 1;
         }
-        let source = WorkNodeIdentity::File(key.file.clone().at(TargetStage::Source));
+        let source = WorkNodeIdentity::File(key.file.at(TargetStage::Source));
         self.enqueue_ready(source, source_class, priority, ticket);
         effects.newly_ready += 1;
         true
@@ -845,11 +845,8 @@ impl<P> SchedulerDag<P> {
         let files = self.files.iter().flat_map(|(canonical, records)| {
             records.versions.iter().flat_map(move |(version, slot)| {
                 slot.nodes().map(move |(stage, node)| {
-                    let file = FileIdentity::new(
-                        canonical.clone(),
-                        version.incarnation,
-                        version.generation,
-                    );
+                    let file =
+                        FileIdentity::new(*canonical, version.incarnation, version.generation);
                     (WorkNodeIdentity::File(file.at(stage)), node)
                 })
             })
@@ -874,11 +871,8 @@ impl<P> SchedulerDag<P> {
                     if stage.group.is_empty() {
                         return None;
                     }
-                    let file = FileIdentity::new(
-                        canonical.clone(),
-                        version.incarnation,
-                        version.generation,
-                    );
+                    let file =
+                        FileIdentity::new(*canonical, version.incarnation, version.generation);
                     Some((file.at(stage.stage), stage.group.as_slice()))
                 })
             })

@@ -26,16 +26,15 @@ impl<P> SchedulerDag<P> {
         let mut retired: Vec<(DepKey, slots::StageSlot)> = Vec::new();
         let mut retired_owners: Vec<(FileIdentity, Vec<DepKey>)> = Vec::new();
         for (version, slot) in self.take_versions_below(canonical, bound) {
-            let file =
-                FileIdentity::new(canonical.clone(), version.incarnation, version.generation);
+            let file = FileIdentity::new(*canonical, version.incarnation, version.generation);
             for stage in slot.stages {
-                retired.push((file.clone().at(stage.stage), stage));
+                retired.push((file.at(stage.stage), stage));
             }
             if !slot.blockers.is_empty() {
                 retired_owners.push((file, slot.blockers));
             }
         }
-        retired.sort_by(|a, b| a.0.cmp(&b.0));
+        retired.sort_by_key(|a| a.0);
 
         // 1. Nodes: drop them; move their consumers in other files onto the
         //    live version of the same stage. On removal there is none: the
@@ -43,10 +42,10 @@ impl<P> SchedulerDag<P> {
         let mut orphans: Vec<(WorkNodeIdentity, DepKey)> = Vec::new();
         for (key, slot) in &mut retired {
             for consumer in self.detach_retired(key, slot) {
-                orphans.push((consumer, key.clone()));
+                orphans.push((consumer, *key));
             }
             if let Some(node) = &slot.node {
-                let identity = WorkNodeIdentity::File(key.clone());
+                let identity = WorkNodeIdentity::File(*key);
                 self.abandon(&identity, node, &mut effects);
                 if matches!(node.state, NodeState::Ready) {
                     self.ready.remove(node.class, node.priority);
@@ -60,7 +59,7 @@ impl<P> SchedulerDag<P> {
             }
             match &live {
                 Some(live) => {
-                    let _ = self.link_inner(&consumer, live.clone().at(old.stage), &mut effects);
+                    let _ = self.link_inner(&consumer, (*live).at(old.stage), &mut effects);
                     self.settle(&consumer, &mut effects);
                 }
                 None => relink.push((consumer, old)),
@@ -78,8 +77,8 @@ impl<P> SchedulerDag<P> {
                 match (&live, follows) {
                     (Some(live), true) => {
                         self.counters.followed += 1;
-                        let new_key = live.clone().at(key.stage);
-                        let identity = WorkNodeIdentity::File(new_key.clone());
+                        let new_key = (*live).at(key.stage);
+                        let identity = WorkNodeIdentity::File(new_key);
                         match self.node(&identity).map(|n| n.state.clone()) {
                             Some(NodeState::Done) => effects.answers.push(Answer {
                                 waiter: member.waiter,
@@ -101,17 +100,17 @@ impl<P> SchedulerDag<P> {
                         self.counters.superseded += 1;
                         effects.answers.push(Answer {
                             waiter: member.waiter,
-                            key: key.clone(),
+                            key,
                             outcome: Err(DagFailure::Superseded {
-                                canonical: canonical.clone(),
+                                canonical: *canonical,
                             }),
                         });
                     }
                     _ => effects.answers.push(Answer {
                         waiter: member.waiter,
-                        key: key.clone(),
+                        key,
                         outcome: Err(DagFailure::Shutdown {
-                            canonical: canonical.clone(),
+                            canonical: *canonical,
                         }),
                     }),
                 }
@@ -134,7 +133,7 @@ impl<P> SchedulerDag<P> {
                     &mut slots::FileOwners(&mut self.files),
                     &owner,
                     &old,
-                    live.clone().at(old.stage),
+                    (*live).at(old.stage),
                 );
             }
             if !affected_owners.contains(&owner) {
@@ -155,12 +154,9 @@ impl<P> SchedulerDag<P> {
                 let done = self.is_done(&artifact);
                 self.drop_node(&artifact, &mut effects);
                 if done {
-                    effects.invalidated.push(artifact.clone());
+                    effects.invalidated.push(artifact);
                 }
-                let key = artifact
-                    .as_dep_key()
-                    .expect("artifact nodes are file work")
-                    .clone();
+                let key = *artifact.as_dep_key().expect("artifact nodes are file work");
                 // Consumers gated on it (cache nodes) keep their edges: the
                 // rebuilt node answers them, so no edge is left without a
                 // producer.
@@ -183,7 +179,7 @@ impl<P> SchedulerDag<P> {
             }
             let owner = match &consumer {
                 WorkNodeIdentity::File(key) if matches!(key.stage, TargetStage::Artifact(_)) => {
-                    Some(key.file.clone())
+                    Some(key.file)
                 }
                 _ => None,
             };
@@ -202,7 +198,7 @@ impl<P> SchedulerDag<P> {
                 }
                 _ => {
                     let cause = Arc::new(DagFailure::Shutdown {
-                        canonical: canonical.clone(),
+                        canonical: *canonical,
                     });
                     self.fail_node(&consumer, &old, &cause, &mut effects);
                 }

@@ -70,7 +70,7 @@ impl Harness {
     ) -> WaiterId {
         let registration = self
             .dag
-            .register_request(file.clone().at(stage), policy, priority);
+            .register_request((*file).at(stage), policy, priority);
         let waiter = registration.waiter;
         if let Some(answer) = registration.answered {
             self.absorb(Effects {
@@ -79,7 +79,7 @@ impl Harness {
             });
             return waiter;
         }
-        let live = registration.key.file.clone();
+        let live = registration.key.file;
         let effects = self
             .dag
             .submit_file(&live, &WorkNodeIdentity::File(registration.key))
@@ -120,7 +120,7 @@ impl Harness {
                 let effects = self.dag.continue_on(dispatch, ResourceClass::Cpu);
                 self.absorb(effects);
             } else if let Some(dispatch) = self.dequeue(ResourceClass::Cpu) {
-                self.log.push(dispatch.identity.clone());
+                self.log.push(dispatch.identity);
                 let (_, effects) = self.dag.complete(dispatch);
                 self.absorb(effects);
             } else {
@@ -139,7 +139,7 @@ impl Harness {
                 if &dispatch.identity == identity {
                     return dispatch;
                 }
-                self.log.push(dispatch.identity.clone());
+                self.log.push(dispatch.identity);
                 let (_, effects) = self.dag.complete(dispatch);
                 self.absorb(effects);
             } else {
@@ -174,7 +174,7 @@ fn cache_node(key_hash: u64) -> WorkNodeIdentity {
 }
 
 fn work(file: &FileIdentity, stage: TargetStage) -> WorkNodeIdentity {
-    WorkNodeIdentity::File(file.clone().at(stage))
+    WorkNodeIdentity::File((*file).at(stage))
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -39,7 +39,7 @@ fn a_wide_consumer_moves_to_a_table_and_keeps_every_key() {
     );
     for (seq, key) in keys.iter().enumerate() {
         assert!(!deps.contains(key));
-        deps.insert(key.clone(), seq as u64);
+        deps.insert(*key, seq as u64);
     }
     assert!(matches!(deps, ConsumerDeps::Many(_)));
     assert_eq!(deps.len(), keys.len());
@@ -65,7 +65,7 @@ fn a_hubs_waiters_stay_in_link_order_through_removals() {
     let mut waiters = Waiters::default();
     assert!(waiters.is_empty() && waiters.capacity() == 0);
     for (seq, consumer) in consumers.iter().enumerate() {
-        waiters.push(seq as u64, consumer.clone());
+        waiters.push(seq as u64, *consumer);
     }
     let kept: Vec<_> = consumers.iter().step_by(7).cloned().collect();
     for (seq, consumer) in consumers.iter().enumerate() {

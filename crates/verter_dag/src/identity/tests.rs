@@ -131,7 +131,7 @@ fn identity_hash_agrees_with_eq() {
     assert_eq!(hash_of(&a), hash_of(&a_again));
 
     let distinct = [
-        a.clone(),
+        a,
         WorkNodeIdentity::file_stage(file("a.rs", 2), TargetStage::Analysis),
         WorkNodeIdentity::file_stage(file("b.rs", 1), TargetStage::Analysis),
         WorkNodeIdentity::file_stage(file("a.rs", 1), TargetStage::Source),
@@ -181,7 +181,7 @@ fn priorities_are_ordered_and_map_to_lanes() {
 #[test]
 fn canonical_clones_share_text_and_display_it() {
     let path = Canonical::from("src/lib.rs");
-    let clone = path.clone();
+    let clone = path;
     assert_eq!(path, clone);
     assert_eq!(path.as_str(), "src/lib.rs");
     assert_eq!(format!("{path} {path:?}"), r#"src/lib.rs "src/lib.rs""#);

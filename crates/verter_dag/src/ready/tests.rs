@@ -34,8 +34,7 @@ impl Queue {
     fn insert(&mut self, identity: WorkNodeIdentity, class: ResourceClass, priority: Priority) {
         assert!(!self.members.contains_key(&identity), "inserted twice");
         let ticket = self.queue.issue();
-        self.members
-            .insert(identity.clone(), (ticket, class, priority));
+        self.members.insert(identity, (ticket, class, priority));
         let members = &self.members;
         self.queue
             .insert(identity, class, priority, ticket, |identity, ticket| {
@@ -48,7 +47,7 @@ impl Queue {
             && old < priority
         {
             self.remove(identity);
-            self.insert(identity.clone(), class, priority);
+            self.insert(*identity, class, priority);
         }
     }
 
@@ -92,7 +91,7 @@ fn pending_counts_match_membership() {
     let mut queue = Queue::new();
     let items: Vec<_> = (0..6).map(work).collect();
     for (i, item) in items.iter().enumerate() {
-        queue.insert(item.clone(), ResourceClass::Cpu, Priority::ALL[i % 4]);
+        queue.insert(*item, ResourceClass::Cpu, Priority::ALL[i % 4]);
     }
     assert_eq!(queue.pending_counts(ResourceClass::Cpu), [2, 2, 1, 1]);
     assert_eq!(queue.len(ResourceClass::Io), 0);
@@ -143,8 +142,8 @@ fn higher_lanes_go_first_when_weights_tie_break() {
     let mut queue = Queue::new();
     let low = work(0);
     let high = work(1);
-    queue.insert(low.clone(), ResourceClass::Cpu, Priority::Low);
-    queue.insert(high.clone(), ResourceClass::Cpu, Priority::High);
+    queue.insert(low, ResourceClass::Cpu, Priority::Low);
+    queue.insert(high, ResourceClass::Cpu, Priority::High);
     assert_eq!(queue.pop(ResourceClass::Cpu), Some((high, Priority::High)));
     assert_eq!(queue.pop(ResourceClass::Cpu), Some((low, Priority::Low)));
     assert_eq!(queue.pop(ResourceClass::Cpu), None);
@@ -162,12 +161,12 @@ fn classes_are_independent() {
 fn stale_entries_are_skipped_and_compacted() {
     let mut queue = Queue::new();
     let keep = work(0);
-    queue.insert(keep.clone(), ResourceClass::Cpu, Priority::Normal);
+    queue.insert(keep, ResourceClass::Cpu, Priority::Normal);
     // Churn one identity through remove/insert many times: stale entries pile
     // up behind `keep` until compaction drops them.
     let churn = work(1);
     for _ in 0..1000 {
-        queue.insert(churn.clone(), ResourceClass::Cpu, Priority::Normal);
+        queue.insert(churn, ResourceClass::Cpu, Priority::Normal);
         queue.remove(&churn);
     }
     assert!(

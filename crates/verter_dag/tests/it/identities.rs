@@ -12,8 +12,8 @@ fn a_dep_key_names_the_same_work_as_its_work_identity() {
         Incarnation::allocate(),
         Generation::ZERO,
     );
-    let key: DepKey = file.clone().at(TargetStage::Analysis);
-    let work = WorkNodeIdentity::from(key.clone());
+    let key: DepKey = file.at(TargetStage::Analysis);
+    let work = WorkNodeIdentity::from(key);
     assert_eq!(work.as_dep_key(), Some(&key));
     assert_eq!(work.file(), Some(&file));
     assert_eq!(

@@ -392,7 +392,7 @@ impl Model {
             let Some(live) = replacement else { continue };
             for key in retired {
                 keys.remove(&key);
-                keys.insert(live.clone().at(key.stage));
+                keys.insert((*live).at(key.stage));
             }
         }
         self.blockers.retain(|_, keys| !keys.is_empty());
@@ -458,7 +458,7 @@ impl Run {
         let back = usize::from(back).min(known.len().checked_sub(1)?);
         let version = known[known.len() - 1 - back];
         Some(FileIdentity::new(
-            self.canonicals[file].clone(),
+            self.canonicals[file],
             version.incarnation,
             version.generation,
         ))
@@ -521,7 +521,7 @@ impl Run {
             // An owner whose Artifact was admitted again in this step had its
             // record's keys on the removed file re-pointed to the new object
             // (invariant 8); every other record still names the removed one.
-            let live = FileIdentity::new(canonical.clone(), record.incarnation, record.generation);
+            let live = FileIdentity::new(*canonical, record.incarnation, record.generation);
             for (owner, keys) in &mut self.model.blockers {
                 let actual: BTreeSet<DepKey> =
                     self.dag.blocker_keys(owner).iter().cloned().collect();
@@ -532,9 +532,9 @@ impl Run {
                     .iter()
                     .map(|key| {
                         if key.file.canonical == *canonical {
-                            live.clone().at(key.stage)
+                            live.at(key.stage)
                         } else {
-                            key.clone()
+                            *key
                         }
                     })
                     .collect();
@@ -647,7 +647,7 @@ impl Run {
                 current_before.get(&dispatch.admission) == Some(&true)
                     && !self.dag.is_current(dispatch)
             })
-            .map(|dispatch| dispatch.identity.clone())
+            .map(|dispatch| dispatch.identity)
             .collect();
         expected.sort();
         let mut abandoned = std::mem::take(&mut self.step.abandoned);
@@ -704,7 +704,7 @@ impl Run {
         let Some(key) = self.key(work) else {
             return Ok(());
         };
-        let registration = self.dag.register_request(key.clone(), policy, priority);
+        let registration = self.dag.register_request(key, policy, priority);
         let waiter = registration.waiter;
         prop_assert!(
             !self.model.waiting.contains_key(&waiter) && !self.model.answered.contains(&waiter),
@@ -715,49 +715,47 @@ impl Run {
             failed: true,
             ..Allowed::NOTHING
         };
-        let (expected_key, must_answer, allowed) =
-            match self.model.live[Model::index(&key.file.canonical)] {
-                None => (
-                    key.clone(),
-                    true,
-                    Allowed {
-                        shutdown: true,
-                        ..Allowed::NOTHING
-                    },
-                ),
-                Some(live) if live == key.file.version() => (key.clone(), false, live_or_done),
-                Some(live) if live.incarnation == key.file.incarnation => match policy {
-                    WaitPolicy::Follow => {
-                        let file = FileIdentity::new(
-                            key.file.canonical.clone(),
-                            live.incarnation,
-                            live.generation,
-                        );
-                        (file.at(key.stage), false, live_or_done)
-                    }
-                    WaitPolicy::Pinned => (
-                        key.clone(),
-                        true,
-                        Allowed {
-                            superseded: true,
-                            ..Allowed::NOTHING
-                        },
-                    ),
+        let (expected_key, must_answer, allowed) = match self.model.live
+            [Model::index(&key.file.canonical)]
+        {
+            None => (
+                key,
+                true,
+                Allowed {
+                    shutdown: true,
+                    ..Allowed::NOTHING
                 },
-                Some(_) => (
-                    key.clone(),
+            ),
+            Some(live) if live == key.file.version() => (key, false, live_or_done),
+            Some(live) if live.incarnation == key.file.incarnation => match policy {
+                WaitPolicy::Follow => {
+                    let file =
+                        FileIdentity::new(key.file.canonical, live.incarnation, live.generation);
+                    (file.at(key.stage), false, live_or_done)
+                }
+                WaitPolicy::Pinned => (
+                    key,
                     true,
                     Allowed {
-                        shutdown: true,
+                        superseded: true,
                         ..Allowed::NOTHING
                     },
                 ),
-            };
+            },
+            Some(_) => (
+                key,
+                true,
+                Allowed {
+                    shutdown: true,
+                    ..Allowed::NOTHING
+                },
+            ),
+        };
         prop_assert_eq!(&registration.key, &expected_key);
         self.model.waiting.insert(
             waiter,
             Waiting {
-                key: expected_key.clone(),
+                key: expected_key,
                 policy,
                 priority,
             },
@@ -782,17 +780,17 @@ impl Run {
             Some(event) => prop_assert_eq!(
                 event,
                 DedupJoinerEvent {
-                    key: expected_key.clone(),
+                    key: expected_key,
                     waiter,
                     group_size: others + 1,
                 }
             ),
             None => prop_assert_eq!(others, 0, "a joiner must be reported"),
         }
-        let Some(effects) = self.dag.submit_file(
-            &expected_key.file,
-            &WorkNodeIdentity::File(expected_key.clone()),
-        ) else {
+        let Some(effects) = self
+            .dag
+            .submit_file(&expected_key.file, &WorkNodeIdentity::File(expected_key))
+        else {
             return fail(format!(
                 "submit_file refused {expected_key}, which registration validated"
             ));
@@ -840,7 +838,7 @@ impl Run {
             return Ok(());
         };
         let breaks_rank = rank(&consumer) <= dep.stage.rank();
-        match self.dag.link(&consumer, dep.clone()) {
+        match self.dag.link(&consumer, dep) {
             Err(LinkError::RankViolation {
                 consumer: refused,
                 dep: refused_dep,
@@ -968,7 +966,7 @@ impl Run {
         let Some((dispatch, was_current)) = self.take_held(held)? else {
             return Ok(());
         };
-        let identity = dispatch.identity.clone();
+        let identity = dispatch.identity;
         let (current, effects) = self.dag.complete(dispatch);
         prop_assert_eq!(current, was_current);
         if current {
@@ -987,7 +985,7 @@ impl Run {
         let Some((dispatch, was_current)) = self.take_held(held)? else {
             return Ok(());
         };
-        let identity = dispatch.identity.clone();
+        let identity = dispatch.identity;
         let (current, effects) = self.dag.fail(dispatch, Arc::new(ModelFailure));
         prop_assert_eq!(current, was_current);
         if current {
@@ -1050,7 +1048,7 @@ impl Run {
         expected: verter_dag::Incarnation,
         error: ObjectError,
     ) -> Result<(), TestCaseError> {
-        let canonical = self.canonicals[file].clone();
+        let canonical = self.canonicals[file];
         match self.model.live[file] {
             None => prop_assert_eq!(error, ObjectError::NotLive { canonical }),
             Some(live) => {
@@ -1076,7 +1074,7 @@ impl Run {
         let Some(incarnation) = self.incarnation_of(index, stale) else {
             return Ok(());
         };
-        let canonical = self.canonicals[index].clone();
+        let canonical = self.canonicals[index];
         let (live, effects) = match self.dag.advance_generation(&canonical, incarnation) {
             Ok(advanced) => advanced,
             Err(error) => return self.check_refusal(index, incarnation, error),
@@ -1092,7 +1090,7 @@ impl Run {
         // Followers move to the new generation; pinned requests are answered.
         for waiting in self.model.waiting.values_mut() {
             if waiting.key.file.canonical == canonical && waiting.policy == WaitPolicy::Follow {
-                waiting.key = live.clone().at(waiting.key.stage);
+                waiting.key = live.at(waiting.key.stage);
             }
         }
         self.model
@@ -1128,7 +1126,7 @@ impl Run {
         let Some(incarnation) = self.incarnation_of(index, stale) else {
             return Ok(());
         };
-        let canonical = self.canonicals[index].clone();
+        let canonical = self.canonicals[index];
         let (live, effects) = match self.dag.rehome_object(&canonical, incarnation) {
             Ok(rehomed) => rehomed,
             Err(error) => return self.check_refusal(index, incarnation, error),
@@ -1153,7 +1151,7 @@ impl Run {
         // Every waiter follows the replacement, pinned ones too.
         for waiting in self.model.waiting.values_mut() {
             if waiting.key.file.canonical == canonical {
-                waiting.key = live.clone().at(waiting.key.stage);
+                waiting.key = live.at(waiting.key.stage);
             }
         }
         self.model
@@ -1163,7 +1161,7 @@ impl Run {
 
     fn remove_object(&mut self, file: u8) -> Result<(), TestCaseError> {
         let index = usize::from(file);
-        let canonical = self.canonicals[index].clone();
+        let canonical = self.canonicals[index];
         let effects = self.dag.remove_object(&canonical);
         self.model.live[index] = None;
         self.model.lifetime[index] = None;
@@ -1282,7 +1280,7 @@ impl Run {
                 op,
                 key
             );
-            let work = WorkNodeIdentity::File((*key).clone());
+            let work = WorkNodeIdentity::File(*(*key));
             prop_assert!(
                 self.dag.is_admitted(&work),
                 "{op:?}: waiters wait on {key}, which is not admitted"
@@ -1298,7 +1296,7 @@ impl Run {
                 "{op:?}: {key} runs below its waiters' priority"
             );
             if key.stage != TargetStage::Source {
-                let analysis = key.file.clone().at(TargetStage::Analysis);
+                let analysis = key.file.at(TargetStage::Analysis);
                 prop_assert!(
                     self.dag.has_analysis_demand(&analysis),
                     "{op:?}: {analysis} is not demanded"
@@ -1306,7 +1304,7 @@ impl Run {
             }
             for dep in self.dag.dependencies_of(&work) {
                 prop_assert!(
-                    self.dag.is_admitted(&WorkNodeIdentity::File(dep.clone())),
+                    self.dag.is_admitted(&WorkNodeIdentity::File(dep)),
                     "{op:?}: {key} is gated on {dep}, which does not exist"
                 );
             }
@@ -1317,7 +1315,7 @@ impl Run {
         for (index, known) in model.known.iter().enumerate() {
             for version in known.iter().rev().take(3) {
                 owners.insert(FileIdentity::new(
-                    self.canonicals[index].clone(),
+                    self.canonicals[index],
                     version.incarnation,
                     version.generation,
                 ));
@@ -1336,12 +1334,8 @@ impl Run {
                     let index = Model::index(&key.file.canonical);
                     match model.live[index] {
                         Some(live) if !record.contains(&key) && live != key.file.version() => {
-                            FileIdentity::new(
-                                key.file.canonical.clone(),
-                                live.incarnation,
-                                live.generation,
-                            )
-                            .at(key.stage)
+                            FileIdentity::new(key.file.canonical, live.incarnation, live.generation)
+                                .at(key.stage)
                         }
                         _ => key,
                     }

@@ -64,7 +64,7 @@ impl<E: StageExecutor> Scheduler<E> {
             node,
             work,
         } = job;
-        let identity = dispatch.identity.clone();
+        let identity = dispatch.identity;
         let hooks = &self.config.hooks;
         // Work for a retired object or a superseded generation, or work
         // cancelled in the hold that retired it, is refused without running
@@ -92,8 +92,8 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         if self.observes_events {
             let event = match work {
-                Work::Load => SchedulerEvent::WillLoad(identity.clone()),
-                _ => SchedulerEvent::WillExecute(identity.clone()),
+                Work::Load => SchedulerEvent::WillLoad(identity),
+                _ => SchedulerEvent::WillExecute(identity),
             };
             guarded(panics, || hooks.on_event(&event));
         }
@@ -112,7 +112,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&input)));
                 let result = self.stage_result(&file, "Analysis", result).map(|data| {
                     Arc::new(AnalysisSnapshot {
-                        canonical: file.canonical.clone(),
+                        canonical: file.canonical,
                         version: file.version(),
                         data,
                     })
@@ -135,7 +135,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_artifact(&input)));
                 let result = self.stage_result(&file, "Artifact", result).map(|data| {
                     Arc::new(ArtifactSnapshot {
-                        canonical: file.canonical.clone(),
+                        canonical: file.canonical,
                         version: file.version(),
                         profile,
                         data,
@@ -246,7 +246,7 @@ impl<E: StageExecutor> Scheduler<E> {
             Ok(Err(error)) => {
                 let (message, cause) = error.into_parts();
                 Err(RequestError::ExecutorFailed {
-                    path: file.canonical.clone(),
+                    path: file.canonical,
                     stage: stage.into(),
                     message,
                     cause,
@@ -257,7 +257,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     .executor_panics
                     .fetch_add(1, Ordering::Relaxed);
                 Err(RequestError::ExecutorPanicked {
-                    path: file.canonical.clone(),
+                    path: file.canonical,
                     stage: stage.into(),
                     message: panic_message(&*payload).into(),
                 })
@@ -273,7 +273,7 @@ impl<E: StageExecutor> Scheduler<E> {
         error: RequestError,
         post: &mut PostWork<E>,
     ) {
-        let identity = dispatch.identity.clone();
+        let identity = dispatch.identity;
         let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
         post.event(|| SchedulerEvent::DidFail(identity));
         self.absorb(locked, effects, post);
@@ -294,8 +294,8 @@ impl<E: StageExecutor> Scheduler<E> {
         publish: impl FnOnce(&FileNode<E>, verter_dag::Generation, T) -> bool,
         post: &mut PostWork<E>,
     ) -> Option<String> {
-        let identity = dispatch.identity.clone();
-        let file = identity.file().expect("file work").clone();
+        let identity = dispatch.identity;
+        let file = *identity.file().expect("file work");
         // A current dispatch was built from inputs that are all live now:
         // a blocker edit would have made the dispatch stale, so publishing
         // otherwise would publish a stale result. If that ever breaks,
@@ -313,7 +313,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 .internal_errors
                 .fetch_add(1, Ordering::Relaxed);
             let error = RequestError::Internal {
-                path: file.canonical.clone(),
+                path: file.canonical,
                 message: message.as_str().into(),
             };
             self.fail_current(locked, dispatch, error, post);
@@ -338,7 +338,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let result = catch_unwind(AssertUnwindSafe(|| self.loader.load(&file.canonical)));
         let result = match result {
             Ok(Ok(text)) => Ok(Arc::new(SourceText {
-                canonical: file.canonical.clone(),
+                canonical: file.canonical,
                 version: file.version(),
                 hash: content_hash(&text),
                 text,
@@ -349,14 +349,14 @@ impl<E: StageExecutor> Scheduler<E> {
                     .executor_panics
                     .fetch_add(1, Ordering::Relaxed);
                 Err(RequestError::LoadFailed {
-                    path: file.canonical.clone(),
+                    path: file.canonical,
                     message: format!("load panicked: {}", panic_message(&*payload)).into(),
                     cause: None,
                 })
             }
         };
         Outcome::Loaded {
-            file: file.clone(),
+            file: *file,
             result,
         }
     }
@@ -433,7 +433,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 .executor_panics
                 .fetch_add(1, Ordering::Relaxed);
             RequestError::ExecutorPanicked {
-                path: file.canonical.clone(),
+                path: file.canonical,
                 stage: "extract_deps".into(),
                 message: panic_message(&*payload).into(),
             }
@@ -483,7 +483,7 @@ impl<E: StageExecutor> Scheduler<E> {
         deps: ParsedDeps,
         post: &mut PostWork<E>,
     ) {
-        let identity = dispatch.identity.clone();
+        let identity = dispatch.identity;
         let file = identity.file().cloned().expect("file work");
         // The text, if it came from the loader, enters the source root now.
         if let Some(known) = locked
@@ -568,7 +568,7 @@ impl<E: StageExecutor> Scheduler<E> {
         debug_assert!(created, "an unpublished canonical has no live object");
         self.publish_node(locked, canonical, object, language.clone());
         let live = locked.dag.live_file(canonical)?;
-        let identity = WorkNodeIdentity::File(live.clone().at(TargetStage::Source));
+        let identity = WorkNodeIdentity::File(live.at(TargetStage::Source));
         let effects = locked.dag.submit_file(&live, &identity);
         // Priority inheritance, read from the consumer's own index.
         if let Some(priority) = priority {
@@ -591,7 +591,7 @@ fn name_language<E: StageExecutor>(
         }
         None => {
             if !locked.languages.contains_key(canonical) {
-                locked.languages.insert(canonical.clone(), language.clone());
+                locked.languages.insert(*canonical, language.clone());
             }
         }
     }

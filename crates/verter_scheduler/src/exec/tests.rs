@@ -30,7 +30,7 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
             Work::Artifact { profile, .. } => {
                 let file = job.dispatch.identity.file().cloned().unwrap();
                 let output = Ok(Arc::new(ArtifactSnapshot {
-                    canonical: file.canonical.clone(),
+                    canonical: file.canonical,
                     version: file.version(),
                     profile,
                     data: "never published".to_owned(),
@@ -46,7 +46,7 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                         node: Arc::clone(&job.node),
                         result: output,
                         blockers: smallvec::smallvec![Arc::new(AnalysisSnapshot {
-                            canonical: retired.canonical.clone(),
+                            canonical: retired.canonical,
                             version: retired.version(),
                             data: 0,
                         })],

@@ -16,7 +16,7 @@ fn node() -> FileNode<Lines> {
 
 fn artifact(node: &FileNode<Lines>, profile: u64, data: &str) -> Arc<ArtifactSnapshot<String>> {
     Arc::new(ArtifactSnapshot {
-        canonical: node.canonical().clone(),
+        canonical: *node.canonical(),
         version: node.version(),
         profile: ProfileHash(profile),
         data: data.to_owned(),
@@ -67,7 +67,7 @@ fn stage_cells_are_set_once_per_generation_and_carried_by_copies() {
     let g0 = Generation::ZERO;
     let analysis = |n: usize| {
         Arc::new(AnalysisSnapshot {
-            canonical: node.canonical().clone(),
+            canonical: *node.canonical(),
             version: node.version(),
             data: n,
         })

@@ -318,7 +318,7 @@ impl<E: StageExecutor> Scheduler<E> {
         publish: &mut Publish<'_, '_>,
         deferring: Option<u32>,
     ) -> Option<Registering<E>> {
-        let canonical = prepared.canonical.clone();
+        let canonical = prepared.canonical;
         let _span =
             tracing::trace_span!("admit", path = %canonical, stage = %prepared.stage).entered();
         // 1. Revalidate the lifetime, or ensure the object. A lifetime that
@@ -377,7 +377,7 @@ impl<E: StageExecutor> Scheduler<E> {
         //    empty view and the text are published in one transition.
         let mut live = if created {
             // The object this hold created, as the node was bound to it.
-            FileIdentity::new(canonical.clone(), node.incarnation(), Generation::ZERO)
+            FileIdentity::new(canonical, node.incarnation(), Generation::ZERO)
         } else {
             locked
                 .dag
@@ -422,7 +422,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         source
                     }
                     None => Arc::new(SourceText {
-                        canonical: canonical.clone(),
+                        canonical,
                         version: live.version(),
                         text: Arc::clone(text),
                         hash,
@@ -508,7 +508,7 @@ impl<E: StageExecutor> Scheduler<E> {
             self.absorb(locked, effects, post);
             return;
         }
-        let identity = WorkNodeIdentity::File(registration.key.clone());
+        let identity = WorkNodeIdentity::File(registration.key);
         let effects = locked
             .dag
             .submit_file(&registration.key.file, &identity)
@@ -526,7 +526,7 @@ impl<E: StageExecutor> Scheduler<E> {
         language: Language,
     ) -> Arc<FileNode<E>> {
         let node = Arc::new(FileNode::new(
-            canonical.clone(),
+            *canonical,
             object.incarnation,
             object.lifetime,
             language,
@@ -540,7 +540,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// and in the file's slot of the DAG record: the one place both are
     /// set for a new object.
     fn publish(&self, locked: &mut Locked<E>, canonical: &Canonical, node: &Arc<FileNode<E>>) {
-        self.nodes.insert(canonical.clone(), Arc::clone(node));
+        self.nodes.insert(*canonical, Arc::clone(node));
         let slot = FileSlot {
             node: Arc::clone(node),
             text: None,
@@ -588,13 +588,13 @@ impl<E: StageExecutor> Scheduler<E> {
         post: &mut PostWork<E>,
         publish: &mut Publish<'_, '_>,
     ) -> Arc<FileNode<E>> {
-        let canonical = node.canonical().clone();
+        let canonical = *node.canonical();
         let (live, effects) = locked
             .dag
             .rehome_object(&canonical, node.incarnation())
             .expect("the node is published, so its object is live");
         let replacement = Arc::new(FileNode::new(
-            canonical.clone(),
+            canonical,
             live.incarnation,
             node.lifetime(),
             language,
@@ -613,11 +613,10 @@ impl<E: StageExecutor> Scheduler<E> {
             });
         publish.record(&self.source_root, |tx| {
             node.retire();
-            self.nodes
-                .insert(canonical.clone(), Arc::clone(&replacement));
+            self.nodes.insert(canonical, Arc::clone(&replacement));
             match &known {
                 Some(source) => present(tx, source),
-                None => tx.pending(canonical.clone(), live.version()),
+                None => tx.pending(canonical, live.version()),
             }
         });
         // The slot follows the node map: the replacement, with the text.
@@ -665,7 +664,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         .internal_errors
                         .fetch_add(1, Ordering::Relaxed);
                     RequestError::Internal {
-                        path: answer.key.file.canonical.clone(),
+                        path: answer.key.file.canonical,
                         message: "done work has no committed output".into(),
                     }
                 }),

@@ -34,7 +34,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     }
                     self.source_root.publish_transition(|tx| {
                         node.reset_view(live.generation);
-                        tx.pending(canonical.clone(), live.version());
+                        tx.pending(canonical, live.version());
                     });
                     self.absorb(locked, effects, post);
                     Ok(())
@@ -79,12 +79,12 @@ impl<E: StageExecutor> Scheduler<E> {
             // What a parse named it as outlives the node: an importer may
             // need the file again.
             if let Some(language) = slot.as_mut().and_then(|slot| slot.named_language.take()) {
-                locked.languages.insert(canonical.clone(), language);
+                locked.languages.insert(canonical, language);
             }
             self.source_root.publish_transition(|tx| {
                 self.nodes.remove(&canonical);
                 node.retire();
-                tx.absent(canonical.clone(), version);
+                tx.absent(canonical, version);
             });
             self.absorb(locked, effects, post);
             Some((node, slot))
@@ -117,7 +117,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.nodes.clear();
                 for node in &nodes {
                     node.retire();
-                    tx.absent(node.canonical().clone(), node.version());
+                    tx.absent(*node.canonical(), node.version());
                 }
                 nodes
             });

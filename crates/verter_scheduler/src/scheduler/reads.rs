@@ -12,7 +12,7 @@ impl<E: StageExecutor> Scheduler<E> {
     pub fn try_get_source(&self, path: &str) -> Option<Arc<SourceText>> {
         let canonical = self.canonicalize(path).ok()?;
         self.admit_everything_sent();
-        self.source_root.state_now(&canonical).payload().cloned()
+        self.source_root.state_now(canonical).payload().cloned()
     }
 
     /// A root that reads every file's source as of now, for as long as it
@@ -31,7 +31,7 @@ impl<E: StageExecutor> Scheduler<E> {
     ) -> Option<Arc<SourceText>> {
         let canonical = self.canonicalize(path).ok()?;
         self.source_root
-            .state_at(root, &canonical)
+            .state_at(root, canonical)
             .payload()
             .cloned()
     }

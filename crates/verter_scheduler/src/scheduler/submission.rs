@@ -233,7 +233,7 @@ impl<E: StageExecutor> Scheduler<E> {
     ) -> Fresh<E> {
         let (incarnation, lifetime) = self.placeholder;
         let node = Arc::new(FileNode::new(
-            canonical.clone(),
+            *canonical,
             incarnation,
             lifetime,
             language.clone(),
@@ -241,7 +241,7 @@ impl<E: StageExecutor> Scheduler<E> {
         ));
         let source = text.as_ref().map(|(text, hash)| {
             Arc::new(SourceText {
-                canonical: canonical.clone(),
+                canonical: *canonical,
                 version: SourceVersion::new(incarnation, Generation::ZERO),
                 text: Arc::clone(text),
                 hash: *hash,
@@ -279,7 +279,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 .executor_panics
                 .fetch_add(1, Ordering::Relaxed);
             RequestError::LoadFailed {
-                path: canonical.clone(),
+                path: *canonical,
                 message: format!("classify panicked: {}", panic_message(&*payload)).into(),
                 cause: None,
             }

@@ -48,7 +48,7 @@ fn an_upsert_while_source_runs_refuses_the_stale_completion() {
             hooks
                 .events
                 .lock()
-                .contains(&SchedulerEvent::DidRefuseStale(stale.clone())),
+                .contains(&SchedulerEvent::DidRefuseStale(stale)),
             "the refusal was reported"
         );
         // g0's parse ran once and published nothing; the view is g1's.

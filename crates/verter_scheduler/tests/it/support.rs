@@ -272,7 +272,7 @@ impl Hooks for GateHooks {
         );
         let gate = self.gates.lock().remove(&key);
         if let Some((arrived, release)) = gate {
-            let _ = arrived.send(work.clone());
+            let _ = arrived.send(*work);
             release
                 .recv_timeout(Duration::from_secs(60))
                 .expect("the test never opened the gate");

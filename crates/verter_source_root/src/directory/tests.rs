@@ -31,13 +31,13 @@ fn a_reset_of_many_files_is_one_epoch() {
     let files: Vec<Canonical> = (0..50).map(|index| format!("f{index}.rs").into()).collect();
     directory.publish_transition(|tx| {
         for file in &files {
-            tx.present(file.clone(), version(object, 0), ContentHash(1), 1, 1);
+            tx.present(*file, version(object, 0), ContentHash(1), 1, 1);
         }
     });
     let before_reset = directory.capture_root();
     let stamped = directory.publish_transition(|tx| {
         for file in &files {
-            tx.absent(file.clone(), version(object, 0));
+            tx.absent(*file, version(object, 0));
         }
         assert_eq!(tx.recorded(), files.len());
         tx.epoch()

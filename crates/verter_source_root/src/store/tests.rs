@@ -90,7 +90,6 @@ fn listed(store: &Store<u64>) -> Vec<Canonical> {
                 .as_ref()
                 .expect("listed slot in use")
                 .canonical
-                .clone()
         })
         .collect()
 }

@@ -114,7 +114,7 @@ fn reserving_in_a_transition_changes_nothing_it_publishes() {
         tx.reserve(names.len(), names.len());
         for (i, name) in names.iter().enumerate() {
             tx.present(
-                name.clone(),
+                *name,
                 version(object, 0),
                 ContentHash(i as u64),
                 i as u64,
@@ -125,7 +125,7 @@ fn reserving_in_a_transition_changes_nothing_it_publishes() {
     // Forget half (freeing their slots), then reserve more than is freed.
     directory.publish_transition(|tx| {
         for name in &names[..32] {
-            tx.absent(name.clone(), version(object, 1));
+            tx.absent(*name, version(object, 1));
         }
     });
     directory.publish_transition(|tx| {
@@ -139,7 +139,7 @@ fn reserving_in_a_transition_changes_nothing_it_publishes() {
     });
     let _ = directory.gc();
     // Their slots are free now.
-    assert!(directory.state_now(names[0].clone()).version().is_none());
+    assert!(directory.state_now(names[0]).version().is_none());
     directory.publish_transition(|tx| {
         tx.reserve(100, 100);
         tx.present(
@@ -151,10 +151,7 @@ fn reserving_in_a_transition_changes_nothing_it_publishes() {
         );
     });
     for (i, name) in names.iter().enumerate().skip(32) {
-        assert_eq!(
-            directory.state_now(name.clone()).payload(),
-            Some(&(i as u64))
-        );
+        assert_eq!(directory.state_now(*name).payload(), Some(&(i as u64)));
     }
     assert_eq!(directory.state_now("new.rs").payload(), Some(&99));
 }

@@ -43,7 +43,7 @@ impl Files {
             let epoch = tx.epoch().get();
             for file in [&self.a, &self.b] {
                 tx.present(
-                    file.clone(),
+                    *file,
                     version(self.object, epoch),
                     ContentHash(epoch),
                     epoch,
@@ -62,8 +62,8 @@ impl Files {
         violations: &Mutex<Vec<String>>,
     ) {
         let expected = Some(ContentHash(root.visible_epoch().get()));
-        let a = directory.state_at(root, &self.a).hash();
-        let b = directory.state_at(root, &self.b).hash();
+        let a = directory.state_at(root, self.a).hash();
+        let b = directory.state_at(root, self.b).hash();
         if a != expected || b != expected {
             violations.lock().expect("violations").push(format!(
                 "root at {} read a.rs {a:?} and b.rs {b:?}",

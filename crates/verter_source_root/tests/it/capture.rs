@@ -21,13 +21,13 @@ fn directory_with_history(
         .collect();
     directory.publish_transition(|tx| {
         for file in &files {
-            tx.present(file.clone(), version(object, 0), ContentHash(0), 0, 1);
+            tx.present(*file, version(object, 0), ContentHash(0), 0, 1);
         }
     });
     let pin = directory.capture_root();
     directory.publish_transition(|tx| {
         for file in &files {
-            tx.present(file.clone(), version(object, 1), ContentHash(1), 1, 1);
+            tx.present(*file, version(object, 1), ContentHash(1), 1, 1);
         }
     });
     assert_eq!(

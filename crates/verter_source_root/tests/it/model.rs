@@ -239,7 +239,7 @@ impl Harness {
                         let Some(planned) = model.plan(file, change) else {
                             continue;
                         };
-                        let canonical = files[file].clone();
+                        let canonical = files[file];
                         match planned {
                             Expected::Absent(at) => tx.absent(canonical, at),
                             Expected::Pending(at) => tx.pending(canonical, at),

@@ -27,19 +27,19 @@ fn a_root_answers_as_it_did_after_later_publications() {
                 value += 1;
                 match (rng.below(5), objects[index]) {
                     (0, Some((object, generation))) => {
-                        tx.absent(files[index].clone(), version(object, generation));
+                        tx.absent(files[index], version(object, generation));
                         objects[index] = None;
                     }
                     (_, Some((object, generation))) => {
                         let edited = version(object, generation + 1);
-                        tx.present(files[index].clone(), edited, ContentHash(value), value, 8);
+                        tx.present(files[index], edited, ContentHash(value), value, 8);
                         objects[index] = Some((object, generation + 1));
                     }
                     (_, None) => {
                         // Added, or re-added after a removal: a new object.
                         let object = Incarnation::allocate();
                         tx.present(
-                            files[index].clone(),
+                            files[index],
                             version(object, 0),
                             ContentHash(value),
                             value,

@@ -10,7 +10,7 @@ fn a_removed_blocker_is_ingested_again_by_its_importer() {
     let built = h.request(&a, P, WaitPolicy::Follow);
     let effects = h
         .dag
-        .record_blockers(&a, [m.clone().at(TargetStage::Analysis)])
+        .record_blockers(&a, [m.at(TargetStage::Analysis)])
         .expect("a is live");
     h.absorb(effects);
     h.run();
@@ -22,11 +22,11 @@ fn a_removed_blocker_is_ingested_again_by_its_importer() {
     assert!(effects.ingested.is_empty());
     h.absorb(effects);
     assert!(h.dag.object(&m.canonical).is_none());
-    assert_eq!(h.dag.blockers_of(&a), [m.clone().at(TargetStage::Analysis)]);
+    assert_eq!(h.dag.blockers_of(&a), [m.at(TargetStage::Analysis)]);
     // a's next Artifact ensures m again and waits on the successor's Analysis.
-    let registration =
-        h.dag
-            .register_request(a.clone().at(P), WaitPolicy::Follow, Priority::Normal);
+    let registration = h
+        .dag
+        .register_request(a.at(P), WaitPolicy::Follow, Priority::Normal);
     let effects = h.dag.submit_file(&a, &work(&a, P)).expect("a is live");
     let (canonical, object) = effects.ingested.first().cloned().expect("m was ingested");
     assert_eq!(canonical, m.canonical);
@@ -36,11 +36,11 @@ fn a_removed_blocker_is_ingested_again_by_its_importer() {
     assert_eq!(
         h.dag.dependencies_of(&work(&a, P)),
         [
-            a.clone().at(TargetStage::Analysis),
-            successor.clone().at(TargetStage::Analysis)
+            a.at(TargetStage::Analysis),
+            successor.at(TargetStage::Analysis)
         ]
         .into_iter()
-        .filter(|key| !h.dag.is_done(&WorkNodeIdentity::File(key.clone())))
+        .filter(|key| !h.dag.is_done(&WorkNodeIdentity::File(*key)))
         .collect::<Vec<_>>()
     );
     h.run();
@@ -54,15 +54,12 @@ fn a_blocker_edit_regates_artifacts_on_the_new_generation() {
     let mut h = Harness::new();
     let (a, m) = (h.add("a.rs"), h.add("macros.rs"));
     let waiter = h.request(&a, P, WaitPolicy::Follow);
-    h.block(&a, [m.clone().at(TargetStage::Analysis)]);
+    h.block(&a, [m.at(TargetStage::Analysis)]);
     // The blocker is edited before its Analysis runs.
     let m1 = h.edit(&m);
     assert_eq!(
         h.dag.dependencies_of(&work(&a, P)),
-        [
-            a.clone().at(TargetStage::Analysis),
-            m1.clone().at(TargetStage::Analysis)
-        ]
+        [a.at(TargetStage::Analysis), m1.at(TargetStage::Analysis)]
     );
     h.run();
     assert!(h.outcome(waiter).is_ok());
@@ -75,9 +72,9 @@ fn a_blocker_edit_regates_artifacts_on_the_new_generation() {
 fn blocker_records_are_analysis_demand() {
     let mut h = Harness::new();
     let (a, m) = (h.add("a.rs"), h.add("m.rs"));
-    let key = m.clone().at(TargetStage::Analysis);
+    let key = m.at(TargetStage::Analysis);
     assert!(!h.dag.has_analysis_demand(&key));
-    let effects = h.dag.record_blockers(&a, [key.clone()]).expect("live");
+    let effects = h.dag.record_blockers(&a, [key]).expect("live");
     h.absorb(effects);
     assert!(h.dag.has_analysis_demand(&key));
     assert_eq!(h.dag.drain_blockers(&a), std::slice::from_ref(&key));
@@ -86,7 +83,7 @@ fn blocker_records_are_analysis_demand() {
     assert!(h.dag.has_analysis_demand(&key));
     // A request for an Artifact of the same version is demand for Analysis.
     let other = h.add("o.rs");
-    let other_key = other.clone().at(TargetStage::Analysis);
+    let other_key = other.at(TargetStage::Analysis);
     assert!(!h.dag.has_analysis_demand(&other_key));
     let registration = h
         .dag
@@ -100,7 +97,7 @@ fn a_blocker_edit_invalidates_a_done_artifact_built_on_it() {
     let mut h = Harness::new();
     let (a, m) = (h.add("a.rs"), h.add("macros.rs"));
     let first = h.request(&a, P, WaitPolicy::Follow);
-    h.block(&a, [m.clone().at(TargetStage::Analysis)]);
+    h.block(&a, [m.at(TargetStage::Analysis)]);
     h.run();
     assert!(h.outcome(first).is_ok());
     assert!(h.dag.is_done(&work(&a, P)));
@@ -135,7 +132,7 @@ fn a_blocker_edit_restarts_a_running_artifact_and_its_waiters_follow() {
     let mut h = Harness::new();
     let (a, m) = (h.add("a.rs"), h.add("macros.rs"));
     let waiter = h.request(&a, P, WaitPolicy::Pinned);
-    h.block(&a, [m.clone().at(TargetStage::Analysis)]);
+    h.block(&a, [m.at(TargetStage::Analysis)]);
     let running = h.run_until(&work(&a, P));
     let (m1, effects) = h
         .dag
@@ -165,23 +162,20 @@ fn a_blocker_edit_rebuilds_an_artifact_a_cache_node_waits_on() {
     let cache = cache_node(1);
     let effects = h
         .dag
-        .submit_cache_node(cache.clone(), Priority::Normal, [a.clone().at(P)])
+        .submit_cache_node(cache, Priority::Normal, [a.at(P)])
         .expect("a live dependency");
     h.absorb(effects);
-    h.block(&a, [m.clone().at(TargetStage::Analysis)]);
+    h.block(&a, [m.at(TargetStage::Analysis)]);
     let m1 = h.edit(&m);
     assert!(
         h.dag.is_admitted(&work(&a, P)),
         "the artifact the cache node waits on was rebuilt"
     );
-    assert_eq!(
-        h.dag.consumers_of(&a.clone().at(P)),
-        std::slice::from_ref(&cache)
-    );
+    assert_eq!(h.dag.consumers_of(&a.at(P)), std::slice::from_ref(&cache));
     assert!(
         h.dag
             .dependencies_of(&work(&a, P))
-            .contains(&m1.clone().at(TargetStage::Analysis)),
+            .contains(&m1.at(TargetStage::Analysis)),
         "the rebuilt artifact waits on the blocker's new version"
     );
     h.run();

@@ -135,10 +135,7 @@ fn idle_capacity_is_released_only_when_nothing_is_in_flight() {
         h.request(file, P, WaitPolicy::Follow);
         let effects = h
             .dag
-            .record_blockers(
-                file,
-                [files[(i + 1) % 64].clone().at(TargetStage::Analysis)],
-            )
+            .record_blockers(file, [files[(i + 1) % 64].at(TargetStage::Analysis)])
             .expect("live");
         h.absorb(effects);
     }

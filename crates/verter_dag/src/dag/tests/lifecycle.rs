@@ -28,14 +28,14 @@ fn a_late_request_for_a_superseded_generation_follows_or_is_superseded() {
     let a = h.add("a.rs");
     let a1 = h.edit(&a);
     let follower = h.dag.register_request(
-        a.clone().at(TargetStage::Source),
+        a.at(TargetStage::Source),
         WaitPolicy::Follow,
         Priority::Normal,
     );
-    assert_eq!(follower.key, a1.clone().at(TargetStage::Source));
+    assert_eq!(follower.key, a1.at(TargetStage::Source));
     assert!(follower.answered.is_none());
     let pinned = h.dag.register_request(
-        a.clone().at(TargetStage::Source),
+        a.at(TargetStage::Source),
         WaitPolicy::Pinned,
         Priority::Normal,
     );
@@ -62,7 +62,7 @@ fn every_waiter_is_answered_exactly_once_on_removal() {
     let b_waiter = h.request(&b, P, WaitPolicy::Follow);
     let effects = h
         .dag
-        .record_blockers(&b, [a.clone().at(TargetStage::Analysis)])
+        .record_blockers(&b, [a.at(TargetStage::Analysis)])
         .expect("b is live");
     h.absorb(effects);
     let running = h
@@ -148,8 +148,8 @@ fn retiring_one_file_touches_no_other_file() {
     let a = h.add("a.rs");
     let b = h.add("b.rs");
     let b_waiter = h.request(&b, TargetStage::Analysis, WaitPolicy::Pinned);
-    let b_blockers = [a.clone().at(TargetStage::Source)];
-    let effects = h.dag.record_blockers(&b, b_blockers.clone()).expect("live");
+    let b_blockers = [a.at(TargetStage::Source)];
+    let effects = h.dag.record_blockers(&b, b_blockers).expect("live");
     h.absorb(effects);
     h.request(&a, TargetStage::Analysis, WaitPolicy::Pinned);
     let before = h.dag.dependency_occupancy();
@@ -208,7 +208,7 @@ fn rehome_keeps_the_lifetime_and_every_waiter_follows() {
     h.run();
     assert_eq!(
         h.answers[&pinned].key,
-        replacement.clone().at(TargetStage::Analysis)
+        replacement.at(TargetStage::Analysis)
     );
     assert_eq!(
         h.answers[&follower].key,
@@ -221,7 +221,7 @@ fn rehome_keeps_the_lifetime_and_every_waiter_follows() {
             .advance_generation(&a.canonical, a.incarnation)
             .map(|_| ()),
         Err(ObjectError::Replaced {
-            canonical: a.canonical.clone(),
+            canonical: a.canonical,
             expected: a.incarnation,
             live: h.live("a.rs").incarnation
         })
@@ -237,7 +237,7 @@ fn reset_answers_everyone_and_empties_every_table() {
         waiters.push(h.request(file, P, WaitPolicy::Follow));
         let effects = h
             .dag
-            .record_blockers(file, [files[(i + 1) % 4].clone().at(TargetStage::Analysis)])
+            .record_blockers(file, [files[(i + 1) % 4].at(TargetStage::Analysis)])
             .expect("live");
         h.absorb(effects);
     }

@@ -24,18 +24,18 @@ fn analysis_request_runs_source_then_analysis_once_each() {
 fn identical_requests_join_one_group_with_a_joiner_event() {
     let mut h = Harness::new();
     let a = h.add("a.rs");
-    let key = a.clone().at(TargetStage::Analysis);
+    let key = a.at(TargetStage::Analysis);
     let first = h
         .dag
-        .register_request(key.clone(), WaitPolicy::Follow, Priority::Normal);
+        .register_request(key, WaitPolicy::Follow, Priority::Normal);
     assert!(first.joiner.is_none());
     let second = h
         .dag
-        .register_request(key.clone(), WaitPolicy::Follow, Priority::Normal);
+        .register_request(key, WaitPolicy::Follow, Priority::Normal);
     assert_eq!(
         second.joiner,
         Some(DedupJoinerEvent {
-            key: key.clone(),
+            key,
             waiter: second.waiter,
             group_size: 2
         })
@@ -51,7 +51,7 @@ fn a_request_for_done_work_is_answered_at_once() {
     h.request(&a, TargetStage::Source, WaitPolicy::Follow);
     h.run();
     let registration = h.dag.register_request(
-        a.clone().at(TargetStage::Source),
+        a.at(TargetStage::Source),
         WaitPolicy::Follow,
         Priority::Normal,
     );
@@ -114,12 +114,12 @@ fn linking_to_an_unadmitted_producer_creates_it() {
     let b = h.add("b.rs");
     let waiter = h.request(&a, P, WaitPolicy::Follow);
     let consumer = work(&a, P);
-    let blocker = b.clone().at(TargetStage::Analysis);
-    assert!(!h.dag.is_admitted(&WorkNodeIdentity::File(blocker.clone())));
-    let (outcome, effects) = h.dag.link(&consumer, blocker.clone()).expect("rank ok");
+    let blocker = b.at(TargetStage::Analysis);
+    assert!(!h.dag.is_admitted(&WorkNodeIdentity::File(blocker)));
+    let (outcome, effects) = h.dag.link(&consumer, blocker).expect("rank ok");
     h.absorb(effects);
     assert_eq!(outcome, LinkOutcome::Linked);
-    assert!(h.dag.is_admitted(&WorkNodeIdentity::File(blocker.clone())));
+    assert!(h.dag.is_admitted(&WorkNodeIdentity::File(blocker)));
     assert!(h.dag.is_admitted(&work(&b, TargetStage::Source)));
     h.run();
     // b's analysis ran before a's artifact.
@@ -136,21 +136,17 @@ fn link_refuses_an_edge_that_breaks_stage_rank() {
     let b = h.add("b.rs");
     h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
     let analysis = work(&a, TargetStage::Analysis);
-    for dep in [b.clone().at(TargetStage::Analysis), b.clone().at(P)] {
+    for dep in [b.at(TargetStage::Analysis), b.at(P)] {
         assert_eq!(
-            h.dag.link(&analysis, dep.clone()).map(|(o, _)| o),
+            h.dag.link(&analysis, dep).map(|(o, _)| o),
             Err(LinkError::RankViolation {
-                consumer: analysis.clone(),
+                consumer: analysis,
                 dep
             })
         );
     }
     // Downward edges are fine.
-    assert!(
-        h.dag
-            .link(&analysis, b.clone().at(TargetStage::Source))
-            .is_ok()
-    );
+    assert!(h.dag.link(&analysis, b.at(TargetStage::Source)).is_ok());
 }
 
 #[test]
@@ -161,7 +157,7 @@ fn source_only_request_stops_after_source_and_late_demand_admits_analysis() {
     h.run();
     assert!(h.outcome(source).is_ok());
     assert_eq!(h.log, [work(&a, TargetStage::Source)]);
-    let analysis_key = a.clone().at(TargetStage::Analysis);
+    let analysis_key = a.at(TargetStage::Analysis);
     assert!(!h.dag.has_analysis_demand(&analysis_key));
     let effects = h.dag.ensure_analysis_for_demand(&a).expect("live");
     assert_eq!(
@@ -183,7 +179,7 @@ fn a_failed_producer_fails_every_consumer() {
         waiters.push(h.request(consumer, P, WaitPolicy::Follow));
         let effects = h
             .dag
-            .record_blockers(consumer, [lib.clone().at(TargetStage::Analysis)])
+            .record_blockers(consumer, [lib.at(TargetStage::Analysis)])
             .expect("live");
         h.absorb(effects);
     }
@@ -194,7 +190,7 @@ fn a_failed_producer_fails_every_consumer() {
     h.absorb(effects);
     for waiter in &waiters {
         assert!(
-            matches!(h.outcome(*waiter), Err(DagFailure::DependencyFailed { dep, .. }) if *dep == lib.clone().at(TargetStage::Analysis))
+            matches!(h.outcome(*waiter), Err(DagFailure::DependencyFailed { dep, .. }) if *dep == lib.at(TargetStage::Analysis))
         );
     }
     // The producer's own failure is resident; the consumers are not.
@@ -230,7 +226,7 @@ fn files_that_import_each_other_build() {
         let next = &files[(i + 1) % files.len()];
         let effects = h
             .dag
-            .record_blockers(file, [next.clone().at(TargetStage::Analysis)])
+            .record_blockers(file, [(*next).at(TargetStage::Analysis)])
             .expect("live");
         h.absorb(effects);
     }
@@ -253,7 +249,7 @@ fn producers_inherit_the_priority_of_their_consumers() {
         Some(Priority::Normal)
     );
     h.request_at(&a, P, WaitPolicy::Follow, Priority::Critical);
-    h.block(&a, [lib.clone().at(TargetStage::Analysis)]);
+    h.block(&a, [lib.at(TargetStage::Analysis)]);
     for stage in [TargetStage::Source, TargetStage::Analysis] {
         assert_eq!(
             h.dag.priority_of(&work(&lib, stage)),
@@ -281,7 +277,7 @@ fn a_cache_node_waits_on_file_stages() {
     };
     let effects = h
         .dag
-        .submit_cache_node(cache.clone(), Priority::High, [a.clone().at(P)])
+        .submit_cache_node(cache, Priority::High, [a.at(P)])
         .expect("cache nodes rank above file stages");
     h.absorb(effects);
     assert_eq!(h.dag.priority_of(&work(&a, P)), Some(Priority::High));
@@ -300,11 +296,8 @@ fn a_producer_that_fails_as_it_is_created_fails_its_consumer() {
     let (current, effects) = h.dag.fail(load, Arc::new(ExecutorSaidNo));
     assert!(current);
     h.absorb(effects);
-    let a_analysis = a.clone().at(TargetStage::Analysis);
-    assert!(
-        !h.dag
-            .is_admitted(&WorkNodeIdentity::File(a_analysis.clone()))
-    );
+    let a_analysis = a.at(TargetStage::Analysis);
+    assert!(!h.dag.is_admitted(&WorkNodeIdentity::File(a_analysis)));
     // Admitting a's Artifact creates its Analysis, which fails at once: the
     // Artifact fails with it instead of waiting on a producer that is gone.
     let own = h.request(&a, P, WaitPolicy::Follow);
@@ -316,10 +309,7 @@ fn a_producer_that_fails_as_it_is_created_fails_its_consumer() {
     assert!(!h.dag.is_admitted(&work(&a, P)));
     // The same through a link: b's Artifact names a's Analysis as a blocker.
     let other = h.request(&b, P, WaitPolicy::Follow);
-    let effects = h
-        .dag
-        .record_blockers(&b, [a_analysis.clone()])
-        .expect("b is live");
+    let effects = h.dag.record_blockers(&b, [a_analysis]).expect("b is live");
     h.absorb(effects);
     assert!(
         matches!(h.outcome(other), Err(DagFailure::DependencyFailed { dep, .. }) if *dep == a_analysis),
@@ -347,9 +337,9 @@ fn a_cache_node_on_a_dead_dependency_fails_and_keeps_the_effects_so_far() {
     let effects = h
         .dag
         .submit_cache_node(
-            cache.clone(),
+            cache,
             Priority::Normal,
-            [a.clone().at(TargetStage::Source), dead.clone(), dead],
+            [a.at(TargetStage::Source), dead, dead],
         )
         .expect("a dead dependency fails the node, not the call");
     // a's Source was created and made ready before the node failed: the
@@ -373,11 +363,7 @@ fn an_edge_lives_in_both_stage_records_or_in_neither() {
     let node = cache_node(1);
     let effects = h
         .dag
-        .submit_cache_node(
-            node.clone(),
-            Priority::Normal,
-            [dep_a.clone(), dep_b.clone()],
-        )
+        .submit_cache_node(node, Priority::Normal, [dep_a, dep_b])
         .expect("live dependencies");
     h.absorb(effects);
     assert_eq!(h.dag.dependencies_of(&node).len(), 2);
@@ -410,7 +396,7 @@ fn a_hubs_consumers_are_released_in_link_order() {
     for node in &nodes {
         let effects = h
             .dag
-            .submit_cache_node(node.clone(), Priority::Normal, [hub.clone()])
+            .submit_cache_node(*node, Priority::Normal, [hub])
             .expect("a live hub");
         h.absorb(effects);
     }
@@ -437,13 +423,10 @@ fn two_cache_nodes_on_a_shared_key() -> (Harness, DepKey, DepKey, WorkNodeIdenti
     let (a, b) = (h.add("a.rs"), h.add("b.rs"));
     let (dep, other) = (a.at(TargetStage::Analysis), b.at(TargetStage::Analysis));
     let (x, y) = (cache_node(10), cache_node(11));
-    for (node, deps) in [
-        (&x, vec![dep.clone(), other.clone()]),
-        (&y, vec![dep.clone()]),
-    ] {
+    for (node, deps) in [(&x, vec![dep, other]), (&y, vec![dep])] {
         let effects = h
             .dag
-            .submit_cache_node(node.clone(), Priority::Normal, deps)
+            .submit_cache_node(*node, Priority::Normal, deps)
             .expect("live dependencies");
         h.absorb(effects);
     }
@@ -456,7 +439,7 @@ fn two_cache_nodes_on_a_shared_key() -> (Harness, DepKey, DepKey, WorkNodeIdenti
 fn taken_waiters_carry_their_remaining_counts() {
     let (mut h, dep, other, x, y) = two_cache_nodes_on_a_shared_key();
     let taken: Vec<_> = h.dag.take_waiters_counted(&dep).collect();
-    assert_eq!(taken, [(x.clone(), 1), (y.clone(), 0)]);
+    assert_eq!(taken, [(x, 1), (y, 0)]);
     assert_eq!(h.dag.dependencies_of(&x), std::slice::from_ref(&other));
     assert!(h.dag.dependencies_of(&y).is_empty());
     assert!(h.dag.consumers_of(&dep).is_empty());
@@ -497,18 +480,18 @@ fn a_fresh_versions_chain_is_admitted_whole() {
     assert_eq!(h.dag.fresh_chain_count(), 1, "the fast path was taken");
     assert_eq!(
         h.dag.dependencies_of(&artifact),
-        [a.clone().at(TargetStage::Analysis)]
+        [a.at(TargetStage::Analysis)]
     );
     assert_eq!(
         h.dag.dependencies_of(&analysis),
-        [a.clone().at(TargetStage::Source)]
+        [a.at(TargetStage::Source)]
     );
     assert_eq!(
-        h.dag.consumers_of(&a.clone().at(TargetStage::Source)),
+        h.dag.consumers_of(&a.at(TargetStage::Source)),
         std::slice::from_ref(&analysis)
     );
     assert_eq!(
-        h.dag.consumers_of(&a.clone().at(TargetStage::Analysis)),
+        h.dag.consumers_of(&a.at(TargetStage::Analysis)),
         std::slice::from_ref(&artifact)
     );
     assert_eq!(h.dag.ready_len(ResourceClass::Io), 1);
@@ -517,9 +500,7 @@ fn a_fresh_versions_chain_is_admitted_whole() {
     assert_eq!((occupancy.nodes, occupancy.edges.edges), (3, 2));
     // A second file with a blocker record on its version: stage by stage.
     let b = h.add("b.rs");
-    let effects = h
-        .dag
-        .record_blockers(&b, [a.clone().at(TargetStage::Analysis)]);
+    let effects = h.dag.record_blockers(&b, [a.at(TargetStage::Analysis)]);
     h.absorb(effects.expect("live"));
     let other = h.request(&b, P, WaitPolicy::Follow);
     assert_eq!(
@@ -530,7 +511,7 @@ fn a_fresh_versions_chain_is_admitted_whole() {
     assert!(
         h.dag
             .dependencies_of(&work(&b, P))
-            .contains(&a.clone().at(TargetStage::Analysis)),
+            .contains(&a.at(TargetStage::Analysis)),
         "the stage-by-stage path linked the blocker"
     );
     h.run();
@@ -560,7 +541,7 @@ fn a_source_with_a_known_text_starts_on_cpu_and_a_later_version_on_io() {
         ]
     );
     // The next version's text is not known: its Source loads first.
-    let canonical = a.canonical.clone();
+    let canonical = a.canonical;
     let (next, effects) = h
         .dag
         .advance_generation(&canonical, a.incarnation)
@@ -626,10 +607,7 @@ fn a_built_versions_done_stages_are_packed_and_still_read_as_done() {
         h.dag.highest_priority_for_file(&a.canonical),
         Some(Priority::High)
     );
-    assert!(
-        h.dag
-            .has_analysis_demand(&a.clone().at(TargetStage::Analysis))
-    );
+    assert!(h.dag.has_analysis_demand(&a.at(TargetStage::Analysis)));
 
     // A new request is answered at once, without unpacking anything.
     let again = h.request(&a, P, WaitPolicy::Pinned);
@@ -651,7 +629,7 @@ fn a_built_versions_done_stages_are_packed_and_still_read_as_done() {
     h.request(&b, P, WaitPolicy::Follow);
     let (outcome, effects) = h
         .dag
-        .link(&artifact, a.clone().at(TargetStage::Analysis))
+        .link(&artifact, a.at(TargetStage::Analysis))
         .expect("ranks are right");
     assert_eq!(outcome, LinkOutcome::AlreadySatisfied);
     h.absorb(effects);
