@@ -20,6 +20,7 @@
 //!    canonical, and an owner's record is found where its version is.
 
 use crate::canonical_map::CanonicalMap;
+#[cfg(any(test, debug_assertions))]
 use crate::hash::HashMap;
 use crate::small_set::SmallSet;
 use crate::vec_map::VecMap;

@@ -23,7 +23,7 @@ use std::fmt;
 use crate::Canonical;
 
 /// Entries per segment, as a power of two.
-const SEGMENT_BITS: u32 = 8;
+const SEGMENT_BITS: u32 = 6;
 /// Entries per segment.
 const SEGMENT_LEN: usize = 1 << SEGMENT_BITS;
 
@@ -256,7 +256,7 @@ impl<V> CanonicalMap<V> {
         self.len = 0;
     }
 
-    /// Segments allocated now (each holds room for 256 entries).
+    /// Segments allocated now (each holds room for 64 entries).
     pub fn segments_allocated(&self) -> usize {
         self.segments.iter().flatten().count()
     }
