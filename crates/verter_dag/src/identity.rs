@@ -18,10 +18,14 @@
 //!    [`GenerationExhausted`] and leaves the value unchanged
 //!    (`exhausted_generation_refuses_and_is_unchanged`).
 //! 4. Equal identities hash equally (`identity_hash_agrees_with_eq`).
-//! 5. Canonicals of equal text are one interned reference, also when
-//!    threads make them at once
+//! 5. Canonicals of equal text are one interned id, also when threads make
+//!    them at once, and distinct texts have distinct ids
 //!    (`canonicals_of_equal_text_are_one_interned_reference`,
 //!    `threads_interning_the_same_paths_at_once_get_one_reference_each`).
+//! 6. Every id has exactly one place in the text table
+//!    (`every_path_id_has_one_place_in_the_text_table`), and canonicals
+//!    order by id, that is by first sight
+//!    (`canonicals_order_by_first_sight_not_by_text`).
 
 use std::fmt;
 use std::sync::Arc;

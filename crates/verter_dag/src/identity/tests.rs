@@ -179,12 +179,27 @@ fn priorities_are_ordered_and_map_to_lanes() {
 }
 
 #[test]
-fn canonical_clones_share_text_and_display_it() {
+fn canonical_copies_share_text_and_display_it() {
     let path = Canonical::from("src/lib.rs");
     let clone = path;
     assert_eq!(path, clone);
     assert_eq!(path.as_str(), "src/lib.rs");
     assert_eq!(format!("{path} {path:?}"), r#"src/lib.rs "src/lib.rs""#);
+}
+
+/// Canonicals order by first sight in the process, not by text: the order
+/// compares ids and never reads a text, and it agrees with equality.
+#[test]
+fn canonicals_order_by_first_sight_not_by_text() {
+    let later_in_text = Canonical::from("order/z_first_seen.rs");
+    let earlier_in_text = Canonical::from("order/a_seen_second.rs");
+    assert!(later_in_text < earlier_in_text, "first seen orders first");
+    assert!(later_in_text.id() < earlier_in_text.id());
+    assert!(later_in_text.as_str() > earlier_in_text.as_str());
+    assert_eq!(
+        later_in_text.cmp(&Canonical::from("order/z_first_seen.rs")),
+        std::cmp::Ordering::Equal
+    );
 }
 
 #[test]
