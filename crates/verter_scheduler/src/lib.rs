@@ -117,7 +117,6 @@ mod inbox;
 mod job;
 mod language;
 mod node;
-mod node_table;
 mod output;
 mod post;
 mod scheduler;

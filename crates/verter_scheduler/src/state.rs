@@ -13,9 +13,8 @@
 //! "What runs where").
 //!
 //! # Lock rank
-//! `locked` (the DAG lock) > the source root's publication lock > the
-//! `nodes` table's writer lock. Nothing takes an outer lock while holding
-//! an inner one.
+//! `locked` (the DAG lock) > the source root's publication lock > `nodes`
+//! shards. Nothing takes an outer lock while holding an inner one.
 //!
 //! This module names no other module that implements scheduler behaviour
 //! (`scheduler`, `exec`, `driver`, `witness`): they all build on it.
@@ -24,9 +23,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Weak};
 
-use crate::node_table::NodeTable;
 use crossbeam::queue::SegQueue;
 use crossbeam_channel::Sender;
+use dashmap::DashMap;
 use parking_lot::Mutex;
 use verter_dag::{
     Canonical, FileIdentity, Incarnation, Priority, ResourceClass, SchedulerDag,
@@ -235,7 +234,7 @@ pub struct Scheduler<E: StageExecutor> {
     locked: Mutex<Locked<E>>,
     /// Written only under the DAG lock; read without it by preparation and
     /// readers. A reader may see a node being retired: admission revalidates.
-    pub(crate) nodes: NodeTable<FileNode<E>>,
+    pub(crate) nodes: DashMap<Canonical, Arc<FileNode<E>>, foldhash::fast::RandomState>,
     /// Written only under the DAG lock (publication lock ranks below it).
     pub(crate) source_root: SchedulerSourceDirectory<Arc<SourceText>>,
     pub(crate) inbox: Inbox<Submission<E>>,
@@ -278,7 +277,7 @@ impl<E: StageExecutor> Scheduler<E> {
             loader,
             executor,
             mode,
-            nodes: NodeTable::default(),
+            nodes: DashMap::default(),
             source_root: SchedulerSourceDirectory::new(),
             inbox,
             teardown_tx,

@@ -540,7 +540,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// and in the file's slot of the DAG record: the one place both are
     /// set for a new object.
     fn publish(&self, locked: &mut Locked<E>, canonical: &Canonical, node: &Arc<FileNode<E>>) {
-        self.nodes.insert(canonical, Arc::clone(node));
+        self.nodes.insert(*canonical, Arc::clone(node));
         let slot = FileSlot {
             node: Arc::clone(node),
             text: None,
@@ -613,7 +613,7 @@ impl<E: StageExecutor> Scheduler<E> {
             });
         publish.record(&self.source_root, |tx| {
             node.retire();
-            self.nodes.insert(&canonical, Arc::clone(&replacement));
+            self.nodes.insert(canonical, Arc::clone(&replacement));
             match &known {
                 Some(source) => present(tx, source),
                 None => tx.pending(canonical, live.version()),

@@ -109,7 +109,12 @@ impl<E: StageExecutor> Scheduler<E> {
             let slots = locked.dag.take_payloads();
             let effects = locked.dag.reset();
             let nodes = self.source_root.publish_transition(|tx| {
-                let nodes: Vec<Arc<FileNode<E>>> = self.nodes.take_all();
+                let nodes: Vec<Arc<FileNode<E>>> = self
+                    .nodes
+                    .iter()
+                    .map(|entry| Arc::clone(entry.value()))
+                    .collect();
+                self.nodes.clear();
                 for node in &nodes {
                     node.retire();
                     tx.absent(*node.canonical(), node.version());
@@ -120,6 +125,7 @@ impl<E: StageExecutor> Scheduler<E> {
             // (it reads `Unknown`, not `Absent`), and the tables' memory is
             // given back.
             self.source_root.forget_removed();
+            self.nodes.shrink_to_fit();
             locked.languages = HashMap::default();
             self.absorb(locked, effects, post);
             debug_assert!(locked.waiters.is_empty(), "reset answers every waiter");

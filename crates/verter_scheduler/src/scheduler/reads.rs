@@ -98,7 +98,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// caller submitted before).
     pub fn node(&self, canonical: &Canonical) -> Option<Arc<FileNode<E>>> {
         self.admit_everything_sent();
-        self.nodes.get(canonical)
+        self.nodes.get(canonical).map(|node| Arc::clone(&node))
     }
 
     /// The published version of `canonical`, if any (after admitting what

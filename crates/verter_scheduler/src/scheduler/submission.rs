@@ -172,7 +172,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let canonical = self.canonicalize(&request.path)?;
         // Sample the published node; the node map guard drops before
         // anything takes the DAG lock.
-        let published = self.nodes.get(&canonical);
+        let published = self.nodes.get(&canonical).map(|node| Arc::clone(&node));
         // A request that changes nothing (no text, no language) for output the
         // live object already committed is answered here, without the inbox or
         // the lock: it reads a published snapshot, which readers may do
