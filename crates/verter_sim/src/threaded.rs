@@ -197,7 +197,9 @@ struct HostThread {
     pending: Vec<Pending>,
     /// Records in effect once this thread's next lock-taking call returns.
     open_records: Vec<(String, usize)>,
-    roots: Vec<(SchedulerSourceRoot, Tick, u64)>,
+    /// Captured roots, each with the window it was captured in (ticks
+    /// before and after `capture_root`) and the sequence number then.
+    roots: Vec<(SchedulerSourceRoot, Tick, Tick, u64)>,
     witnesses: Vec<verter_scheduler::SourceWitness>,
 }
 
@@ -483,11 +485,17 @@ impl HostThread {
                 self.close_open_records(world, world.tick());
             }
             Op::Capture => {
+                // The root's snapshot is taken somewhere between these two
+                // ticks: another thread's write may land (and close its
+                // record) after the capture but before the second tick, so
+                // the root is judged over the whole window, never at its
+                // end alone (`a_root_is_judged_over_its_whole_capture_window`).
                 let seq = self.next_seq();
+                let before = world.tick();
                 let root = scheduler.capture_root();
                 let at = world.tick();
                 self.close_open_records(world, at);
-                self.roots.push((root, at, seq));
+                self.roots.push((root, before, at, seq));
                 if self.roots.len() > 4 {
                     self.roots.remove(0);
                 }
@@ -496,7 +504,7 @@ impl HostThread {
                 if self.roots.is_empty() {
                     return;
                 }
-                let (captured, at, seq) = &self.roots[root % self.roots.len()];
+                let (captured, before, at, seq) = &self.roots[root % self.roots.len()];
                 let got = scheduler
                     .try_get_source_at(captured, path)
                     .map(|text| Arc::clone(&text.text));
@@ -504,7 +512,7 @@ impl HostThread {
                 if let Err(message) = world.oracle.judge_read(
                     canonical,
                     got.as_ref(),
-                    *at,
+                    *before,
                     *at,
                     self.reader(*seq),
                     "a root",

@@ -76,6 +76,46 @@ fn an_unnotified_write_leaves_both_states_possible_until_told() {
     );
 }
 
+/// A root captured on one host thread while another thread's upsert lands
+/// holds the text from before it. The capture happens somewhere between the
+/// ticks around `capture_root`; judged at the later tick alone, the older
+/// text looked like one the file never had then. The soak reported exactly
+/// that (`cargo xtask soak --ops 10000000 --threads 8 --seed 62`, 2 runs of
+/// 6): the judge was wrong, not the scheduler.
+#[test]
+fn a_root_is_judged_over_its_whole_capture_window() {
+    let o = oracle(&[("a.rs", text("one"))]);
+    let reader = Reader { thread: 1, seq: 1 };
+    // Tick 4: the reader ticks and captures. Ticks 5-7: another thread's
+    // upsert is sent and admitted. Tick 8: the reader ticks again.
+    o.apply(
+        "a.rs",
+        &Change::Upsert {
+            text: Arc::from("two"),
+            language: None,
+        },
+        5,
+        7,
+        2,
+        1,
+    );
+    let old: Arc<str> = Arc::from("one");
+    assert!(
+        o.judge_read("a.rs", Some(&old), 8, 8, reader, "a root")
+            .is_err(),
+        "at the later tick alone, the old text is not a candidate"
+    );
+    assert_eq!(
+        o.judge_read("a.rs", Some(&old), 4, 8, reader, "a root"),
+        Ok(())
+    );
+    let new: Arc<str> = Arc::from("two");
+    assert_eq!(
+        o.judge_read("a.rs", Some(&new), 4, 8, reader, "a root"),
+        Ok(())
+    );
+}
+
 #[test]
 fn a_reader_sees_its_own_earlier_writes_at_once() {
     let o = oracle(&[("a.rs", text("one"))]);
