@@ -130,7 +130,7 @@ impl<E: StageExecutor> Scheduler<E> {
     ) -> Result<Arc<ArtifactSnapshot<E::Artifact>>, WitnessError> {
         self.transact(|locked, post| {
             self.admit_sent(locked, post);
-            let node = self.witnessed_node(&locked.dag, witness)?;
+            let node = Self::witnessed_node(&locked.dag, witness)?;
             let live = locked
                 .dag
                 .live_file(&witness.file.canonical)
@@ -164,7 +164,7 @@ impl<E: StageExecutor> Scheduler<E> {
     ) -> Result<bool, WitnessError> {
         self.transact(|locked, post| {
             self.admit_sent(locked, post);
-            let node = self.witnessed_node(&locked.dag, witness)?;
+            let node = Self::witnessed_node(&locked.dag, witness)?;
             let view = node.view();
             let evicted = view.artifact(profile).filter(|artifact| {
                 artifact.version.incarnation == witness.incarnation()
@@ -190,7 +190,6 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// The published node of the witnessed object, if it is that object.
     fn witnessed_node(
-        &self,
         dag: &verter_dag::SchedulerDag<crate::state::FileSlot<E>>,
         witness: &SourceWitness,
     ) -> Result<Arc<FileNode<E>>, WitnessError> {
