@@ -6,7 +6,8 @@
 //! RSS belongs to one system; the binary prints `result key=value ...`
 //! lines, which this task parses and renders. The micro benchmarks run
 //! through `cargo bench -p verter_bench --bench micro` (divan); their medians
-//! are read from divan's table.
+//! are read from divan's table. Where `valgrind` is installed, callgrind
+//! then counts each system's instructions per file (`instructions.rs`).
 //!
 //! `--quick` runs the correctness pass only (N = 1k, few iterations: equal
 //! hashes, every request answered) and never writes the document: it is the
@@ -24,6 +25,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+
+mod instructions;
 
 const BEGIN: &str = "<!-- bench:begin -->";
 const END: &str = "<!-- bench:end -->";
@@ -83,6 +86,15 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         eprintln!("bench: verter_bench {}", args.join(" "));
         records.extend(bench_bin(root, &args)?);
+    }
+    if instructions::available() {
+        eprintln!(
+            "bench: callgrind of w1 at c = 0, one thread, per system ({} pairs of runs)",
+            instructions::RUNS
+        );
+        records.extend(instructions::measure(root)?);
+    } else {
+        eprintln!("bench: valgrind is not installed: no instruction counts");
     }
     eprintln!("bench: cargo bench -p verter_bench --bench micro");
     let micro = run_micro(root)?;
@@ -371,6 +383,7 @@ fn render(
     render_w2(&mut out, records);
     render_w3(&mut out, records);
     render_w4(&mut out, records);
+    instructions::render(&mut out, records);
     render_micro(&mut out, micro);
     render_targets(&mut out, records, micro);
     out
