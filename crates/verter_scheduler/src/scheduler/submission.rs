@@ -252,8 +252,8 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// The loader's canonical form of `path`, with its panics caught (and
     /// counted). Canonicals are interned, so every later comparison of it
-    /// with the ones the nodes and the DAG's records hold is a pointer
-    /// check (docs/design.md, "Names").
+    /// with the ones the nodes and the DAG's records hold compares two
+    /// ids (docs/design.md, "Names").
     pub(crate) fn canonicalize(&self, path: &str) -> Result<Canonical, RequestError> {
         match catch_unwind(AssertUnwindSafe(|| self.loader.realpath(path))) {
             Ok(Ok(canonical)) => Ok(canonical),
