@@ -51,7 +51,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// Sort by [`Canonical::as_str`] for an order to show people.
 ///
 /// The table never forgets a path: a process that names ever more distinct
-/// paths keeps each one's text (about its length plus 60 bytes).
+/// paths keeps each one's text (about its length plus 60 to 90 bytes).
 #[derive(Clone, Copy)]
 pub struct Canonical {
     id: u32,
