@@ -187,19 +187,35 @@ fn bench_bin(root: &Path, args: &[&str]) -> Result<Vec<Record>> {
     Ok(records)
 }
 
-/// Runs the divan micro benchmarks; name → median as divan prints it.
-fn run_micro(root: &Path) -> Result<BTreeMap<String, String>> {
-    let output = Command::new(env!("CARGO"))
-        .current_dir(root)
-        .args(["bench", "--quiet", "-p", "verter_bench", "--bench", "micro"])
+/// Runs `command` to its end; its output, or an error naming `what` with
+/// the command's standard error when it fails.
+fn run_to_success(command: &mut Command, what: &str) -> Result<std::process::Output> {
+    let output = command
         .output()
-        .context("starting cargo bench")?;
+        .with_context(|| format!("starting {what}"))?;
     if !output.status.success() {
         bail!(
-            "cargo bench -p verter_bench --bench micro failed:\n{}",
+            "{what} failed ({}):\n{}",
+            output.status,
             String::from_utf8_lossy(&output.stderr)
         );
     }
+    Ok(output)
+}
+
+/// Runs the divan micro benchmarks; name → median as divan prints it.
+fn run_micro(root: &Path) -> Result<BTreeMap<String, String>> {
+    let output = run_to_success(
+        Command::new(env!("CARGO")).current_dir(root).args([
+            "bench",
+            "--quiet",
+            "-p",
+            "verter_bench",
+            "--bench",
+            "micro",
+        ]),
+        "cargo bench -p verter_bench --bench micro",
+    )?;
     Ok(parse_divan(&String::from_utf8_lossy(&output.stdout)))
 }
 

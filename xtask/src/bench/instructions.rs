@@ -81,20 +81,15 @@ fn total(binary: &Path, system: &str, n: u64) -> Result<u64> {
         std::process::id()
     ));
     let n = n.to_string();
-    let status = Command::new("valgrind")
-        .arg("--tool=callgrind")
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(binary)
-        .args(["w1", "--system", system, "--threads", "1", "--n", &n])
-        .args(["--c", "0", "--iterations", "1"])
-        .output()
-        .context("starting valgrind")?;
-    if !status.status.success() {
-        bail!(
-            "callgrind of verter_bench w1 --system {system} --n {n} failed:\n{}",
-            String::from_utf8_lossy(&status.stderr)
-        );
-    }
+    super::run_to_success(
+        Command::new("valgrind")
+            .arg("--tool=callgrind")
+            .arg(format!("--callgrind-out-file={}", out.display()))
+            .arg(binary)
+            .args(["w1", "--system", system, "--threads", "1", "--n", &n])
+            .args(["--c", "0", "--iterations", "1"]),
+        &format!("callgrind of verter_bench w1 --system {system} --n {n}"),
+    )?;
     let profile =
         std::fs::read_to_string(&out).with_context(|| format!("reading {}", out.display()))?;
     let _ = std::fs::remove_file(&out);
