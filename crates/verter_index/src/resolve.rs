@@ -129,7 +129,8 @@ pub(crate) fn resolve_file(
     blockers: &[Arc<AnalysisSnapshot<FileIndex>>],
 ) -> FileArtifact {
     let mut others: Vec<&AnalysisSnapshot<FileIndex>> = blockers.iter().map(Arc::as_ref).collect();
-    others.sort_by_key(|a| a.canonical);
+    // By path (rule 3), not by canonical, which orders by first sight.
+    others.sort_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
     let candidates: Vec<(&str, &FileIndex)> = std::iter::once(own)
         .chain(others)
         .map(|snapshot| (snapshot.canonical.as_str(), &snapshot.data))

@@ -327,8 +327,10 @@ impl<E: StageExecutor> Scheduler<E> {
                         ));
                     }
                 };
-                // The record is sorted by key, so by path: as the executor
-                // receives them.
+                // The record is sorted by key, that is by canonical id (first
+                // sight); the executor receives them sorted by path, as
+                // `ArtifactInput` promises, so its output never depends on
+                // the order this process first saw the paths in.
                 let keys = locked.dag.blocker_keys(&key.file);
                 let mut blockers = BlockerInputs::with_capacity(keys.len());
                 for blocker in keys {
@@ -342,11 +344,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         }
                     }
                 }
-                debug_assert!(
-                    blockers
-                        .windows(2)
-                        .all(|pair| pair[0].canonical < pair[1].canonical)
-                );
+                blockers.sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
                 Work::Artifact {
                     profile,
                     analysis,

@@ -334,7 +334,8 @@ impl<P> SchedulerDag<P> {
         self.blocker_keys(owner).to_vec()
     }
 
-    /// `owner`'s blocker record, borrowed: sorted (so by path), empty when
+    /// `owner`'s blocker record, borrowed: sorted by key (so by canonical
+    /// id, the order paths were first seen, not by text), empty when
     /// it has none.
     pub fn blocker_keys(&self, owner: &FileIdentity) -> &[DepKey] {
         owner_keys(&self.files, owner).map_or(&[], Vec::as_slice)

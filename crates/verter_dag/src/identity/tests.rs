@@ -215,7 +215,7 @@ fn canonicals_of_equal_text_are_one_interned_reference() {
     assert!(std::ptr::eq(a.as_str(), b.as_str()) && std::ptr::eq(b.as_str(), c.as_str()));
     assert_eq!((a.id(), b.id()), (c.id(), c.id()));
     assert_eq!((hash_of(&a), hash_of(&b)), (hash_of(&c), hash_of(&c)));
-    // Different text, different reference, ordered by text.
+    // Different text, different id, ordered by first sight.
     let other = Canonical::from("src/interned2.rs");
     assert_ne!(a, other);
     assert_ne!(a.id(), other.id());

@@ -274,3 +274,38 @@ fn uses_resolve_to_files_items_bindings_and_enums_in_that_order() {
     assert_eq!((artifact.resolved, artifact.unresolved), (11, 4));
     assert_eq!(artifact.items, own.data.items);
 }
+
+/// Rule 3 takes the blockers in path order, whatever order the process
+/// first saw their paths in (a canonical orders by first sight): an item
+/// that two blockers both define resolves to the one whose path sorts
+/// first, so the artifact is the same in a fresh process and in a watch
+/// session that met the files in another order.
+#[test]
+fn blockers_are_searched_in_path_order_not_in_first_sight_order() {
+    let (z, a) = (
+        Canonical::from("/order/src/z.rs"),
+        Canonical::from("/order/src/a.rs"),
+    );
+    assert!(z < a, "z.rs was seen first, so it orders first");
+    let own = snapshot(
+        "/order/src/lib.rs",
+        "crate",
+        Vec::new(),
+        vec![leaf("crate::m::Thing", "crate::m::Thing")],
+    );
+    let defines_thing = |file: &str, line: u32| {
+        snapshot(
+            file,
+            "crate::m",
+            vec![item("Thing", &[], ItemKind::Struct, line)],
+            Vec::new(),
+        )
+    };
+    let blockers = [
+        defines_thing("/order/src/z.rs", 9),
+        defines_thing("/order/src/a.rs", 3),
+    ];
+    let artifact = resolve_file(&own, &blockers);
+    let target = artifact.uses[0].target.as_ref().expect("resolved");
+    assert_eq!((target.file.as_str(), target.line), ("/order/src/a.rs", 3));
+}

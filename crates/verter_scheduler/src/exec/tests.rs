@@ -6,10 +6,66 @@ use std::sync::Arc;
 use verter_dag::{Canonical, FileIdentity, Generation, Incarnation, ProfileHash, TargetStage};
 
 use super::*;
+use crate::error::ExecutorError;
 use crate::handle::Request;
+use crate::scheduler::QuiescenceReport;
 use crate::test_support::{Echo, Lines, config};
+use crate::traits::{AnalysisInput, ArtifactInput, SourceDeps, SourceInput};
 
 const PROFILE: ProfileHash = ProfileHash(3);
+
+/// [`Lines`], whose Artifact lists its blockers in the order it got them.
+struct BlockerOrder;
+
+impl StageExecutor for BlockerOrder {
+    type Source = Vec<String>;
+    type Analysis = usize;
+    type Artifact = String;
+    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<String>, ExecutorError> {
+        Lines.execute_source(input)
+    }
+    fn extract_deps(&self, input: &SourceInput<'_>, lines: &Vec<String>) -> SourceDeps {
+        Lines.extract_deps(input, lines)
+    }
+    fn execute_analysis(
+        &self,
+        input: &AnalysisInput<'_, Vec<String>>,
+    ) -> Result<usize, ExecutorError> {
+        Lines.execute_analysis(input)
+    }
+    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+        let order: Vec<&str> = input
+            .blockers
+            .iter()
+            .map(|blocker| blocker.canonical.as_str())
+            .collect();
+        Ok(order.join(","))
+    }
+}
+
+/// An executor receives an Artifact's blockers sorted by path, as
+/// `ArtifactInput` promises, whatever order the process first saw the paths
+/// in: canonicals order by first sight, and the blocker record is sorted
+/// that way.
+#[test]
+fn an_artifact_gets_its_blockers_sorted_by_path_not_by_first_sight() {
+    let (z, a) = (
+        Canonical::from("blocker_order/z.rs"),
+        Canonical::from("blocker_order/a.rs"),
+    );
+    assert!(z < a, "z.rs was seen first, so it orders first");
+    let scheduler = Scheduler::new_inline(config(), Echo, BlockerOrder).unwrap();
+    let handle = scheduler.submit_request(
+        Request::new("blocker_order/owner.rs", TargetStage::Artifact(PROFILE))
+            .text("use blocker_order/z.rs\nuse blocker_order/a.rs"),
+    );
+    let output = scheduler.wait(&handle).expect("builds");
+    assert_eq!(
+        output.as_artifact().expect("an artifact").data,
+        "blocker_order/a.rs,blocker_order/z.rs"
+    );
+    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+}
 
 /// A broken invariant at an Artifact commit (a current dispatch built from
 /// an input that is not live) publishes nothing and answers every waiter
