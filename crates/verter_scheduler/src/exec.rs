@@ -327,10 +327,8 @@ impl<E: StageExecutor> Scheduler<E> {
                         ));
                     }
                 };
-                // The record is sorted by key, that is by canonical id (first
-                // sight); the executor receives them sorted by path, as
-                // `ArtifactInput` promises, so its output never depends on
-                // the order this process first saw the paths in.
+                // In the record's order (by canonical id); `execute` sorts
+                // them by path after the lock.
                 let keys = locked.dag.blocker_keys(&key.file);
                 let mut blockers = BlockerInputs::with_capacity(keys.len());
                 for blocker in keys {
@@ -344,7 +342,6 @@ impl<E: StageExecutor> Scheduler<E> {
                         }
                     }
                 }
-                blockers.sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
                 Work::Artifact {
                     profile,
                     analysis,

@@ -122,9 +122,14 @@ impl<E: StageExecutor> Scheduler<E> {
             Work::Artifact {
                 profile,
                 analysis,
-                blockers,
+                mut blockers,
             } => {
                 self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
+                // Sorted by path, as `ArtifactInput` promises, so the output
+                // never depends on the order this process first saw the
+                // paths in (the record is in canonical-id order). Here,
+                // after the lock: it reads texts.
+                blockers.sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
                 let input = ArtifactInput {
                     profile,
                     analysis: &analysis,
