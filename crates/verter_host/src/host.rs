@@ -135,7 +135,7 @@ impl<E: StageExecutor> VerterHost<E> {
         let requests: Vec<Request> = files
             .into_iter()
             .map(|(path, text)| {
-                Request::new(path, TargetStage::Source)
+                Request::new(path.into(), TargetStage::Source)
                     .text(text)
                     .priority(priority)
             })
@@ -290,7 +290,7 @@ impl<E: StageExecutor> VerterHost<E> {
 }
 
 fn artifact_request(path: impl Into<String>, profile: ProfileHash, priority: Priority) -> Request {
-    Request::new(path, TargetStage::Artifact(profile)).priority(priority)
+    Request::new(path.into(), TargetStage::Artifact(profile)).priority(priority)
 }
 
 /// The Artifact an Artifact request was answered with.

@@ -16,13 +16,15 @@ use verter_dag::{Priority, TargetStage};
 use crate::language::Language;
 use crate::output::RequestResult;
 use crate::post::HandleState;
-use crate::traits::StageExecutor;
+use crate::traits::{DepPath, StageExecutor};
 
 /// A request for one stage of one file.
 #[derive(Debug, Clone)]
 pub struct Request {
-    /// The path, canonicalised by the loader at submission.
-    pub path: String,
+    /// The file: a path, canonicalised by the loader at submission, or a
+    /// canonical the host resolved itself ([`DepPath::Canonical`]: no
+    /// loader call and no path copy, as for a source's dependencies).
+    pub path: DepPath,
     /// The stage wanted.
     pub stage: TargetStage,
     /// How urgently.
@@ -36,8 +38,9 @@ pub struct Request {
 }
 
 impl Request {
-    /// A request for `stage` of `path` at normal priority.
-    pub fn new(path: impl Into<String>, stage: TargetStage) -> Self {
+    /// A request for `stage` of `path` at normal priority. `path` is a path
+    /// (`&str`, `String`) or a [`Canonical`](verter_dag::Canonical).
+    pub fn new(path: impl Into<DepPath>, stage: TargetStage) -> Self {
         Self {
             path: path.into(),
             stage,

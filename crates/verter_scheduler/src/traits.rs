@@ -107,6 +107,12 @@ impl From<String> for DepPath {
     }
 }
 
+impl From<&String> for DepPath {
+    fn from(path: &String) -> Self {
+        Self::Path(path.clone())
+    }
+}
+
 impl From<&str> for DepPath {
     fn from(path: &str) -> Self {
         Self::Path(path.to_owned())

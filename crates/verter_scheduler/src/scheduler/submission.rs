@@ -4,6 +4,7 @@
 //! the admission protocol and the lock rank.
 
 use super::*;
+use crate::traits::DepPath;
 
 impl<E: StageExecutor> Scheduler<E> {
     /// Submits one request. The handle is answered exactly once.
@@ -169,7 +170,10 @@ impl<E: StageExecutor> Scheduler<E> {
         slot: AnswerSlot<E>,
         may_answer: bool,
     ) -> Result<Preparation<E>, RequestError> {
-        let canonical = self.canonicalize(&request.path)?;
+        let canonical = match &request.path {
+            DepPath::Path(path) => self.canonicalize(path)?,
+            DepPath::Canonical(canonical) => *canonical,
+        };
         // Sample the published node; the node map guard drops before
         // anything takes the DAG lock.
         let published = self.nodes.get(&canonical).map(|node| Arc::clone(&node));

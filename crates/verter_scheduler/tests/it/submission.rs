@@ -275,6 +275,45 @@ fn a_batch_of_nothing_and_bad_paths_are_answered() {
     assert_quiescent(&scheduler, &[&missing]);
 }
 
+/// A request may name its file by a canonical the host resolved itself:
+/// the loader's `realpath` is not asked for it, and it reaches the same
+/// work as the request by path (one run per stage), with the same answer.
+#[test]
+fn a_request_named_by_canonical_skips_realpath_and_joins_the_same_work() {
+    let files = MemFiles::with(&[("a.rs", "use b.rs"), ("b.rs", "b b")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let by_canonical = scheduler.submit_request(Request::new(Canonical::from("a.rs"), ARTIFACT));
+    let by_path = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+    let text = |handle| {
+        scheduler
+            .wait(handle)
+            .map(|output| output.as_artifact().expect("artifact").data.clone())
+            .expect("builds")
+    };
+    assert_eq!(text(&by_canonical), text(&by_path));
+    assert_eq!(text(&by_canonical), "p7:a.rs=2,b.rs@g0=2");
+    {
+        let asked = files.realpaths.lock();
+        assert_eq!(
+            asked.iter().filter(|path| *path == "a.rs").count(),
+            1,
+            "only the request by path asks realpath: {asked:?}"
+        );
+    }
+    let runs = executor.runs.lock();
+    for stage in ["Source", "Analysis", "Artifact"] {
+        let count = runs
+            .iter()
+            .filter(|run| run.path == "a.rs" && run.stage == stage)
+            .count();
+        assert_eq!(count, 1, "{stage} of a.rs ran {count} times");
+    }
+    drop(runs);
+    assert_quiescent(&scheduler, &[&by_canonical, &by_path]);
+}
+
 /// The read path: committed outputs come back without a handle; a file not
 /// built, or every file while a write the caller sent is still waiting for
 /// admission, reads `None`; after that write is built, the new output.
