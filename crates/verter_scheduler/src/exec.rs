@@ -65,11 +65,21 @@ impl Drop for JobDepth {
 /// The files a parsed source names, resolved outside the lock: the
 /// canonicals of its forward dependencies and of its blockers, which become
 /// the snapshot's lists as they are, and what the loader classified each
-/// as. Kept small: it travels inside every finished stage.
+/// as.
 struct ParsedDeps {
     forward: Vec<Canonical>,
     blockers: Vec<Canonical>,
     /// One per file, forward dependencies first.
+    languages: DepLanguages,
+}
+
+/// A Source run's output as its commit takes it: the snapshot, built on the
+/// worker after the run (docs/design.md, "The life of a stage": a hold only
+/// changes state), and the languages of the files it names. Kept small: it
+/// travels inside every finished stage.
+struct ParsedSource<S> {
+    snapshot: Arc<SourceSnapshot<S>>,
+    /// One per named file, forward dependencies first.
     languages: DepLanguages,
 }
 
@@ -108,10 +118,11 @@ impl DepLanguages {
     }
 }
 
-impl ParsedDeps {
+impl<S> ParsedSource<S> {
     /// Each forward dependency with its language.
     fn forward(&self) -> impl Iterator<Item = (&Canonical, &Language)> {
-        self.forward
+        self.snapshot
+            .forward_deps
             .iter()
             .enumerate()
             .map(|(at, canonical)| (canonical, self.languages.get(at)))
@@ -119,8 +130,9 @@ impl ParsedDeps {
 
     /// Each blocker with its language.
     fn blockers(&self) -> impl Iterator<Item = (&Canonical, &Language)> {
-        let first = self.forward.len();
-        self.blockers
+        let first = self.snapshot.forward_deps.len();
+        self.snapshot
+            .blockers
             .iter()
             .enumerate()
             .map(move |(at, canonical)| (canonical, self.languages.get(first + at)))

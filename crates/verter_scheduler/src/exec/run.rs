@@ -29,8 +29,7 @@ pub(super) enum Outcome<E: StageExecutor> {
     /// A Source parse with its resolved forward and blocker dependencies.
     Parsed {
         node: Arc<FileNode<E>>,
-        text: Arc<SourceText>,
-        result: Result<(E::Source, ParsedDeps), RequestError>,
+        result: Result<ParsedSource<E::Source>, RequestError>,
     },
     /// An Analysis.
     Analysed {
@@ -199,11 +198,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.commit_load(locked, dispatch, &file, result, post);
                 None
             }
-            Outcome::Parsed { node, text, result } => {
+            Outcome::Parsed { node, result } => {
                 match result {
-                    Ok((parsed, deps)) => {
-                        self.commit_source(locked, dispatch, &node, text, parsed, deps, post)
-                    }
+                    Ok(parsed) => self.commit_source(locked, dispatch, &node, parsed, post),
                     Err(error) => self.fail_current(locked, dispatch, error, post),
                 }
                 None
@@ -420,11 +417,20 @@ impl<E: StageExecutor> Scheduler<E> {
             self.resolve_deps(&file, deps)
         });
         let result = match (parsed, deps) {
-            (Ok(parsed), Some(Ok(deps))) => Ok((parsed, deps)),
+            (Ok(parsed), Some(Ok(deps))) => Ok(ParsedSource {
+                snapshot: Arc::new(SourceSnapshot {
+                    text,
+                    language: node.language().clone(),
+                    parsed,
+                    forward_deps: deps.forward,
+                    blockers: deps.blockers,
+                }),
+                languages: deps.languages,
+            }),
             (Err(error), _) | (_, Some(Err(error))) => Err(error),
             (Ok(_), None) => unreachable!("dependencies are extracted for every parse"),
         };
-        Outcome::Parsed { node, text, result }
+        Outcome::Parsed { node, result }
     }
 
     /// Resolves the paths a source named (loader calls: outside the lock).
@@ -475,17 +481,15 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// Under the lock, for a current Source completion: publish the parsed
-    /// snapshot and the text, ingest forward dependencies, record blockers,
-    /// and complete (which admits Analysis if it is demanded).
-    #[allow(clippy::too_many_arguments)]
+    /// snapshot (built before the hold) and the text, ingest forward
+    /// dependencies, record blockers, and complete (which admits Analysis if
+    /// it is demanded).
     pub(super) fn commit_source(
         &self,
         locked: &mut Locked<E>,
         dispatch: Dispatch,
         node: &Arc<FileNode<E>>,
-        text: Arc<SourceText>,
-        parsed: E::Source,
-        deps: ParsedDeps,
+        deps: ParsedSource<E::Source>,
         post: &mut PostWork<E>,
     ) {
         let identity = dispatch.identity;
@@ -516,7 +520,7 @@ impl<E: StageExecutor> Scheduler<E> {
         // A live object is a published node (`ingest` and `admit` assert
         // both directions), so one read of the DAG finds a known blocker;
         // only an unknown one is ingested first.
-        let mut blocker_keys = Vec::with_capacity(deps.blockers.len());
+        let mut blocker_keys = Vec::with_capacity(deps.snapshot.blockers.len());
         for dep in deps.blockers() {
             let live = match locked.dag.live_file(dep.0) {
                 Some(live) => live,
@@ -536,17 +540,10 @@ impl<E: StageExecutor> Scheduler<E> {
             name_language(locked, dep);
             blocker_keys.push(live.at(TargetStage::Analysis));
         }
-        let snapshot = Arc::new(SourceSnapshot {
-            text,
-            language: node.language().clone(),
-            parsed,
-            forward_deps: deps.forward,
-            blockers: deps.blockers,
-        });
         if let Some(effects) = locked.dag.record_blockers(&file, blocker_keys) {
             self.absorb(locked, effects, post);
         }
-        let published = node.publish_source(file.generation, snapshot);
+        let published = node.publish_source(file.generation, deps.snapshot);
         debug_assert!(published, "a current dispatch matches the node's view");
         let (_, effects) = locked.dag.complete(dispatch);
         post.event(|| SchedulerEvent::DidComplete(identity));
