@@ -111,6 +111,10 @@ pub(crate) struct PostWork<E: StageExecutor> {
     /// One inline: a hold most often answers one request.
     answers: smallvec::SmallVec<[(AnswerSlot<E>, RequestResult<E>); 1]>,
     events: Vec<SchedulerEvent>,
+    /// Values that hold the host's outputs and were let go under the lock
+    /// (a refused run's output, a replaced view): dropped after it, since
+    /// a host type's `Drop` is host code.
+    discarded: Vec<Box<dyn Send>>,
     /// Whether events are recorded (the hooks observe them).
     observed: bool,
     pub(crate) dispatch: bool,
@@ -128,6 +132,7 @@ impl<E: StageExecutor> PostWork<E> {
         Self {
             answers: smallvec::SmallVec::new(),
             events: Vec::new(),
+            discarded: Vec::new(),
             observed,
             dispatch: false,
         }
@@ -140,6 +145,13 @@ impl<E: StageExecutor> PostWork<E> {
         }
     }
 
+    /// Keeps `value` (something that may hold host outputs) to be dropped
+    /// after the lock, with the rest of this post-work. Rare: a refused run
+    /// or a new generation's view, so the box costs nothing that matters.
+    pub(crate) fn discard(&mut self, value: impl Send + 'static) {
+        self.discarded.push(Box::new(value));
+    }
+
     /// Queues `result` as `slot`'s answer.
     pub(crate) fn answer(&mut self, slot: AnswerSlot<E>, result: RequestResult<E>) {
         self.answers.push((slot, result));
@@ -147,7 +159,10 @@ impl<E: StageExecutor> PostWork<E> {
 
     /// Whether there is nothing to deliver.
     pub(crate) fn is_empty(&self) -> bool {
-        self.answers.is_empty() && self.events.is_empty() && !self.dispatch
+        self.answers.is_empty()
+            && self.events.is_empty()
+            && self.discarded.is_empty()
+            && !self.dispatch
     }
 
     /// Fires the events (first, so a waiter that has its answer knows every
@@ -177,6 +192,9 @@ impl<E: StageExecutor> PostWork<E> {
                 duplicates.fetch_add(1, Ordering::Relaxed);
             }
         }
+        // Last, once every waiter has its answer: host outputs let go
+        // under the lock.
+        drop(self.discarded);
         self.dispatch
     }
 }

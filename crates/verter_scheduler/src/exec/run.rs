@@ -190,6 +190,10 @@ impl<E: StageExecutor> Scheduler<E> {
         let Finished { dispatch, outcome } = finished;
         if matches!(outcome, Outcome::Stale) || !locked.dag.is_current(&dispatch) {
             self.refuse(locked, dispatch, post);
+            // What it produced is the host's: dropped after the lock.
+            if !matches!(outcome, Outcome::Stale) {
+                post.discard(outcome);
+            }
             return None;
         }
         let broken = match outcome {
@@ -295,7 +299,10 @@ impl<E: StageExecutor> Scheduler<E> {
         inputs: impl IntoIterator<Item = (&'a Canonical, verter_dag::SourceVersion)>,
         publish: impl FnOnce(&FileNode<E>, verter_dag::Generation, T) -> bool,
         post: &mut PostWork<E>,
-    ) -> Option<String> {
+    ) -> Option<String>
+    where
+        T: Send + 'static,
+    {
         let identity = dispatch.identity;
         let file = *identity.file().expect("file work");
         // A current dispatch was built from inputs that are all live now:
@@ -319,6 +326,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 message: message.as_str().into(),
             };
             self.fail_current(locked, dispatch, error, post);
+            post.discard(output);
             return Some(message);
         }
         match output {

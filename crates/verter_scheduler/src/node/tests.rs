@@ -83,7 +83,11 @@ fn stage_cells_are_set_once_per_generation_and_carried_by_copies() {
         !node.publish_analysis(g1, analysis(5)),
         "the view is still g0"
     );
-    node.reset_view(g1);
+    // The replaced view comes back, whole, for the caller to drop after
+    // the lock: it holds the host's outputs.
+    let replaced = node.reset_view(g1);
+    assert_eq!(replaced.generation, g0);
+    assert_eq!(replaced.analysis().map(|a| a.data), Some(3));
     assert!(node.view().analysis().is_none());
     assert!(node.view().artifacts().next().is_none());
     assert!(!node.publish_artifact(g0, artifact(&node, 1, "stale")));

@@ -428,12 +428,16 @@ impl<E: StageExecutor> Scheduler<E> {
                         hash,
                     }),
                 };
+                let mut replaced = None;
                 publish.record(&self.source_root, |tx| {
                     if swept.is_some() {
-                        node.reset_view(live.generation);
+                        replaced = Some(node.reset_view(live.generation));
                     }
                     present(tx, &source);
                 });
+                if let Some(replaced) = replaced {
+                    post.discard(replaced);
+                }
                 if let Some(slot) = locked.dag.payload_mut(&canonical) {
                     slot.text = Some(KnownText {
                         text: source,

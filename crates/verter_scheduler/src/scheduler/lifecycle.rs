@@ -32,10 +32,11 @@ impl<E: StageExecutor> Scheduler<E> {
                     if let Some(slot) = locked.dag.payload_mut(&canonical) {
                         slot.text = None;
                     }
-                    self.source_root.publish_transition(|tx| {
-                        node.reset_view(live.generation);
+                    let replaced = self.source_root.publish_transition(|tx| {
                         tx.pending(canonical, live.version());
+                        node.reset_view(live.generation)
                     });
+                    post.discard(replaced);
                     self.absorb(locked, effects, post);
                     Ok(())
                 }

@@ -102,3 +102,126 @@ fn a_request_in_the_readiness_window_joins_the_live_source() {
         assert_eq!(executor.runs_of("a.rs", "Source"), 1);
     });
 }
+
+/// The host's outputs are the host's code when they drop: a refused run's
+/// output and the view a new generation replaces are let go after the DAG
+/// lock, never under it. Each output probes the lock as it drops: a call
+/// that takes the lock panics (debug builds) when its thread already holds
+/// it.
+#[test]
+fn host_outputs_are_dropped_after_the_lock_never_under_it() {
+    use std::sync::mpsc::{Receiver, Sender, channel};
+    use std::sync::{Mutex, OnceLock, Weak};
+
+    use verter_scheduler::{
+        AnalysisInput, ArtifactInput, ExecutorError, Scheduler, SourceDeps, SourceInput,
+        StageExecutor,
+    };
+
+    /// Each probe that drops while the scheduler lives sends whether its
+    /// thread held the DAG lock then.
+    struct Probes {
+        scheduler: OnceLock<Weak<Scheduler<ProbeExecutor>>>,
+        drops: Mutex<Sender<bool>>,
+    }
+
+    /// A Source output that probes the DAG lock when it drops.
+    struct Probe(Arc<Probes>);
+
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            let Some(scheduler) = self.0.scheduler.get().and_then(Weak::upgrade) else {
+                return;
+            };
+            let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                scheduler.ledger();
+            }));
+            let _ = self
+                .0
+                .drops
+                .lock()
+                .expect("not poisoned")
+                .send(probe.is_err());
+        }
+    }
+
+    #[derive(Clone)]
+    struct ProbeExecutor(Arc<Probes>);
+
+    impl StageExecutor for ProbeExecutor {
+        type Source = Probe;
+        type Analysis = usize;
+        type Artifact = usize;
+
+        fn execute_source(&self, _: &SourceInput<'_>) -> Result<Probe, ExecutorError> {
+            Ok(Probe(Arc::clone(&self.0)))
+        }
+
+        fn extract_deps(&self, _: &SourceInput<'_>, _: &Probe) -> SourceDeps {
+            SourceDeps::default()
+        }
+
+        fn execute_analysis(
+            &self,
+            input: &AnalysisInput<'_, Probe>,
+        ) -> Result<usize, ExecutorError> {
+            Ok(input.source.text.text.len())
+        }
+
+        fn execute_artifact(
+            &self,
+            input: &ArtifactInput<'_, usize>,
+        ) -> Result<usize, ExecutorError> {
+            Ok(input.analysis.data)
+        }
+    }
+
+    watchdog("host drops", || {
+        let files = MemFiles::default();
+        let (sender, drops): (Sender<bool>, Receiver<bool>) = channel();
+        let executor = ProbeExecutor(Arc::new(Probes {
+            scheduler: OnceLock::new(),
+            drops: Mutex::new(sender),
+        }));
+        let probes = Arc::clone(&executor.0);
+        let hooks = Arc::new(GateHooks::default());
+        let config = test_config(Arc::clone(&hooks));
+        let (cpu, io) = config.build_pools().expect("pools");
+        let scheduler =
+            Scheduler::new(config, files, executor, cpu, io).expect("a valid configuration");
+        probes
+            .scheduler
+            .set(Arc::downgrade(&scheduler))
+            .unwrap_or_else(|_| unreachable!("set once"));
+        // A refused run: its parse of "one" is superseded while it waits
+        // to complete, and its output is dropped by the refusing commit.
+        let gate = hooks.hold("a.rs", "Source", HookPoint::BeforeCompletion);
+        let v1 = scheduler.upsert("a.rs", "one", Default::default());
+        gate.wait_arrival();
+        let v2 = scheduler.upsert("a.rs", "two", Default::default());
+        // Answered `Superseded` only once "two" is admitted: the run at the
+        // gate is stale from then on.
+        assert!(scheduler.wait(&v1).is_err(), "superseded");
+        let events = hooks.subscribe();
+        gate.open();
+        await_event(&events, is_refusal);
+        drop(scheduler.wait(&v2).expect("parsed"));
+        drop((v1, v2));
+        let under_lock = drops.recv().expect("the refused output drops");
+        assert!(
+            !under_lock,
+            "the refused output was dropped under the DAG lock"
+        );
+        // A replaced view: "two" is committed; an edit starts a new
+        // generation, and the view holding "two"'s output goes.
+        let v3 = scheduler.upsert("a.rs", "three", Default::default());
+        drop(scheduler.wait(&v3).expect("parsed"));
+        drop(v3);
+        let under_lock = drops.recv().expect("the replaced view's output drops");
+        assert!(
+            !under_lock,
+            "the replaced view was dropped under the DAG lock"
+        );
+        assert!(drops.try_recv().is_err(), "nothing else dropped");
+    });
+}
