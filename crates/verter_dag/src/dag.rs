@@ -74,8 +74,8 @@ use crate::identity::{
     Priority, SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage, WorkNodeIdentity,
 };
 use crate::ready::{
-    AdmissionId, CapacityLedger, DEFAULT_LANE_WEIGHTS, LedgerSnapshot, ReadyQueue, ResourceClass,
-    Ticket,
+    AdmissionId, CapacityLedger, DEFAULT_LANE_WEIGHTS, LedgerSnapshot, Place, ReadyQueue,
+    ResourceClass, Ticket,
 };
 use slots::VersionSlot;
 

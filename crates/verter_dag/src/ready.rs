@@ -1,7 +1,9 @@
 //! Ready work and the capacity ledger.
 //!
-//! The ready queue holds work whose dependencies are all done, in one FIFO
-//! lane per (resource class, priority). Work leaves by smooth weighted round
+//! The ready queue holds work whose dependencies are all done, in one lane
+//! per (resource class, priority): admitted work enters at the back, a
+//! continuation (work the completion of what it waited on just made ready)
+//! at the front ([`Place`]). Work leaves by smooth weighted round
 //! robin across the non-empty lanes of a class, so `Low` work is delayed but
 //! never starved. Membership is not kept here: each entry carries a ticket,
 //! and the member itself (the DAG's work node) keeps the ticket of its one
@@ -68,6 +70,18 @@ struct ClassLanes {
     credit: [i64; LANES],
 }
 
+/// Where in its lane a member enters (docs/design.md, "Continuations
+/// first").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Behind everything in the lane: admitted work, in admission order.
+    Back,
+    /// Ahead of everything in the lane: a continuation, made ready by the
+    /// completion of what it waited on, runs while that work's records
+    /// (and the outputs it reads) are still in cache.
+    Front,
+}
+
 /// The ticket of one queue entry: its member keeps it while the entry is
 /// current.
 pub(crate) type Ticket = u64;
@@ -119,8 +133,9 @@ impl ReadyQueue {
     }
 
     /// Makes `identity`, which keeps `ticket` and is not a member, ready in
-    /// `class` at `priority`. `is_current` says whether an entry's member
-    /// still keeps its ticket; it is asked only to compact the lane.
+    /// `class` at `priority`, at `place` in its lane. `is_current` says
+    /// whether an entry's member still keeps its ticket; it is asked only
+    /// to compact the lane.
     #[inline]
     pub(crate) fn insert(
         &mut self,
@@ -128,11 +143,15 @@ impl ReadyQueue {
         class: ResourceClass,
         priority: Priority,
         ticket: Ticket,
+        place: Place,
         is_current: impl Fn(&WorkNodeIdentity, Ticket) -> bool,
     ) {
         let lane = priority.lane();
         let lanes = &mut self.classes[class.index()];
-        lanes.lanes[lane].push_back((ticket, identity));
+        match place {
+            Place::Back => lanes.lanes[lane].push_back((ticket, identity)),
+            Place::Front => lanes.lanes[lane].push_front((ticket, identity)),
+        }
         lanes.live[lane] += 1;
         // Drop stale entries once they outnumber the live ones, so backing
         // storage stays proportional to membership.

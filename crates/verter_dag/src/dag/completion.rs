@@ -124,7 +124,9 @@ impl<P> SchedulerDag<P> {
             identity, cancel, ..
         } = dispatch;
         drop(cancel);
-        self.enqueue_ready(identity, class, priority, ticket);
+        // Behind the work already waiting for the budget: a move between
+        // budgets keeps admission order (loads finish in any order).
+        self.enqueue_ready(identity, class, priority, ticket, Place::Back);
         self.spare(token);
         effects.newly_ready += 1;
         effects

@@ -305,7 +305,7 @@ impl<P> SchedulerDag<P> {
         };
         if matches!(node.state, NodeState::Gated) && remaining == 0 {
             let (class, priority) = node.set_ready(ticket);
-            self.enqueue_ready(*identity, class, priority, ticket);
+            self.enqueue_ready(*identity, class, priority, ticket, Place::Back);
             effects.newly_ready += 1;
         }
     }
@@ -338,7 +338,7 @@ impl<P> SchedulerDag<P> {
                 let ticket = self.ready.issue();
                 self.node_mut(&identity).ready_ticket = ticket;
                 self.ready.remove(class, old);
-                self.enqueue_ready(identity, class, priority, ticket);
+                self.enqueue_ready(identity, class, priority, ticket, Place::Back);
             }
             pending.extend(
                 self.deps_of(&identity)

@@ -222,6 +222,10 @@ impl<P> SchedulerDag<P> {
         waiters: crate::edges::Waiters,
         effects: &mut Effects,
     ) {
+        // File consumers made ready here are continuations: they enter
+        // their lanes at the front, in link order (so pushed last first).
+        let mut continuations: SmallVec<[(WorkNodeIdentity, ResourceClass, Priority, Ticket); 4]> =
+            SmallVec::new();
         for (_, consumer) in waiters.entries {
             let Some(consumer) = consumer else {
                 continue;
@@ -259,11 +263,14 @@ impl<P> SchedulerDag<P> {
             };
             self.edge_count -= usize::from(removed);
             if let Some((class, priority, ticket)) = ready {
-                self.enqueue_ready(consumer, class, priority, ticket);
+                continuations.push((consumer, class, priority, ticket));
                 effects.newly_ready += 1;
             } else if vacant {
                 self.prune(key);
             }
+        }
+        for (consumer, class, priority, ticket) in continuations.into_iter().rev() {
+            self.enqueue_ready(consumer, class, priority, ticket, Place::Front);
         }
     }
 

@@ -463,19 +463,27 @@ impl<P> SchedulerDag<P> {
     }
 
     /// Puts `identity`, whose node was just made ready keeping `ticket`, in
-    /// the ready queue: the one way in (`ready.rs`, invariant 1).
+    /// the ready queue at `place` in its lane: the one way in (`ready.rs`,
+    /// invariant 1).
     pub(super) fn enqueue_ready(
         &mut self,
         identity: WorkNodeIdentity,
         class: ResourceClass,
         priority: Priority,
         ticket: Ticket,
+        place: Place,
     ) {
         let (files, cache_nodes) = (&self.files, &self.cache_nodes);
-        self.ready
-            .insert(identity, class, priority, ticket, |identity, ticket| {
+        self.ready.insert(
+            identity,
+            class,
+            priority,
+            ticket,
+            place,
+            |identity, ticket| {
                 node_in(files, cache_nodes, identity).is_some_and(|node| node.ready_as(ticket))
-            });
+            },
+        );
     }
 
     /// Takes ready `identity` out of the ready queue, back to gated (it
@@ -700,7 +708,7 @@ impl<P> SchedulerDag<P> {
             self.fresh_chains += 1;
         }
         let source = WorkNodeIdentity::File(key.file.at(TargetStage::Source));
-        self.enqueue_ready(source, source_class, priority, ticket);
+        self.enqueue_ready(source, source_class, priority, ticket, Place::Back);
         effects.newly_ready += 1;
         true
     }

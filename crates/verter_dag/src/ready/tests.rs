@@ -32,14 +32,28 @@ impl Queue {
     }
 
     fn insert(&mut self, identity: WorkNodeIdentity, class: ResourceClass, priority: Priority) {
+        self.insert_at(identity, class, priority, Place::Back);
+    }
+
+    fn insert_at(
+        &mut self,
+        identity: WorkNodeIdentity,
+        class: ResourceClass,
+        priority: Priority,
+        place: Place,
+    ) {
         assert!(!self.members.contains_key(&identity), "inserted twice");
         let ticket = self.queue.issue();
         self.members.insert(identity, (ticket, class, priority));
         let members = &self.members;
-        self.queue
-            .insert(identity, class, priority, ticket, |identity, ticket| {
-                members.get(identity).is_some_and(|m| m.0 == ticket)
-            });
+        self.queue.insert(
+            identity,
+            class,
+            priority,
+            ticket,
+            place,
+            |identity, ticket| members.get(identity).is_some_and(|m| m.0 == ticket),
+        );
     }
 
     fn raise(&mut self, identity: &WorkNodeIdentity, priority: Priority) {
@@ -206,4 +220,35 @@ fn ledger_releases_each_reservation_once() {
 #[should_panic(expected = "capacity budgets must be at least 1")]
 fn a_zero_budget_is_refused() {
     let _ = CapacityLedger::new(0, 1);
+}
+
+/// A continuation enters its lane at the front, ahead of admitted work
+/// (which keeps its order behind it), and never crosses lanes: a
+/// continuation at `Low` still waits for the weighted pick of its lane.
+#[test]
+fn a_continuation_enters_its_lane_at_the_front() {
+    let mut queue = Queue::new();
+    for i in 0..3 {
+        queue.insert(work(i), ResourceClass::Cpu, Priority::Normal);
+    }
+    queue.insert_at(work(10), ResourceClass::Cpu, Priority::Normal, Place::Front);
+    queue.insert_at(work(11), ResourceClass::Cpu, Priority::Normal, Place::Front);
+    let name = |(identity, priority): (WorkNodeIdentity, Priority)| {
+        let file = identity.file().expect("file work");
+        (file.canonical.as_str().to_owned(), priority)
+    };
+    let order: Vec<String> = std::iter::from_fn(|| queue.pop(ResourceClass::Cpu))
+        .map(|popped| name(popped).0)
+        .collect();
+    assert_eq!(order, ["f11.rs", "f10.rs", "f0.rs", "f1.rs", "f2.rs"]);
+    // Lanes still decide first: a front entry of a lower lane does not
+    // overtake a higher lane's weighted share.
+    queue.insert(work(20), ResourceClass::Cpu, Priority::Critical);
+    queue.insert_at(work(21), ResourceClass::Cpu, Priority::Low, Place::Front);
+    let popped = |queue: &mut Queue| queue.pop(ResourceClass::Cpu).map(name);
+    assert_eq!(
+        popped(&mut queue),
+        Some(("f20.rs".into(), Priority::Critical))
+    );
+    assert_eq!(popped(&mut queue), Some(("f21.rs".into(), Priority::Low)));
 }

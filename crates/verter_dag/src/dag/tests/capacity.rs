@@ -81,10 +81,19 @@ fn a_blocked_holder_can_lend_its_slot_and_the_ledger_stays_exact() {
     h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
     h.request(&b, TargetStage::Analysis, WaitPolicy::Follow);
     let outer = h.run_until(&work(&a, TargetStage::Analysis));
-    // b's Analysis is ready (run_until ran its Source) but the budget is
-    // spent by a's Analysis, which now blocks on it.
+    // a's Analysis ran right after its Source (a continuation) and spends
+    // the budget; b's Source is ready behind it. a's Analysis now blocks
+    // on b's: its slot is lent, to b's Source, then to b's Analysis.
     assert_eq!(h.dag.ready_len(ResourceClass::Cpu), 1);
     assert!(h.dequeue(ResourceClass::Cpu).is_none(), "budget spent");
+    let lent = h
+        .dag
+        .dequeue_ready_lent(ResourceClass::Cpu)
+        .expect("lent slot");
+    assert_eq!(lent.identity, work(&b, TargetStage::Source));
+    let (_, effects) = h.dag.complete(lent);
+    h.absorb(effects);
+    assert_eq!(h.dag.ready_len(ResourceClass::Cpu), 1);
     let lent = h
         .dag
         .dequeue_ready_lent(ResourceClass::Cpu)
