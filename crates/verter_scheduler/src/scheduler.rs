@@ -318,6 +318,7 @@ pub(crate) fn request_error(failure: &DagFailure) -> RequestError {
 
 mod admission;
 mod lifecycle;
+mod publication;
 mod reads;
 mod submission;
 #[cfg(test)]

@@ -106,3 +106,46 @@ fn queued_registrations_are_taken_only_by_register_deferred_and_teardown() {
         ]
     );
 }
+
+/// The node map lock-free readers probe is written under the lock in
+/// exactly these places: a node enters it only in `scheduler/publication.rs`
+/// (`publish`, with the file's DAG slot, and `rehome`, with the source
+/// root's record of the new version), and leaves it only by a retirement
+/// or a reset in `scheduler/lifecycle.rs`.
+#[test]
+fn the_node_map_is_written_only_by_publication_and_lifecycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut writers = Vec::new();
+    for file in files
+        .iter()
+        .filter(|file| !file.ends_with("state/tests.rs"))
+    {
+        let text = std::fs::read_to_string(file).expect("a readable source");
+        for line in code_lines(&text, "nodes.") {
+            let writes = [
+                "nodes.insert",
+                "nodes.remove",
+                "nodes.clear",
+                "nodes.retain",
+            ]
+            .iter()
+            .any(|needle| line.contains(needle));
+            if writes {
+                let name = file.strip_prefix(&src).expect("under src");
+                writers.push(format!("{}: {}", name.display(), line.trim()));
+            }
+        }
+    }
+    writers.sort();
+    assert_eq!(
+        writers,
+        [
+            "scheduler/lifecycle.rs: self.nodes.clear();",
+            "scheduler/lifecycle.rs: self.nodes.remove(&canonical);",
+            "scheduler/publication.rs: self.nodes.insert(*canonical, Arc::clone(node));",
+            "scheduler/publication.rs: self.nodes.insert(canonical, Arc::clone(&replacement));",
+        ]
+    );
+}
