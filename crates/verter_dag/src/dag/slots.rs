@@ -11,10 +11,18 @@
 //! as soon as it holds nothing, and packs a stage record that holds only a
 //! done node into its version's [`DoneStages`] (docs/design.md, "State and
 //! where it lives"): a built file keeps no stage records.
+//!
+//! Its children each own one part of the records: `done.rs` the packed
+//! done stages, `owners.rs` the blocker records as the registry reaches
+//! them, `groups.rs` the request groups, and `chain.rs` the admission of
+//! a version's first chain of stages.
 
 use super::*;
 use crate::edges::{ConsumerDeps, Waiters};
-use crate::identity::ProfileHash;
+
+use done::{DoneStages, done_node, packed_done};
+pub(super) use groups::Joined;
+pub(super) use owners::{FileOwners, owner_keys};
 
 /// The request waiters of one stage.
 pub(super) type Group = smallvec::SmallVec<[Member; 1]>;
@@ -35,116 +43,6 @@ pub(super) struct VersionSlot {
     /// distinct; empty when it has no blocker record. Kept in step with
     /// the registry's reverse index through [`FileOwners`] only.
     pub(super) blockers: Vec<DepKey>,
-}
-
-/// The done stages of one version, packed (docs/design.md, "State and
-/// where it lives"): a done stage needs no node, group or edge list, only
-/// the fact that it is done and the priority it ran at (what the observers
-/// read). A built file
-/// keeps this instead of three stage records of a few hundred bytes each.
-#[derive(Debug, Default)]
-pub(super) struct DoneStages {
-    source: Option<Priority>,
-    analysis: Option<Priority>,
-    /// By profile; one inline (a host most often builds one profile).
-    artifacts: SmallVec<[(ProfileHash, Priority); 1]>,
-}
-
-impl DoneStages {
-    /// The priority `stage` ran at, if it is here.
-    #[inline]
-    pub(super) fn get(&self, stage: TargetStage) -> Option<Priority> {
-        match stage {
-            TargetStage::Source => self.source,
-            TargetStage::Analysis => self.analysis,
-            TargetStage::Artifact(profile) => self
-                .artifacts
-                .iter()
-                .find(|(done, _)| *done == profile)
-                .map(|(_, priority)| *priority),
-        }
-    }
-
-    #[inline]
-    fn insert(&mut self, stage: TargetStage, priority: Priority) {
-        debug_assert!(self.get(stage).is_none(), "{stage:?} was done twice");
-        match stage {
-            TargetStage::Source => self.source = Some(priority),
-            TargetStage::Analysis => self.analysis = Some(priority),
-            TargetStage::Artifact(profile) => self.artifacts.push((profile, priority)),
-        }
-    }
-
-    #[inline]
-    fn remove(&mut self, stage: TargetStage) -> Option<Priority> {
-        match stage {
-            TargetStage::Source => self.source.take(),
-            TargetStage::Analysis => self.analysis.take(),
-            TargetStage::Artifact(profile) => {
-                let at = self
-                    .artifacts
-                    .iter()
-                    .position(|(done, _)| *done == profile)?;
-                Some(self.artifacts.swap_remove(at).1)
-            }
-        }
-    }
-
-    #[inline]
-    pub(super) fn is_empty(&self) -> bool {
-        self.source.is_none() && self.analysis.is_none() && self.artifacts.is_empty()
-    }
-
-    #[inline]
-    pub(super) fn len(&self) -> usize {
-        usize::from(self.source.is_some())
-            + usize::from(self.analysis.is_some())
-            + self.artifacts.len()
-    }
-
-    /// Every done stage with its priority, Source first.
-    #[inline]
-    pub(super) fn iter(&self) -> impl Iterator<Item = (TargetStage, Priority)> + '_ {
-        let source = self.source.map(|priority| (TargetStage::Source, priority));
-        let analysis = self
-            .analysis
-            .map(|priority| (TargetStage::Analysis, priority));
-        source.into_iter().chain(analysis).chain(
-            self.artifacts
-                .iter()
-                .map(|(profile, priority)| (TargetStage::Artifact(*profile), *priority)),
-        )
-    }
-}
-
-/// A done node as the observers read it: done, at `priority`. What a
-/// packed done stage stands for; its admission, class and ticket are never
-/// read (they matter only to ready and running work).
-#[inline]
-const fn done_node(priority: Priority) -> WorkNode {
-    WorkNode {
-        admission: AdmissionId(u64::MAX),
-        priority,
-        class: ResourceClass::Cpu,
-        state: NodeState::Done,
-        cancel: None,
-        ready_ticket: 0,
-    }
-}
-
-/// One done node per priority, so a packed done stage can be lent out as
-/// a `&WorkNode` like any other ([`node_in`]).
-static DONE_NODES: [WorkNode; Priority::ALL.len()] = [
-    done_node(Priority::Low),
-    done_node(Priority::Normal),
-    done_node(Priority::High),
-    done_node(Priority::Critical),
-];
-
-/// The done node of a packed stage that ran at `priority`.
-#[inline]
-fn packed_done(priority: Priority) -> &'static WorkNode {
-    &DONE_NODES[priority.lane()]
 }
 
 /// One stage of one version: its admitted work, its request waiters and
@@ -291,79 +189,6 @@ impl VersionSlot {
                     .map(|(stage, priority)| (stage, packed_done(priority))),
             )
     }
-}
-
-/// The DAG's blocker records, each in its owner's version record: what
-/// the registry reads and writes them through. Taking a record out prunes
-/// the version (and file) record it leaves empty.
-pub(super) struct FileOwners<'a, P>(pub(super) &'a mut CanonicalMap<FileRecords<P>>);
-
-impl<P> crate::blockers::OwnerRecords for FileOwners<'_, P> {
-    fn keys(&self, owner: &FileIdentity) -> Option<&Vec<DepKey>> {
-        owner_keys(self.0, owner)
-    }
-
-    fn keys_mut(&mut self, owner: &FileIdentity) -> Option<&mut Vec<DepKey>> {
-        let slot = self
-            .0
-            .get_mut(&owner.canonical)?
-            .versions
-            .get_mut(&owner.version())?;
-        (!slot.blockers.is_empty()).then_some(&mut slot.blockers)
-    }
-
-    fn take(&mut self, owner: &FileIdentity) -> Option<Vec<DepKey>> {
-        let records = self.0.get_mut(&owner.canonical)?;
-        let version = owner.version();
-        let slot = records.versions.get_mut(&version)?;
-        if slot.blockers.is_empty() {
-            return None;
-        }
-        let keys = std::mem::take(&mut slot.blockers);
-        if slot.is_empty() {
-            records.versions.remove(&version);
-            if records.is_empty() {
-                self.0.remove(&owner.canonical);
-            }
-        }
-        Some(keys)
-    }
-
-    fn put(&mut self, owner: &FileIdentity, keys: Vec<DepKey>) {
-        let slot = self
-            .0
-            .get_or_default(&owner.canonical)
-            .versions
-            .entry_or_default(owner.version());
-        debug_assert!(slot.blockers.is_empty(), "{owner} had a record");
-        slot.blockers = keys;
-    }
-}
-
-/// `owner`'s blocker record, if it has one (never empty).
-#[inline]
-pub(super) fn owner_keys<'a, P>(
-    files: &'a CanonicalMap<FileRecords<P>>,
-    owner: &FileIdentity,
-) -> Option<&'a Vec<DepKey>> {
-    files
-        .get(&owner.canonical)?
-        .versions
-        .get(&owner.version())
-        .map(|slot| &slot.blockers)
-        .filter(|keys| !keys.is_empty())
-}
-
-/// What [`SchedulerDag::join_group`] did.
-pub(super) enum Joined {
-    /// The node is finished: nothing joined; this is the member's answer.
-    Finished(Result<(), DagFailure>),
-    /// The member joined a group now `size` strong; the stage's node, if
-    /// any, runs at `node_priority`.
-    Member {
-        size: usize,
-        node_priority: Option<Priority>,
-    },
 }
 
 /// What a current file completion took out of its stage record
@@ -617,102 +442,6 @@ impl<P> SchedulerDag<P> {
         self.node_count += 1;
     }
 
-    /// Admits `key` and the lower stages of its version in one visit of
-    /// the file's record, when that version has no node yet (its first
-    /// request, or a producer named for the first time): the chain Source →
-    /// Analysis → Artifact, each gated on the one below, Source ready on
-    /// I/O, all at `priority`. This is what the general path
-    /// (`ensure_file_node`, one stage and one link at a time) builds, with
-    /// one record lookup instead of about twenty. The other place nodes
-    /// enter the records; the caller checked liveness. Returns `false`,
-    /// changing nothing, when the version already has a node, an edge below
-    /// `key`, or (for an Artifact) a blocker record: the general path
-    /// handles those.
-    pub(super) fn admit_fresh_chain(
-        &mut self,
-        key: &DepKey,
-        priority: Priority,
-        effects: &mut Effects,
-    ) -> bool {
-        let mut chain: smallvec::SmallVec<[TargetStage; 3]> =
-            smallvec::smallvec![TargetStage::Source];
-        match key.stage {
-            TargetStage::Source => {}
-            TargetStage::Analysis => chain.push(TargetStage::Analysis),
-            TargetStage::Artifact(_) => {
-                if owner_keys(&self.files, &key.file).is_some() {
-                    return false;
-                }
-                chain.push(TargetStage::Analysis);
-                chain.push(key.stage);
-            }
-        }
-        let version = key.file.version();
-        let Some(records) = self.files.get_mut(&key.file.canonical) else {
-            return false;
-        };
-        // Only `key` itself may already have waiters (a consumer links
-        // before it ensures its producer); nothing may have a node or keys.
-        let clear = records.versions.get(&version).is_none_or(|slot| {
-            slot.done.is_empty()
-                && slot.stages.iter().all(|stage| {
-                    stage.node.is_none()
-                        && stage.deps.is_empty()
-                        && (stage.stage == key.stage || stage.waiters.is_empty())
-                })
-        });
-        if !clear {
-            return false;
-        }
-        let source_class = source_class(Some(records), version);
-        let slot = records.versions.entry_or_default(version);
-        let (admission, seq) = (self.next_admission, self.next_edge_seq);
-        let ticket = self.ready.issue();
-        for (at, stage) in chain.iter().enumerate() {
-            let entry = slot.entry(*stage);
-            entry.node = Some(WorkNode {
-                admission: AdmissionId(admission + at as u64),
-                priority,
-                class: if at == 0 {
-                    source_class
-                } else {
-                    ResourceClass::Cpu
-                },
-                state: if at == 0 {
-                    NodeState::Ready
-                } else {
-                    NodeState::Gated
-                },
-                cancel: None,
-                ready_ticket: ticket,
-            });
-            if at > 0 {
-                let lower = key.file.at(chain[at - 1]);
-                entry.deps.insert(lower, seq + at as u64 - 1);
-            }
-        }
-        for at in 1..chain.len() {
-            let consumer = WorkNodeIdentity::File(key.file.at(chain[at]));
-            slot.entry(chain[at - 1])
-                .waiters
-                .push(seq + at as u64 - 1, consumer);
-        }
-        let (nodes, edges) = (chain.len(), chain.len() - 1);
-        self.next_admission += nodes as u64;
-        self.next_edge_seq += edges as u64;
-        self.node_count += nodes;
-        self.edge_count += edges;
-        self.counters.admitted += nodes as u64;
-        #[cfg(test)]
-        {
-            self.fresh_chains += 1;
-        }
-        let source = WorkNodeIdentity::File(key.file.at(TargetStage::Source));
-        self.enqueue_ready(source, source_class, priority, ticket, Place::Back);
-        effects.newly_ready += 1;
-        true
-    }
-
     /// How many stage records `file`'s version keeps, and their vector's
     /// capacity (packed done stages are not records).
     #[cfg(test)]
@@ -721,12 +450,6 @@ impl<P> SchedulerDag<P> {
             .get(&file.canonical)
             .and_then(|records| records.versions.get(&file.version()))
             .map_or((0, 0), |slot| (slot.stages.len(), slot.stages.capacity()))
-    }
-
-    /// How many chains [`Self::admit_fresh_chain`] admitted.
-    #[cfg(test)]
-    pub(super) fn fresh_chain_count(&self) -> usize {
-        self.fresh_chains
     }
 
     /// Takes `identity`'s node out, pruning the records it leaves empty.
@@ -752,74 +475,6 @@ impl<P> SchedulerDag<P> {
         };
         self.node_count -= 1;
         Some(node)
-    }
-
-    /// `key`'s request group, if it has one (never empty).
-    pub(super) fn group(&self, key: &DepKey) -> Option<&[Member]> {
-        self.stage_slot(key)
-            .map(|slot| slot.group.as_slice())
-            .filter(|group| !group.is_empty())
-    }
-
-    /// Adds `member` to `key`'s group (made when absent); returns the
-    /// group's new size.
-    pub(super) fn push_member(&mut self, key: &DepKey, member: Member) -> usize {
-        let group = &mut self.stage_entry(key).group;
-        group.push(member);
-        let size = group.len();
-        if size == 1 {
-            self.group_count += 1;
-        }
-        self.waiter_count += 1;
-        size
-    }
-
-    /// Adds `member` to `key`'s group in one visit of its record, unless
-    /// `key`'s node is finished: then the group is left alone and the
-    /// finished outcome is returned for the member's answer.
-    pub(super) fn join_group(&mut self, key: &DepKey, member: Member) -> Joined {
-        let version = self
-            .files
-            .get_or_default(&key.file.canonical)
-            .versions
-            .entry_or_default(key.file.version());
-        if version.done.get(key.stage).is_some() {
-            return Joined::Finished(Ok(()));
-        }
-        let slot = version.entry(key.stage);
-        let node_priority = match slot.node.as_ref() {
-            Some(node) => match &node.state {
-                NodeState::Done => return Joined::Finished(Ok(())),
-                NodeState::Failed(failure) => return Joined::Finished(Err((**failure).clone())),
-                _ => Some(node.priority),
-            },
-            None => None,
-        };
-        slot.group.push(member);
-        let size = slot.group.len();
-        if size == 1 {
-            self.group_count += 1;
-        }
-        self.waiter_count += 1;
-        Joined::Member {
-            size,
-            node_priority,
-        }
-    }
-
-    /// Takes `key`'s whole group out (empty when it had none), pruning the
-    /// records it leaves empty.
-    pub(super) fn take_group(&mut self, key: &DepKey) -> Group {
-        let Some(slot) = self.stage_slot_mut(key) else {
-            return Group::new();
-        };
-        let members = std::mem::take(&mut slot.group);
-        if !members.is_empty() {
-            self.group_count -= 1;
-            self.waiter_count -= members.len();
-            self.prune(key);
-        }
-        members
     }
 
     /// Takes out every version of `canonical` below `bound`, whole: their
@@ -870,20 +525,9 @@ impl<P> SchedulerDag<P> {
         });
         files.chain(cache)
     }
-
-    /// Every request group, in no set order.
-    pub(super) fn all_groups(&self) -> impl Iterator<Item = (DepKey, &[Member])> + '_ {
-        self.files.iter().flat_map(|(canonical, records)| {
-            records.versions.iter().flat_map(move |(version, slot)| {
-                slot.stages.iter().filter_map(move |stage| {
-                    if stage.group.is_empty() {
-                        return None;
-                    }
-                    let file =
-                        FileIdentity::new(*canonical, version.incarnation, version.generation);
-                    Some((file.at(stage.stage), stage.group.as_slice()))
-                })
-            })
-        })
-    }
 }
+
+mod chain;
+mod done;
+mod groups;
+mod owners;

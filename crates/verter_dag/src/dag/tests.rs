@@ -177,6 +177,23 @@ fn work(file: &FileIdentity, stage: TargetStage) -> WorkNodeIdentity {
     WorkNodeIdentity::File((*file).at(stage))
 }
 
+/// Two cache nodes: `x` waits on `dep` and `other`, `y` on `dep` alone.
+fn two_cache_nodes_on_a_shared_key() -> (Harness, DepKey, DepKey, WorkNodeIdentity, WorkNodeIdentity)
+{
+    let mut h = Harness::new();
+    let (a, b) = (h.add("a.rs"), h.add("b.rs"));
+    let (dep, other) = (a.at(TargetStage::Analysis), b.at(TargetStage::Analysis));
+    let (x, y) = (cache_node(10), cache_node(11));
+    for (node, deps) in [(&x, vec![dep, other]), (&y, vec![dep])] {
+        let effects = h
+            .dag
+            .submit_cache_node(*node, Priority::Normal, deps)
+            .expect("live dependencies");
+        h.absorb(effects);
+    }
+    (h, dep, other, x, y)
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("executor said no")]
 struct ExecutorSaidNo;

@@ -416,23 +416,6 @@ fn a_hubs_consumers_are_released_in_link_order() {
     h.assert_quiescent();
 }
 
-/// Two cache nodes: `x` waits on `dep` and `other`, `y` on `dep` alone.
-fn two_cache_nodes_on_a_shared_key() -> (Harness, DepKey, DepKey, WorkNodeIdentity, WorkNodeIdentity)
-{
-    let mut h = Harness::new();
-    let (a, b) = (h.add("a.rs"), h.add("b.rs"));
-    let (dep, other) = (a.at(TargetStage::Analysis), b.at(TargetStage::Analysis));
-    let (x, y) = (cache_node(10), cache_node(11));
-    for (node, deps) in [(&x, vec![dep, other]), (&y, vec![dep])] {
-        let effects = h
-            .dag
-            .submit_cache_node(*node, Priority::Normal, deps)
-            .expect("live dependencies");
-        h.absorb(effects);
-    }
-    (h, dep, other, x, y)
-}
-
 /// Taking a key's waiters reports what each consumer still waits on, in
 /// link order, and leaves both sides as a removal would.
 #[test]
