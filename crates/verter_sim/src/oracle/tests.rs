@@ -1,5 +1,7 @@
 //! The oracle's own rules, on hand-built histories.
 
+use verter_dag::ProfileHash;
+
 use super::*;
 
 fn text(t: &str) -> Entry {

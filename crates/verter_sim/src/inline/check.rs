@@ -1,0 +1,177 @@
+//! The quiescent checks of an inline run: settle every change, reach
+//! quiescence, compare every stage of every file with the oracle exactly,
+//! check the invariants listed in the parent module's docs, and compare the
+//! oracle with a fresh scheduler over the same inputs.
+//!
+//! This module owns those checks (a third `impl` block of [`Shared`]) and
+//! [`fresh_disagreement`]; it never changes what a check compares, and a
+//! fresh scheduler it builds never shares state with the run's.
+
+use std::sync::Arc;
+
+use verter_dag::TargetStage;
+use verter_scheduler::{Language, QuiescenceReport, Request, Scheduler};
+
+use crate::fs::SimFs;
+use crate::lang::SimExecutor;
+use crate::ops::{Op, ReqSpec, STAGES};
+use crate::oracle::{Oracle, outcomes, render};
+
+use super::Shared;
+use super::host::sim_config;
+
+impl Shared {
+    /// A quiescent point: see the parent module's docs.
+    pub(super) fn check(&self) {
+        let scheduler = self.scheduler();
+        // 1. Tell the scheduler about every loader change it was not told.
+        let unsettled: Vec<String> = self
+            .oracle
+            .paths()
+            .filter(|path| self.oracle.unsettled(path))
+            .cloned()
+            .collect();
+        for path in unsettled {
+            self.exec(&Op::Invalidate(path), false);
+        }
+        // 2. Quiescence.
+        self.close_open_records(self.tick());
+        scheduler.run_until_idle();
+        self.judge_answered();
+        if self.state.lock().violation.is_some() {
+            return;
+        }
+        self.check_quiescent("before the exact comparison");
+        // 3. Every stage of every file, exactly.
+        let paths: Vec<String> = self.oracle.paths().cloned().collect();
+        for path in &paths {
+            for stage in STAGES {
+                let req = ReqSpec {
+                    path: path.clone(),
+                    stage,
+                    priority: verter_dag::Priority::Normal,
+                    text: None,
+                    language: None,
+                };
+                self.exec(&Op::Request { req, keep: true }, false);
+            }
+        }
+        self.close_open_records(self.tick());
+        scheduler.run_until_idle();
+        self.judge_answered();
+        self.check_quiescent("after the exact comparison");
+        // 4. The oracle against a fresh scheduler over the same inputs.
+        self.cross_check();
+        // 5. Now and then, a reset at quiescence empties every table.
+        let checks = {
+            let mut state = self.state.lock();
+            state.checks += 1;
+            state.checks
+        };
+        if checks.is_multiple_of(3) {
+            self.exec(&Op::Reset, false);
+            scheduler.run_until_idle();
+            let occupancy = scheduler.dependency_occupancy();
+            if !occupancy.is_empty() {
+                self.violate(format!(
+                    "dependency state is not empty after reset at quiescence: {occupancy:?}"
+                ));
+            }
+            self.check_quiescent("after reset");
+        }
+    }
+
+    fn check_quiescent(&self, when: &str) {
+        let scheduler = self.scheduler();
+        let report = scheduler.quiescence_report();
+        if report != QuiescenceReport::clean() {
+            self.violate(format!("not quiescent {when}: {report:?}"));
+        }
+        if scheduler.ready_queue_depth() != 0 {
+            self.violate(format!(
+                "ready work left {when}: {}",
+                scheduler.ready_queue_depth()
+            ));
+        }
+        let state = self.state.lock();
+        let unanswered = state.every_handle.iter().position(|h| !h.is_answered());
+        let submitted = state.every_handle.len() as u64;
+        drop(state);
+        if let Some(unanswered) = unanswered {
+            self.violate(format!(
+                "handle #{unanswered} is unanswered at quiescence ({when})"
+            ));
+        }
+        let counters = scheduler.counters();
+        if counters.submits != submitted
+            || counters.answered_without_admission > counters.submits
+            || counters.duplicate_answers != 0
+            || counters.internal_errors != 0
+            || counters.ledger_in_use != 0
+        {
+            self.violate(format!(
+                "counters disagree with the host at quiescence ({when}): {submitted} requests submitted, {counters:?}"
+            ));
+        }
+    }
+
+    /// Compares the oracle with a fresh scheduler (see [`fresh_disagreement`]).
+    fn cross_check(&self) {
+        if let Some(message) = fresh_disagreement(&self.fs, &self.oracle) {
+            self.violate(message);
+        }
+    }
+}
+
+/// Compares the oracle's exact answers with a fresh inline scheduler's over
+/// the same loader tree, upserted texts and named languages (at a quiescent
+/// point, when every file has one state). Returns the first disagreement: a
+/// bug in the oracle or in the scheduler, either way a finding.
+pub(crate) fn fresh_disagreement(tree: &SimFs, oracle: &Oracle) -> Option<String> {
+    let fs = SimFs::default();
+    for (path, entry) in tree.snapshot() {
+        fs.write(&path, entry);
+    }
+    let fresh = Scheduler::new_inline(
+        sim_config(Arc::new(verter_scheduler::NoHooks)),
+        fs.loader(),
+        SimExecutor::default(),
+    )
+    .expect("the simulator's configuration is valid");
+    let paths: Vec<String> = oracle.paths().cloned().collect();
+    for path in &paths {
+        let state = oracle.latest(path);
+        let mut request = Request::new(path.as_str(), TargetStage::Source);
+        if let Some(text) = &state.overlay {
+            request = request.text(Arc::clone(text));
+        }
+        if let Some(language) = &state.language {
+            request = request.language(Language::new(language.as_str()));
+        }
+        if state.overlay.is_some() || state.language.is_some() {
+            drop(fresh.submit_request(request));
+        }
+    }
+    fresh.run_until_idle();
+    for path in &paths {
+        for stage in STAGES {
+            let handle = fresh.submit_request(Request::new(path.as_str(), stage));
+            fresh.run_until_idle();
+            let Some(result) = handle.try_result() else {
+                return Some(format!(
+                    "a fresh scheduler left {stage} of {path} unanswered"
+                ));
+            };
+            let answer = render(&result);
+            let own = [oracle.latest(path)];
+            let expected = outcomes(path, stage, &own, &|p| vec![oracle.latest(p)]);
+            if !expected.contains(&answer) {
+                return Some(format!(
+                    "the oracle and a fresh scheduler disagree on {stage} of {path}: fresh `{answer}`, oracle {:?}",
+                    expected.iter().map(ToString::to_string).collect::<Vec<_>>()
+                ));
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,96 @@
+//! The scheduler calls a simulated host makes the same way in the inline
+//! and the threaded simulator: the scheduler's configuration, a witnessed
+//! commit, a lifecycle call with its oracle record, and the request of a
+//! spec.
+//!
+//! This module owns those shared calls; it keeps no state of its own and
+//! never judges an answer.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use verter_scheduler::{Hooks, Language, Request, SchedulerConfig};
+
+use crate::fs::canonical_name;
+use crate::ops::{Op, ReqSpec};
+use crate::oracle::{Change, OPEN, Oracle, Tick, committable_artifact};
+
+use super::SimScheduler;
+
+/// The configuration every simulated scheduler uses: small budgets, no
+/// clock-driven backstop, so a lost wake-up shows as an unanswered request,
+/// and one registration per hold, so every atomic batch of two or more
+/// requests is admitted in chunks (`SchedulerConfig::registrations_per_hold`):
+/// later requests are admitted between its registrations.
+pub fn sim_config(hooks: Arc<dyn Hooks>) -> SchedulerConfig {
+    let mut config = SchedulerConfig::with_threads(2, 1);
+    config.idle_repump = None;
+    config.wait_backstop = None;
+    config.registrations_per_hold = 1;
+    config.hooks = hooks;
+    config
+}
+
+/// Takes a witness of `path` and commits, with it, exactly the Artifact the
+/// executor would build from the witnessed text — when that Artifact depends
+/// on nothing but the text. `Ok` when there was nothing to commit.
+pub(crate) fn witnessed_commit(
+    scheduler: &SimScheduler,
+    path: &str,
+    profile: verter_dag::ProfileHash,
+) -> Result<(), verter_scheduler::WitnessError> {
+    let Some((text, witness)) = scheduler.try_get_witnessed_source(path) else {
+        return Ok(());
+    };
+    let Some(node) = scheduler.node(witness.canonical()) else {
+        return Ok(());
+    };
+    let canonical = witness.canonical().as_str();
+    match committable_artifact(canonical, &text.text, node.language().as_str(), profile) {
+        Some(data) => scheduler.commit_artifact(&witness, profile, data).map(drop),
+        None => Ok(()),
+    }
+}
+
+/// Runs a lifecycle call (`invalidate`, `close_file`, `remove`) for host
+/// `thread` and records it: the record opens before the call, because the
+/// call answers other waiters before it returns, and closes when it
+/// returns. Returns the call's result and when it returned; `None` for any
+/// other operation.
+pub(crate) fn lifecycle(
+    oracle: &Oracle,
+    scheduler: &SimScheduler,
+    op: &Op,
+    thread: usize,
+    seq: u64,
+    clock: &AtomicU64,
+) -> Option<(Result<(), verter_scheduler::RequestError>, Tick)> {
+    let (path, change) = match op {
+        Op::Invalidate(path) | Op::Close(path) => (path, Change::Invalidate),
+        Op::Remove(path) => (path, Change::Remove),
+        _ => return None,
+    };
+    let canonical = canonical_name(path);
+    let start = clock.fetch_add(1, Ordering::SeqCst);
+    let index = oracle.apply(canonical, &change, start, OPEN, thread, seq);
+    let result = match op {
+        Op::Invalidate(_) => scheduler.invalidate(path),
+        Op::Close(_) => scheduler.close_file(path),
+        _ => scheduler.remove(path),
+    };
+    let end = clock.fetch_add(1, Ordering::SeqCst);
+    oracle.close(canonical, index, end);
+    Some((result, end))
+}
+
+/// The scheduler request for a spec.
+pub(crate) fn to_request(req: &ReqSpec) -> Request {
+    let mut request = Request::new(req.path.as_str(), req.stage).priority(req.priority);
+    if let Some(text) = &req.text {
+        request = request.text(Arc::clone(text));
+    }
+    if let Some(language) = &req.language {
+        request = request.language(Language::new(language.as_str()));
+    }
+    request
+}

@@ -1,0 +1,136 @@
+//! Answers in the form the oracle compares them: an error's shape without
+//! its versions ([`Sig`]), an [`Outcome`], and the rendering of what the
+//! scheduler answered.
+//!
+//! This module owns how answers are written down; it never decides which
+//! answers are allowed.
+
+use std::fmt;
+
+use verter_dag::TargetStage;
+use verter_scheduler::{RequestError, RequestResult};
+
+use crate::lang::{SimAnalysis, SimExecutor};
+
+/// An error's shape, without the versions a fresh scheduler would number
+/// differently.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Sig {
+    /// `Superseded`.
+    Superseded(String),
+    /// `Shutdown`.
+    Shutdown(String),
+    /// `Cancelled`.
+    Cancelled,
+    /// `SourceMissing`.
+    SourceMissing(String),
+    /// `LoadFailed`.
+    LoadFailed(String),
+    /// `ExecutorFailed` at a stage.
+    Failed(String, String),
+    /// `ExecutorPanicked` at a stage.
+    Panicked(String, String),
+    /// `DependencyFailed` on a dependency's stage.
+    Dependency(String, String, Box<Sig>),
+    /// Anything else (a violation wherever it appears).
+    Other(String),
+}
+
+impl From<&RequestError> for Sig {
+    fn from(error: &RequestError) -> Self {
+        match error {
+            RequestError::Superseded { path } => Self::Superseded(path.to_string()),
+            RequestError::Shutdown { path } => Self::Shutdown(path.to_string()),
+            RequestError::Cancelled => Self::Cancelled,
+            RequestError::SourceMissing { path } => Self::SourceMissing(path.to_string()),
+            RequestError::LoadFailed { path, .. } => Self::LoadFailed(path.to_string()),
+            RequestError::ExecutorFailed { path, stage, .. } => {
+                Self::Failed(path.to_string(), stage.to_string())
+            }
+            RequestError::ExecutorPanicked { path, stage, .. } => {
+                Self::Panicked(path.to_string(), stage.to_string())
+            }
+            RequestError::DependencyFailed { dep, cause } => Self::Dependency(
+                dep.file.canonical.to_string(),
+                stage_name(dep.stage).to_owned(),
+                Box::new(Self::from(&**cause)),
+            ),
+            other => Self::Other(format!("{other:?}")),
+        }
+    }
+}
+
+impl fmt::Display for Sig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Superseded(p) => write!(f, "Superseded({p})"),
+            Self::Shutdown(p) => write!(f, "Shutdown({p})"),
+            Self::Cancelled => f.write_str("Cancelled"),
+            Self::SourceMissing(p) => write!(f, "SourceMissing({p})"),
+            Self::LoadFailed(p) => write!(f, "LoadFailed({p})"),
+            Self::Failed(p, s) => write!(f, "Failed({s} {p})"),
+            Self::Panicked(p, s) => write!(f, "Panicked({s} {p})"),
+            Self::Dependency(p, s, cause) => write!(f, "DependencyFailed({s} {p}: {cause})"),
+            Self::Other(text) => write!(f, "Other({text})"),
+        }
+    }
+}
+
+/// One answer, as the oracle compares it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Outcome {
+    /// A value, rendered.
+    Value(String),
+    /// A typed error.
+    Error(Sig),
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Value(value) => write!(f, "{value}"),
+            Self::Error(sig) => write!(f, "error {sig}"),
+        }
+    }
+}
+
+/// The stage's name as errors spell it.
+pub fn stage_name(stage: TargetStage) -> &'static str {
+    match stage {
+        TargetStage::Source => "Source",
+        TargetStage::Analysis => "Analysis",
+        TargetStage::Artifact(_) => "Artifact",
+    }
+}
+
+/// Renders what the scheduler answered.
+pub fn render(result: &RequestResult<SimExecutor>) -> Outcome {
+    match result {
+        Ok(output) => {
+            if let Some(source) = output.as_source() {
+                Outcome::Value(render_source(
+                    &source.language.to_string(),
+                    &source.text.text,
+                ))
+            } else if let Some(analysis) = output.as_analysis() {
+                Outcome::Value(render_analysis(&analysis.data))
+            } else if let Some(artifact) = output.as_artifact() {
+                Outcome::Value(artifact.data.clone())
+            } else {
+                Outcome::Error(Sig::Other("an output of no known stage".into()))
+            }
+        }
+        Err(error) => Outcome::Error(Sig::from(error)),
+    }
+}
+
+pub(super) fn render_source(language: &str, text: &str) -> String {
+    format!("src[{language}]{text}")
+}
+
+pub(super) fn render_analysis(analysis: &SimAnalysis) -> String {
+    match analysis.artifact_fault {
+        None => format!("ana[{}]", analysis.summary),
+        Some(fault) => format!("ana[{}!{fault:?}]", analysis.summary),
+    }
+}

@@ -1,0 +1,334 @@
+//! The tables of `docs/benchmarks.md`'s marked section: the introduction
+//! and machine lines, one table per workload (W1 to W4), the instruction
+//! counts and the micro benchmarks, and the number formats they share.
+//!
+//! This module owns how measurements are written down; it never runs a
+//! measurement, never reads or writes the document, and must keep every
+//! line it writes byte for byte as the document expects.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::Record;
+use super::instructions;
+use super::targets::render_targets;
+
+pub(super) fn ms(micros: f64) -> String {
+    if micros >= 1_000_000.0 {
+        format!("{:.2} s", micros / 1e6)
+    } else if micros >= 1_000.0 {
+        format!("{:.1} ms", micros / 1e3)
+    } else {
+        format!("{micros:.0} µs")
+    }
+}
+
+pub(super) fn ratio(value: Option<f64>, verter: Option<f64>) -> String {
+    match (value, verter) {
+        (Some(v), Some(base)) if base > 0.0 => format!("{:.2}x", v / base),
+        _ => "—".to_owned(),
+    }
+}
+
+fn mib(kib: Option<f64>) -> String {
+    kib.map_or_else(|| "—".to_owned(), |k| format!("{:.0} MiB", k / 1024.0))
+}
+
+/// A byte count as B, KiB or MiB; — when absent.
+fn bytes(count: Option<f64>) -> String {
+    match count {
+        None => "—".to_owned(),
+        Some(b) if b.abs() >= 1024.0 * 1024.0 => format!("{:.1} MiB", b / (1024.0 * 1024.0)),
+        Some(b) if b.abs() >= 1024.0 => format!("{:.1} KiB", b / 1024.0),
+        Some(b) => format!("{b:.0} B"),
+    }
+}
+
+/// The whole marked section.
+pub(super) fn render(
+    records: &[Record],
+    micro: &BTreeMap<String, String>,
+    machine: &[String],
+    seconds: f64,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## Side by side: verter, salsa, rayon, tokio (issue 9)\n"
+    );
+    let _ = writeln!(
+        out,
+        "Written by `cargo xtask bench` (this whole section except the notes at its end); \
+         the full run took {:.0} min. Each row is one process \
+         (`cargo run --release -p verter_bench -- <workload> --system <s> --threads <t> --n <N> --c <µs> ...`), \
+         so peak RSS (`VmHWM`) is that system's alone (plus the generated sources and the reference build every \
+         process holds). Every measurement ends by comparing the system's artifact hashes with a serial cold build \
+         of the final sources; a mismatch fails the run. Micro benchmarks: `cargo bench -p verter_bench --bench micro`.\n",
+        seconds / 60.0
+    );
+    for line in machine {
+        let _ = writeln!(out, "- {line}");
+    }
+    let _ = writeln!(
+        out,
+        "- **Kernels:** Analysis parses the `import` lines and digests the text (FNV-1a), Artifact hashes its \
+         digest with its imports' digests; each then spins `c` µs. verter runs the import parsing in its Source \
+         stage, so it runs 3 stages per file for the 2 kernel tasks. Tasks = 2N.\n\
+         - **Sources:** N generated files, each importing K = 4 others (within ±8 ids, 5 % uniformly random); \
+         W2 uses the hub variant (1 % of files are hubs; 10 % of files import one hub, Zipf-chosen).\n\
+         - **Per-task overhead** = (wall × threads − Σ kernel time) / tasks, where Σ kernel time is one serial \
+         run of all kernels in the same process. Ratios are to verter on the same number of threads.\n"
+    );
+    render_w1(&mut out, records);
+    render_w2(&mut out, records);
+    render_w3(&mut out, records);
+    render_w4(&mut out, records);
+    instructions::render(&mut out, records);
+    render_micro(&mut out, micro);
+    render_targets(&mut out, records, micro);
+    out
+}
+
+pub(super) fn w1_rows(records: &[Record]) -> impl Iterator<Item = &Record> {
+    records.iter().filter(|r| r.is(&[("workload", "w1")]))
+}
+
+pub(super) fn render_w1(out: &mut String, records: &[Record]) {
+    let _ = writeln!(
+        out,
+        "### W1 — cold build\n\nMedian wall time of fresh systems; *first result*: one file requested at high \
+         priority while the whole build runs at normal priority, from the start of the build (rayon, tokio: \
+         no priorities, so when that file happens to finish; salsa 1 thread: asked for first; salsa 2 threads: \
+         a third handle asks while two build). Speed-up = 1-thread wall / 2-thread wall. *allocs / file*, \
+         *bytes / file*: heap allocations (a reallocation counts once, at its new size) and their bytes during \
+         the timed builds, per file built, leaving out what the harness allocates to drive the system (request \
+         vectors, the result map, the loader's in-memory files); *retained / file*: the live heap a build leaves \
+         (allocated minus freed, before the system is dropped, without that harness data). Unlike wall time, \
+         these do not move with the machine's load; — where a run did not count them.\n"
+    );
+    let mut cases: Vec<(String, String)> = Vec::new();
+    for r in w1_rows(records) {
+        let case = (
+            r.get("n").unwrap_or("").to_owned(),
+            r.get("c").unwrap_or("").to_owned(),
+        );
+        if !cases.contains(&case) {
+            cases.push(case);
+        }
+    }
+    for (n, c) in cases {
+        let _ = writeln!(
+            out,
+            "**N = {n}, c = {c} µs**\n\n| system | threads | wall | vs verter | tasks/s | overhead / task | first result | peak RSS | speed-up 1→2 | allocs / file | bytes / file | retained / file |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+        );
+        let find = |system: &str, threads: &str| {
+            w1_rows(records).find(|r| {
+                r.is(&[
+                    ("system", system),
+                    ("threads", threads),
+                    ("n", &n),
+                    ("c", &c),
+                ])
+            })
+        };
+        for system in ["verter", "salsa", "rayon", "tokio"] {
+            for threads in ["1", "2"] {
+                let Some(r) = find(system, threads) else {
+                    continue;
+                };
+                let verter = find("verter", threads).and_then(|v| v.num("wall_us"));
+                let speedup = match (find(system, "1"), find(system, "2")) {
+                    (Some(one), Some(two)) if threads == "2" => one
+                        .num("wall_us")
+                        .zip(two.num("wall_us"))
+                        .map_or_else(|| "—".to_owned(), |(a, b)| format!("{:.2}x", a / b)),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    out,
+                    "| {system} | {threads} | {} | {} | {} | {} ns | {} | {} | {speedup} | {} | {} | {} |",
+                    r.num("wall_us").map_or_else(String::new, ms),
+                    ratio(r.num("wall_us"), verter),
+                    r.get("tasks_per_s").unwrap_or("—"),
+                    r.get("overhead_ns").unwrap_or("—"),
+                    r.num("first_us").map_or_else(String::new, ms),
+                    mib(r.num("peak_rss_kib")),
+                    r.num("allocs_per_file")
+                        .map_or_else(|| "—".to_owned(), |a| format!("{a:.1}")),
+                    bytes(r.num("alloc_bytes_per_file")),
+                    bytes(r.num("retained_bytes_per_file")),
+                );
+            }
+        }
+        let _ = writeln!(out);
+    }
+}
+
+fn render_w2(out: &mut String, records: &[Record]) {
+    let _ = writeln!(
+        out,
+        "### W2 — one-file edit after a cold build\n\nHub-variant sources, c = 0, 5 edits per case (medians). \
+         *edited fresh*: from the edit until the edited file's artifact is answered (requested first, at high \
+         priority; salsa, which has none, computes it before the rest); *all fresh*: from the edit until every artifact is answered; *of which harness*: the part of it the \
+         harness spent filling its result map (the same map for every system), so all fresh minus it is the \
+         system's own time. (d) requests only the edited \
+         file. *re-request* asks for all artifacts again with no edit (pure re-validation). Executions = kernel \
+         runs per edit; touched = verter: requests + stage runs, salsa: executed + re-validated queries (event \
+         callback), tokio: kernels run, rayon: kernels run.\n"
+    );
+    let mut ns: Vec<String> = Vec::new();
+    for r in records.iter().filter(|r| r.is(&[("workload", "w2")])) {
+        let n = r.get("n").unwrap_or("").to_owned();
+        if !ns.contains(&n) {
+            ns.push(n);
+        }
+    }
+    for n in ns {
+        let _ = writeln!(
+            out,
+            "**N = {n}**\n\n| case | system | threads | edited fresh | vs verter | all fresh | vs verter | of which harness | executions | touched |\n|---|---|---|---|---|---|---|---|---|---|"
+        );
+        for case in [
+            "a_body",
+            "b_imports",
+            "c_hub",
+            "d_only_edited",
+            "rerequest_all",
+        ] {
+            let rows: Vec<&Record> = records
+                .iter()
+                .filter(|r| r.is(&[("workload", "w2"), ("n", &n), ("case", case)]))
+                .collect();
+            let verter = rows.iter().find(|r| r.is(&[("system", "verter")]));
+            for r in &rows {
+                let _ = writeln!(
+                    out,
+                    "| {case} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    r.get("system").unwrap_or(""),
+                    r.get("threads").unwrap_or(""),
+                    r.num("edited_fresh_us").map_or_else(|| "—".to_owned(), ms),
+                    ratio(
+                        r.num("edited_fresh_us"),
+                        verter.and_then(|v| v.num("edited_fresh_us"))
+                    ),
+                    r.num("all_fresh_us").map_or_else(|| "—".to_owned(), ms),
+                    ratio(
+                        r.num("all_fresh_us"),
+                        verter.and_then(|v| v.num("all_fresh_us"))
+                    ),
+                    r.num("harness_us").map_or_else(|| "—".to_owned(), ms),
+                    r.get("executions").unwrap_or(""),
+                    r.get("touched").unwrap_or(""),
+                );
+            }
+        }
+        let _ = writeln!(out);
+    }
+}
+
+fn render_w3(out: &mut String, records: &[Record]) {
+    let _ = writeln!(
+        out,
+        "### W3 — edit storm\n\nZipf-distributed edits (10 % change imports, 2 % remove a file — its importers \
+         are rewritten first —, 2 % add one) while a background builder keeps requesting every artifact; after \
+         each edit a foreground client requests the edited file's artifact at high priority and waits (each \
+         answer is checked against the sources at that moment). verter: 2 CPU threads serve both; salsa: the \
+         builder has one handle, the foreground uses the editor's handle (a write cancels the builder and waits \
+         for its handle). *wasted* (verter) = completions refused as stale / stage runs started. *RSS after \
+         reset*: verter after `reset()`, salsa after dropping its database. *heap kept by reset* (verter): the \
+         live heap after `reset()` less the live heap before the cold build (counting allocator), so what the \
+         reset scheduler holds beyond an empty one, plus the harness's own growth over the run.\n\n\
+         | system | N | edits | fg p50 | fg p95 | fg p99 | edit blocks p50 / p99 / max | builder passes (cancelled) | wasted | RSS after ¼ / ½ / all edits | RSS after reset | heap kept by reset |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for r in records.iter().filter(|r| r.is(&[("workload", "w3")])) {
+        let edits = r.get("edits").unwrap_or("0");
+        let total: usize = edits.parse().unwrap_or(0);
+        let rss: Vec<String> = [total / 4, total / 2, total]
+            .iter()
+            .map(|e| mib(r.num(&format!("rss_after_{e}_kib"))))
+            .collect();
+        let wasted = r.get("wasted_percent").map_or_else(
+            || "—".to_owned(),
+            |p| {
+                format!(
+                    "{p} % ({} of {})",
+                    r.get("wasted").unwrap_or(""),
+                    r.get("started").unwrap_or("")
+                )
+            },
+        );
+        let _ = writeln!(
+            out,
+            "| {} | {} | {edits} | {} | {} | {} | {} / {} / {} | {} ({}) | {wasted} | {} | {} | {} |",
+            r.get("system").unwrap_or(""),
+            r.get("n").unwrap_or(""),
+            r.num("fg_p50_us").map_or_else(String::new, ms),
+            r.num("fg_p95_us").map_or_else(String::new, ms),
+            r.num("fg_p99_us").map_or_else(String::new, ms),
+            r.num("edit_block_p50_us").map_or_else(String::new, ms),
+            r.num("edit_block_p99_us").map_or_else(String::new, ms),
+            r.num("edit_block_max_us").map_or_else(String::new, ms),
+            r.get("builder_passes").unwrap_or(""),
+            r.get("builder_cancelled").unwrap_or("0"),
+            rss.join(" / "),
+            mib(r.num("rss_after_reset_kib")),
+            r.num("heap_after_reset_vs_before_kib")
+                .map_or_else(|| "—".to_owned(), |kib| mib(Some(kib))),
+        );
+    }
+    let _ = writeln!(out);
+}
+
+fn render_w4(out: &mut String, records: &[Record]) {
+    let _ = writeln!(
+        out,
+        "### W4 — overload\n\nOn a cold project, one client submits 10 requests per file (shuffled) as fast as it \
+         can — ten times the distinct work, all at once — and each request is timed from submission to answer \
+         (awaited as a future on another thread). tokio: a pull-based hand-written scheduler (one `OnceCell` per \
+         analysis and artifact, kernels behind a `Semaphore`, one task per request). *max queue*: verter, the \
+         deepest of its inbox and ready queue seen; tokio, the most tasks waiting for a permit. *coalesced*: \
+         requests that joined work already admitted (verter dedupe joins; tokio requests that did not initialise \
+         their cell).\n\n\
+         | N | c | system | requests | wall | p50 | p99 | p99 vs verter | max queue | coalesced | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    let rows: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.is(&[("workload", "w4")]))
+        .collect();
+    for r in &rows {
+        let verter = rows.iter().find(|v| {
+            v.is(&[
+                ("system", "verter"),
+                ("n", r.get("n").unwrap_or("")),
+                ("c", r.get("c").unwrap_or("")),
+            ])
+        });
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.get("n").unwrap_or(""),
+            r.get("c").unwrap_or(""),
+            r.get("system").unwrap_or(""),
+            r.get("requests").unwrap_or(""),
+            r.num("wall_us").map_or_else(String::new, ms),
+            r.num("p50_us").map_or_else(String::new, ms),
+            r.num("p99_us").map_or_else(String::new, ms),
+            ratio(r.num("p99_us"), verter.and_then(|v| v.num("p99_us"))),
+            r.get("max_queue").unwrap_or(""),
+            r.get("coalesced").unwrap_or(""),
+            mib(r.num("peak_rss_kib")),
+        );
+    }
+    let _ = writeln!(out);
+}
+
+fn render_micro(out: &mut String, micro: &BTreeMap<String, String>) {
+    let _ = writeln!(
+        out,
+        "### Micro (verter alone)\n\ndivan medians of `cargo bench -p verter_bench --bench micro`.\n\n| benchmark | median |\n|---|---|"
+    );
+    for (name, median) in micro {
+        let _ = writeln!(out, "| `{name}` | {median} |");
+    }
+    let _ = writeln!(out);
+}
