@@ -66,7 +66,7 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 
 use crate::blockers::{BlockerOccupancy, BlockerRegistry};
-use crate::edges::{ConsumerDeps, EdgeOccupancy};
+use crate::edges::{ConsumerDeps, EdgeOccupancy, Spares};
 use crate::effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, WaiterId};
 use crate::error::{DagFailure, FailureCause, GenerationExhausted, LinkError};
 use crate::identity::{
@@ -406,6 +406,8 @@ pub struct SchedulerDag<P = ()> {
     edge_count: usize,
     /// The next edge sequence number; never reused.
     next_edge_seq: u64,
+    /// Emptied spilled edge vectors, the next spills' storage (`edges.rs`).
+    spares: Spares,
     /// Tokens of finished work that nobody else holds and nobody cancelled,
     /// handed to the next dispatches instead of new ones (at most
     /// [`SPARE_TOKENS`]).
@@ -454,6 +456,7 @@ impl<P> SchedulerDag<P> {
             cache_deps: HashMap::default(),
             edge_count: 0,
             next_edge_seq: 0,
+            spares: Spares::default(),
             spare_tokens: Vec::new(),
             #[cfg(test)]
             fresh_chains: 0,
@@ -493,6 +496,10 @@ impl<P> SchedulerDag<P> {
         }
         if self.spare_tokens.capacity() > 0 {
             self.spare_tokens = Vec::new();
+            released = true;
+        }
+        if !self.spares.is_empty() {
+            self.spares = Spares::default();
             released = true;
         }
         if !self.ready.is_released() {
@@ -550,6 +557,7 @@ impl<P> SchedulerDag<P> {
         self.cache_deps = HashMap::default();
         self.edge_count = 0;
         self.spare_tokens = Vec::new();
+        self.spares = Spares::default();
         self.blockers.clear_and_release();
         self.ready.clear_and_release();
         effects

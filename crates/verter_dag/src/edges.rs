@@ -11,6 +11,11 @@
 //! link order with tombstones, so removing one waiter of a hub is a binary
 //! search, not a shift. Each edge carries a sequence number, so a key's
 //! waiters are released in link order.
+//!
+//! A side that outgrows its inline entry takes its storage from
+//! [`Spares`], the vectors sides that emptied gave back, before it asks
+//! the allocator (docs/design.md, "Spare edge vectors"): in a build, a
+//! chain's edges empty as it completes, just as the next chain's fill.
 
 use smallvec::SmallVec;
 
@@ -32,6 +37,84 @@ const FIRST_SPILL: usize = 4;
 /// A consumer's keys with their edges' sequence numbers. One inline: an
 /// Analysis waits on its Source alone.
 pub(crate) type FewDeps = SmallVec<[(DepKey, u64); 1]>;
+
+/// A key's waiters with their edges' sequence numbers (`None`: removed).
+type WaiterEntries = SmallVec<[(u64, Option<WorkNodeIdentity>); 1]>;
+
+/// How many spare vectors of each kind [`Spares`] keeps at most.
+const MAX_SPARES: usize = 256;
+
+/// The largest vector [`Spares`] keeps, in entries: a hub's long list is
+/// given back to the allocator, so the spares stay a few hundred KiB.
+const MAX_SPARE_CAPACITY: usize = 16;
+
+/// Spilled edge vectors that emptied, kept to be the next spill's storage
+/// (docs/design.md, "Spare edge vectors"). Bounded in count and in each
+/// vector's capacity; every kept vector is empty. It lives under the DAG
+/// lock with the records and is dropped by `reset`.
+#[derive(Debug, Default)]
+pub(crate) struct Spares {
+    deps: Vec<Vec<(DepKey, u64)>>,
+    waiters: Vec<Vec<(u64, Option<WorkNodeIdentity>)>>,
+}
+
+impl Spares {
+    /// Keeps the storage of `deps`, a consumer side that emptied, if it
+    /// spilled and the spares have room for it.
+    #[inline]
+    pub(crate) fn keep_deps(&mut self, deps: ConsumerDeps) {
+        if let ConsumerDeps::Few(deps) = deps {
+            keep(&mut self.deps, deps);
+        }
+    }
+
+    /// Keeps the storage of `entries`, a producer side's waiters just
+    /// released, if it spilled and the spares have room for it.
+    #[inline]
+    pub(crate) fn keep_waiters(&mut self, entries: WaiterEntries) {
+        keep(&mut self.waiters, entries);
+    }
+
+    /// Whether no vector is kept.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.deps.is_empty() && self.waiters.is_empty()
+    }
+
+    /// The kept vectors' capacity, in entries.
+    pub(crate) fn capacity(&self) -> usize {
+        self.deps.iter().map(Vec::capacity).sum::<usize>()
+            + self.waiters.iter().map(Vec::capacity).sum::<usize>()
+    }
+}
+
+/// Keeps `values`' heap storage in `spares`, emptied, when it has one
+/// worth keeping and there is room.
+#[inline]
+fn keep<A: smallvec::Array>(spares: &mut Vec<Vec<A::Item>>, values: SmallVec<A>) {
+    if values.spilled() && values.capacity() <= MAX_SPARE_CAPACITY && spares.len() < MAX_SPARES {
+        // A spilled vector becomes a `Vec` without copying or allocating.
+        let mut storage = values.into_vec();
+        storage.clear();
+        spares.push(storage);
+    }
+}
+
+/// Grows `values`, full at its inline size, into heap storage: a spare
+/// vector if there is one (its entries move over), else
+/// [`FIRST_SPILL`] more entries from the allocator.
+#[inline]
+fn spill<A: smallvec::Array>(values: &mut SmallVec<A>, spares: &mut Vec<Vec<A::Item>>) {
+    match spares.pop() {
+        Some(mut storage) => {
+            storage.extend(values.drain(..));
+            // Kept vectors all have more room than the inline size, so this
+            // keeps the storage as it is.
+            *values = SmallVec::from_vec(storage);
+        }
+        None => values.reserve_exact(FIRST_SPILL),
+    }
+}
 
 /// The keys one consumer waits on.
 #[derive(Debug)]
@@ -65,11 +148,11 @@ impl ConsumerDeps {
     }
 
     #[inline]
-    pub(crate) fn insert(&mut self, dep: DepKey, seq: u64) {
+    pub(crate) fn insert(&mut self, dep: DepKey, seq: u64, spares: &mut Spares) {
         match self {
             Self::Few(deps) if deps.len() < SMALL_DEPS => {
-                if deps.len() == deps.inline_size() {
-                    deps.reserve_exact(FIRST_SPILL);
+                if deps.len() == deps.inline_size() && !deps.spilled() {
+                    spill(deps, &mut spares.deps);
                 }
                 deps.push((dep, seq));
             }
@@ -134,7 +217,7 @@ impl ConsumerDeps {
 #[derive(Debug, Default)]
 pub(crate) struct Waiters {
     /// One inline: a Source is waited on by its Analysis alone.
-    pub(crate) entries: SmallVec<[(u64, Option<WorkNodeIdentity>); 1]>,
+    pub(crate) entries: WaiterEntries,
     pub(crate) live: usize,
 }
 
@@ -146,10 +229,10 @@ impl Waiters {
     }
 
     #[inline]
-    pub(crate) fn push(&mut self, seq: u64, consumer: WorkNodeIdentity) {
+    pub(crate) fn push(&mut self, seq: u64, consumer: WorkNodeIdentity, spares: &mut Spares) {
         debug_assert!(self.entries.last().is_none_or(|(last, _)| *last < seq));
-        if self.entries.len() == self.entries.inline_size() {
-            self.entries.reserve_exact(FIRST_SPILL);
+        if self.entries.len() == self.entries.inline_size() && !self.entries.spilled() {
+            spill(&mut self.entries, &mut spares.waiters);
         }
         self.entries.push((seq, Some(consumer)));
         self.live += 1;

@@ -21,7 +21,7 @@
 
 use super::slots::{StageSlot, cache_key};
 use super::*;
-use crate::edges::{ConsumerDeps, EdgeOccupancy};
+use crate::edges::{ConsumerDeps, EdgeOccupancy, Spares};
 
 /// What linking found at a producer's record, in the one visit that also
 /// linked its side when it could.
@@ -44,20 +44,31 @@ impl<P> SchedulerDag<P> {
         &mut self,
         consumer: &WorkNodeIdentity,
         create: bool,
-        f: impl FnOnce(&mut ConsumerDeps) -> R,
+        f: impl FnOnce(&mut ConsumerDeps, &mut Spares) -> R,
     ) -> Option<R> {
         match consumer {
             WorkNodeIdentity::File(key) => {
-                let slot = if create {
-                    self.stage_entry(key)
+                let records = if create {
+                    self.files.get_or_default(&key.file.canonical)
                 } else {
-                    self.stage_slot_mut(key)?
+                    self.files.get_mut(&key.file.canonical)?
                 };
-                let result = f(&mut slot.deps);
+                let slot = if create {
+                    records
+                        .versions
+                        .entry_or_default(key.file.version())
+                        .entry(key.stage)
+                } else {
+                    records
+                        .versions
+                        .get_mut(&key.file.version())?
+                        .get_mut(key.stage)?
+                };
+                let result = f(&mut slot.deps, &mut self.spares);
                 if slot.deps.is_empty() {
-                    // An emptied side gives its storage back at once (a done
-                    // stage's record stays resident).
-                    slot.deps = ConsumerDeps::default();
+                    // An emptied side gives its storage back at once, to the
+                    // spares (a done stage's record stays resident).
+                    self.spares.keep_deps(std::mem::take(&mut slot.deps));
                     if slot.is_vacant() {
                         self.prune(key);
                     }
@@ -71,9 +82,11 @@ impl<P> SchedulerDag<P> {
                 } else {
                     self.cache_deps.get_mut(&id)?
                 };
-                let result = f(deps);
-                if deps.is_empty() {
-                    self.cache_deps.remove(&id);
+                let result = f(deps, &mut self.spares);
+                if deps.is_empty()
+                    && let Some(deps) = self.cache_deps.remove(&id)
+                {
+                    self.spares.keep_deps(deps);
                 }
                 Some(result)
             }
@@ -93,10 +106,10 @@ impl<P> SchedulerDag<P> {
     pub(super) fn link_edge(&mut self, consumer: &WorkNodeIdentity, dep: &DepKey) -> bool {
         let seq = self.next_edge_seq;
         let added = self
-            .with_deps(consumer, true, |deps| {
+            .with_deps(consumer, true, |deps, spares| {
                 let new = !deps.contains(dep);
                 if new {
-                    deps.insert(*dep, seq);
+                    deps.insert(*dep, seq, spares);
                 }
                 new
             })
@@ -106,7 +119,13 @@ impl<P> SchedulerDag<P> {
         }
         self.next_edge_seq += 1;
         self.edge_count += 1;
-        self.stage_entry(dep).waiters.push(seq, *consumer);
+        self.files
+            .get_or_default(&dep.file.canonical)
+            .versions
+            .entry_or_default(dep.file.version())
+            .entry(dep.stage)
+            .waiters
+            .push(seq, *consumer, &mut self.spares);
         true
     }
 
@@ -136,7 +155,7 @@ impl<P> SchedulerDag<P> {
             Some((NodeState::Failed(_), _)) => return ProducerSide::Failed,
             Some((_, priority)) => priority,
         };
-        slot.waiters.push(seq, *consumer);
+        slot.waiters.push(seq, *consumer, &mut self.spares);
         self.next_edge_seq += 1;
         self.edge_count += 1;
         ProducerSide::Linked { seq, priority }
@@ -150,10 +169,10 @@ impl<P> SchedulerDag<P> {
         consumer: &WorkNodeIdentity,
         pairs: impl IntoIterator<Item = (DepKey, u64)>,
     ) {
-        self.with_deps(consumer, true, |deps| {
+        self.with_deps(consumer, true, |deps, spares| {
             for (dep, seq) in pairs {
                 debug_assert!(!deps.contains(&dep), "{dep} was linked twice");
-                deps.insert(dep, seq);
+                deps.insert(dep, seq, spares);
             }
         });
     }
@@ -161,7 +180,7 @@ impl<P> SchedulerDag<P> {
     /// Removes the edge `consumer → dep`, if present. Returns whether it was.
     pub(super) fn unlink_edge(&mut self, consumer: &WorkNodeIdentity, dep: &DepKey) -> bool {
         let Some(seq) = self
-            .with_deps(consumer, false, |deps| deps.remove(dep))
+            .with_deps(consumer, false, |deps, _| deps.remove(dep))
             .flatten()
         else {
             return false;
@@ -174,7 +193,7 @@ impl<P> SchedulerDag<P> {
     /// Removes every edge of `consumer` (its keys' sides included).
     pub(super) fn remove_consumer_edges(&mut self, consumer: &WorkNodeIdentity) {
         let pairs = self
-            .with_deps(consumer, false, |deps| std::mem::take(deps).into_pairs())
+            .with_deps(consumer, false, |deps, _| std::mem::take(deps).into_pairs())
             .unwrap_or_default();
         self.edge_count -= pairs.len();
         for (dep, seq) in pairs {
@@ -226,13 +245,14 @@ impl<P> SchedulerDag<P> {
         // their lanes at the front, in link order (so pushed last first).
         let mut continuations: SmallVec<[(WorkNodeIdentity, ResourceClass, Priority, Ticket); 4]> =
             SmallVec::new();
-        for (_, consumer) in waiters.entries {
+        let mut entries = waiters.entries;
+        for (_, consumer) in entries.drain(..) {
             let Some(consumer) = consumer else {
                 continue;
             };
             let WorkNodeIdentity::File(key) = &consumer else {
                 let (removed, left) = self
-                    .with_deps(&consumer, false, |deps| {
+                    .with_deps(&consumer, false, |deps, _| {
                         (deps.remove(dep).is_some(), deps.len())
                     })
                     .unwrap_or((false, 0));
@@ -250,7 +270,7 @@ impl<P> SchedulerDag<P> {
             };
             let removed = slot.deps.remove(dep).is_some();
             if slot.deps.is_empty() {
-                slot.deps = ConsumerDeps::default();
+                self.spares.keep_deps(std::mem::take(&mut slot.deps));
             }
             let vacant = slot.is_vacant();
             let ready = match &mut slot.node {
@@ -269,6 +289,8 @@ impl<P> SchedulerDag<P> {
                 self.prune(key);
             }
         }
+        // The released vector is the next spill's storage.
+        self.spares.keep_waiters(entries);
         for (consumer, class, priority, ticket) in continuations.into_iter().rev() {
             self.enqueue_ready(consumer, class, priority, ticket, Place::Front);
         }
@@ -289,7 +311,7 @@ impl<P> SchedulerDag<P> {
                 continue;
             };
             let (removed, left) = self
-                .with_deps(consumer, false, |deps| {
+                .with_deps(consumer, false, |deps, _| {
                     (deps.remove(dep).is_some(), deps.len())
                 })
                 .unwrap_or((false, 0));
@@ -367,7 +389,9 @@ impl<P> SchedulerDag<P> {
             consumers,
             edges,
             keys: stages().filter(|stage| !stage.waiters.is_empty()).count(),
+            // The spares are edge storage too, held for the next spills.
             capacity: capacity
+                + self.spares.capacity()
                 + stages()
                     .map(|stage| stage.waiters.capacity())
                     .sum::<usize>(),
@@ -375,10 +399,16 @@ impl<P> SchedulerDag<P> {
     }
 
     fn remove_waiter(&mut self, dep: &DepKey, seq: u64) {
-        if let Some(slot) = self.stage_slot_mut(dep) {
+        let slot = self
+            .files
+            .get_mut(&dep.file.canonical)
+            .and_then(|records| records.versions.get_mut(&dep.file.version()))
+            .and_then(|version| version.get_mut(dep.stage));
+        if let Some(slot) = slot {
             slot.waiters.remove(seq);
             if slot.waiters.is_empty() {
-                slot.waiters = Default::default();
+                self.spares
+                    .keep_waiters(std::mem::take(&mut slot.waiters).entries);
                 if slot.is_vacant() {
                     self.prune(dep);
                 }

@@ -117,7 +117,7 @@ impl VersionSlot {
     /// into a record with its done node, so a caller sees what it would
     /// have seen had it never been packed.
     #[inline]
-    fn entry(&mut self, stage: TargetStage) -> &mut StageSlot {
+    pub(super) fn entry(&mut self, stage: TargetStage) -> &mut StageSlot {
         let at = match self.stages.iter().position(|slot| slot.stage == stage) {
             Some(at) => at,
             None => {

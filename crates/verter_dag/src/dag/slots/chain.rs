@@ -82,14 +82,16 @@ impl<P> SchedulerDag<P> {
             });
             if at > 0 {
                 let lower = key.file.at(chain[at - 1]);
-                entry.deps.insert(lower, seq + at as u64 - 1);
+                entry
+                    .deps
+                    .insert(lower, seq + at as u64 - 1, &mut self.spares);
             }
         }
         for at in 1..chain.len() {
             let consumer = WorkNodeIdentity::File(key.file.at(chain[at]));
             slot.entry(chain[at - 1])
                 .waiters
-                .push(seq + at as u64 - 1, consumer);
+                .push(seq + at as u64 - 1, consumer, &mut self.spares);
         }
         let (nodes, edges) = (chain.len(), chain.len() - 1);
         self.next_admission += nodes as u64;
