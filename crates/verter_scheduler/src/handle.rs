@@ -15,7 +15,7 @@ use verter_dag::{Priority, TargetStage};
 
 use crate::language::Language;
 use crate::output::RequestResult;
-use crate::post::HandleState;
+use crate::post::{Answered, HandleInner, HandleState};
 use crate::traits::{DepPath, StageExecutor};
 
 /// A request for one stage of one file.
@@ -71,13 +71,13 @@ impl Request {
 
 /// The answer to one request, once it exists.
 pub struct CompletionHandle<E: StageExecutor> {
-    pub(crate) state: Arc<HandleState<E>>,
+    inner: HandleInner<E>,
 }
 
 impl<E: StageExecutor> Clone for CompletionHandle<E> {
     fn clone(&self) -> Self {
         Self {
-            state: Arc::clone(&self.state),
+            inner: self.inner.clone(),
         }
     }
 }
@@ -85,43 +85,69 @@ impl<E: StageExecutor> Clone for CompletionHandle<E> {
 impl<E: StageExecutor> std::fmt::Debug for CompletionHandle<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompletionHandle")
-            .field("admitted", &self.state.is_admitted())
-            .field("answered", &self.state.cell().is_set())
+            .field("admitted", &self.is_admitted())
+            .field("answered", &self.is_answered())
             .finish()
     }
 }
 
 impl<E: StageExecutor> CompletionHandle<E> {
+    /// A handle answered through `state`'s cell.
     pub(crate) fn new(state: Arc<HandleState<E>>) -> Self {
-        Self { state }
+        Self {
+            inner: HandleInner::Pending(state),
+        }
+    }
+
+    /// A handle answered at submission: it holds its answer, and nothing
+    /// is shared or allocated for it.
+    pub(crate) fn answered(answer: Answered<E>) -> Self {
+        Self {
+            inner: HandleInner::Answered(answer),
+        }
+    }
+
+    /// The shared state of a handle that was not answered at submission.
+    pub(crate) fn pending(&self) -> Option<&HandleState<E>> {
+        match &self.inner {
+            HandleInner::Answered(_) => None,
+            HandleInner::Pending(state) => Some(state),
+        }
     }
 
     /// The answer, if there is one yet. Never blocks, never pumps.
     pub fn try_result(&self) -> Option<RequestResult<E>> {
-        self.state.cell().try_get()
+        match &self.inner {
+            HandleInner::Answered(answer) => Some(answer.result()),
+            HandleInner::Pending(state) => state.cell().try_get(),
+        }
     }
 
     /// Whether the request has been answered.
     pub fn is_answered(&self) -> bool {
-        self.state.cell().is_set()
+        self.pending().is_none_or(|state| state.cell().is_set())
     }
 
     /// Whether the request has left the inbox: admitted under the DAG lock
     /// (its edits applied, its waiter registered), or answered. A test can
     /// wait for this to place an operation after admission.
     pub fn is_admitted(&self) -> bool {
-        self.state.is_admitted()
+        self.pending().is_none_or(HandleState::is_admitted)
     }
 
     /// Parks until answered or `timeout` passes. Never pumps: on an inline
     /// scheduler use [`crate::Scheduler::wait`], which does.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<RequestResult<E>> {
+        let state = match &self.inner {
+            HandleInner::Answered(answer) => return Some(answer.result()),
+            HandleInner::Pending(state) => state,
+        };
         // Called from inside a stage, the answer may be a stage this
         // thread finished and has not committed yet.
-        if !self.state.cell().is_set() {
+        if !state.cell().is_set() {
             crate::exec::flush_deferred();
         }
-        self.state.cell().wait_timeout(timeout)
+        state.cell().wait_timeout(timeout)
     }
 }
 
@@ -131,11 +157,15 @@ impl<E: StageExecutor> Future for CompletionHandle<E> {
     /// Ready once the request is answered. A threaded scheduler answers on
     /// its own threads; an inline one needs someone to pump it.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let state = match &self.inner {
+            HandleInner::Answered(answer) => return Poll::Ready(answer.result()),
+            HandleInner::Pending(state) => state,
+        };
         // As in `wait_timeout`: a stage this thread has not committed yet.
-        if !self.state.cell().is_set() {
+        if !state.cell().is_set() {
             crate::exec::flush_deferred();
         }
-        self.state.cell().poll_get(cx)
+        state.cell().poll_get(cx)
     }
 }
 

@@ -8,6 +8,13 @@
 //! answered, no host waker called, under the DAG lock" is a fact of the
 //! module boundary, not of care.
 //!
+//! A request answered at submission with output already committed needs
+//! no cell: its handle holds the output itself ([`Answered`], made only
+//! here, on the submitting thread, never under the lock), so such a
+//! request allocates nothing. (An error at submission, which is rare, is
+//! answered through a cell like any other answer: that keeps a handle two
+//! words wide.)
+//!
 //! # Invariants
 //! 1. Every answer reaches its cell through `deliver`, which is never
 //!    called while the calling thread holds the DAG lock: it checks the
@@ -23,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use verter_pools::WaitCell;
 
 use crate::hooks::{Hooks, SchedulerEvent};
-use crate::output::RequestResult;
+use crate::output::{RequestResult, StageOutput};
 use crate::traits::StageExecutor;
 
 thread_local! {
@@ -77,6 +84,48 @@ impl<E: StageExecutor> HandleState<E> {
     }
 }
 
+/// A request's answer as its handle holds it: given at submission, or
+/// shared with the scheduler until `PostWork::deliver` sets it.
+pub(crate) enum HandleInner<E: StageExecutor> {
+    /// Answered at submission.
+    Answered(Answered<E>),
+    /// Answered later, through the shared cell.
+    Pending(Arc<HandleState<E>>),
+}
+
+impl<E: StageExecutor> Clone for HandleInner<E> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Answered(answered) => Self::Answered(Answered(answered.0.clone())),
+            Self::Pending(state) => Self::Pending(Arc::clone(state)),
+        }
+    }
+}
+
+/// Committed output given as an answer at submission. Its field is private
+/// to this module, so only [`Answered::at_submission`] makes one.
+pub(crate) struct Answered<E: StageExecutor>(StageOutput<E>);
+
+impl<E: StageExecutor> Answered<E> {
+    /// The answer of a request the thread that submits it answered with
+    /// committed `output`, before the request reached the inbox.
+    ///
+    /// # Panics
+    /// In debug builds, if the calling thread holds the DAG lock.
+    pub(crate) fn at_submission(output: StageOutput<E>) -> Self {
+        debug_assert!(
+            !holds_dag_lock(),
+            "a request is answered at submission only outside the DAG lock"
+        );
+        Self(output)
+    }
+
+    /// The answer.
+    pub(crate) fn result(&self) -> RequestResult<E> {
+        Ok(self.0.clone())
+    }
+}
+
 /// The scheduler's end of one request's handle.
 pub(crate) struct AnswerSlot<E: StageExecutor>(Arc<HandleState<E>>);
 
@@ -95,6 +144,7 @@ impl<E: StageExecutor> AnswerSlot<E> {
     }
 
     /// Another end of the same slot.
+    #[cfg(test)]
     pub(crate) fn share(&self) -> Self {
         Self(Arc::clone(&self.0))
     }

@@ -59,7 +59,7 @@ use crate::inbox::SendError;
 use crate::language::Language;
 use crate::node::FileNode;
 use crate::output::RequestResult;
-use crate::post::{AnswerSlot, PostWork};
+use crate::post::{AnswerSlot, Answered, PostWork};
 use crate::snapshot::{SourceText, content_hash};
 use crate::state::{Fresh, HashMap, KnownText, Locked, Mode, Prepared, Scheduler, Submission};
 use crate::traits::{SourceLoader, StageExecutor};
@@ -70,7 +70,7 @@ enum Preparation<E: StageExecutor> {
     /// Admit it under the lock.
     Queue(Prepared<E>),
     /// The live object already committed the output.
-    Answered(RequestResult<E>),
+    Answered(crate::output::StageOutput<E>),
 }
 
 /// What the scheduler has done, for observability and tests.

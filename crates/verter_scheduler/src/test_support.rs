@@ -10,11 +10,18 @@ use crate::traits::{
     AnalysisInput, ArtifactInput, DepPath, SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
 
-/// Every path loads as its own name; `use X` lines name blockers.
+/// Every path but the empty one loads as its own name; `use X` lines name
+/// blockers.
 pub(crate) struct Echo;
 
 impl SourceLoader for Echo {
     fn realpath(&self, path: &str) -> Result<Canonical, LoadError> {
+        // As a file system's: nothing backs the empty path.
+        if path.is_empty() {
+            return Err(LoadError::Missing {
+                path: String::new(),
+            });
+        }
         Ok(Canonical::from(path))
     }
     fn exists(&self, _: &Canonical) -> bool {

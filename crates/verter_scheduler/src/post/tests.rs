@@ -73,3 +73,33 @@ fn events_are_built_only_when_the_hooks_observe_them() {
     let _ = observed.deliver(&hooks, &AtomicU64::new(0), &AtomicU64::new(0));
     assert_eq!(hooks.0.load(Ordering::Relaxed), 1);
 }
+
+#[cfg(debug_assertions)]
+#[test]
+fn no_request_is_answered_at_submission_under_the_lock() {
+    let answered = std::panic::catch_unwind(|| {
+        let _mark = LockMark::set();
+        let text = Arc::new(crate::snapshot::SourceText {
+            canonical: "a.rs".into(),
+            version: verter_dag::SourceVersion::new(
+                verter_dag::Incarnation::allocate(),
+                verter_dag::Generation::ZERO,
+            ),
+            text: "a".into(),
+            hash: crate::snapshot::content_hash("a"),
+        });
+        let output = StageOutput::Source(Arc::new(crate::snapshot::SourceSnapshot {
+            text,
+            language: crate::Language::new("text"),
+            parsed: Vec::new(),
+            forward_deps: Vec::new(),
+            blockers: Vec::new(),
+        }));
+        Answered::<Lines>::at_submission(output)
+    });
+    assert!(
+        answered.is_err(),
+        "answering under the lock mark must panic"
+    );
+    assert!(!holds_dag_lock(), "the mark is cleared on unwind");
+}

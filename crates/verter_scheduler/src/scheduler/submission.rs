@@ -9,15 +9,25 @@ use crate::traits::DepPath;
 impl<E: StageExecutor> Scheduler<E> {
     /// Submits one request. The handle is answered exactly once.
     pub fn submit_request(&self, request: Request) -> CompletionHandle<E> {
-        let slot = AnswerSlot::new();
-        let handle = CompletionHandle::new(slot.state());
         self.counters.submits.fetch_add(1, Ordering::Relaxed);
-        match self.prepare(request, slot.share(), true) {
-            Ok(Preparation::Queue(prepared)) => self.enqueue(Submission::One(prepared)),
-            Ok(Preparation::Answered(result)) => self.answer_now(slot, result),
-            Err(error) => self.answer_now(slot, Err(error)),
+        match self.prepare(request, true) {
+            Ok(Preparation::Queue(prepared)) => {
+                let handle = CompletionHandle::new(prepared.slot.state());
+                self.enqueue(Submission::One(prepared));
+                handle
+            }
+            Ok(Preparation::Answered(output)) => {
+                CompletionHandle::answered(Answered::at_submission(output))
+            }
+            Err(error) => {
+                let slot = AnswerSlot::new();
+                let handle = CompletionHandle::new(slot.state());
+                let mut post = self.post_work();
+                post.answer(slot, Err(error));
+                self.run_post(post);
+                handle
+            }
         }
-        handle
     }
 
     /// Submits each request as its own inbox item: the pump may see the
@@ -49,15 +59,24 @@ impl<E: StageExecutor> Scheduler<E> {
         let mut post = self.post_work();
         let mut may_answer = true;
         for request in requests {
-            let slot = AnswerSlot::new();
-            handles.push(CompletionHandle::new(slot.state()));
             self.counters.submits.fetch_add(1, Ordering::Relaxed);
             let changes = request.text.is_some() || request.language.is_some();
-            match self.prepare(request, slot.share(), may_answer) {
-                Ok(Preparation::Queue(p)) => prepared.push(p),
-                Ok(Preparation::Answered(result)) => post.answer(slot, result),
-                Err(error) => post.answer(slot, Err(error)),
-            }
+            handles.push(match self.prepare(request, may_answer) {
+                Ok(Preparation::Queue(p)) => {
+                    let handle = CompletionHandle::new(p.slot.state());
+                    prepared.push(p);
+                    handle
+                }
+                Ok(Preparation::Answered(output)) => {
+                    CompletionHandle::answered(Answered::at_submission(output))
+                }
+                Err(error) => {
+                    let slot = AnswerSlot::new();
+                    let handle = CompletionHandle::new(slot.state());
+                    post.answer(slot, Err(error));
+                    handle
+                }
+            });
             may_answer &= !changes;
         }
         if !prepared.is_empty() {
@@ -99,7 +118,10 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         let _inline = (self.is_inline() && !CallerKind::current().drives_while_waiting())
             .then(|| CallerKind::enter(CallerKind::Inline));
-        wait_or_drive_with(handle.state.cell(), self, self.config.wait_backstop)
+        let state = handle
+            .pending()
+            .expect("a handle answered at submission has its answer");
+        wait_or_drive_with(state.cell(), self, self.config.wait_backstop)
     }
 
     /// Waits for every handle of `batch`; results in input order, never
@@ -157,17 +179,9 @@ impl<E: StageExecutor> Scheduler<E> {
             })
     }
 
-    /// Answers `slot` outside the lock.
-    pub(super) fn answer_now(&self, slot: AnswerSlot<E>, result: RequestResult<E>) {
-        let mut post = self.post_work();
-        post.answer(slot, result);
-        self.run_post(post);
-    }
-
     pub(super) fn prepare(
         &self,
         request: Request,
-        slot: AnswerSlot<E>,
         may_answer: bool,
     ) -> Result<Preparation<E>, RequestError> {
         let canonical = match &request.path {
@@ -196,7 +210,7 @@ impl<E: StageExecutor> Scheduler<E> {
             self.counters
                 .answered_without_admission
                 .fetch_add(1, Ordering::Relaxed);
-            return Ok(Preparation::Answered(Ok(output)));
+            return Ok(Preparation::Answered(output));
         }
         let explicit_language = request.language.is_some();
         let language = match (request.language, &published) {
@@ -223,7 +237,8 @@ impl<E: StageExecutor> Scheduler<E> {
             explicit_language,
             lifetime,
             fresh,
-            slot,
+            // Only a request that waits gets a shared answer cell.
+            slot: AnswerSlot::new(),
         }))
     }
 

@@ -223,3 +223,69 @@ fn an_urgent_admission_leaves_no_registration_queued() {
     scheduler.run_until_idle();
     assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
 }
+
+/// A request for committed output is answered by the submitting thread
+/// with a handle that holds the output: no shared cell, nothing allocated
+/// for it. Every way of reading
+/// the handle gives that answer, and so does every clone; a request that
+/// must wait still gets a cell.
+#[test]
+fn a_request_answered_at_submission_holds_its_answer_and_shares_no_cell() {
+    let scheduler = Scheduler::new_inline(config(), Echo, Lines).unwrap();
+    let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+    assert!(first.pending().is_some(), "it had to wait for its Source");
+    let built = scheduler.wait(&first).unwrap();
+    let answers_before = scheduler.counters().answered_without_admission;
+
+    let again = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+    assert!(again.pending().is_none(), "answered at submission");
+    assert!(again.is_answered() && again.is_admitted());
+    let batch = scheduler.submit_batch_atomic(vec![
+        Request::new("a.rs", TargetStage::Source),
+        Request::new("b.rs", TargetStage::Source),
+    ]);
+    assert!(batch.handles()[0].pending().is_none());
+    assert!(batch.handles()[1].pending().is_some(), "b.rs must be built");
+    assert_eq!(
+        scheduler.counters().answered_without_admission,
+        answers_before + 2
+    );
+
+    let source = |result: RequestResult<Lines>| {
+        result
+            .expect("committed")
+            .as_source()
+            .cloned()
+            .expect("a Source")
+    };
+    let expected = source(Ok(built));
+    for handle in [&again, &again.clone(), &batch.handles()[0]] {
+        assert!(Arc::ptr_eq(
+            &source(handle.try_result().unwrap()),
+            &expected
+        ));
+        assert!(Arc::ptr_eq(
+            &source(handle.wait_timeout(Duration::ZERO).unwrap()),
+            &expected
+        ));
+        assert!(Arc::ptr_eq(&source(scheduler.wait(handle)), &expected));
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let mut polled = handle.clone();
+        match std::pin::Pin::new(&mut polled).poll(&mut cx) {
+            Poll::Ready(result) => assert!(Arc::ptr_eq(&source(result), &expected)),
+            Poll::Pending => panic!("an answered handle is ready"),
+        }
+    }
+    scheduler.wait_batch(&batch)[1]
+        .as_ref()
+        .expect("b.rs built");
+
+    // An error at submission goes through a cell, like every other answer,
+    // so a handle stays two words wide.
+    let unresolved = scheduler.submit_request(Request::new("", TargetStage::Source));
+    assert!(unresolved.pending().is_some());
+    assert!(matches!(unresolved.try_result(), Some(Err(_))));
+    assert!(std::mem::size_of::<CompletionHandle<Lines>>() <= 2 * std::mem::size_of::<usize>());
+    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+}
