@@ -213,7 +213,7 @@ impl<E: StageExecutor> FileNode<E> {
 
     /// Under the DAG lock: starts an empty view for a new generation.
     /// Returns the view it replaced: it holds the host's outputs, so the
-    /// caller lets it go after the lock (`PostWork::discard`).
+    /// caller lets it go after the lock (`PostWork::discard_view`).
     #[must_use = "the replaced view holds host outputs: discard it into the post-work"]
     pub(crate) fn reset_view(&self, generation: Generation) -> Arc<NodeView<E>> {
         self.view.swap(Arc::new(NodeView::empty(generation)))

@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use verter_pools::WaitCell;
 
 use crate::hooks::{Hooks, SchedulerEvent};
+use crate::node::NodeView;
 use crate::output::{RequestResult, StageOutput};
 use crate::traits::StageExecutor;
 
@@ -165,6 +166,10 @@ pub(crate) struct PostWork<E: StageExecutor> {
     /// (a refused run's output, a replaced view): dropped after it, since
     /// a host type's `Drop` is host code.
     discarded: Vec<Box<dyn Send>>,
+    /// Views a new generation replaced (they hold the host's outputs): the
+    /// common case of `discarded`, kept inline so that an edit's hold
+    /// allocates nothing for it.
+    replaced_views: smallvec::SmallVec<[Arc<NodeView<E>>; 1]>,
     /// Whether events are recorded (the hooks observe them).
     observed: bool,
     pub(crate) dispatch: bool,
@@ -183,6 +188,7 @@ impl<E: StageExecutor> PostWork<E> {
             answers: smallvec::SmallVec::new(),
             events: Vec::new(),
             discarded: Vec::new(),
+            replaced_views: smallvec::SmallVec::new(),
             observed,
             dispatch: false,
         }
@@ -202,6 +208,11 @@ impl<E: StageExecutor> PostWork<E> {
         self.discarded.push(Box::new(value));
     }
 
+    /// [`Self::discard`] for a view a new generation replaced: no box.
+    pub(crate) fn discard_view(&mut self, view: Arc<NodeView<E>>) {
+        self.replaced_views.push(view);
+    }
+
     /// Queues `result` as `slot`'s answer.
     pub(crate) fn answer(&mut self, slot: AnswerSlot<E>, result: RequestResult<E>) {
         self.answers.push((slot, result));
@@ -212,6 +223,7 @@ impl<E: StageExecutor> PostWork<E> {
         self.answers.is_empty()
             && self.events.is_empty()
             && self.discarded.is_empty()
+            && self.replaced_views.is_empty()
             && !self.dispatch
     }
 
@@ -245,6 +257,7 @@ impl<E: StageExecutor> PostWork<E> {
         // Last, once every waiter has its answer: host outputs let go
         // under the lock.
         drop(self.discarded);
+        drop(self.replaced_views);
         self.dispatch
     }
 }

@@ -410,7 +410,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     present(tx, &source);
                 });
                 if let Some(replaced) = replaced {
-                    post.discard(replaced);
+                    post.discard_view(replaced);
                 }
                 if let Some(slot) = locked.dag.payload_mut(&canonical) {
                     slot.text = Some(KnownText {

@@ -36,7 +36,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         tx.pending(canonical, live.version());
                         node.reset_view(live.generation)
                     });
-                    post.discard(replaced);
+                    post.discard_view(replaced);
                     self.absorb(locked, effects, post);
                     Ok(())
                 }
