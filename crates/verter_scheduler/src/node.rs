@@ -226,15 +226,18 @@ impl<E: StageExecutor> FileNode<E> {
     }
 
     /// Under the DAG lock: publishes `source` if the view is still at
-    /// `generation`. Returns whether it was published. A Source commits once
-    /// per generation; a second, different one is refused (`false`).
+    /// `generation` and has none. A refused snapshot comes back: it holds the
+    /// host's parse, so the caller drops it after the lock
+    /// (`PostWork::discard`).
     pub(crate) fn publish_source(
         &self,
         generation: Generation,
         source: Arc<SourceSnapshot<E::Source>>,
-    ) -> bool {
-        self.view_at(generation)
-            .is_some_and(|view| view.source.set(source).is_ok())
+    ) -> Result<(), Arc<SourceSnapshot<E::Source>>> {
+        match self.view_at(generation) {
+            Some(view) => view.source.set(source),
+            None => Err(source),
+        }
     }
 
     /// Under the DAG lock: publishes `analysis` if the view is still at
@@ -243,26 +246,31 @@ impl<E: StageExecutor> FileNode<E> {
         &self,
         generation: Generation,
         analysis: Arc<AnalysisSnapshot<E::Analysis>>,
-    ) -> bool {
-        self.view_at(generation)
-            .is_some_and(|view| view.analysis.set(analysis).is_ok())
+    ) -> Result<(), Arc<AnalysisSnapshot<E::Analysis>>> {
+        match self.view_at(generation) {
+            Some(view) => view.analysis.set(analysis),
+            None => Err(analysis),
+        }
     }
 
     /// Under the DAG lock: publishes `artifact` (replacing any of its
-    /// profile) if the view is still at `generation`. Returns whether it
-    /// applied. The first artifact of a view sets its cell; anything else
-    /// publishes a copy of the view.
+    /// profile) if the view is still at `generation`; a refused artifact
+    /// comes back. The first artifact of a view sets its cell; anything else
+    /// publishes a copy of the view and returns the view it replaced, which
+    /// may hold the only reference to a replaced artifact: the caller drops
+    /// it after the lock (`PostWork::discard_view`).
+    #[must_use = "a replaced view may hold host outputs: discard it into the post-work"]
     pub(crate) fn publish_artifact(
         &self,
         generation: Generation,
         artifact: Arc<ArtifactSnapshot<E::Artifact>>,
-    ) -> bool {
+    ) -> Published<E, ArtifactSnapshot<E::Artifact>> {
         let Some(view) = self.view_at(generation) else {
-            return false;
+            return Err(artifact);
         };
         if view.artifact(artifact.profile).is_none() && view.next.get().is_none() {
             let _ = view.next.set(artifact);
-            return true;
+            return Ok(None);
         }
         let mut artifacts: Artifacts<E> = view
             .artifacts()
@@ -270,28 +278,50 @@ impl<E: StageExecutor> FileNode<E> {
             .cloned()
             .collect();
         artifacts.push(artifact);
-        self.view.store(Arc::new(view.with_artifacts(artifacts)));
-        true
+        Ok(Some(
+            self.view.swap(Arc::new(view.with_artifacts(artifacts))),
+        ))
     }
 
     /// Under the DAG lock: stops serving the `profile` artifact if the view
-    /// is still at `generation` (publishing a copy of the view without it).
-    /// Returns whether the view was at it.
-    pub(crate) fn remove_artifact(&self, generation: Generation, profile: ProfileHash) -> bool {
+    /// is still at `generation`, publishing a copy of the view without it.
+    /// `Err` when the view is not at `generation`; otherwise the view it
+    /// replaced, if it had that artifact (the caller drops it after the
+    /// lock, as [`Self::publish_artifact`]'s).
+    #[must_use = "a replaced view may hold host outputs: discard it into the post-work"]
+    pub(crate) fn remove_artifact(
+        &self,
+        generation: Generation,
+        profile: ProfileHash,
+    ) -> Result<Replaced<E>, NotAtGeneration> {
         let Some(view) = self.view_at(generation) else {
-            return false;
+            return Err(NotAtGeneration);
         };
-        if view.artifact(profile).is_some() {
-            let artifacts = view
-                .artifacts()
-                .filter(|a| a.profile != profile)
-                .cloned()
-                .collect();
-            self.view.store(Arc::new(view.with_artifacts(artifacts)));
+        if view.artifact(profile).is_none() {
+            return Ok(None);
         }
-        true
+        let artifacts = view
+            .artifacts()
+            .filter(|a| a.profile != profile)
+            .cloned()
+            .collect();
+        Ok(Some(
+            self.view.swap(Arc::new(view.with_artifacts(artifacts))),
+        ))
     }
 }
+
+/// The view a copy replaced, if one did: it may hold the only reference to
+/// a host output, so the caller drops it after the lock.
+pub(crate) type Replaced<E> = Option<Arc<NodeView<E>>>;
+
+/// A publication's outcome: what it replaced, or the refused output back.
+pub(crate) type Published<E, T> = Result<Replaced<E>, Arc<T>>;
+
+/// A view change was refused: the node's view is not at the generation
+/// the caller named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NotAtGeneration;
 
 #[cfg(test)]
 mod tests;

@@ -148,8 +148,14 @@ impl<E: StageExecutor> Scheduler<E> {
                 profile,
                 data,
             });
-            let published = node.publish_artifact(witness.generation(), Arc::clone(&artifact));
-            debug_assert!(published, "a live node's view is at its live generation");
+            match node.publish_artifact(witness.generation(), Arc::clone(&artifact)) {
+                Ok(Some(replaced)) => post.discard_view(replaced),
+                Ok(None) => {}
+                Err(refused) => {
+                    debug_assert!(false, "a live node's view is at its live generation");
+                    post.discard(refused);
+                }
+            }
             Ok(artifact)
         })
     }
@@ -173,7 +179,11 @@ impl<E: StageExecutor> Scheduler<E> {
             let Some(evicted) = evicted else {
                 return Ok(false);
             };
-            node.remove_artifact(view.generation, profile);
+            // The evicted artifact and the view that held it are the host's
+            // outputs: dropped after the lock.
+            if let Ok(Some(replaced)) = node.remove_artifact(view.generation, profile) {
+                post.discard_view(replaced);
+            }
             // The DAG must forget the build too, or the next request would be
             // answered "done" with no output to serve: it rebuilds instead.
             let built = FileIdentity::new(

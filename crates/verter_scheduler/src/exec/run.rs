@@ -6,6 +6,7 @@
 //! Part of the `exec` module; see its docs for the protocol of one job.
 
 use super::*;
+use crate::node::Replaced;
 
 /// A job that ran, or was refused before running, and waits for its
 /// completion hold. Data only: what the run produced, with the dispatch
@@ -215,7 +216,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 &node,
                 result,
                 std::iter::empty(),
-                FileNode::publish_analysis,
+                |node, generation, analysis| {
+                    node.publish_analysis(generation, analysis).map(|()| None)
+                },
                 post,
             ),
             Outcome::Built {
@@ -297,7 +300,7 @@ impl<E: StageExecutor> Scheduler<E> {
         node: &FileNode<E>,
         output: Result<T, RequestError>,
         inputs: impl IntoIterator<Item = (&'a Canonical, verter_dag::SourceVersion)>,
-        publish: impl FnOnce(&FileNode<E>, verter_dag::Generation, T) -> bool,
+        publish: impl FnOnce(&FileNode<E>, verter_dag::Generation, T) -> Result<Replaced<E>, T>,
         post: &mut PostWork<E>,
     ) -> Option<String>
     where
@@ -331,8 +334,16 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         match output {
             Ok(value) => {
-                let published = publish(node, file.generation, value);
-                debug_assert!(published, "a current dispatch matches the node's view");
+                // What the publication let go holds host outputs: it is
+                // dropped after the lock.
+                match publish(node, file.generation, value) {
+                    Ok(Some(replaced)) => post.discard_view(replaced),
+                    Ok(None) => {}
+                    Err(refused) => {
+                        debug_assert!(false, "a current dispatch matches the node's view");
+                        post.discard(refused);
+                    }
+                }
                 let (_, effects) = locked.dag.complete(dispatch);
                 post.event(|| SchedulerEvent::DidComplete(identity));
                 self.absorb(locked, effects, post);
@@ -551,8 +562,10 @@ impl<E: StageExecutor> Scheduler<E> {
         if let Some(effects) = locked.dag.record_blockers(&file, blocker_keys) {
             self.absorb(locked, effects, post);
         }
-        let published = node.publish_source(file.generation, deps.snapshot);
-        debug_assert!(published, "a current dispatch matches the node's view");
+        if let Err(refused) = node.publish_source(file.generation, deps.snapshot) {
+            debug_assert!(false, "a current dispatch matches the node's view");
+            post.discard(refused);
+        }
         let (_, effects) = locked.dag.complete(dispatch);
         post.event(|| SchedulerEvent::DidComplete(identity));
         self.absorb(locked, effects, post);

@@ -35,27 +35,49 @@ fn artifacts_publish_into_the_view_or_as_a_copy_of_it() {
     let node = node();
     let g0 = Generation::ZERO;
     let held = node.view();
-    assert!(node.publish_artifact(g0, artifact(&node, 1, "one")));
+    assert!(matches!(
+        node.publish_artifact(g0, artifact(&node, 1, "one")),
+        Ok(None)
+    ));
     assert_eq!(data(&held, 1).as_deref(), Some("one"), "set in place");
 
-    assert!(node.publish_artifact(g0, artifact(&node, 2, "two")));
+    // A copy hands back the view it replaced, for the caller to drop after
+    // the lock: it may hold a replaced artifact's last reference.
+    let before = node.publish_artifact(g0, artifact(&node, 2, "two"));
+    assert!(Arc::ptr_eq(&before.expect("at g0").expect("a copy"), &held));
     let both = node.view();
     assert_eq!(data(&both, 1).as_deref(), Some("one"));
     assert_eq!(data(&both, 2).as_deref(), Some("two"));
     assert_eq!(data(&held, 2), None, "the held view is not changed");
 
-    assert!(node.publish_artifact(g0, artifact(&node, 1, "one again")));
+    let before = node.publish_artifact(g0, artifact(&node, 1, "one again"));
+    let before = before.expect("at g0").expect("a copy");
+    assert_eq!(
+        data(&before, 1).as_deref(),
+        Some("one"),
+        "the replaced artifact comes back with its view"
+    );
     let replaced = node.view();
     assert_eq!(data(&replaced, 1).as_deref(), Some("one again"));
     assert_eq!(data(&replaced, 2).as_deref(), Some("two"));
     assert_eq!(replaced.artifacts().count(), 2, "one per profile");
 
-    assert!(node.remove_artifact(g0, ProfileHash(2)));
+    assert!(matches!(
+        node.remove_artifact(g0, ProfileHash(2)),
+        Ok(Some(_))
+    ));
+    assert!(
+        matches!(node.remove_artifact(g0, ProfileHash(2)), Ok(None)),
+        "nothing left to evict: no copy"
+    );
     let evicted = node.view();
     assert_eq!(data(&evicted, 2), None);
     assert_eq!(data(&evicted, 1).as_deref(), Some("one again"));
     // A new artifact after a copy sets the copy's cell.
-    assert!(node.publish_artifact(g0, artifact(&node, 3, "three")));
+    assert!(matches!(
+        node.publish_artifact(g0, artifact(&node, 3, "three")),
+        Ok(None)
+    ));
     assert_eq!(data(&evicted, 3).as_deref(), Some("three"));
 }
 
@@ -72,15 +94,20 @@ fn stage_cells_are_set_once_per_generation_and_carried_by_copies() {
             data: n,
         })
     };
-    assert!(node.publish_analysis(g0, analysis(3)));
-    assert!(!node.publish_analysis(g0, analysis(4)), "set once");
-    assert!(node.publish_artifact(g0, artifact(&node, 1, "one")));
-    assert!(node.publish_artifact(g0, artifact(&node, 2, "two")));
+    assert!(node.publish_analysis(g0, analysis(3)).is_ok());
+    let refused = node.publish_analysis(g0, analysis(4));
+    assert_eq!(
+        refused.expect_err("set once").data,
+        4,
+        "the refused one comes back"
+    );
+    assert!(node.publish_artifact(g0, artifact(&node, 1, "one")).is_ok());
+    assert!(node.publish_artifact(g0, artifact(&node, 2, "two")).is_ok());
     assert_eq!(node.view().analysis().map(|a| a.data), Some(3));
 
     let g1 = g0.next().expect("not exhausted");
     assert!(
-        !node.publish_analysis(g1, analysis(5)),
+        node.publish_analysis(g1, analysis(5)).is_err(),
         "the view is still g0"
     );
     // The replaced view comes back, whole, for the caller to drop after
@@ -90,8 +117,14 @@ fn stage_cells_are_set_once_per_generation_and_carried_by_copies() {
     assert_eq!(replaced.analysis().map(|a| a.data), Some(3));
     assert!(node.view().analysis().is_none());
     assert!(node.view().artifacts().next().is_none());
-    assert!(!node.publish_artifact(g0, artifact(&node, 1, "stale")));
-    assert!(!node.remove_artifact(g0, ProfileHash(1)));
-    assert!(node.publish_analysis(g1, analysis(5)));
+    assert!(
+        node.publish_artifact(g0, artifact(&node, 1, "stale"))
+            .is_err()
+    );
+    assert_eq!(
+        node.remove_artifact(g0, ProfileHash(1)).err(),
+        Some(NotAtGeneration)
+    );
+    assert!(node.publish_analysis(g1, analysis(5)).is_ok());
     assert!(node.committed(TargetStage::Analysis).is_some());
 }

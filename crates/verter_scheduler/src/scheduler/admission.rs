@@ -545,7 +545,12 @@ impl<E: StageExecutor> Scheduler<E> {
                 && let Some(slot) = locked.dag.payload(&key.file.canonical)
                 && slot.node.incarnation() == key.file.incarnation
             {
-                slot.node.remove_artifact(key.file.generation, profile);
+                // The view it replaces may hold the artifact's last
+                // reference: the host's output, dropped after the lock.
+                if let Ok(Some(replaced)) = slot.node.remove_artifact(key.file.generation, profile)
+                {
+                    post.discard_view(replaced);
+                }
             }
         }
         if effects.newly_ready > 0 {

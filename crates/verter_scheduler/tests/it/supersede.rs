@@ -103,30 +103,28 @@ fn a_request_in_the_readiness_window_joins_the_live_source() {
     });
 }
 
-/// The host's outputs are the host's code when they drop: a refused run's
-/// output and the view a new generation replaces are let go after the DAG
-/// lock, never under it. Each output probes the lock as it drops: a call
-/// that takes the lock panics (debug builds) when its thread already holds
-/// it.
-#[test]
-fn host_outputs_are_dropped_after_the_lock_never_under_it() {
+/// The host-output probes: each output whose `Drop` runs while the
+/// scheduler lives sends whether its thread held the DAG lock then.
+mod probes {
     use std::sync::mpsc::{Receiver, Sender, channel};
-    use std::sync::{Mutex, OnceLock, Weak};
+    use std::sync::{Arc, Mutex, OnceLock, Weak};
 
     use verter_scheduler::{
-        AnalysisInput, ArtifactInput, ExecutorError, Scheduler, SourceDeps, SourceInput,
+        AnalysisInput, ArtifactInput, DepPath, ExecutorError, Scheduler, SourceDeps, SourceInput,
         StageExecutor,
     };
 
-    /// Each probe that drops while the scheduler lives sends whether its
-    /// thread held the DAG lock then.
-    struct Probes {
+    use crate::support::*;
+
+    /// Where probes report, and the scheduler they probe.
+    pub(super) struct Probes {
         scheduler: OnceLock<Weak<Scheduler<ProbeExecutor>>>,
         drops: Mutex<Sender<bool>>,
     }
 
-    /// A Source output that probes the DAG lock when it drops.
-    struct Probe(Arc<Probes>);
+    /// An output that probes the DAG lock when it drops: a call that takes
+    /// the lock panics (debug builds) when its thread already holds it.
+    pub(super) struct Probe(Arc<Probes>);
 
     impl Drop for Probe {
         fn drop(&mut self) {
@@ -145,20 +143,29 @@ fn host_outputs_are_dropped_after_the_lock_never_under_it() {
         }
     }
 
+    /// Sources and Artifacts are probes; a `use X` line names blocker X.
     #[derive(Clone)]
-    struct ProbeExecutor(Arc<Probes>);
+    pub(super) struct ProbeExecutor(Arc<Probes>);
 
     impl StageExecutor for ProbeExecutor {
         type Source = Probe;
         type Analysis = usize;
-        type Artifact = usize;
+        type Artifact = Probe;
 
         fn execute_source(&self, _: &SourceInput<'_>) -> Result<Probe, ExecutorError> {
             Ok(Probe(Arc::clone(&self.0)))
         }
 
-        fn extract_deps(&self, _: &SourceInput<'_>, _: &Probe) -> SourceDeps {
-            SourceDeps::default()
+        fn extract_deps(&self, input: &SourceInput<'_>, _: &Probe) -> SourceDeps {
+            SourceDeps {
+                forward: Vec::new(),
+                blockers: input
+                    .text
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("use "))
+                    .map(|path| DepPath::Path(path.to_owned()))
+                    .collect(),
+            }
         }
 
         fn execute_analysis(
@@ -168,17 +175,21 @@ fn host_outputs_are_dropped_after_the_lock_never_under_it() {
             Ok(input.source.text.text.len())
         }
 
-        fn execute_artifact(
-            &self,
-            input: &ArtifactInput<'_, usize>,
-        ) -> Result<usize, ExecutorError> {
-            Ok(input.analysis.data)
+        fn execute_artifact(&self, _: &ArtifactInput<'_, usize>) -> Result<Probe, ExecutorError> {
+            Ok(Probe(Arc::clone(&self.0)))
         }
     }
 
-    watchdog("host drops", || {
-        let files = MemFiles::default();
-        let (sender, drops): (Sender<bool>, Receiver<bool>) = channel();
+    /// A threaded scheduler over `files` whose outputs are probes, the
+    /// receiving end of their reports, and its hooks.
+    pub(super) fn probed(
+        files: MemFiles,
+    ) -> (
+        Arc<Scheduler<ProbeExecutor>>,
+        Receiver<bool>,
+        Arc<GateHooks>,
+    ) {
+        let (sender, drops) = channel();
         let executor = ProbeExecutor(Arc::new(Probes {
             scheduler: OnceLock::new(),
             drops: Mutex::new(sender),
@@ -193,6 +204,17 @@ fn host_outputs_are_dropped_after_the_lock_never_under_it() {
             .scheduler
             .set(Arc::downgrade(&scheduler))
             .unwrap_or_else(|_| unreachable!("set once"));
+        (scheduler, drops, hooks)
+    }
+}
+
+/// The host's outputs are the host's code when they drop: a refused run's
+/// output and the view a new generation replaces are let go after the DAG
+/// lock, never under it.
+#[test]
+fn host_outputs_are_dropped_after_the_lock_never_under_it() {
+    watchdog("host drops", || {
+        let (scheduler, drops, hooks) = probes::probed(MemFiles::default());
         // A refused run: its parse of "one" is superseded while it waits
         // to complete, and its output is dropped by the refusing commit.
         let gate = hooks.hold("a.rs", "Source", HookPoint::BeforeCompletion);
@@ -223,5 +245,34 @@ fn host_outputs_are_dropped_after_the_lock_never_under_it() {
             "the replaced view was dropped under the DAG lock"
         );
         assert!(drops.try_recv().is_err(), "nothing else dropped");
+    });
+}
+
+/// An Artifact that stops being served (its blocker changed) is the host's
+/// output too: the view that held it is replaced under the lock and dropped
+/// after it, with the artifact's last reference.
+#[test]
+fn an_evicted_artifact_is_dropped_after_the_lock_never_under_it() {
+    watchdog("evicted artifact drops", || {
+        let files = MemFiles::with(&[("a.rs", "use b.rs"), ("b.rs", "one")]);
+        let (scheduler, drops, _hooks) = probes::probed(files);
+        let built = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+        drop(scheduler.wait(&built).expect("built"));
+        drop(built);
+        // b.rs's Analysis changes: a.rs's Artifact, built on the old one,
+        // stops being served, and nothing else holds it.
+        let edit = scheduler.upsert("b.rs", "a longer text", Default::default());
+        drop(scheduler.wait(&edit).expect("parsed"));
+        drop(edit);
+        let mut dropped = Vec::new();
+        // The old b.rs Source and a.rs's Artifact, in either order.
+        for _ in 0..2 {
+            dropped.push(drops.recv().expect("an output drops"));
+        }
+        assert_eq!(
+            dropped,
+            [false, false],
+            "an output was dropped under the DAG lock"
+        );
     });
 }
