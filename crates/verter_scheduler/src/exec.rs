@@ -81,6 +81,9 @@ struct ParsedSource<S> {
     snapshot: Arc<SourceSnapshot<S>>,
     /// One per named file, forward dependencies first.
     languages: DepLanguages,
+    /// Empty, with room for one key per blocker: the blocker record the
+    /// commit fills, allocated here rather than under the lock.
+    blocker_keys: Vec<DepKey>,
 }
 
 /// The languages of a source's dependencies, in order: one value when

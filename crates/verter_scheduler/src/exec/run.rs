@@ -437,6 +437,7 @@ impl<E: StageExecutor> Scheduler<E> {
         });
         let result = match (parsed, deps) {
             (Ok(parsed), Some(Ok(deps))) => Ok(ParsedSource {
+                blocker_keys: Vec::with_capacity(deps.blockers.len()),
                 snapshot: Arc::new(SourceSnapshot {
                     text,
                     language: node.language().clone(),
@@ -508,7 +509,7 @@ impl<E: StageExecutor> Scheduler<E> {
         locked: &mut Locked<E>,
         dispatch: Dispatch,
         node: &Arc<FileNode<E>>,
-        deps: ParsedSource<E::Source>,
+        mut deps: ParsedSource<E::Source>,
         post: &mut PostWork<E>,
     ) {
         let identity = dispatch.identity;
@@ -539,7 +540,7 @@ impl<E: StageExecutor> Scheduler<E> {
         // A live object is a published node (`ingest` and `admit` assert
         // both directions), so one read of the DAG finds a known blocker;
         // only an unknown one is ingested first.
-        let mut blocker_keys = Vec::with_capacity(deps.snapshot.blockers.len());
+        let mut blocker_keys = std::mem::take(&mut deps.blocker_keys);
         for dep in deps.blockers() {
             let live = match locked.dag.live_file(dep.0) {
                 Some(live) => live,
