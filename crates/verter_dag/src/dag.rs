@@ -535,6 +535,11 @@ impl<P> SchedulerDag<P> {
         let mut running: Vec<WorkNodeIdentity> = Vec::new();
         let mut cancelled = 0;
         for (identity, node) in self.all_nodes() {
+            if let NodeState::Failed(failure) = &node.state {
+                // It may hold the host's error: the caller drops it after
+                // its lock, not with the records below.
+                effects.released.push(Arc::clone(failure));
+            }
             if node.is_finished() {
                 continue;
             }

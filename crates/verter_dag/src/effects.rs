@@ -6,6 +6,8 @@
 //! operation; the layer above carries them out after its lock guard drops,
 //! because an answer or a joiner callback may re-enter the scheduler.
 
+use std::sync::Arc;
+
 use crate::error::DagFailure;
 use crate::identity::{
     CancellationToken, Canonical, DepKey, ObjectRecord, Priority, WorkNodeIdentity,
@@ -103,6 +105,11 @@ pub struct Effects {
     /// that has no object (an Artifact whose blocker was removed needs it
     /// again): the caller must publish a node for each.
     pub ingested: Vec<(Canonical, ObjectRecord)>,
+    /// Failures of nodes the DAG let go of (a failed node retired by a
+    /// sweep, dropped, or reset). A failure may hold the host's error, whose
+    /// `Drop` is host code, so the caller drops these after its lock, like
+    /// the failures in `answers`.
+    pub released: Vec<Arc<DagFailure>>,
 }
 
 impl Effects {
@@ -114,6 +121,7 @@ impl Effects {
             && self.abandoned_running.is_empty()
             && self.invalidated.is_empty()
             && self.ingested.is_empty()
+            && self.released.is_empty()
     }
 
     /// Appends `other`'s effects after this one's.
@@ -124,5 +132,6 @@ impl Effects {
         self.abandoned_running.extend(other.abandoned_running);
         self.invalidated.extend(other.invalidated);
         self.ingested.extend(other.ingested);
+        self.released.extend(other.released);
     }
 }

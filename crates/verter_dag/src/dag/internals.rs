@@ -437,6 +437,9 @@ impl<P> SchedulerDag<P> {
             self.ready.remove(node.class, node.priority);
         }
         self.remove_consumer_edges(identity);
+        if let NodeState::Failed(failure) = node.state {
+            effects.released.push(failure);
+        }
     }
 
     /// Fails `consumer` because `dep` failed with `cause`: its waiters are

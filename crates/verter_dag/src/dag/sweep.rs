@@ -66,8 +66,16 @@ impl<P> SchedulerDag<P> {
             }
         }
 
-        // 2. Request waiters: follow, supersede or shut down.
+        // 2. Request waiters: follow, supersede or shut down. A retired
+        //    failure leaves with the effects: it may hold the host's error.
         for (key, slot) in retired {
+            if let Some(WorkNode {
+                state: NodeState::Failed(failure),
+                ..
+            }) = slot.node
+            {
+                effects.released.push(failure);
+            }
             for member in slot.group {
                 let follows = match reason {
                     SweepReason::NewGeneration => member.policy == WaitPolicy::Follow,

@@ -553,6 +553,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         }
+        // Failures the DAG let go of hold the host's errors: dropped after
+        // the lock, with the post-work.
+        if !effects.released.is_empty() {
+            post.discard(effects.released);
+        }
         if effects.newly_ready > 0 {
             post.dispatch = true;
         }

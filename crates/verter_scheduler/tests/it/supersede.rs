@@ -143,7 +143,26 @@ mod probes {
         }
     }
 
-    /// Sources and Artifacts are probes; a `use X` line names blocker X.
+    /// A host error that holds a probe: it reports when its last reference
+    /// drops.
+    pub(super) struct ProbeError(#[allow(dead_code)] Probe);
+
+    impl std::fmt::Debug for ProbeError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("ProbeError")
+        }
+    }
+
+    impl std::fmt::Display for ProbeError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("the host's analysis failed")
+        }
+    }
+
+    impl std::error::Error for ProbeError {}
+
+    /// Sources and Artifacts are probes; a `use X` line names blocker X; the
+    /// Analysis of a text that starts with `fail` fails with a probe error.
     #[derive(Clone)]
     pub(super) struct ProbeExecutor(Arc<Probes>);
 
@@ -172,6 +191,11 @@ mod probes {
             &self,
             input: &AnalysisInput<'_, Probe>,
         ) -> Result<usize, ExecutorError> {
+            if input.source.text.text.starts_with("fail") {
+                return Err(ExecutorError::from_error(ProbeError(Probe(Arc::clone(
+                    &self.0,
+                )))));
+            }
             Ok(input.source.text.text.len())
         }
 
@@ -273,6 +297,39 @@ fn an_evicted_artifact_is_dropped_after_the_lock_never_under_it() {
             dropped,
             [false, false],
             "an output was dropped under the DAG lock"
+        );
+    });
+}
+
+/// A failure the DAG keeps holds the host's error, and dropping that is
+/// host code too: when a new generation retires the failed node, the
+/// failure leaves the hold with the post-work and is dropped after it.
+#[test]
+fn a_retired_failure_is_dropped_after_the_lock_never_under_it() {
+    watchdog("retired failure drops", || {
+        let files = MemFiles::with(&[("a.rs", "fail")]);
+        let (scheduler, drops, _hooks) = probes::probed(files);
+        let failed = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+        assert!(matches!(
+            scheduler.wait(&failed),
+            Err(RequestError::ExecutorFailed { .. })
+        ));
+        drop(failed);
+        // New text retires generation 0 and its failed Analysis; nothing
+        // but the DAG holds the host's error now.
+        let edit = scheduler.upsert("a.rs", "fine", Default::default());
+        drop(scheduler.wait(&edit).expect("parsed"));
+        drop(edit);
+        // The old Source (its view replaced) and the host's error, in
+        // either order.
+        let dropped = [
+            drops.recv().expect("an output drops"),
+            drops.recv().expect("an output drops"),
+        ];
+        assert_eq!(
+            dropped,
+            [false, false],
+            "the host's error was dropped under the DAG lock"
         );
     });
 }

@@ -309,3 +309,42 @@ fn a_files_payload_lives_in_its_record_until_taken() {
     let _ = dag.reset();
     assert!(dag.dependency_occupancy().is_empty());
 }
+
+/// A failure may hold the host's error, so the DAG never drops a failed
+/// node's failure itself: a sweep, a removal and a reset hand it back in
+/// `Effects::released`, for the caller to drop after its lock.
+#[test]
+fn a_let_go_failure_comes_back_in_the_effects_never_dropped_here() {
+    let mut h = Harness::new();
+    let failed = |h: &mut Harness, file: &FileIdentity| {
+        h.request(file, TargetStage::Analysis, WaitPolicy::Pinned);
+        let analysis = work(file, TargetStage::Analysis);
+        let dispatch = h.run_until(&analysis);
+        let (current, effects) = h.dag.fail(dispatch, Arc::new(ExecutorSaidNo));
+        assert!(current);
+        h.absorb(effects);
+        h.dag.failure_of(&analysis).expect("resident")
+    };
+    // A new generation sweeps the failed node.
+    let a = h.add("a.rs");
+    let failure = failed(&mut h, &a);
+    let (_, effects) = h
+        .dag
+        .advance_generation(&a.canonical, a.incarnation)
+        .expect("live");
+    assert_eq!(effects.released.len(), 1);
+    assert!(Arc::ptr_eq(&effects.released[0], &failure));
+    h.absorb(effects);
+    // So does a removal.
+    let b = h.add("b.rs");
+    let failure = failed(&mut h, &b);
+    let effects = h.dag.remove_object(&b.canonical);
+    assert!(effects.released.iter().any(|f| Arc::ptr_eq(f, &failure)));
+    h.absorb(effects);
+    // And a reset.
+    let c = h.add("c.rs");
+    let failure = failed(&mut h, &c);
+    let effects = h.dag.reset();
+    assert!(effects.released.iter().any(|f| Arc::ptr_eq(f, &failure)));
+    h.absorb(effects);
+}
