@@ -10,22 +10,41 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Submits one request. The handle is answered exactly once.
     pub fn submit_request(&self, request: Request) -> CompletionHandle<E> {
         self.counters.submits.fetch_add(1, Ordering::Relaxed);
-        match self.prepare(request, true) {
-            Ok(Preparation::Queue(prepared)) => {
-                let handle = CompletionHandle::new(prepared.slot.state());
-                self.enqueue(Submission::One(prepared));
-                handle
-            }
-            Ok(Preparation::Answered(output)) => {
-                CompletionHandle::answered(Answered::at_submission(output))
-            }
-            Err(error) => {
-                let slot = AnswerSlot::new();
-                let handle = CompletionHandle::new(slot.state());
+        let (handle, next) = Self::handle_for(self.prepare(request, true));
+        match next {
+            Next::Queue(prepared) => self.enqueue(Submission::One(prepared)),
+            Next::Answer(slot, error) => {
                 let mut post = self.post_work();
                 post.answer(slot, Err(error));
                 self.run_post(post);
-                handle
+            }
+            Next::Nothing => {}
+        }
+        handle
+    }
+
+    /// The handle of one prepared request, and what its submitter must
+    /// still do: committed output answers it now, in the handle itself (no
+    /// slot, nothing shared); an error is answered through a slot, by the
+    /// submitter's post-work; anything else is queued for admission.
+    fn handle_for(
+        prepared: Result<Preparation<E>, RequestError>,
+    ) -> (CompletionHandle<E>, Next<E>) {
+        match prepared {
+            Ok(Preparation::Queue(prepared)) => (
+                CompletionHandle::new(prepared.slot.state()),
+                Next::Queue(prepared),
+            ),
+            Ok(Preparation::Answered(output)) => (
+                CompletionHandle::answered(Answered::at_submission(output)),
+                Next::Nothing,
+            ),
+            Err(error) => {
+                let slot = AnswerSlot::new();
+                (
+                    CompletionHandle::new(slot.state()),
+                    Next::Answer(slot, error),
+                )
             }
         }
     }
@@ -61,22 +80,13 @@ impl<E: StageExecutor> Scheduler<E> {
         for request in requests {
             self.counters.submits.fetch_add(1, Ordering::Relaxed);
             let changes = request.text.is_some() || request.language.is_some();
-            handles.push(match self.prepare(request, may_answer) {
-                Ok(Preparation::Queue(p)) => {
-                    let handle = CompletionHandle::new(p.slot.state());
-                    prepared.push(p);
-                    handle
-                }
-                Ok(Preparation::Answered(output)) => {
-                    CompletionHandle::answered(Answered::at_submission(output))
-                }
-                Err(error) => {
-                    let slot = AnswerSlot::new();
-                    let handle = CompletionHandle::new(slot.state());
-                    post.answer(slot, Err(error));
-                    handle
-                }
-            });
+            let (handle, next) = Self::handle_for(self.prepare(request, may_answer));
+            handles.push(handle);
+            match next {
+                Next::Queue(p) => prepared.push(p),
+                Next::Answer(slot, error) => post.answer(slot, Err(error)),
+                Next::Nothing => {}
+            }
             may_answer &= !changes;
         }
         if !prepared.is_empty() {
@@ -387,4 +397,15 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         self.run_post(post);
     }
+}
+
+/// What a submitter still does for a prepared request once it has the
+/// request's handle ([`Scheduler::handle_for`]).
+enum Next<E: StageExecutor> {
+    /// Queue it for admission.
+    Queue(Prepared<E>),
+    /// Answer its slot with the error, outside the lock.
+    Answer(AnswerSlot<E>, RequestError),
+    /// Nothing: the handle holds its answer.
+    Nothing,
 }
