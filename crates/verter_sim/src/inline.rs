@@ -58,7 +58,7 @@ mod shrink;
 
 pub(crate) use check::fresh_disagreement;
 pub use host::sim_config;
-pub(crate) use host::{lifecycle, to_request, witnessed_commit};
+pub(crate) use host::{counters_agree, lifecycle, to_request, witnessed_commit};
 pub use shrink::shrink;
 
 /// The scheduler the simulator drives.

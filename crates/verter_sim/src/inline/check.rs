@@ -103,12 +103,7 @@ impl Shared {
             ));
         }
         let counters = scheduler.counters();
-        if counters.submits != submitted
-            || counters.answered_without_admission > counters.submits
-            || counters.duplicate_answers != 0
-            || counters.internal_errors != 0
-            || counters.ledger_in_use != 0
-        {
+        if !super::counters_agree(&counters, submitted) {
             self.violate(format!(
                 "counters disagree with the host at quiescence ({when}): {submitted} requests submitted, {counters:?}"
             ));

@@ -1,7 +1,7 @@
 //! The scheduler calls a simulated host makes the same way in the inline
 //! and the threaded simulator: the scheduler's configuration, a witnessed
-//! commit, a lifecycle call with its oracle record, and the request of a
-//! spec.
+//! commit, a lifecycle call with its oracle record, the request of a spec,
+//! and the counters check both make at quiescence.
 //!
 //! This module owns those shared calls; it keeps no state of its own and
 //! never judges an answer.
@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use verter_scheduler::{Hooks, Language, Request, SchedulerConfig};
+use verter_scheduler::{Hooks, Language, Request, SchedulerConfig, SchedulerCounters};
 
 use crate::fs::canonical_name;
 use crate::ops::{Op, ReqSpec};
@@ -93,4 +93,16 @@ pub(crate) fn to_request(req: &ReqSpec) -> Request {
         request = request.language(Language::new(language.as_str()));
     }
     request
+}
+
+/// Whether the scheduler's counters agree with a host that `submitted`
+/// requests, at quiescence: every request counted once, no more answered
+/// without admission than were submitted, no second answer, no internal
+/// error and no capacity held.
+pub(crate) fn counters_agree(counters: &SchedulerCounters, submitted: u64) -> bool {
+    counters.submits == submitted
+        && counters.answered_without_admission <= counters.submits
+        && counters.duplicate_answers == 0
+        && counters.internal_errors == 0
+        && counters.ledger_in_use == 0
 }

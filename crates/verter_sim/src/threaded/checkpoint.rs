@@ -13,7 +13,7 @@ use std::time::Duration;
 use verter_dag::Priority;
 use verter_scheduler::{CompletionHandle, QuiescenceReport};
 
-use crate::inline::fresh_disagreement;
+use crate::inline::{counters_agree, fresh_disagreement};
 use crate::lang::SimExecutor;
 use crate::ops::STAGES;
 use crate::oracle::{Asked, Change, OPEN, Reader, render};
@@ -143,12 +143,7 @@ fn check_quiescent(world: &World, checkpoint: u64, when: &str) {
             .executor()
             .nested_waits
             .load(Ordering::SeqCst);
-    if counters.submits != submitted
-        || counters.answered_without_admission > counters.submits
-        || counters.duplicate_answers != 0
-        || counters.internal_errors != 0
-        || counters.ledger_in_use != 0
-    {
+    if !counters_agree(&counters, submitted) {
         world.violate(format!(
             "checkpoint {checkpoint}: counters disagree with the hosts {when}: {submitted} requests submitted, {counters:?}"
         ));
