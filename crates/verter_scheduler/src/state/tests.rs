@@ -20,6 +20,29 @@ fn code_lines<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// Every code line under `src` (these tests apart) that names `field` and
+/// contains one of `needles`, as `file: line`, sorted.
+fn lines_naming(field: &str, needles: &[&str]) -> Vec<String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut found = Vec::new();
+    for file in files
+        .iter()
+        .filter(|file| !file.ends_with("state/tests.rs"))
+    {
+        let text = std::fs::read_to_string(file).expect("a readable source");
+        for line in code_lines(&text, field) {
+            if needles.iter().any(|needle| line.contains(needle)) {
+                let name = file.strip_prefix(&src).expect("under src");
+                found.push(format!("{}: {}", name.display(), line.trim()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
 /// The `locked` field is private to `state.rs`, so the compiler already
 /// keeps every other module away from it; inside `state.rs` it is read in
 /// one place (`lock`), and `lock` is called by exactly the three holds the
@@ -72,31 +95,15 @@ fn the_dag_lock_is_taken_only_here() {
 /// reserves room or pushes (docs/design.md, "Chunked admission").
 #[test]
 fn queued_registrations_are_taken_only_by_register_deferred_and_teardown() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    let mut takers = Vec::new();
-    for file in files
-        .iter()
-        .filter(|file| !file.ends_with("state/tests.rs"))
-    {
-        let text = std::fs::read_to_string(file).expect("a readable source");
-        for line in code_lines(&text, ".registering") {
-            let takes = [
-                ".registering.pop",
-                ".registering.drain",
-                ".registering =",
-                "mem::take",
-            ]
-            .iter()
-            .any(|needle| line.contains(needle));
-            if takes {
-                let name = file.strip_prefix(&src).expect("under src");
-                takers.push(format!("{}: {}", name.display(), line.trim()));
-            }
-        }
-    }
-    takers.sort();
+    let takers = lines_naming(
+        ".registering",
+        &[
+            ".registering.pop",
+            ".registering.drain",
+            ".registering =",
+            "mem::take",
+        ],
+    );
     assert_eq!(
         takers,
         [
@@ -114,31 +121,15 @@ fn queued_registrations_are_taken_only_by_register_deferred_and_teardown() {
 /// or a reset in `scheduler/lifecycle.rs`.
 #[test]
 fn the_node_map_is_written_only_by_publication_and_lifecycle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    let mut writers = Vec::new();
-    for file in files
-        .iter()
-        .filter(|file| !file.ends_with("state/tests.rs"))
-    {
-        let text = std::fs::read_to_string(file).expect("a readable source");
-        for line in code_lines(&text, "nodes.") {
-            let writes = [
-                "nodes.insert",
-                "nodes.remove",
-                "nodes.clear",
-                "nodes.retain",
-            ]
-            .iter()
-            .any(|needle| line.contains(needle));
-            if writes {
-                let name = file.strip_prefix(&src).expect("under src");
-                writers.push(format!("{}: {}", name.display(), line.trim()));
-            }
-        }
-    }
-    writers.sort();
+    let writers = lines_naming(
+        "nodes.",
+        &[
+            "nodes.insert",
+            "nodes.remove",
+            "nodes.clear",
+            "nodes.retain",
+        ],
+    );
     assert_eq!(
         writers,
         [
