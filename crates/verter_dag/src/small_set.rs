@@ -5,8 +5,10 @@
 //! always (a key named by one owner, an owner naming a few blockers); a
 //! `HashSet` allocates a table of buckets for the first of them. Hubs (a
 //! prelude every file names) still need constant-time membership, hence the
-//! table past [`SMALL`] entries. It never allocates for its first entry:
-//! that one is kept inline.
+//! table past [`SMALL`] entries. It never allocates for its first
+//! [`INLINE`] entries: those are kept inline. A key is most often named by a
+//! few owners (a file's importers), so a spill per shared key was the
+//! largest allocation site of a build's blocker records.
 
 use std::hash::Hash;
 
@@ -17,11 +19,14 @@ use crate::hash::HashSet;
 /// Above this many entries a set becomes a table.
 pub(crate) const SMALL: usize = 16;
 
+/// Entries kept without an allocation.
+pub(crate) const INLINE: usize = 4;
+
 /// A set of `T`, unordered.
 #[derive(Debug, Clone)]
 pub(crate) enum SmallSet<T> {
-    /// At most [`SMALL`] entries, scanned; the first inline.
-    Few(SmallVec<[T; 1]>),
+    /// At most [`SMALL`] entries, scanned; the first [`INLINE`] inline.
+    Few(SmallVec<[T; INLINE]>),
     /// More: a table.
     Many(HashSet<T>),
 }
@@ -50,11 +55,6 @@ impl<T: Hash + Eq> SmallSet<T> {
                     return false;
                 }
                 if values.len() < SMALL {
-                    if values.len() == 1 && !values.spilled() {
-                        // A second entry means a shared key: leave the
-                        // inline slot for room for four at once.
-                        values.reserve_exact(3);
-                    }
                     values.push(value);
                 } else {
                     let mut table: HashSet<T> = values.drain(..).collect();
@@ -155,5 +155,24 @@ mod tests {
         let mut all = small.into_vec();
         all.sort_unstable();
         assert_eq!(all.len(), reference.len());
+    }
+
+    /// A key named by a file's few importers is kept without an
+    /// allocation: the first `INLINE` entries never spill.
+    #[test]
+    fn the_first_few_entries_never_allocate() {
+        let mut small = SmallSet::default();
+        for value in 0..INLINE as u32 {
+            small.insert(value);
+            let SmallSet::Few(values) = &small else {
+                panic!("{value} entries made a table");
+            };
+            assert!(!values.spilled(), "{} entries spilled", value + 1);
+        }
+        small.insert(INLINE as u32);
+        let SmallSet::Few(values) = &small else {
+            panic!("one past the inline entries made a table");
+        };
+        assert!(values.spilled());
     }
 }
