@@ -27,8 +27,8 @@ use verter_index::{
     FileIndex, FsLoader, INDEX_PROFILE, RustIndexer, RustSource, index_roots, package_roots,
 };
 use verter_scheduler::{
-    AnalysisInput, AnalysisSnapshot, ArtifactInput, Language, Request, Scheduler, SchedulerConfig,
-    SourceInput, SourceSnapshot, SourceText, StageExecutor, content_hash,
+    AnalysisInput, AnalysisSnapshot, ArtifactInput, Canonicals, Language, Request, Scheduler,
+    SchedulerConfig, SourceInput, SourceSnapshot, SourceText, StageExecutor, content_hash,
 };
 
 fn main() {
@@ -174,8 +174,8 @@ fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
             text: Arc::clone(&text),
         }),
         language,
-        forward_deps: Vec::new(),
-        blockers: Vec::new(),
+        forward_deps: Canonicals::new(),
+        blockers: Canonicals::new(),
         parsed,
     };
     let analysis = indexer

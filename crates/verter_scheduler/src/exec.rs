@@ -42,7 +42,7 @@ use crate::language::Language;
 use crate::node::FileNode;
 use crate::post::PostWork;
 use crate::snapshot::{
-    AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot, SourceText, content_hash,
+    AnalysisSnapshot, ArtifactSnapshot, Canonicals, SourceSnapshot, SourceText, content_hash,
 };
 use crate::state::{KnownText, Locked, Mode, Scheduler};
 use crate::traits::{AnalysisInput, ArtifactInput, DepPath, SourceInput, StageExecutor};
@@ -67,8 +67,8 @@ impl Drop for JobDepth {
 /// the snapshot's lists as they are, and what the loader classified each
 /// as.
 struct ParsedDeps {
-    forward: Vec<Canonical>,
-    blockers: Vec<Canonical>,
+    forward: Canonicals,
+    blockers: Canonicals,
     /// One per file, forward dependencies first.
     languages: DepLanguages,
 }

@@ -135,7 +135,9 @@ pub use language::Language;
 pub use node::{FileNode, NodeView};
 pub use output::{RequestResult, StageOutput};
 pub use scheduler::{QuiescenceReport, SchedulerCounters};
-pub use snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot, SourceText, content_hash};
+pub use snapshot::{
+    AnalysisSnapshot, ArtifactSnapshot, Canonicals, SourceSnapshot, SourceText, content_hash,
+};
 pub use state::Scheduler;
 pub use traits::{
     AnalysisInput, ArtifactInput, DepPath, SourceDeps, SourceInput, SourceLoader, StageExecutor,

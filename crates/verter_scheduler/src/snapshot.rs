@@ -54,9 +54,83 @@ pub struct SourceSnapshot<S> {
     pub parsed: S,
     /// The forward dependencies it named, canonicalised. Replaced (never
     /// unioned) with every generation.
-    pub forward_deps: Vec<Canonical>,
+    pub forward_deps: Canonicals,
     /// The files whose Analysis its Artifacts wait for, canonicalised.
-    pub blockers: Vec<Canonical>,
+    pub blockers: Canonicals,
+}
+
+/// How many canonicals a [`Canonicals`] holds without an allocation.
+const INLINE_CANONICALS: usize = 4;
+
+/// A short list of files, in the order they were named: a parsed source's
+/// forward dependencies or blockers. Up to four are kept inline (a canonical
+/// is a 4-byte id, so the list is the size of a `Vec`), which is what most
+/// sources name; a source that names more spills to the heap. Reads as a
+/// slice.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Canonicals(smallvec::SmallVec<[Canonical; INLINE_CANONICALS]>);
+
+impl Canonicals {
+    /// An empty list.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty list with room for `capacity` entries.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self(smallvec::SmallVec::with_capacity(capacity))
+    }
+
+    /// Appends `canonical`.
+    pub fn push(&mut self, canonical: Canonical) {
+        self.0.push(canonical);
+    }
+
+    /// The entries as a slice.
+    pub fn as_slice(&self) -> &[Canonical] {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Canonicals {
+    type Target = [Canonical];
+
+    fn deref(&self) -> &[Canonical] {
+        &self.0
+    }
+}
+
+impl FromIterator<Canonical> for Canonicals {
+    fn from_iter<I: IntoIterator<Item = Canonical>>(iter: I) -> Self {
+        Self(iter.into_iter().collect())
+    }
+}
+
+impl From<Vec<Canonical>> for Canonicals {
+    fn from(canonicals: Vec<Canonical>) -> Self {
+        Self(smallvec::SmallVec::from_vec(canonicals))
+    }
+}
+
+impl<'a> IntoIterator for &'a Canonicals {
+    type Item = &'a Canonical;
+    type IntoIter = std::slice::Iter<'a, Canonical>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<const N: usize> PartialEq<[Canonical; N]> for Canonicals {
+    fn eq(&self, other: &[Canonical; N]) -> bool {
+        self.as_slice() == other
+    }
+}
+
+impl PartialEq<[Canonical]> for Canonicals {
+    fn eq(&self, other: &[Canonical]) -> bool {
+        self.as_slice() == other
+    }
 }
 
 impl<S> SourceSnapshot<S> {
@@ -107,5 +181,37 @@ impl<T> ArtifactSnapshot<T> {
     /// The committing object's version.
     pub fn version(&self) -> SourceVersion {
         self.version
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A list of up to four files is the size of a `Vec` and allocates
+    /// nothing; a fifth spills; it reads and compares as a slice.
+    #[test]
+    fn a_short_list_of_canonicals_is_inline_and_reads_as_a_slice() {
+        assert_eq!(
+            std::mem::size_of::<Canonicals>(),
+            std::mem::size_of::<Vec<Canonical>>()
+        );
+        let files: Vec<Canonical> = (0..5)
+            .map(|at| Canonical::from(format!("list{at}.rs").as_str()))
+            .collect();
+        let mut list = Canonicals::with_capacity(files.len());
+        for file in &files[..INLINE_CANONICALS] {
+            list.push(*file);
+        }
+        // The capacity asked for was five: four still fit inline.
+        list.0.shrink_to_fit();
+        assert!(!list.0.spilled());
+        assert_eq!(list, [files[0], files[1], files[2], files[3]]);
+        assert_eq!(list.iter().count(), INLINE_CANONICALS);
+        list.push(files[4]);
+        assert!(list.0.spilled());
+        assert_eq!(list.as_slice(), &files[..]);
+        assert_eq!(Canonicals::from(files.clone()), *files.as_slice());
+        assert_eq!(files.iter().copied().collect::<Canonicals>(), list);
     }
 }

@@ -471,8 +471,8 @@ impl<E: StageExecutor> Scheduler<E> {
         })?;
         let mut languages = DepLanguages::Uniform(None);
         let mut named = 0;
-        let mut resolve = |paths: Vec<DepPath>| -> Result<Vec<Canonical>, RequestError> {
-            let mut resolved: Vec<Canonical> = Vec::with_capacity(paths.len());
+        let mut resolve = |paths: Vec<DepPath>| -> Result<Canonicals, RequestError> {
+            let mut resolved = Canonicals::with_capacity(paths.len());
             for path in paths {
                 let canonical = match path {
                     // A path nothing backs still gets a canonical: its load

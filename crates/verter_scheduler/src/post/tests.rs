@@ -92,8 +92,8 @@ fn no_request_is_answered_at_submission_under_the_lock() {
             text,
             language: crate::Language::new("text"),
             parsed: Vec::new(),
-            forward_deps: Vec::new(),
-            blockers: Vec::new(),
+            forward_deps: crate::snapshot::Canonicals::new(),
+            blockers: crate::snapshot::Canonicals::new(),
         }));
         Answered::<Lines>::at_submission(output)
     });
