@@ -49,8 +49,10 @@ type Slot = usize;
 pub(crate) struct Undo<T> {
     slot: Slot,
     /// The entry the change replaced, when the same file was recorded
-    /// earlier in the same transition.
-    replaced: Option<Entry<T>>,
+    /// earlier in the same transition. Boxed: that is rare, and the buffer
+    /// holds one undo per file a large transition records (and keeps its
+    /// capacity for the next), so an undo is two words, not a payload.
+    replaced: Option<Box<Entry<T>>>,
 }
 
 /// What a GC does with a file removed in the current snapshot.
@@ -226,7 +228,7 @@ impl<T> Store<T> {
                 if newest.epoch == epoch {
                     // Recorded earlier in this transition: the last change wins.
                     self.retained_bytes = self.retained_bytes - newest.bytes() + entry.bytes();
-                    replaced = Some(mem::replace(newest, entry));
+                    replaced = Some(Box::new(mem::replace(newest, entry)));
                 } else {
                     self.retained_versions += 1;
                     self.retained_bytes += entry.bytes();
@@ -263,7 +265,7 @@ impl<T> Store<T> {
                     Some(previous) => {
                         self.retained_versions += 1;
                         self.retained_bytes += previous.bytes();
-                        history.entries.push(previous);
+                        history.entries.push(*previous);
                     }
                     None if history.entries.is_empty() => self.tracked_files -= 1,
                     None => {}
@@ -287,7 +289,7 @@ impl<T> Store<T> {
         for step in undo.drain(..) {
             // Entries replaced within the transition leave the store now.
             if let Some(replaced) = step.replaced {
-                garbage.push(replaced);
+                garbage.push(*replaced);
             }
         }
         if let Some(every) = self.config.gc_every

@@ -555,3 +555,12 @@ fn a_rolled_back_pending_record_restores_the_text_it_replaced() {
     assert_eq!(store.tracked_files, 1);
     audit(&store);
 }
+
+#[test]
+fn an_undo_step_is_two_words_whatever_the_payload() {
+    // A large transition keeps one undo per recorded file, and the buffer
+    // keeps its capacity: the rare replaced entry must not size every step.
+    let words = 2 * std::mem::size_of::<usize>();
+    assert_eq!(std::mem::size_of::<Undo<u64>>(), words);
+    assert_eq!(std::mem::size_of::<Undo<[u64; 8]>>(), words);
+}
