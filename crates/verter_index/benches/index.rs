@@ -167,7 +167,7 @@ fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
     let parsed: RustSource = indexer.execute_source(&input).expect("parses");
     let blockers = parsed.blockers.clone();
     let snapshot = SourceSnapshot {
-        text: Arc::new(SourceText {
+        text: (SourceText {
             canonical,
             version,
             hash: content_hash(&text),

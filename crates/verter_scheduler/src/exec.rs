@@ -312,7 +312,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let work = match key.stage {
             TargetStage::Source => match &slot.text {
                 Some(known) if known.text.version == key.file.version() => {
-                    Work::Parse(Arc::clone(&known.text))
+                    Work::Parse(known.text.clone())
                 }
                 _ => {
                     return Err(internal(

@@ -23,7 +23,7 @@ pub(crate) enum Work<E: StageExecutor> {
     /// Read the file's bytes (I/O).
     Load,
     /// Parse the known text (CPU).
-    Parse(Arc<SourceText>),
+    Parse(SourceText),
     /// Analyse the parsed source (CPU).
     Analysis(Arc<SourceSnapshot<E::Source>>),
     /// Build an artifact (CPU).

@@ -249,15 +249,12 @@ impl<E: StageExecutor> Scheduler<E> {
 }
 
 /// Records `source` as the present text of its version.
-fn present(
-    tx: &mut verter_source_root::SourceTransition<'_, Arc<SourceText>>,
-    source: &Arc<SourceText>,
-) {
+fn present(tx: &mut verter_source_root::SourceTransition<'_, SourceText>, source: &SourceText) {
     tx.present(
         source.canonical,
         source.version,
         source.hash,
-        Arc::clone(source),
+        source.clone(),
         source.text.len(),
     );
 }

@@ -12,6 +12,11 @@ use crate::language::Language;
 /// A source text as the source root holds it: which object and generation it
 /// belongs to, its bytes and their hash. Published when the text becomes
 /// known (an upsert, or a load committed by the Source stage).
+///
+/// Held by value wherever it is kept (the source root, a parse job, a
+/// [`SourceSnapshot`]): the bytes are shared behind their own `Arc`, so a
+/// clone costs one reference count, and a file's text costs no allocation
+/// besides its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceText {
     /// The file.
@@ -47,7 +52,7 @@ pub fn content_hash(text: &str) -> ContentHash {
 #[derive(Debug)]
 pub struct SourceSnapshot<S> {
     /// The text it was parsed from.
-    pub text: Arc<SourceText>,
+    pub text: SourceText,
     /// The language it was parsed as.
     pub language: Language,
     /// The executor's parse.

@@ -78,7 +78,7 @@ pub(crate) struct Prepared<E: StageExecutor> {
 pub(crate) struct Fresh<E: StageExecutor> {
     pub(crate) node: Arc<FileNode<E>>,
     /// The request's text, when it has one.
-    pub(crate) source: Option<Arc<SourceText>>,
+    pub(crate) source: Option<SourceText>,
 }
 
 /// One inbox item.
@@ -144,7 +144,7 @@ pub(crate) struct Registering<E: StageExecutor> {
 /// The text known for a file's live version: from an upsert, or loaded and
 /// waiting to be parsed.
 pub(crate) struct KnownText {
-    pub(crate) text: Arc<SourceText>,
+    pub(crate) text: SourceText,
     /// Whether it is in the source root already (upserts publish at
     /// admission; loads at the Source commit).
     pub(crate) published: bool,
@@ -236,7 +236,7 @@ pub struct Scheduler<E: StageExecutor> {
     /// readers. A reader may see a node being retired: admission revalidates.
     pub(crate) nodes: DashMap<Canonical, Arc<FileNode<E>>, foldhash::fast::RandomState>,
     /// Written only under the DAG lock (publication lock ranks below it).
-    pub(crate) source_root: SchedulerSourceDirectory<Arc<SourceText>>,
+    pub(crate) source_root: SchedulerSourceDirectory<SourceText>,
     pub(crate) inbox: Inbox<Submission<E>>,
     /// The driver's private teardown channel (capacity one).
     pub(crate) teardown_tx: Sender<()>,

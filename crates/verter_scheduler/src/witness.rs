@@ -92,28 +92,28 @@ pub struct WaitGraphOccupancy {
 impl<E: StageExecutor> Scheduler<E> {
     /// The text of `path`'s live version, if it is known, with a witness of
     /// the object and generation it belongs to.
-    pub fn try_get_witnessed_source(&self, path: &str) -> Option<(Arc<SourceText>, SourceWitness)> {
+    pub fn try_get_witnessed_source(&self, path: &str) -> Option<(SourceText, SourceWitness)> {
         let canonical = self.canonicalize(path).ok()?;
         self.transact(|locked, post| {
             self.admit_sent(locked, post);
             let live = locked.dag.live_file(&canonical)?;
             let known = locked.dag.payload(&canonical)?.text.as_ref()?;
             (known.text.version == live.version())
-                .then(|| (Arc::clone(&known.text), SourceWitness { file: live }))
+                .then(|| (known.text.clone(), SourceWitness { file: live }))
         })
     }
 
     /// The text `witness` was minted with, if its object is still live at
     /// that generation (the host's publication fence gets the same answer as
     /// [`Self::commit_artifact`] would).
-    pub fn try_get_source_for_witness(&self, witness: &SourceWitness) -> Option<Arc<SourceText>> {
+    pub fn try_get_source_for_witness(&self, witness: &SourceWitness) -> Option<SourceText> {
         self.transact(|locked, post| {
             self.admit_sent(locked, post);
             if !locked.dag.is_live(&witness.file) {
                 return None;
             }
             let known = locked.dag.payload(&witness.file.canonical)?.text.as_ref()?;
-            (known.text.version == witness.version()).then(|| Arc::clone(&known.text))
+            (known.text.version == witness.version()).then(|| known.text.clone())
         })
     }
 

@@ -25,7 +25,7 @@ pub(super) enum Outcome<E: StageExecutor> {
     /// there is none.
     Loaded {
         file: FileIdentity,
-        result: Result<Arc<SourceText>, RequestError>,
+        result: Result<SourceText, RequestError>,
     },
     /// A Source parse with its resolved forward and blocker dependencies.
     Parsed {
@@ -358,12 +358,12 @@ impl<E: StageExecutor> Scheduler<E> {
         self.counters.loads.fetch_add(1, Ordering::Relaxed);
         let result = catch_unwind(AssertUnwindSafe(|| self.loader.load(&file.canonical)));
         let result = match result {
-            Ok(Ok(text)) => Ok(Arc::new(SourceText {
+            Ok(Ok(text)) => Ok(SourceText {
                 canonical: file.canonical,
                 version: file.version(),
                 hash: content_hash(&text),
                 text,
-            })),
+            }),
             Ok(Err(error)) => Err(RequestError::from_load(&file.canonical, &error)),
             Err(payload) => {
                 self.counters
@@ -389,7 +389,7 @@ impl<E: StageExecutor> Scheduler<E> {
         locked: &mut Locked<E>,
         dispatch: Dispatch,
         file: &FileIdentity,
-        result: Result<Arc<SourceText>, RequestError>,
+        result: Result<SourceText, RequestError>,
         post: &mut PostWork<E>,
     ) {
         match result {
@@ -415,7 +415,7 @@ impl<E: StageExecutor> Scheduler<E> {
         &self,
         dispatch: &Dispatch,
         node: Arc<FileNode<E>>,
-        text: Arc<SourceText>,
+        text: SourceText,
     ) -> Outcome<E> {
         self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
         let file = dispatch.identity.file().cloned().expect("file work");

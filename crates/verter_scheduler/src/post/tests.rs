@@ -79,7 +79,7 @@ fn events_are_built_only_when_the_hooks_observe_them() {
 fn no_request_is_answered_at_submission_under_the_lock() {
     let answered = std::panic::catch_unwind(|| {
         let _mark = LockMark::set();
-        let text = Arc::new(crate::snapshot::SourceText {
+        let text = crate::snapshot::SourceText {
             canonical: "a.rs".into(),
             version: verter_dag::SourceVersion::new(
                 verter_dag::Incarnation::allocate(),
@@ -87,7 +87,7 @@ fn no_request_is_answered_at_submission_under_the_lock() {
             ),
             text: "a".into(),
             hash: crate::snapshot::content_hash("a"),
-        });
+        };
         let output = StageOutput::Source(Arc::new(crate::snapshot::SourceSnapshot {
             text,
             language: crate::Language::new("text"),

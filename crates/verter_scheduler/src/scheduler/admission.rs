@@ -390,17 +390,15 @@ impl<E: StageExecutor> Scheduler<E> {
                 // prepared; only its version is set here.
                 let source = match fresh_source.take() {
                     Some(mut source) => {
-                        Arc::get_mut(&mut source)
-                            .expect("a prepared text is not shared before admission")
-                            .version = live.version();
+                        source.version = live.version();
                         source
                     }
-                    None => Arc::new(SourceText {
+                    None => SourceText {
                         canonical,
                         version: live.version(),
                         text: Arc::clone(text),
                         hash,
-                    }),
+                    },
                 };
                 let mut replaced = None;
                 publish.record(&self.source_root, |tx| {
@@ -433,7 +431,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 // upserted it, so it reads it from now on (its Source commit
                 // will not publish it again).
                 known.published = true;
-                let source = Arc::clone(&known.text);
+                let source = known.text.clone();
                 publish.record(&self.source_root, |tx| present(tx, &source));
             }
         }

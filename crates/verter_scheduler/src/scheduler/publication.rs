@@ -20,7 +20,7 @@ pub(super) enum Publish<'a, 't> {
     /// One transition per change, as the change is made.
     Own,
     /// The batch's transition, open for the whole batch.
-    Batch(&'a mut SourceTransition<'t, Arc<SourceText>>),
+    Batch(&'a mut SourceTransition<'t, SourceText>),
 }
 
 impl Publish<'_, '_> {
@@ -28,8 +28,8 @@ impl Publish<'_, '_> {
     /// batch's.
     pub(super) fn record(
         &mut self,
-        root: &SchedulerSourceDirectory<Arc<SourceText>>,
-        f: impl FnOnce(&mut SourceTransition<'_, Arc<SourceText>>),
+        root: &SchedulerSourceDirectory<SourceText>,
+        f: impl FnOnce(&mut SourceTransition<'_, SourceText>),
     ) {
         match self {
             Self::Own => root.publish_transition(f),
@@ -133,11 +133,9 @@ impl<E: StageExecutor> Scheduler<E> {
             .dag
             .payload_mut(&canonical)
             .and_then(|slot| slot.text.take())
-            .map(|known| {
-                Arc::new(SourceText {
-                    version: live.version(),
-                    ..(*known.text).clone()
-                })
+            .map(|known| SourceText {
+                version: live.version(),
+                ..known.text.clone()
             });
         publish.record(&self.source_root, |tx| {
             node.retire();
@@ -161,7 +159,7 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Under the lock: records `source` (a loaded text) as present, in a
     /// transition of its own.
-    pub(crate) fn publish_present(&self, source: &Arc<SourceText>) {
+    pub(crate) fn publish_present(&self, source: &SourceText) {
         self.source_root
             .publish_transition(|tx| present(tx, source));
     }

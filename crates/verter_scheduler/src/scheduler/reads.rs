@@ -9,7 +9,7 @@ use crate::output::StageOutput;
 impl<E: StageExecutor> Scheduler<E> {
     /// The newest source text of `path` the source root holds, if present
     /// (after admitting what the caller submitted before).
-    pub fn try_get_source(&self, path: &str) -> Option<Arc<SourceText>> {
+    pub fn try_get_source(&self, path: &str) -> Option<SourceText> {
         let canonical = self.canonicalize(path).ok()?;
         self.admit_everything_sent();
         self.source_root.state_now(canonical).payload().cloned()
@@ -24,11 +24,7 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// The source text of `path` as of `root`, if present then.
-    pub fn try_get_source_at(
-        &self,
-        root: &SchedulerSourceRoot,
-        path: &str,
-    ) -> Option<Arc<SourceText>> {
+    pub fn try_get_source_at(&self, root: &SchedulerSourceRoot, path: &str) -> Option<SourceText> {
         let canonical = self.canonicalize(path).ok()?;
         self.source_root
             .state_at(root, canonical)
@@ -42,7 +38,7 @@ impl<E: StageExecutor> Scheduler<E> {
         &self,
         root: &SchedulerSourceRoot,
         canonical: &Canonical,
-    ) -> SourceState<Arc<SourceText>> {
+    ) -> SourceState<SourceText> {
         self.source_root.state_at(root, canonical)
     }
 

@@ -268,13 +268,11 @@ impl<E: StageExecutor> Scheduler<E> {
             language.clone(),
             Generation::ZERO,
         ));
-        let source = text.as_ref().map(|(text, hash)| {
-            Arc::new(SourceText {
-                canonical: *canonical,
-                version: SourceVersion::new(incarnation, Generation::ZERO),
-                text: Arc::clone(text),
-                hash: *hash,
-            })
+        let source = text.as_ref().map(|(text, hash)| SourceText {
+            canonical: *canonical,
+            version: SourceVersion::new(incarnation, Generation::ZERO),
+            text: Arc::clone(text),
+            hash: *hash,
         });
         Fresh { node, source }
     }
