@@ -15,7 +15,7 @@ use verter_dag::{Priority, TargetStage};
 
 use crate::language::Language;
 use crate::output::RequestResult;
-use crate::post::{Answered, HandleInner, HandleState};
+use crate::post::{AnswerSlot, Answered, HandleInner, HandleState};
 use crate::traits::{DepPath, StageExecutor};
 
 /// A request for one stage of one file.
@@ -92,10 +92,10 @@ impl<E: StageExecutor> std::fmt::Debug for CompletionHandle<E> {
 }
 
 impl<E: StageExecutor> CompletionHandle<E> {
-    /// A handle answered through `state`'s cell.
-    pub(crate) fn new(state: Arc<HandleState<E>>) -> Self {
+    /// A handle answered through `slot`'s cell.
+    pub(crate) fn new(slot: &AnswerSlot<E>) -> Self {
         Self {
-            inner: HandleInner::Pending(state),
+            inner: HandleInner::pending(slot),
         }
     }
 
@@ -103,23 +103,20 @@ impl<E: StageExecutor> CompletionHandle<E> {
     /// is shared or allocated for it.
     pub(crate) fn answered(answer: Answered<E>) -> Self {
         Self {
-            inner: HandleInner::Answered(answer),
+            inner: HandleInner::answered(answer),
         }
     }
 
     /// The shared state of a handle that was not answered at submission.
     pub(crate) fn pending(&self) -> Option<&HandleState<E>> {
-        match &self.inner {
-            HandleInner::Answered(_) => None,
-            HandleInner::Pending(state) => Some(state),
-        }
+        self.inner.state()
     }
 
     /// The answer, if there is one yet. Never blocks, never pumps.
     pub fn try_result(&self) -> Option<RequestResult<E>> {
-        match &self.inner {
-            HandleInner::Answered(answer) => Some(answer.result()),
-            HandleInner::Pending(state) => state.cell().try_get(),
+        match self.inner.state() {
+            None => self.inner.given(),
+            Some(state) => state.cell().try_get(),
         }
     }
 
@@ -138,9 +135,8 @@ impl<E: StageExecutor> CompletionHandle<E> {
     /// Parks until answered or `timeout` passes. Never pumps: on an inline
     /// scheduler use [`crate::Scheduler::wait`], which does.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<RequestResult<E>> {
-        let state = match &self.inner {
-            HandleInner::Answered(answer) => return Some(answer.result()),
-            HandleInner::Pending(state) => state,
+        let Some(state) = self.inner.state() else {
+            return self.inner.given();
         };
         // Called from inside a stage, the answer may be a stage this
         // thread finished and has not committed yet.
@@ -157,9 +153,12 @@ impl<E: StageExecutor> Future for CompletionHandle<E> {
     /// Ready once the request is answered. A threaded scheduler answers on
     /// its own threads; an inline one needs someone to pump it.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let state = match &self.inner {
-            HandleInner::Answered(answer) => return Poll::Ready(answer.result()),
-            HandleInner::Pending(state) => state,
+        let Some(state) = self.inner.state() else {
+            return Poll::Ready(
+                self.inner
+                    .given()
+                    .expect("a handle without a cell was answered"),
+            );
         };
         // As in `wait_timeout`: a stage this thread has not committed yet.
         if !state.cell().is_set() {
@@ -170,6 +169,12 @@ impl<E: StageExecutor> Future for CompletionHandle<E> {
 }
 
 /// The handles of a batch, in input order.
+///
+/// The handles of an atomic batch ([`crate::Scheduler::submit_batch_atomic`])
+/// share one allocation of answer cells: it, and every answer in it, lives
+/// until the last of those handles (or their clones) is dropped. A host that
+/// keeps one item's handle for long and drops the rest keeps the batch's
+/// answers alive with it; submit that request on its own instead.
 pub struct BatchHandle<E: StageExecutor> {
     pub(crate) handles: Vec<CompletionHandle<E>>,
 }

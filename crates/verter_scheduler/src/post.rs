@@ -32,6 +32,7 @@ use verter_pools::WaitCell;
 use crate::hooks::{Hooks, SchedulerEvent};
 use crate::node::NodeView;
 use crate::output::{RequestResult, StageOutput};
+use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot};
 use crate::traits::StageExecutor;
 
 thread_local! {
@@ -76,6 +77,13 @@ pub(crate) struct HandleState<E: StageExecutor> {
 }
 
 impl<E: StageExecutor> HandleState<E> {
+    fn new() -> Self {
+        Self {
+            cell: WaitCell::new(),
+            admitted: AtomicBool::new(false),
+        }
+    }
+
     pub(crate) fn cell(&self) -> &WaitCell<RequestResult<E>> {
         &self.cell
     }
@@ -85,20 +93,86 @@ impl<E: StageExecutor> HandleState<E> {
     }
 }
 
+/// The answer cells of one submission, in one allocation: one cell for a
+/// request submitted alone, one per item for an atomic batch (so a batch of
+/// N requests allocates its cells once, not N times). The allocation lives
+/// until the last handle or slot of the submission is dropped, answers
+/// included.
+pub(crate) enum Cells<E: StageExecutor> {
+    /// A request submitted alone.
+    One(HandleState<E>),
+    /// An atomic batch, one cell per item in input order.
+    Many(Box<[HandleState<E>]>),
+}
+
+impl<E: StageExecutor> Cells<E> {
+    fn get(&self, index: u32) -> &HandleState<E> {
+        match self {
+            Self::One(state) => state,
+            Self::Many(states) => &states[index as usize],
+        }
+    }
+}
+
 /// A request's answer as its handle holds it: given at submission, or
 /// shared with the scheduler until `PostWork::deliver` sets it.
+///
+/// Flat on purpose: one variant per stage for an answer given at
+/// submission (the committed output's own `Arc`), so that the pending
+/// variant's cell index sits beside the tag and a handle stays two words
+/// wide (pinned by a test).
 pub(crate) enum HandleInner<E: StageExecutor> {
-    /// Answered at submission.
-    Answered(Answered<E>),
-    /// Answered later, through the shared cell.
-    Pending(Arc<HandleState<E>>),
+    /// Answered at submission with a parsed source.
+    Source(Arc<SourceSnapshot<E::Source>>),
+    /// Answered at submission with an analysis.
+    Analysis(Arc<AnalysisSnapshot<E::Analysis>>),
+    /// Answered at submission with an artifact.
+    Artifact(Arc<ArtifactSnapshot<E::Artifact>>),
+    /// Answered later, through cell `.1` of the shared cells.
+    Pending(Arc<Cells<E>>, u32),
+}
+
+impl<E: StageExecutor> HandleInner<E> {
+    /// The inner value of a handle answered at submission.
+    pub(crate) fn answered(answer: Answered<E>) -> Self {
+        match answer.0 {
+            StageOutput::Source(source) => Self::Source(source),
+            StageOutput::Analysis(analysis) => Self::Analysis(analysis),
+            StageOutput::Artifact(artifact) => Self::Artifact(artifact),
+        }
+    }
+
+    /// The inner value of a handle answered through `slot`.
+    pub(crate) fn pending(slot: &AnswerSlot<E>) -> Self {
+        Self::Pending(Arc::clone(&slot.cells), slot.index)
+    }
+
+    /// The answer given at submission, if this handle has one.
+    pub(crate) fn given(&self) -> Option<RequestResult<E>> {
+        match self {
+            Self::Source(source) => Some(Ok(StageOutput::Source(Arc::clone(source)))),
+            Self::Analysis(analysis) => Some(Ok(StageOutput::Analysis(Arc::clone(analysis)))),
+            Self::Artifact(artifact) => Some(Ok(StageOutput::Artifact(Arc::clone(artifact)))),
+            Self::Pending(..) => None,
+        }
+    }
+
+    /// The shared state of a handle that was not answered at submission.
+    pub(crate) fn state(&self) -> Option<&HandleState<E>> {
+        match self {
+            Self::Pending(cells, index) => Some(cells.get(*index)),
+            _ => None,
+        }
+    }
 }
 
 impl<E: StageExecutor> Clone for HandleInner<E> {
     fn clone(&self) -> Self {
         match self {
-            Self::Answered(answered) => Self::Answered(Answered(answered.0.clone())),
-            Self::Pending(state) => Self::Pending(Arc::clone(state)),
+            Self::Source(source) => Self::Source(Arc::clone(source)),
+            Self::Analysis(analysis) => Self::Analysis(Arc::clone(analysis)),
+            Self::Artifact(artifact) => Self::Artifact(Arc::clone(artifact)),
+            Self::Pending(cells, index) => Self::Pending(Arc::clone(cells), *index),
         }
     }
 }
@@ -120,39 +194,84 @@ impl<E: StageExecutor> Answered<E> {
         );
         Self(output)
     }
-
-    /// The answer.
-    pub(crate) fn result(&self) -> RequestResult<E> {
-        Ok(self.0.clone())
-    }
 }
 
-/// The scheduler's end of one request's handle.
-pub(crate) struct AnswerSlot<E: StageExecutor>(Arc<HandleState<E>>);
+/// The scheduler's end of one request's handle: one cell of a
+/// submission's [`Cells`].
+pub(crate) struct AnswerSlot<E: StageExecutor> {
+    cells: Arc<Cells<E>>,
+    index: u32,
+}
 
 impl<E: StageExecutor> AnswerSlot<E> {
-    /// A new, unanswered slot.
+    /// A new, unanswered slot of its own.
     pub(crate) fn new() -> Self {
-        Self(Arc::new(HandleState {
-            cell: WaitCell::new(),
-            admitted: AtomicBool::new(false),
-        }))
+        Self {
+            cells: Arc::new(Cells::One(HandleState::new())),
+            index: 0,
+        }
     }
 
     /// The state a handle reads.
-    pub(crate) fn state(&self) -> Arc<HandleState<E>> {
-        Arc::clone(&self.0)
+    pub(crate) fn state(&self) -> &HandleState<E> {
+        self.cells.get(self.index)
     }
 
     /// Another end of the same slot.
     #[cfg(test)]
     pub(crate) fn share(&self) -> Self {
-        Self(Arc::clone(&self.0))
+        Self {
+            cells: Arc::clone(&self.cells),
+            index: self.index,
+        }
     }
 
     /// Records that the request was admitted.
     pub(crate) fn mark_admitted(&self) {
-        self.0.admitted.store(true, Ordering::Release);
+        self.state().admitted.store(true, Ordering::Release);
+    }
+}
+
+/// The answer cells of an atomic batch, allocated once for all its items;
+/// item `i` answers through [`BatchSlots::slot`]`(i)`. An item answered at
+/// submission leaves its cell unused.
+pub(crate) struct BatchSlots<E: StageExecutor> {
+    cells: Arc<Cells<E>>,
+}
+
+impl<E: StageExecutor> BatchSlots<E> {
+    /// Cells for `len` items.
+    ///
+    /// # Panics
+    /// If `len` does not fit a `u32` (a batch of four billion requests).
+    pub(crate) fn new(len: usize) -> Self {
+        assert!(
+            u32::try_from(len).is_ok(),
+            "a batch holds at most u32::MAX requests"
+        );
+        Self {
+            cells: Arc::new(Cells::Many((0..len).map(|_| HandleState::new()).collect())),
+        }
+    }
+
+    /// Item `index`'s slot.
+    pub(crate) fn slot(&self, index: usize) -> AnswerSlot<E> {
+        let index = u32::try_from(index).expect("checked at construction");
+        assert!(
+            (index as usize) < self.len(),
+            "a batch item's index is in range"
+        );
+        AnswerSlot {
+            cells: Arc::clone(&self.cells),
+            index,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match &*self.cells {
+            Cells::One(_) => 1,
+            Cells::Many(states) => states.len(),
+        }
     }
 }
 
@@ -249,8 +368,9 @@ impl<E: StageExecutor> PostWork<E> {
             crate::hooks::guarded(hook_panics, || hooks.on_event(event));
         }
         for (slot, result) in self.answers {
-            slot.0.admitted.store(true, Ordering::Release);
-            if slot.0.cell.set(result).is_err() {
+            let state = slot.state();
+            state.admitted.store(true, Ordering::Release);
+            if state.cell.set(result).is_err() {
                 duplicates.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -59,7 +59,7 @@ use crate::inbox::SendError;
 use crate::language::Language;
 use crate::node::FileNode;
 use crate::output::RequestResult;
-use crate::post::{AnswerSlot, Answered, PostWork};
+use crate::post::{AnswerSlot, Answered, BatchSlots, PostWork};
 use crate::snapshot::{SourceText, content_hash};
 use crate::state::{Fresh, HashMap, KnownText, Locked, Mode, Prepared, Scheduler, Submission};
 use crate::traits::{SourceLoader, StageExecutor};

@@ -9,7 +9,8 @@ use crate::test_support::Lines;
 #[test]
 fn a_second_answer_to_one_slot_is_refused_and_counted() {
     let slot = AnswerSlot::<Lines>::new();
-    let state = slot.state();
+    let kept = slot.share();
+    let state = kept.state();
     let mut post = PostWork::default();
     post.answer(slot.share(), Err(crate::RequestError::Cancelled));
     post.answer(slot, Err(crate::RequestError::Cancelled));
@@ -102,4 +103,33 @@ fn no_request_is_answered_at_submission_under_the_lock() {
         "answering under the lock mark must panic"
     );
     assert!(!holds_dag_lock(), "the mark is cleared on unwind");
+}
+
+/// An atomic batch's cells are one allocation: each item answers through
+/// its own cell, a second answer to one item is still refused, and the
+/// other items are untouched.
+#[test]
+fn a_batch_answers_each_item_through_its_own_cell_of_one_allocation() {
+    let slots = BatchSlots::<Lines>::new(3);
+    let handles: Vec<_> = (0..3)
+        .map(|index| crate::CompletionHandle::new(&slots.slot(index)))
+        .collect();
+    let mut post = PostWork::default();
+    post.answer(slots.slot(2), Err(crate::RequestError::Cancelled));
+    post.answer(slots.slot(0), Err(crate::RequestError::Cancelled));
+    post.answer(slots.slot(2), Err(crate::RequestError::Cancelled));
+    let duplicates = AtomicU64::new(0);
+    let _ = post.deliver(&NoHooks, &duplicates, &AtomicU64::new(0));
+    assert_eq!(duplicates.load(Ordering::Relaxed), 1);
+    let answered: Vec<bool> = handles
+        .iter()
+        .map(crate::CompletionHandle::is_answered)
+        .collect();
+    assert_eq!(answered, [true, false, true]);
+    assert!(!handles[1].is_admitted(), "an unanswered item is untouched");
+    slots.slot(1).mark_admitted();
+    assert!(handles[1].is_admitted());
+    assert!(
+        std::mem::size_of::<crate::CompletionHandle<Lines>>() <= 2 * std::mem::size_of::<usize>()
+    );
 }

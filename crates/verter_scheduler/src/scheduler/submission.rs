@@ -10,7 +10,10 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Submits one request. The handle is answered exactly once.
     pub fn submit_request(&self, request: Request) -> CompletionHandle<E> {
         self.counters.submits.fetch_add(1, Ordering::Relaxed);
-        let (handle, next) = Self::handle_for(self.prepare(request, true));
+        let (handle, next) = Self::handle_for(
+            self.prepare(request, true, &AnswerSlot::new),
+            &AnswerSlot::new,
+        );
         match next {
             Next::Queue(prepared) => self.enqueue(Submission::One(prepared)),
             Next::Answer(slot, error) => {
@@ -26,25 +29,23 @@ impl<E: StageExecutor> Scheduler<E> {
     /// The handle of one prepared request, and what its submitter must
     /// still do: committed output answers it now, in the handle itself (no
     /// slot, nothing shared); an error is answered through a slot, by the
-    /// submitter's post-work; anything else is queued for admission.
+    /// submitter's post-work; anything else is queued for admission. An
+    /// error takes its slot from `slot`, like [`Self::prepare`].
     fn handle_for(
         prepared: Result<Preparation<E>, RequestError>,
+        slot: &impl Fn() -> AnswerSlot<E>,
     ) -> (CompletionHandle<E>, Next<E>) {
         match prepared {
-            Ok(Preparation::Queue(prepared)) => (
-                CompletionHandle::new(prepared.slot.state()),
-                Next::Queue(prepared),
-            ),
+            Ok(Preparation::Queue(prepared)) => {
+                (CompletionHandle::new(&prepared.slot), Next::Queue(prepared))
+            }
             Ok(Preparation::Answered(output)) => (
                 CompletionHandle::answered(Answered::at_submission(output)),
                 Next::Nothing,
             ),
             Err(error) => {
-                let slot = AnswerSlot::new();
-                (
-                    CompletionHandle::new(slot.state()),
-                    Next::Answer(slot, error),
-                )
+                let slot = slot();
+                (CompletionHandle::new(&slot), Next::Answer(slot, error))
             }
         }
     }
@@ -72,15 +73,20 @@ impl<E: StageExecutor> Scheduler<E> {
     /// hold, so stage commits and requests sent after it (an urgent one)
     /// are not held up behind all of it; every answer is the one whole
     /// admission would give (docs/design.md, "Chunked admission").
+    ///
+    /// The batch's answer cells are one allocation, freed when the last of
+    /// its handles is dropped (see [`BatchHandle`]).
     pub fn submit_batch_atomic(&self, requests: Vec<Request>) -> BatchHandle<E> {
         let mut handles = Vec::with_capacity(requests.len());
         let mut prepared = Vec::with_capacity(requests.len());
         let mut post = self.post_work();
         let mut may_answer = true;
-        for request in requests {
+        let slots = BatchSlots::new(requests.len());
+        for (index, request) in requests.into_iter().enumerate() {
             self.counters.submits.fetch_add(1, Ordering::Relaxed);
             let changes = request.text.is_some() || request.language.is_some();
-            let (handle, next) = Self::handle_for(self.prepare(request, may_answer));
+            let slot = || slots.slot(index);
+            let (handle, next) = Self::handle_for(self.prepare(request, may_answer, &slot), &slot);
             handles.push(handle);
             match next {
                 Next::Queue(p) => prepared.push(p),
@@ -189,10 +195,14 @@ impl<E: StageExecutor> Scheduler<E> {
             })
     }
 
+    /// Prepares `request` outside the lock. A request that must wait takes
+    /// its answer cell from `slot` (its own, or its batch's); one answered
+    /// with committed output takes none.
     pub(super) fn prepare(
         &self,
         request: Request,
         may_answer: bool,
+        slot: &impl Fn() -> AnswerSlot<E>,
     ) -> Result<Preparation<E>, RequestError> {
         let canonical = match &request.path {
             DepPath::Path(path) => self.canonicalize(path)?,
@@ -248,7 +258,7 @@ impl<E: StageExecutor> Scheduler<E> {
             lifetime,
             fresh,
             // Only a request that waits gets a shared answer cell.
-            slot: AnswerSlot::new(),
+            slot: slot(),
         }))
     }
 

@@ -65,7 +65,7 @@ fn a_waker_that_reenters_the_scheduler_never_deadlocks() {
     // An admission refusal (the lifetime ended) wakes the waker, which calls
     // `invalidate`: it runs after the admitting hold, so it can take the lock.
     let slot = AnswerSlot::new();
-    let mut handle = CompletionHandle::new(slot.state());
+    let mut handle = CompletionHandle::new(&slot);
     let waker = Arc::new(Reentrant {
         scheduler: Mutex::new(Some(Arc::clone(&scheduler))),
         woken: AtomicUsize::new(0),
@@ -90,7 +90,7 @@ fn a_request_whose_lifetime_ended_is_answered_shutdown_with_or_without_text() {
     scheduler.wait(&first).unwrap();
     for text in [None, Some(Arc::<str>::from("new text"))] {
         let slot = AnswerSlot::new();
-        let handle = CompletionHandle::new(slot.state());
+        let handle = CompletionHandle::new(&slot);
         let mut prepared = stale_request(slot);
         prepared.text = text.map(|text| {
             let hash = content_hash(&text);
