@@ -19,9 +19,9 @@ use crate::hash::HashSet;
 /// Above this many entries a set becomes a table.
 pub(crate) const SMALL: usize = 16;
 
-/// Entries kept without an allocation. Six, not four: W1 at 100k files
-/// (`verter_bench w1 --n 100000`) spilled enough four-entry owner sets to
-/// cost 0.3 allocations per file; at six the sets that still spill are
+/// Entries kept without an allocation. Six, not four: the W1 workload at
+/// 100k files (`docs/benchmarks.md`) spilled enough four-entry owner sets
+/// to cost 0.3 allocations per file; at six the sets that still spill are
 /// rare, and the retained heap per file fell (1472 -> 1465 B) because the
 /// spilled buffers went away with them, for 1 % more peak RSS.
 pub(crate) const INLINE: usize = 6;
