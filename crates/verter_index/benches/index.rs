@@ -167,12 +167,12 @@ fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
     let parsed: RustSource = indexer.execute_source(&input).expect("parses");
     let blockers = parsed.blockers.clone();
     let snapshot = SourceSnapshot {
-        text: (SourceText {
+        text: SourceText {
             canonical,
             version,
             hash: content_hash(&text),
             text: Arc::clone(&text),
-        }),
+        },
         language,
         forward_deps: Canonicals::new(),
         blockers: Canonicals::new(),
