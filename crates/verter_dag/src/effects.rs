@@ -80,6 +80,9 @@ pub struct Dispatch {
     /// it before running the executor, and a long stage may stop early. Its
     /// result is refused either way.
     pub cancel: CancellationToken,
+    /// The capacity reservation it holds, handed back to the ledger by
+    /// whatever consumes it (private: only the DAG makes a dispatch).
+    pub(crate) reserved: crate::ready::Reserved,
 }
 
 /// The effects of one DAG operation, for the caller to run after unlocking.

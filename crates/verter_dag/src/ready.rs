@@ -30,7 +30,6 @@
 //! 4. A reservation is released at most once; in-use never exceeds the
 //!    budget and never goes negative (`ledger_releases_each_reservation_once`).
 
-use crate::hash::HashMap;
 use std::collections::VecDeque;
 
 use crate::identity::{Priority, WorkNodeIdentity};
@@ -278,6 +277,12 @@ impl AdmissionId {
 /// reservation and runs the work one after another: held and released like
 /// any other, but not counted against the budget, so the budget counts
 /// threads running work rather than work handed out).
+///
+/// The ledger keeps counts only. Each reservation is a [`Reserved`] that
+/// the dispatch holding it carries, and the dispatch (not `Clone`, made
+/// only by `SchedulerDag::take_ready`) is consumed by the one completion,
+/// failure or move that releases it, so a reservation is released exactly
+/// once without a table of who holds one.
 #[derive(Debug)]
 pub(crate) struct CapacityLedger {
     budget: [usize; 2],
@@ -285,8 +290,15 @@ pub(crate) struct CapacityLedger {
     in_use: [usize; 2],
     /// The batched ones among them.
     batched: [usize; 2],
-    /// Each admission's class, and whether its reservation is batched.
-    reservations: HashMap<AdmissionId, (ResourceClass, bool)>,
+}
+
+/// One capacity reservation: its class and whether it is batched. Carried
+/// by its [`crate::Dispatch`] and handed back to [`CapacityLedger::release`]
+/// by whatever consumes the dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reserved {
+    class: ResourceClass,
+    batched: bool,
 }
 
 /// What the ledger holds now.
@@ -325,7 +337,6 @@ impl CapacityLedger {
             budget: [cpu_budget, io_budget],
             in_use: [0, 0],
             batched: [0, 0],
-            reservations: HashMap::default(),
         }
     }
 
@@ -335,56 +346,46 @@ impl CapacityLedger {
         self.in_use[i] - self.batched[i] < self.budget[i]
     }
 
-    /// Reserves one unit of `class` for `admission`. The caller checked
-    /// [`Self::has_room`].
+    /// Reserves one unit of `class`. The caller checked [`Self::has_room`].
     #[inline]
-    pub(crate) fn reserve(&mut self, class: ResourceClass, admission: AdmissionId) {
+    pub(crate) fn reserve(&mut self, class: ResourceClass) -> Reserved {
         debug_assert!(self.has_room(class));
-        self.reserve_lent(class, admission);
+        self.reserve_lent(class)
     }
 
-    /// Reserves one unit of `class` for `admission` beyond the budget: a
-    /// blocked holder lends its slot (see `SchedulerDag::dequeue_ready_lent`).
+    /// Reserves one unit of `class` beyond the budget: a blocked holder
+    /// lends its slot (see `SchedulerDag::dequeue_ready_lent`).
     #[inline]
-    pub(crate) fn reserve_lent(&mut self, class: ResourceClass, admission: AdmissionId) {
-        self.insert(class, admission, false);
-    }
-
-    /// Reserves one unit of `class` for `admission` outside the budget: more
-    /// work for a thread that holds a budgeted reservation (see
-    /// `SchedulerDag::dequeue_ready_batched`).
-    #[inline]
-    pub(crate) fn reserve_batched(&mut self, class: ResourceClass, admission: AdmissionId) {
-        self.insert(class, admission, true);
-        self.batched[class.index()] += 1;
-    }
-
-    #[inline]
-    fn insert(&mut self, class: ResourceClass, admission: AdmissionId, batched: bool) {
-        let previous = self.reservations.insert(admission, (class, batched));
-        assert!(previous.is_none(), "admission {admission:?} reserved twice");
+    pub(crate) fn reserve_lent(&mut self, class: ResourceClass) -> Reserved {
         self.in_use[class.index()] += 1;
-    }
-
-    /// Releases `admission`'s reservation. Returns `false` when it holds none
-    /// (already released), so a second release is harmless and visible.
-    #[inline]
-    pub(crate) fn release(&mut self, admission: AdmissionId) -> bool {
-        match self.reservations.remove(&admission) {
-            Some((class, batched)) => {
-                self.in_use[class.index()] -= 1;
-                if batched {
-                    self.batched[class.index()] -= 1;
-                }
-                true
-            }
-            None => false,
+        Reserved {
+            class,
+            batched: false,
         }
     }
-    #[cfg(test)]
+
+    /// Reserves one unit of `class` outside the budget: more work for a
+    /// thread that holds a budgeted reservation (see
+    /// `SchedulerDag::dequeue_ready_batched`).
     #[inline]
-    pub(crate) fn holds(&self, admission: AdmissionId) -> bool {
-        self.reservations.contains_key(&admission)
+    pub(crate) fn reserve_batched(&mut self, class: ResourceClass) -> Reserved {
+        self.in_use[class.index()] += 1;
+        self.batched[class.index()] += 1;
+        Reserved {
+            class,
+            batched: true,
+        }
+    }
+
+    /// Releases `reserved`, which its dispatch carried here.
+    #[inline]
+    pub(crate) fn release(&mut self, reserved: Reserved) {
+        let i = reserved.class.index();
+        debug_assert!(self.in_use[i] > 0, "a reservation released twice");
+        self.in_use[i] -= 1;
+        if reserved.batched {
+            self.batched[i] -= 1;
+        }
     }
 
     pub(crate) fn snapshot(&self) -> LedgerSnapshot {

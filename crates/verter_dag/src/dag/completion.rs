@@ -80,11 +80,11 @@ impl<P> SchedulerDag<P> {
         if let Some(unused) = spare {
             self.spare_tokens.push(unused);
         }
-        match reserve {
-            Reserve::Budgeted => self.ledger.reserve(class, admission),
-            Reserve::Lent => self.ledger.reserve_lent(class, admission),
-            Reserve::Batched => self.ledger.reserve_batched(class, admission),
-        }
+        let reserved = match reserve {
+            Reserve::Budgeted => self.ledger.reserve(class),
+            Reserve::Lent => self.ledger.reserve_lent(class),
+            Reserve::Batched => self.ledger.reserve_batched(class),
+        };
         self.counters.dequeued += 1;
         Some(Dispatch {
             identity,
@@ -92,6 +92,7 @@ impl<P> SchedulerDag<P> {
             class,
             priority,
             cancel,
+            reserved,
         })
     }
 
@@ -107,7 +108,7 @@ impl<P> SchedulerDag<P> {
     /// stale dispatch is refused (its reservation is released and counted).
     pub fn continue_on(&mut self, dispatch: Dispatch, class: ResourceClass) -> Effects {
         let mut effects = Effects::default();
-        self.ledger.release(dispatch.admission);
+        self.ledger.release(dispatch.reserved);
         let ticket = self.ready.issue();
         let Some(node) = self.current_node_mut(&dispatch) else {
             self.counters.stale_completion_refusals += 1;
@@ -140,11 +141,7 @@ impl<P> SchedulerDag<P> {
     /// answered its waiters).
     pub fn complete(&mut self, dispatch: Dispatch) -> (bool, Effects) {
         let mut effects = Effects::default();
-        let released = self.ledger.release(dispatch.admission);
-        debug_assert!(
-            released,
-            "a dispatch holds its reservation until it returns"
-        );
+        self.ledger.release(dispatch.reserved);
         let token = match &dispatch.identity {
             WorkNodeIdentity::File(key) => {
                 let Some(finished) = self.finish_file_node(key, &dispatch) else {
@@ -199,7 +196,7 @@ impl<P> SchedulerDag<P> {
     /// stale completion.
     pub fn fail(&mut self, dispatch: Dispatch, cause: FailureCause) -> (bool, Effects) {
         let mut effects = Effects::default();
-        self.ledger.release(dispatch.admission);
+        self.ledger.release(dispatch.reserved);
         let failure = Arc::new(DagFailure::Failed {
             work: dispatch.identity,
             cause,

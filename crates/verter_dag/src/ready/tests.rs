@@ -196,23 +196,25 @@ fn stale_entries_are_skipped_and_compacted() {
 }
 
 #[test]
-fn ledger_releases_each_reservation_once() {
+fn ledger_counts_each_reservation_until_its_release() {
     let mut ledger = CapacityLedger::new(2, 1);
     assert!(ledger.has_room(ResourceClass::Cpu));
-    ledger.reserve(ResourceClass::Cpu, AdmissionId(1));
-    ledger.reserve(ResourceClass::Cpu, AdmissionId(2));
+    let first = ledger.reserve(ResourceClass::Cpu);
+    let second = ledger.reserve(ResourceClass::Cpu);
     assert!(!ledger.has_room(ResourceClass::Cpu));
-    ledger.reserve(ResourceClass::Io, AdmissionId(3));
+    let io = ledger.reserve(ResourceClass::Io);
     assert!(!ledger.has_room(ResourceClass::Io));
-    assert_eq!(ledger.snapshot().in_use(), 3);
-    assert!(ledger.release(AdmissionId(1)));
-    assert!(
-        !ledger.release(AdmissionId(1)),
-        "a second release is refused"
-    );
+    // A batched reservation is held but leaves the budget's room alone.
+    let batched = ledger.reserve_batched(ResourceClass::Io);
+    assert_eq!(ledger.snapshot().in_use(), 4);
+    assert_eq!(ledger.snapshot().io_batched, 1);
+    ledger.release(batched);
+    assert_eq!(ledger.snapshot().io_batched, 0);
+    assert!(!ledger.has_room(ResourceClass::Io));
+    ledger.release(first);
     assert!(ledger.has_room(ResourceClass::Cpu));
-    assert!(ledger.holds(AdmissionId(2)));
-    assert!(ledger.release(AdmissionId(2)) && ledger.release(AdmissionId(3)));
+    ledger.release(second);
+    ledger.release(io);
     assert_eq!(ledger.snapshot().in_use(), 0);
 }
 
