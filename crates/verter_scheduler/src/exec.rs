@@ -308,7 +308,7 @@ impl<E: StageExecutor> Scheduler<E> {
             return Err(internal(dispatch, "dispatched work has no live node"));
         };
         let node = Arc::clone(&slot.node);
-        let view = node.view();
+        let view = node.peek();
         let work = match key.stage {
             TargetStage::Source => match &slot.text {
                 Some(known) if known.text.version == key.file.version() => {
@@ -407,7 +407,7 @@ impl<E: StageExecutor> Scheduler<E> {
         if node.incarnation() != key.file.incarnation {
             return None;
         }
-        let view = node.view();
+        let view = node.peek();
         (view.generation == key.file.generation)
             .then(|| view.analysis().cloned())
             .flatten()

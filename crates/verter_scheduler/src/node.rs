@@ -12,7 +12,7 @@
 //! retired, and anything that acts on what it read revalidates under the
 //! lock.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
@@ -123,6 +123,11 @@ pub struct FileNode<E: StageExecutor> {
     /// numbers wrap: a stale match only makes admission register queued
     /// work earlier than it needed to (docs/design.md, "Chunked admission").
     deferred_by: AtomicU32,
+    /// The current view's generation, written with the view (under the DAG
+    /// lock): what a worker's staleness check reads, one load instead of a
+    /// view load. A reader racing a new generation may see either; the
+    /// commit revalidates under the lock.
+    generation: AtomicU64,
     /// Written only under the DAG lock; read without it.
     view: ArcSwap<NodeView<E>>,
 }
@@ -142,6 +147,7 @@ impl<E: StageExecutor> FileNode<E> {
             language,
             retired: AtomicBool::new(false),
             deferred_by: AtomicU32::new(0),
+            generation: AtomicU64::new(generation.get()),
             view: ArcSwap::from_pointee(NodeView::empty(generation)),
         }
     }
@@ -183,6 +189,19 @@ impl<E: StageExecutor> FileNode<E> {
         self.view.load_full()
     }
 
+    /// The current view, borrowed for a short read (no reference count
+    /// taken): what code under the DAG lock reads outputs through. Hold it
+    /// only while reading; a thread has few of these at once before they
+    /// cost as much as [`Self::view`].
+    pub(crate) fn peek(&self) -> arc_swap::Guard<Arc<NodeView<E>>> {
+        self.view.load()
+    }
+
+    /// The generation of the current view.
+    pub fn generation(&self) -> Generation {
+        Generation::new(self.generation.load(Ordering::Acquire))
+    }
+
     /// The committed output of `stage` for the current generation, read
     /// without cloning the view.
     pub fn committed(&self, stage: TargetStage) -> Option<StageOutput<E>> {
@@ -191,7 +210,7 @@ impl<E: StageExecutor> FileNode<E> {
 
     /// The object's current version.
     pub fn version(&self) -> SourceVersion {
-        SourceVersion::new(self.incarnation, self.view.load().generation)
+        SourceVersion::new(self.incarnation, self.generation())
     }
 
     /// Under the DAG lock: marks the object retired.
@@ -216,7 +235,9 @@ impl<E: StageExecutor> FileNode<E> {
     /// caller lets it go after the lock (`PostWork::discard_view`).
     #[must_use = "the replaced view holds host outputs: discard it into the post-work"]
     pub(crate) fn reset_view(&self, generation: Generation) -> Arc<NodeView<E>> {
-        self.view.swap(Arc::new(NodeView::empty(generation)))
+        let replaced = self.view.swap(Arc::new(NodeView::empty(generation)));
+        self.generation.store(generation.get(), Ordering::Release);
+        replaced
     }
 
     /// The view at `generation`, if it is the current one.

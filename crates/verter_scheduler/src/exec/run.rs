@@ -74,7 +74,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let stale = |node: &FileNode<E>, dispatch: &Dispatch| {
             dispatch.cancel.is_cancelled()
                 || node.is_retired()
-                || node.view().generation != file.generation
+                || node.generation() != file.generation
         };
         let refused = |dispatch| Finished {
             dispatch,

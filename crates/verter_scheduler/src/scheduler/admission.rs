@@ -571,7 +571,7 @@ impl<E: StageExecutor> Scheduler<E> {
         if node.incarnation() != key.file.incarnation {
             return None;
         }
-        let view = node.view();
+        let view = node.peek();
         if view.generation != key.file.generation {
             return None;
         }

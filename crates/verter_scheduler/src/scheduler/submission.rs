@@ -225,7 +225,7 @@ impl<E: StageExecutor> Scheduler<E> {
             && !self.inbox.writes_waiting()
             && let Some(node) = &published
             && !node.is_retired()
-            && let Some(output) = node.view().output(request.stage)
+            && let Some(output) = node.committed(request.stage)
         {
             self.counters
                 .answered_without_admission
