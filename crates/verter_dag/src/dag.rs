@@ -419,7 +419,7 @@ pub struct SchedulerDag<P = ()> {
     ready: ReadyQueue,
     ledger: CapacityLedger,
     counters: DagCounters,
-    next_waiter: u64,
+    waiter_ids: crate::waiter_ids::WaiterIds,
     next_admission: u64,
 }
 
@@ -464,7 +464,7 @@ impl<P> SchedulerDag<P> {
             ready: ReadyQueue::new(config.lane_weights),
             ledger: CapacityLedger::new(config.cpu_budget, config.io_budget),
             counters: DagCounters::default(),
-            next_waiter: 0,
+            waiter_ids: Default::default(),
             next_admission: 0,
         }
     }
@@ -506,7 +506,17 @@ impl<P> SchedulerDag<P> {
             self.ready.clear_and_release();
             released = true;
         }
+        released |= self.waiter_ids.release_idle();
         released
+    }
+
+    /// Gives back the id of a waiter the caller was answered for (it took
+    /// the [`Answer`] out of [`Effects::answers`]), so that a later waiter
+    /// may take its slot ([`WaiterId::slot`]). Optional: a caller that
+    /// never gives ids back sees the slots grow like a counter. Give each
+    /// id back at most once, and only once its answer was taken.
+    pub fn recycle_waiter(&mut self, waiter: WaiterId) {
+        self.waiter_ids.recycle(waiter);
     }
 
     /// Removes every object at once: every waiter is answered `Shutdown`,

@@ -14,14 +14,32 @@ use crate::identity::{
 };
 use crate::ready::{AdmissionId, ResourceClass};
 
-/// The id of one registered request waiter, allocated by the DAG.
+/// The id of one registered request waiter, allocated by the DAG: a slot
+/// and a tag. The waiters registered at one time have distinct slots,
+/// numbered from zero, so a caller can keep what it holds per waiter in a
+/// table indexed by [`WaiterId::slot`]. A slot is reused only after its id
+/// was given back with `SchedulerDag::recycle_waiter`, and then under
+/// another tag, so an old id never equals a newer one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WaiterId(pub(crate) u64);
 
 impl WaiterId {
+    pub(crate) fn new(slot: u32, tag: u32) -> Self {
+        Self(u64::from(tag) << 32 | u64::from(slot))
+    }
+
     /// The raw value, for tracing.
     pub fn get(self) -> u64 {
         self.0
+    }
+
+    /// Its slot: distinct among the waiters registered at one time.
+    pub fn slot(self) -> usize {
+        (self.0 & u64::from(u32::MAX)) as usize
+    }
+
+    pub(crate) fn tag(self) -> u32 {
+        (self.0 >> 32) as u32
     }
 }
 

@@ -99,6 +99,7 @@ mod identity;
 mod ready;
 mod small_set;
 mod vec_map;
+mod waiter_ids;
 
 pub use blockers::BlockerOccupancy;
 pub use canonical_map::CanonicalMap;

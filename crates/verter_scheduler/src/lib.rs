@@ -125,6 +125,7 @@ mod state;
 #[cfg(test)]
 mod test_support;
 mod traits;
+mod waiters;
 mod witness;
 
 pub use config::{ConfigError, SchedulerConfig};

@@ -43,6 +43,7 @@ use crate::node::FileNode;
 use crate::post::{AnswerSlot, LockMark, PostWork};
 use crate::snapshot::SourceText;
 use crate::traits::{SourceLoader, StageExecutor};
+use crate::waiters::Waiters;
 
 /// The scheduler's hash tables use foldhash's per-process seeded hasher
 /// (SipHash dominated the cold-build profile).
@@ -171,8 +172,9 @@ pub(crate) struct FileSlot<E: StageExecutor> {
 pub(crate) struct Locked<E: StageExecutor> {
     /// The lifecycle authority's state, with each file's [`FileSlot`].
     pub(crate) dag: SchedulerDag<FileSlot<E>>,
-    /// The slot of every registered waiter; removed when answered.
-    pub(crate) waiters: HashMap<WaiterId, AnswerSlot<E>>,
+    /// The slot of every registered waiter, by the DAG's waiter slot;
+    /// taken out when answered (`Locked::take_waiter`).
+    pub(crate) waiters: Waiters<E>,
     /// The language a parsed source classified each *removed* file as
     /// (`FileSlot::named_language` while the file has a node): what a file
     /// the DAG ingests again (a removed blocker an importer still needs) is
@@ -186,6 +188,17 @@ pub(crate) struct Locked<E: StageExecutor> {
     /// How many large atomic batches were admitted (wrapping; the number
     /// `FileNode` stamps name).
     pub(crate) large_batches: u32,
+}
+
+impl<E: StageExecutor> Locked<E> {
+    /// Takes the slot of `waiter`, whom the DAG just answered, out of the
+    /// table, and gives the id back to the DAG for a later waiter's slot.
+    /// `None` when the table does not hold it (a duplicate answer).
+    pub(crate) fn take_waiter(&mut self, waiter: WaiterId) -> Option<AnswerSlot<E>> {
+        let slot = self.waiters.take(waiter)?;
+        self.dag.recycle_waiter(waiter);
+        Some(slot)
+    }
 }
 
 /// Whether the scheduler runs on pools or on its callers' threads.
@@ -268,7 +281,7 @@ impl<E: StageExecutor> Scheduler<E> {
             me: me.clone(),
             locked: Mutex::new(Locked {
                 dag: SchedulerDag::with_payloads(config.dag),
-                waiters: HashMap::default(),
+                waiters: Waiters::default(),
                 languages: HashMap::default(),
                 registering: VecDeque::new(),
                 large_batches: 0,
@@ -386,9 +399,7 @@ impl<E: StageExecutor> Scheduler<E> {
             return;
         }
         locked.dag.release_idle_capacity();
-        if locked.waiters.is_empty() && locked.waiters.capacity() > 0 {
-            locked.waiters = HashMap::default();
-        }
+        locked.waiters.release_idle();
     }
 
     /// Empty post-work that records events only if the hooks observe them.
@@ -471,7 +482,7 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
             let slots = locked.dag.take_payloads();
             let effects = locked.dag.reset();
             for answer in effects.answers {
-                if let Some(slot) = locked.waiters.remove(&answer.waiter) {
+                if let Some(slot) = locked.take_waiter(answer.waiter) {
                     post.answer(
                         slot,
                         Err(RequestError::Shutdown {
@@ -480,7 +491,9 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
                     );
                 }
             }
-            for (_, slot) in locked.waiters.drain() {
+            let unanswered: Vec<_> = locked.waiters.drain().collect();
+            for (waiter, slot) in unanswered {
+                locked.dag.recycle_waiter(waiter);
                 post.answer(slot, Err(RequestError::Cancelled));
             }
             slots

@@ -8,9 +8,7 @@ use super::*;
 
 impl<P> SchedulerDag<P> {
     pub(super) fn allocate_waiter(&mut self) -> WaiterId {
-        let id = WaiterId(self.next_waiter);
-        self.next_waiter += 1;
-        id
+        self.waiter_ids.allocate()
     }
 
     pub(super) fn expect_object(

@@ -508,7 +508,7 @@ impl<E: StageExecutor> Scheduler<E> {
             self.publish_node(locked, &canonical, object, language);
         }
         for answer in effects.answers {
-            let Some(slot) = locked.waiters.remove(&answer.waiter) else {
+            let Some(slot) = locked.take_waiter(answer.waiter) else {
                 debug_assert!(false, "waiter {:?} answered twice", answer.waiter);
                 self.counters
                     .duplicate_answers
