@@ -6,9 +6,12 @@
 //! the two totals over the 9 000 extra files is the marginal cost of one
 //! file, harness and kernels included (the start-up and the fixed costs
 //! cancel). callgrind runs a process's threads one at a time, and how the
-//! driver's and the stage thread's holds interleave changes the work by a
-//! few per cent, so each figure is the median of [`RUNS`] pairs. Without
-//! `valgrind` on the `PATH` the step is skipped and says so.
+//! driver's and the stage thread's holds interleave changes the work: with
+//! valgrind's default scheduler one binary moved by ±3–5k instructions per
+//! file between runs. `--fair-sched=yes` hands the threads the CPU in turn,
+//! which brings three runs within about 0.6k of each other, and each figure
+//! is still the median of [`RUNS`] pairs. Without `valgrind` on the `PATH`
+//! the step is skipped and says so.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -84,6 +87,7 @@ fn total(binary: &Path, system: &str, n: u64) -> Result<u64> {
     super::run_to_success(
         Command::new("valgrind")
             .arg("--tool=callgrind")
+            .arg("--fair-sched=yes")
             .arg(format!("--callgrind-out-file={}", out.display()))
             .arg(binary)
             .args(["w1", "--system", system, "--threads", "1", "--n", &n])
@@ -117,9 +121,10 @@ pub(super) fn render(out: &mut String, records: &[Record]) {
         "### Instructions per file (callgrind)\n\nW1, c = 0, one thread: callgrind's instruction total at N = {LARGE} \
          minus N = {SMALL}, over the {} extra files, per process (harness and kernels included; the bench \
          binary's counting allocator adds its bookkeeping to each allocation). callgrind runs threads one at a \
-         time and their interleaving moves a count by a few per cent, so each figure is the median of {RUNS} \
-         pairs of runs (`valgrind --tool=callgrind target/release/verter_bench w1 --system <s> --threads 1 \
-         --n <N> --c 0 --iterations 1`).\n",
+         time; `--fair-sched=yes` makes it take them in turn, which keeps runs of one binary within about \
+         0.6k of each other, and each figure is the median of {RUNS} pairs of runs (`valgrind \
+         --tool=callgrind --fair-sched=yes target/release/verter_bench w1 --system <s> --threads 1 --n <N> \
+         --c 0 --iterations 1`).\n",
         LARGE - SMALL
     );
     if rows.is_empty() {
