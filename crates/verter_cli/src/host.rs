@@ -39,6 +39,10 @@ impl Hooks for Recorder {
             self.completed.lock().push(*work);
         }
     }
+
+    fn pauses(&self) -> bool {
+        false
+    }
 }
 
 /// What the loader may read: by default only regular files inside the

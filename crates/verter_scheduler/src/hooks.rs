@@ -68,6 +68,13 @@ pub trait Hooks: Send + Sync + 'static {
     fn observes_events(&self) -> bool {
         true
     }
+
+    /// Whether [`Hooks::pause`] does anything. When `false`, workers do not
+    /// call it (two calls and a staleness check per stage saved). Read
+    /// once, when the scheduler is built.
+    fn pauses(&self) -> bool {
+        true
+    }
 }
 
 /// The production hooks: nothing.
@@ -76,6 +83,10 @@ pub struct NoHooks;
 
 impl Hooks for NoHooks {
     fn observes_events(&self) -> bool {
+        false
+    }
+
+    fn pauses(&self) -> bool {
         false
     }
 }

@@ -262,6 +262,8 @@ pub struct Scheduler<E: StageExecutor> {
     pub(crate) progress: ProgressSignal,
     /// Whether the hooks observe events (`Hooks::observes_events`, read once).
     pub(crate) observes_events: bool,
+    /// Whether the hooks pause (`Hooks::pauses`, read once).
+    pub(crate) pauses: bool,
     /// The object identity a [`Fresh`] node carries until it is bound:
     /// allocated once, never any object's.
     pub(crate) placeholder: (Incarnation, SubmissionLifetime),
@@ -277,6 +279,7 @@ impl<E: StageExecutor> Scheduler<E> {
     ) -> Arc<Self> {
         let inbox = Inbox::new(config.inbox_capacity, config.inbox_capacity);
         let observes_events = config.hooks.observes_events();
+        let pauses = config.hooks.pauses();
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             locked: Mutex::new(Locked {
@@ -300,6 +303,7 @@ impl<E: StageExecutor> Scheduler<E> {
             placeholder: (Incarnation::allocate(), SubmissionLifetime::allocate()),
             progress: ProgressSignal::new(),
             observes_events,
+            pauses,
         })
     }
 

@@ -84,11 +84,13 @@ impl<E: StageExecutor> Scheduler<E> {
             return refused(dispatch);
         }
         let panics = &self.counters.hook_panics;
-        guarded(panics, || {
-            hooks.pause(HookPoint::AfterDispatch, &identity, dispatch.class);
-        });
-        if stale(&node, &dispatch) {
-            return refused(dispatch);
+        if self.pauses {
+            guarded(panics, || {
+                hooks.pause(HookPoint::AfterDispatch, &identity, dispatch.class);
+            });
+            if stale(&node, &dispatch) {
+                return refused(dispatch);
+            }
         }
         if self.observes_events {
             let event = match work {
@@ -153,9 +155,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         };
-        guarded(panics, || {
-            hooks.pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
-        });
+        if self.pauses {
+            guarded(panics, || {
+                hooks.pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
+            });
+        }
         Finished { dispatch, outcome }
     }
 

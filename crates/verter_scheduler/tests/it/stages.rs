@@ -147,6 +147,54 @@ fn a_panicking_hook_loses_no_answer_and_no_reservation() {
     });
 }
 
+/// Hooks that say they never pause: their `pause`, which would panic, is
+/// never called.
+struct SilentPauses;
+
+impl verter_scheduler::Hooks for SilentPauses {
+    fn pause(
+        &self,
+        _point: verter_scheduler::HookPoint,
+        _work: &verter_dag::WorkNodeIdentity,
+        _class: verter_dag::ResourceClass,
+    ) {
+        panic!("pause was called although `pauses` said it does nothing");
+    }
+
+    fn pauses(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn hooks_that_do_not_pause_are_not_called_to_pause() {
+    watchdog("hooks that do not pause", || {
+        let files = MemFiles::default();
+        for i in 0..8 {
+            files.write(
+                &format!("p{i}.rs"),
+                &format!("word {i}\nuse p{}.rs", (i + 1) % 8),
+            );
+        }
+        let executor = LineExecutor::default();
+        let mut config = test_config(Arc::new(GateHooks::default()));
+        config.hooks = Arc::new(SilentPauses);
+        let scheduler = threaded_with(&files, &executor, config);
+        let batch = scheduler.submit_batch(
+            (0..8)
+                .map(|i| Request::new(format!("p{i}.rs"), ARTIFACT))
+                .collect(),
+        );
+        for result in scheduler.wait_batch(&batch) {
+            result.expect("built");
+        }
+        let counters = scheduler.counters();
+        assert!(counters.artifact_runs >= 8, "{counters:?}");
+        assert_eq!(counters.hook_panics, 0, "no pause ran: {counters:?}");
+        assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+    });
+}
+
 #[test]
 fn an_executor_error_is_typed_and_terminal_for_that_generation() {
     let files = MemFiles::with(&[("a.rs", "fail")]);
