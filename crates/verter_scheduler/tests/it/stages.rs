@@ -94,6 +94,35 @@ fn an_executor_panic_answers_that_file_and_the_scheduler_survives() {
     });
 }
 
+/// A threaded scheduler with `hooks` over `n` files named `{prefix}{i}.rs`,
+/// each importing the next in a ring, and a batch asking for every
+/// Artifact.
+fn ring_with_hooks(
+    prefix: &str,
+    n: usize,
+    hooks: Arc<dyn verter_scheduler::Hooks>,
+) -> (
+    Arc<verter_scheduler::Scheduler<LineExecutor>>,
+    verter_scheduler::BatchHandle<LineExecutor>,
+) {
+    let files = MemFiles::default();
+    for i in 0..n {
+        files.write(
+            &format!("{prefix}{i}.rs"),
+            &format!("word {i}\nuse {prefix}{}.rs", (i + 1) % n),
+        );
+    }
+    let mut config = test_config(Arc::new(GateHooks::default()));
+    config.hooks = hooks;
+    let scheduler = threaded_with(&files, &LineExecutor::default(), config);
+    let batch = scheduler.submit_batch(
+        (0..n)
+            .map(|i| Request::new(format!("{prefix}{i}.rs"), ARTIFACT))
+            .collect(),
+    );
+    (scheduler, batch)
+}
+
 /// Hooks that panic at every pause and every event.
 struct PanickingHooks;
 
@@ -119,22 +148,7 @@ impl verter_scheduler::Hooks for PanickingHooks {
 #[test]
 fn a_panicking_hook_loses_no_answer_and_no_reservation() {
     watchdog("panicking hooks", || {
-        let files = MemFiles::default();
-        for i in 0..20 {
-            files.write(
-                &format!("f{i}.rs"),
-                &format!("word {i}\nuse f{}.rs", (i + 1) % 20),
-            );
-        }
-        let executor = LineExecutor::default();
-        let mut config = test_config(Arc::new(GateHooks::default()));
-        config.hooks = Arc::new(PanickingHooks);
-        let scheduler = threaded_with(&files, &executor, config);
-        let batch = scheduler.submit_batch(
-            (0..20)
-                .map(|i| Request::new(format!("f{i}.rs"), ARTIFACT))
-                .collect(),
-        );
+        let (scheduler, batch) = ring_with_hooks("f", 20, Arc::new(PanickingHooks));
         for result in scheduler.wait_batch(&batch) {
             result.expect("built despite the hooks");
         }
@@ -169,22 +183,7 @@ impl verter_scheduler::Hooks for SilentPauses {
 #[test]
 fn hooks_that_do_not_pause_are_not_called_to_pause() {
     watchdog("hooks that do not pause", || {
-        let files = MemFiles::default();
-        for i in 0..8 {
-            files.write(
-                &format!("p{i}.rs"),
-                &format!("word {i}\nuse p{}.rs", (i + 1) % 8),
-            );
-        }
-        let executor = LineExecutor::default();
-        let mut config = test_config(Arc::new(GateHooks::default()));
-        config.hooks = Arc::new(SilentPauses);
-        let scheduler = threaded_with(&files, &executor, config);
-        let batch = scheduler.submit_batch(
-            (0..8)
-                .map(|i| Request::new(format!("p{i}.rs"), ARTIFACT))
-                .collect(),
-        );
+        let (scheduler, batch) = ring_with_hooks("p", 8, Arc::new(SilentPauses));
         for result in scheduler.wait_batch(&batch) {
             result.expect("built");
         }
