@@ -20,8 +20,6 @@ pub(crate) struct WaiterIds {
     /// Given-back ids with their tags already advanced: the next id of
     /// each slot. Reused last in, first out, so the live slots stay low.
     free: Vec<WaiterId>,
-    /// Ids handed out and not given back.
-    live: usize,
     /// One above every tag handed out so far: where tags start once every
     /// slot was given back and the slots start from zero again.
     floor: u32,
@@ -30,7 +28,6 @@ pub(crate) struct WaiterIds {
 impl WaiterIds {
     /// A fresh id: a given-back slot with its next tag, or a new slot.
     pub(crate) fn allocate(&mut self) -> WaiterId {
-        self.live += 1;
         let id = match self.free.pop() {
             Some(id) => id,
             None => {
@@ -48,22 +45,21 @@ impl WaiterIds {
     /// Gives `id` back: its slot is free for a later id with another tag.
     /// The caller gives each id it was handed back at most once.
     pub(crate) fn recycle(&mut self, id: WaiterId) {
-        debug_assert!(self.live > 0, "waiter {id:?} given back twice");
-        self.live = self.live.saturating_sub(1);
+        debug_assert!(self.live() > 0, "waiter {id:?} given back twice");
         self.free
             .push(WaiterId::new(id.slot() as u32, id.tag().wrapping_add(1)));
     }
 
-    /// Ids handed out and not given back.
-    #[cfg(test)]
-    pub(crate) fn live(&self) -> usize {
-        self.live
+    /// Ids handed out and not given back: every slot handed out is live
+    /// or on the free list.
+    fn live(&self) -> usize {
+        self.fresh as usize - self.free.len()
     }
 
     /// With no id live: starts the slots from zero again and frees the
     /// free list's storage. Returns whether it held any.
     pub(crate) fn release_idle(&mut self) -> bool {
-        if self.live > 0 || self.fresh == 0 {
+        if self.live() > 0 || self.fresh == 0 {
             return false;
         }
         for id in self.free.drain(..) {
