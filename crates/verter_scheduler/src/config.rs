@@ -64,6 +64,18 @@ pub struct SchedulerConfig {
     /// No answer depends on it (docs/design.md, "Chunked admission").
     /// Default: [`Self::REGISTRATIONS_PER_HOLD`].
     pub registrations_per_hold: usize,
+    /// Whether a host thread that waits for an answer ([`crate::Scheduler::wait`])
+    /// on a threaded scheduler runs queued urgent CPU stages (`High` and
+    /// `Critical`) itself before it parks, instead of leaving them to a
+    /// stage thread that must first be woken and get a core. Those stages
+    /// were dispatched within the budget, so nothing runs beyond it; they
+    /// run on a stack of at least [`Self::stage_stack_size`] (the host
+    /// thread's own when it has that much left, else a fresh one), so an
+    /// executor sized for the stage threads is safe there. Turn it off for
+    /// an executor that must run on the stage threads (thread-local state,
+    /// thread names). No answer depends on it (docs/design.md, "What runs
+    /// where"). Default: `true`.
+    pub callers_run_urgent_work: bool,
     /// Pause points and events for tests; a no-op by default.
     pub hooks: Arc<dyn Hooks>,
 }
@@ -81,6 +93,7 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("stages_per_hold", &self.stages_per_hold)
             .field("batch_time", &self.batch_time)
             .field("registrations_per_hold", &self.registrations_per_hold)
+            .field("callers_run_urgent_work", &self.callers_run_urgent_work)
             .finish_non_exhaustive()
     }
 }
@@ -122,6 +135,7 @@ impl SchedulerConfig {
             stages_per_hold: 128,
             batch_time: Self::BATCH_TIME,
             registrations_per_hold: Self::REGISTRATIONS_PER_HOLD,
+            callers_run_urgent_work: true,
             hooks: Arc::new(NoHooks),
         }
     }

@@ -149,6 +149,19 @@ fn class_index(class: ResourceClass) -> usize {
     }
 }
 
+/// The queue of urgent CPU jobs (`Scheduler::jobs`): pool tokens pop it
+/// before the CPU queue, and a waiting host thread pops only it.
+const URGENT: usize = 2;
+
+/// Whether a job of `dispatch` is urgent: CPU work at `High` or above.
+fn is_urgent(dispatch: &Dispatch) -> bool {
+    dispatch.class == ResourceClass::Cpu && dispatch.priority >= Priority::High
+}
+
+/// The standard library's stack for a spawned thread, which a stage thread
+/// gets when `SchedulerConfig::stage_stack_size` is `None`.
+const DEFAULT_THREAD_STACK: usize = 2 << 20;
+
 fn stage_name(identity: &WorkNodeIdentity) -> &'static str {
     match identity.as_dep_key().map(|key| key.stage) {
         Some(TargetStage::Source) => "Source",
@@ -415,10 +428,20 @@ impl<E: StageExecutor> Scheduler<E> {
 
     fn queue_job(&self, job: Job<E>) {
         let class = job.dispatch.class;
-        self.jobs[class_index(class)].push(job);
         let Mode::Threaded { cpu, io } = &self.mode else {
-            return; // inline: the pumping caller runs it
+            // Inline: the pumping caller runs it, in dispatch order.
+            self.jobs[class_index(class)].push(job);
+            return;
         };
+        let queue = if is_urgent(&job.dispatch) {
+            URGENT
+        } else {
+            class_index(class)
+        };
+        self.jobs[queue].push(job);
+        if queue == URGENT {
+            self.helpers.wake_all();
+        }
         let me = self.me.clone();
         let run = move || {
             if let Some(scheduler) = me.upgrade() {
@@ -438,9 +461,16 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    /// Pops and runs one queued job of `class`, if any.
+    /// Pops and runs one queued job of `class`, if any: for CPU, an urgent
+    /// one first.
     pub(crate) fn run_queued(&self, class: ResourceClass) -> bool {
-        match self.jobs[class_index(class)].pop() {
+        let job = match class {
+            ResourceClass::Cpu => self.jobs[URGENT]
+                .pop()
+                .or_else(|| self.jobs[class_index(class)].pop()),
+            ResourceClass::Io => self.jobs[class_index(class)].pop(),
+        };
+        match job {
             Some(job) => {
                 self.run_chain(job);
                 true
@@ -554,6 +584,7 @@ impl<E: StageExecutor> PumpDriver for Scheduler<E> {
 }
 
 mod batch;
+mod caller;
 mod run;
 
 pub(crate) use batch::flush_deferred;

@@ -112,6 +112,7 @@ mod driver;
 mod error;
 mod exec;
 mod handle;
+mod helpers;
 mod hooks;
 mod inbox;
 mod job;

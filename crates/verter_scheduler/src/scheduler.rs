@@ -122,6 +122,9 @@ pub struct SchedulerCounters {
     /// (`SchedulerConfig::stages_per_hold`): batched work, reserved outside
     /// the budget.
     pub batched_stages: u64,
+    /// Urgent stages a host thread ran itself while it waited for an answer
+    /// (`SchedulerConfig::callers_run_urgent_work`).
+    pub caller_stages: u64,
     /// Requests of large atomic batches registered in a later hold than
     /// the one that applied their batch's edits
     /// (`SchedulerConfig::registrations_per_hold`).

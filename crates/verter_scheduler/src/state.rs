@@ -36,6 +36,7 @@ use verter_source_root::{ContentHash, SchedulerSourceDirectory};
 
 use crate::config::SchedulerConfig;
 use crate::error::RequestError;
+use crate::helpers::Helpers;
 use crate::inbox::Inbox;
 use crate::job::Job;
 use crate::language::Language;
@@ -229,6 +230,7 @@ pub(crate) struct Counters {
     pub(crate) completion_holds: AtomicU64,
     pub(crate) hook_panics: AtomicU64,
     pub(crate) batched_stages: AtomicU64,
+    pub(crate) caller_stages: AtomicU64,
     pub(crate) deferred_registrations: AtomicU64,
     /// Requests enqueued and not yet admitted. Incremented before the send,
     /// decremented in the lock hold that admits them.
@@ -254,8 +256,13 @@ pub struct Scheduler<E: StageExecutor> {
     /// The driver's private teardown channel (capacity one).
     pub(crate) teardown_tx: Sender<()>,
     pub(crate) driver: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Dispatched jobs, CPU then I/O; pool tokens and pumps pop them.
-    pub(crate) jobs: [SegQueue<Job<E>>; 2],
+    /// Dispatched jobs: CPU, I/O, then urgent CPU (threaded only; see
+    /// `exec.rs`, `queue_index`). Pool tokens and pumps pop them; a host
+    /// thread that waits pops the urgent ones.
+    pub(crate) jobs: [SegQueue<Job<E>>; 3],
+    /// Host threads waiting for an answer that run urgent jobs meanwhile:
+    /// woken when one is queued.
+    pub(crate) helpers: Helpers,
     pub(crate) counters: Counters,
     /// Raised after every post-work delivery and every enqueue: wakes idle
     /// driving waiters and `wait_idle` instead of a clock.
@@ -298,7 +305,8 @@ impl<E: StageExecutor> Scheduler<E> {
             inbox,
             teardown_tx,
             driver: Mutex::new(None),
-            jobs: [SegQueue::new(), SegQueue::new()],
+            jobs: [SegQueue::new(), SegQueue::new(), SegQueue::new()],
+            helpers: Helpers::default(),
             counters: Counters::default(),
             placeholder: (Incarnation::allocate(), SubmissionLifetime::allocate()),
             progress: ProgressSignal::new(),

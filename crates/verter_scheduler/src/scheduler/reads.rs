@@ -128,6 +128,7 @@ impl<E: StageExecutor> Scheduler<E> {
             hook_panics: load(&self.counters.hook_panics),
             completion_holds: load(&self.counters.completion_holds),
             batched_stages: load(&self.counters.batched_stages),
+            caller_stages: load(&self.counters.caller_stages),
             deferred_registrations: load(&self.counters.deferred_registrations),
         }
     }
@@ -155,7 +156,7 @@ impl<E: StageExecutor> Scheduler<E> {
         self.read_locked(|locked| QuiescenceReport {
             ledger_in_use: locked.dag.ledger().in_use(),
             waiting: locked.waiters.len(),
-            queued_jobs: self.jobs[0].len() + self.jobs[1].len(),
+            queued_jobs: self.jobs.iter().map(SegQueue::len).sum(),
             inbox: self.inbox.len(),
             queued_registrations: locked.registering.len(),
             pending_admissions: self.counters.pending_admissions.load(Ordering::Acquire),

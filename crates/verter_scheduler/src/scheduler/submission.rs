@@ -127,7 +127,9 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// Waits for `handle`'s answer. A stage worker or an inline caller drives
-    /// the scheduler while it waits; any other thread parks.
+    /// the scheduler while it waits; any other thread first runs the queued
+    /// urgent stages itself ([`crate::SchedulerConfig::callers_run_urgent_work`]),
+    /// then parks.
     pub fn wait(&self, handle: &CompletionHandle<E>) -> RequestResult<E> {
         if let Some(result) = handle.try_result() {
             return result;
@@ -137,6 +139,9 @@ impl<E: StageExecutor> Scheduler<E> {
         let state = handle
             .pending()
             .expect("a handle answered at submission has its answer");
+        if self.helps_while_waiting() {
+            return self.wait_helping(state.cell());
+        }
         wait_or_drive_with(state.cell(), self, self.config.wait_backstop)
     }
 
@@ -181,6 +186,14 @@ impl<E: StageExecutor> Scheduler<E> {
     /// they let work go on.
     pub fn idle_waiters(&self) -> usize {
         self.progress.parked_threads()
+    }
+
+    /// Host threads inside [`Self::wait`] that run urgent stages while they
+    /// wait ([`crate::SchedulerConfig::callers_run_urgent_work`]), parked or
+    /// running one right now: for diagnostics, and for tests that must know
+    /// such a waiter is in before they let work go on.
+    pub fn helping_waiters(&self) -> usize {
+        self.helpers.len()
     }
 
     /// Whether nothing is waiting for admission, queued, ready or running.

@@ -6,6 +6,7 @@
 mod support;
 
 mod batching;
+mod caller;
 mod chunked;
 mod consistency;
 mod deps;
