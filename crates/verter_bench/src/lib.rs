@@ -33,3 +33,16 @@ pub mod system;
 pub mod tokio_runner;
 pub mod verter_runner;
 pub mod workloads;
+
+/// The stack of every harness thread that waits for answers: the stage
+/// threads' default, so a verter scheduler's waiting host thread runs urgent
+/// stages on its own stack (`SchedulerConfig::callers_run_urgent_work`
+/// allocates one otherwise). Given to every system's harness alike.
+pub const HOST_STACK: usize = verter_scheduler::SchedulerConfig::DEFAULT_STAGE_STACK * 2;
+
+/// A thread builder named `name` with [`HOST_STACK`].
+pub fn host_thread(name: &str) -> std::thread::Builder {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .stack_size(HOST_STACK)
+}

@@ -33,6 +33,19 @@ const USAGE: &str = "usage: verter_bench (w1|w2|w3|w4) --system (verter|salsa|ra
        verter_bench quick [--n 1000] [--edits 200]";
 
 fn main() -> ExitCode {
+    // The harness's host threads get the stage threads' stack, as a host
+    // embedding verter should give any thread that waits for answers: such
+    // a thread runs urgent stages itself, and on a smaller stack it would
+    // first allocate one for them (SchedulerConfig::callers_run_urgent_work).
+    // Every system's harness runs on it alike.
+    verter_bench::host_thread("bench-host")
+        .spawn(run)
+        .expect("spawn the harness thread")
+        .join()
+        .expect("the harness panicked")
+}
+
+fn run() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some((workload, rest)) = args.split_first() else {
         eprintln!("{USAGE}");

@@ -170,25 +170,27 @@ fn verter_storm(shape: StormShape) -> Record {
         let (scheduler, live, stop) =
             (Arc::clone(&scheduler), Arc::clone(&live), Arc::clone(&stop));
         let (passes, failed_answers) = (Arc::clone(&passes), Arc::clone(&failed_answers));
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Acquire) {
-                let requests = live
-                    .read()
-                    .iter()
-                    .map(|path| Request::new(path.as_ref(), ARTIFACT))
-                    .collect();
-                let batch = scheduler.submit_batch(requests);
-                // Answers for files removed meanwhile are errors; they are
-                // still answers (nothing hangs), which is what is checked.
-                let failed = scheduler
-                    .wait_batch(&batch)
-                    .iter()
-                    .filter(|result| result.is_err())
-                    .count();
-                failed_answers.fetch_add(failed as u64, Ordering::Relaxed);
-                passes.fetch_add(1, Ordering::Relaxed);
-            }
-        })
+        crate::host_thread("w3-builder")
+            .spawn(move || {
+                while !stop.load(Ordering::Acquire) {
+                    let requests = live
+                        .read()
+                        .iter()
+                        .map(|path| Request::new(path.as_ref(), ARTIFACT))
+                        .collect();
+                    let batch = scheduler.submit_batch(requests);
+                    // Answers for files removed meanwhile are errors; they are
+                    // still answers (nothing hangs), which is what is checked.
+                    let failed = scheduler
+                        .wait_batch(&batch)
+                        .iter()
+                        .filter(|result| result.is_err())
+                        .count();
+                    failed_answers.fetch_add(failed as u64, Ordering::Relaxed);
+                    passes.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .expect("spawn the builder")
     };
     let before = system.counters();
     let mut figures = Figures::default();
@@ -271,26 +273,28 @@ fn salsa_storm(shape: StormShape) -> Record {
     let (snapshot_tx, snapshot_rx) = crossbeam_channel::unbounded::<Snapshot>();
     let builder = {
         let (passes, cancelled) = (Arc::clone(&passes), Arc::clone(&cancelled));
-        std::thread::spawn(move || {
-            while let Ok(mut snapshot) = snapshot_rx.recv() {
-                // Only the newest handle is worth building on; older ones
-                // are dropped at once so the editor's next write can go on.
-                while let Ok(newer) = snapshot_rx.try_recv() {
-                    snapshot = newer;
-                }
-                let Snapshot { db, project, files } = snapshot;
-                let pass = catch_cancelled(std::panic::AssertUnwindSafe(|| {
-                    for file in files.iter() {
-                        let _ = artifact(&db, project, *file);
+        crate::host_thread("w3-builder")
+            .spawn(move || {
+                while let Ok(mut snapshot) = snapshot_rx.recv() {
+                    // Only the newest handle is worth building on; older ones
+                    // are dropped at once so the editor's next write can go on.
+                    while let Ok(newer) = snapshot_rx.try_recv() {
+                        snapshot = newer;
                     }
-                }));
-                drop(db);
-                match pass {
-                    Some(()) => passes.fetch_add(1, Ordering::Relaxed),
-                    None => cancelled.fetch_add(1, Ordering::Relaxed),
-                };
-            }
-        })
+                    let Snapshot { db, project, files } = snapshot;
+                    let pass = catch_cancelled(std::panic::AssertUnwindSafe(|| {
+                        for file in files.iter() {
+                            let _ = artifact(&db, project, *file);
+                        }
+                    }));
+                    drop(db);
+                    match pass {
+                        Some(()) => passes.fetch_add(1, Ordering::Relaxed),
+                        None => cancelled.fetch_add(1, Ordering::Relaxed),
+                    };
+                }
+            })
+            .expect("spawn the builder")
     };
     let snapshot = |system: &SalsaSystem, editor: &Editor| Snapshot {
         db: system.db().clone(),
