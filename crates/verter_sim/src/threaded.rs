@@ -102,6 +102,10 @@ pub struct SoakReport {
     /// `SchedulerConfig::stages_per_hold`): the soak judges batched
     /// commits too.
     pub batched_stages: u64,
+    /// Of those, how many a host thread ran while it waited for an answer
+    /// (`SchedulerConfig::callers_run_urgent_work`): the soak judges that
+    /// path too.
+    pub caller_stages: u64,
     /// Lock holds that committed finished stages.
     pub completion_holds: u64,
     /// Waits made from inside a stage (`SimExecutor::wait_from`).
@@ -311,6 +315,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         violations: world.violations.lock().clone(),
         stages: counters.source_runs + counters.analysis_runs + counters.artifact_runs,
         batched_stages: counters.batched_stages,
+        caller_stages: counters.caller_stages,
         completion_holds: counters.completion_holds,
         deferred_registrations: counters.deferred_registrations,
         nested_waits: world

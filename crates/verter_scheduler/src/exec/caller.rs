@@ -34,6 +34,7 @@
 
 use std::task::{Context, Poll, Waker};
 use std::thread;
+use std::time::Instant;
 
 use super::*;
 use crate::helpers::Unpark;
@@ -50,17 +51,29 @@ impl<E: StageExecutor> Scheduler<E> {
             && JOB_DEPTH.with(Cell::get) == 0
     }
 
-    /// Waits for `cell`'s answer on a helping thread (see the module docs).
-    pub(crate) fn wait_helping(&self, cell: &WaitCell<RequestResult<E>>) -> RequestResult<E> {
+    /// Waits for `cell`'s answer on a helping thread (see the module docs),
+    /// until `deadline` if there is one (`None` then).
+    pub(crate) fn wait_helping(
+        &self,
+        cell: &WaitCell<RequestResult<E>>,
+        deadline: Option<Instant>,
+    ) -> Option<RequestResult<E>> {
         let _registration = self.helpers.register();
         let waker = Waker::from(Arc::new(Unpark(thread::current())));
         let mut context = Context::from_waker(&waker);
         loop {
             if let Poll::Ready(answer) = cell.poll_get(&mut context) {
-                return answer;
+                return Some(answer);
             }
-            if self.run_urgent(|| cell.is_set()) == 0 && !cell.is_set() {
-                thread::park();
+            if self.run_urgent(|| cell.is_set()) > 0 || cell.is_set() {
+                continue;
+            }
+            match deadline {
+                None => thread::park(),
+                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => thread::park_timeout(left),
+                    _ => return cell.try_get(),
+                },
             }
         }
     }

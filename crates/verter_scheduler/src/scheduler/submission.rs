@@ -140,9 +140,29 @@ impl<E: StageExecutor> Scheduler<E> {
             .pending()
             .expect("a handle answered at submission has its answer");
         if self.helps_while_waiting() {
-            return self.wait_helping(state.cell());
+            return self
+                .wait_helping(state.cell(), None)
+                .expect("a wait without a deadline ends with the answer");
         }
         wait_or_drive_with(state.cell(), self, self.config.wait_backstop)
+    }
+
+    /// [`Self::wait`] for at most `timeout`: `None` if the answer is still
+    /// missing then. A host thread runs queued urgent stages meanwhile, as
+    /// in `wait` (it may overrun the deadline by the stage it is running);
+    /// a stage worker or an inline caller parks instead of driving
+    /// ([`CompletionHandle::wait_timeout`]).
+    pub fn wait_timeout(
+        &self,
+        handle: &CompletionHandle<E>,
+        timeout: Duration,
+    ) -> Option<RequestResult<E>> {
+        match handle.pending() {
+            Some(state) if self.helps_while_waiting() && !state.cell().is_set() => {
+                self.wait_helping(state.cell(), Instant::now().checked_add(timeout))
+            }
+            _ => handle.wait_timeout(timeout),
+        }
     }
 
     /// Waits for every handle of `batch`; results in input order, never

@@ -169,3 +169,29 @@ fn with_the_option_off_a_host_thread_runs_no_stage() {
         assert_quiescent(&scheduler, &[&a, &b]);
     });
 }
+
+#[test]
+fn a_helping_wait_with_a_deadline_returns_none_while_the_answer_is_held() {
+    watchdog("caller deadline", || {
+        let hooks = Arc::new(GateHooks::default());
+        let files = MemFiles::with(&[("a.rs", "a a")]);
+        let executor = LineExecutor::default();
+        let scheduler = threaded_with(&files, &executor, one_stage_thread(&hooks, 2, true));
+        let loading = hooks.hold("a.rs", "Load", HookPoint::AfterDispatch);
+        let a = scheduler
+            .submit_request(Request::new("a.rs", TargetStage::Source).priority(Priority::High));
+        loading.wait_arrival();
+        // The load is held: no deadline can see the answer.
+        let timeout = std::time::Duration::from_millis(5);
+        assert!(scheduler.wait_timeout(&a, timeout).is_none());
+        assert_eq!(scheduler.helping_waiters(), 0, "the waiter deregistered");
+        loading.open();
+        let answer = scheduler
+            .wait_timeout(&a, std::time::Duration::from_secs(60))
+            .expect("answered once the load goes on")
+            .expect("parsed");
+        assert_eq!(answer.as_source().expect("a source").parsed, ["a a"]);
+        assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
+        assert_quiescent(&scheduler, &[&a]);
+    });
+}

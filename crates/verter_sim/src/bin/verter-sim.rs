@@ -127,9 +127,10 @@ fn main() -> ExitCode {
                 report.ops_per_second()
             );
             println!(
-                "{} stages run, {} of them batched, committed in {} completion holds; {} waits from inside a stage; {} batch registrations deferred",
+                "{} stages run, {} of them batched, {} run by waiting host threads, committed in {} completion holds; {} waits from inside a stage; {} batch registrations deferred",
                 report.stages,
                 report.batched_stages,
+                report.caller_stages,
                 report.completion_holds,
                 report.nested_waits,
                 report.deferred_registrations
