@@ -102,10 +102,10 @@ impl StageExecutor for BenchExecutor {
     fn execute_artifact(&self, input: &ArtifactInput<'_, u64>) -> Result<u64, ExecutorError> {
         let (analysis, blockers) = (input.analysis, input.blockers);
         Ok(self.kernels.artifact(
-            analysis.data,
+            *analysis.data(),
             blockers
                 .iter()
-                .map(|blocker| (blocker.canonical.as_str(), blocker.data)),
+                .map(|blocker| (blocker.canonical.as_str(), *blocker.data())),
         ))
     }
 }
@@ -172,12 +172,10 @@ impl VerterSystem {
 /// If the request failed: every request of a closed project must build.
 pub fn artifact_of(path: &str, result: RequestResult<BenchExecutor>) -> u64 {
     match result {
-        Ok(output) => {
-            output
-                .as_artifact()
-                .unwrap_or_else(|| panic!("{path}: an artifact request answered another stage"))
-                .data
-        }
+        Ok(output) => *output
+            .as_artifact()
+            .unwrap_or_else(|| panic!("{path}: an artifact request answered another stage"))
+            .data(),
         Err(error) => panic!("verter failed to build {path}: {error}"),
     }
 }

@@ -198,7 +198,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                 let text = path.to_string_lossy();
                 rediscover |= exists && !session.contains(&text);
                 let result = if exists {
-                    scheduler.invalidate(&text)
+                    scheduler.invalidate(&text).map(drop)
                 } else {
                     scheduler.remove(&text)
                 };

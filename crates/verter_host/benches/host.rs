@@ -72,7 +72,7 @@ impl StageExecutor for Words {
 
     fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
         let (_profile, analysis, _blockers) = (input.profile, input.analysis, input.blockers);
-        Ok(format!("{}={}", analysis.canonical, analysis.data))
+        Ok(format!("{}={}", analysis.canonical, analysis.data()))
     }
 }
 

@@ -63,7 +63,7 @@
 //!     }
 //!     fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
 //!         let analysis = input.analysis;
-//!         Ok(format!("{}: {} words", analysis.canonical, analysis.data))
+//!         Ok(format!("{}: {} words", analysis.canonical, analysis.data()))
 //!     }
 //! }
 //!
@@ -75,7 +75,7 @@
 //!
 //! // Files the loader reads, built in one batch.
 //! let built = host.compile_paths(["notes.txt"], ProfileHash(0), Priority::Normal);
-//! assert_eq!(built[0].as_ref().expect("built").data, "notes.txt: 3 words");
+//! assert_eq!(built[0].as_ref().expect("built").data(), "notes.txt: 3 words");
 //!
 //! // An editor's buffers: one atomic upsert batch, then one build batch.
 //! let edited = host.compile_many(
@@ -83,7 +83,7 @@
 //!     ProfileHash(0),
 //!     Priority::High,
 //! );
-//! let outputs: Vec<&str> = edited.iter().map(|r| r.as_ref().expect("built").data.as_str()).collect();
+//! let outputs: Vec<&str> = edited.iter().map(|r| r.as_ref().expect("built").data().as_str()).collect();
 //! assert_eq!(outputs, ["notes.txt: 4 words", "draft.txt: 1 words"]);
 //! assert_eq!(host.scheduler().counters().batches, 3);
 //! ```

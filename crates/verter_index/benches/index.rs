@@ -27,8 +27,9 @@ use verter_index::{
     FileIndex, FsLoader, INDEX_PROFILE, RustIndexer, RustSource, index_roots, package_roots,
 };
 use verter_scheduler::{
-    AnalysisInput, AnalysisSnapshot, ArtifactInput, Canonicals, Language, Request, Scheduler,
-    SchedulerConfig, SourceInput, SourceSnapshot, SourceText, StageExecutor, content_hash,
+    AnalysisInput, AnalysisSnapshot, ArtifactInput, Canonicals, Language, Request, Revision,
+    Scheduler, SchedulerConfig, SourceInput, SourceSnapshot, SourceText, StageExecutor,
+    content_hash,
 };
 
 fn main() {
@@ -177,6 +178,8 @@ fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
         forward_deps: Canonicals::new(),
         blockers: Canonicals::new(),
         parsed,
+        changed_at: Revision::NEVER,
+        blockers_changed_at: Revision::NEVER,
     };
     let analysis = indexer
         .execute_analysis(&AnalysisInput {
@@ -184,11 +187,7 @@ fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
             cancel: &cancel,
         })
         .expect("analyses");
-    let analysis = Arc::new(AnalysisSnapshot {
-        canonical,
-        version,
-        data: analysis,
-    });
+    let analysis = Arc::new(AnalysisSnapshot::new(canonical, version, analysis));
     (analysis, blockers)
 }
 

@@ -344,7 +344,7 @@ impl StageExecutor for RustIndexer {
         &self,
         input: &ArtifactInput<'_, FileIndex>,
     ) -> Result<FileArtifact, ExecutorError> {
-        if let Some(error) = &input.analysis.data.parse_error {
+        if let Some(error) = &input.analysis.data().parse_error {
             return Err(ExecutorError::from_error(error.clone()));
         }
         Ok(resolve::resolve_file(input.analysis, input.blockers))

@@ -133,10 +133,10 @@ pub(crate) fn resolve_file(
     others.sort_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
     let candidates: Vec<(&str, &FileIndex)> = std::iter::once(own)
         .chain(others)
-        .map(|snapshot| (snapshot.canonical.as_str(), &snapshot.data))
+        .map(|snapshot| (snapshot.canonical.as_str(), snapshot.data()))
         .collect();
     let uses: Vec<ResolvedUse> = own
-        .data
+        .data()
         .uses
         .iter()
         .map(|leaf| ResolvedUse {
@@ -151,8 +151,8 @@ pub(crate) fn resolve_file(
         .collect();
     let resolved = uses.iter().filter(|leaf| leaf.target.is_some()).count();
     FileArtifact {
-        module_path: own.data.module_path.clone(),
-        items: Arc::clone(&own.data.items),
+        module_path: own.data().module_path.clone(),
+        items: Arc::clone(&own.data().items),
         unresolved: uses.len() - resolved,
         resolved,
         uses,

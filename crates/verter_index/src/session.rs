@@ -172,7 +172,7 @@ impl IndexSession {
                 .collect();
             for (path, entry) in self.entries.drain() {
                 scheduler
-                    .invalidate(&path)
+                    .invalidate_always(&path)
                     .map_err(|source| IndexError::Scheduler {
                         path: PathBuf::from(&path),
                         source,
@@ -222,7 +222,7 @@ impl IndexSession {
             match &entry.outcome {
                 Ok(artifact) => index.files.push(FileEntry {
                     path: path.clone(),
-                    artifact: artifact.data.clone(),
+                    artifact: artifact.data().clone(),
                 }),
                 Err(error) => index.failures.push(self.failure(path, entry, error)),
             }
@@ -239,7 +239,7 @@ impl IndexSession {
         Some(match &entry.outcome {
             Ok(artifact) => Ok(FileEntry {
                 path: path.to_owned(),
-                artifact: artifact.data.clone(),
+                artifact: artifact.data().clone(),
             }),
             Err(error) => Err(self.failure(path, entry, error)),
         })
@@ -277,7 +277,7 @@ impl IndexSession {
     fn artifacts(&self) -> impl Iterator<Item = &FileArtifact> {
         self.entries
             .values()
-            .filter_map(|entry| entry.outcome.as_ref().ok().map(|a| &a.data))
+            .filter_map(|entry| entry.outcome.as_ref().ok().map(|a| a.data()))
     }
 
     fn failure(&self, path: &str, entry: &Entry, error: &RequestError) -> FileFailure {
@@ -469,7 +469,7 @@ fn structure_of(source: &RustSource) -> u64 {
 /// Whether two entries of one file answer the same.
 fn same_outcome(old: &Entry, new: &Entry) -> bool {
     match (&old.outcome, &new.outcome) {
-        (Ok(a), Ok(b)) => Arc::ptr_eq(a, b) || a.data == b.data,
+        (Ok(a), Ok(b)) => Arc::ptr_eq(a, b) || a.data() == b.data(),
         (Err(a), Err(b)) => a.to_string() == b.to_string(),
         _ => false,
     }

@@ -34,7 +34,7 @@ impl StageExecutor for Lines {
         Ok(i.source.parsed * 2)
     }
     fn execute_artifact(&self, i: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
-        Ok(format!("{} -> {}", i.analysis.canonical, i.analysis.data))
+        Ok(format!("{} -> {}", i.analysis.canonical, i.analysis.data()))
     }
 }
 
@@ -53,6 +53,6 @@ fn main() {
             .expect("built")
             .as_artifact()
             .unwrap()
-            .data
+            .data()
     );
 }

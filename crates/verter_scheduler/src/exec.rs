@@ -34,15 +34,17 @@ use verter_dag::{
 };
 use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
 
+use crate::cutoff::Priors;
 use crate::error::RequestError;
 use crate::error::panic_message;
-use crate::hooks::{HookPoint, SchedulerEvent, guarded};
+use crate::hooks::{CutOff, HookPoint, SchedulerEvent, guarded};
 use crate::job::{BlockerInputs, Job, Jobs, Work};
 use crate::language::Language;
 use crate::node::FileNode;
 use crate::post::PostWork;
 use crate::snapshot::{
-    AnalysisSnapshot, ArtifactSnapshot, Canonicals, SourceSnapshot, SourceText, content_hash,
+    AnalysisSnapshot, ArtifactSnapshot, Canonicals, Revision, SourceSnapshot, SourceText,
+    content_hash,
 };
 use crate::state::{KnownText, Locked, Mode, Scheduler};
 use crate::traits::{AnalysisInput, ArtifactInput, DepPath, SourceInput, StageExecutor};
@@ -322,11 +324,13 @@ impl<E: StageExecutor> Scheduler<E> {
         };
         let node = Arc::clone(&slot.node);
         let view = node.peek();
+        let incarnation = key.file.incarnation;
         let work = match key.stage {
             TargetStage::Source => match &slot.text {
-                Some(known) if known.text.version == key.file.version() => {
-                    Work::Parse(known.text.clone())
-                }
+                Some(known) if known.text.version == key.file.version() => Work::Parse {
+                    text: known.text.clone(),
+                    prior: Priors::source(&slot.priors, incarnation),
+                },
                 _ => {
                     return Err(internal(
                         dispatch,
@@ -336,7 +340,10 @@ impl<E: StageExecutor> Scheduler<E> {
             },
             TargetStage::Analysis => {
                 match (view.source(), view.generation == key.file.generation) {
-                    (Some(source), true) => Work::Analysis(Arc::clone(source)),
+                    (Some(source), true) => Work::Analysis {
+                        source: Arc::clone(source),
+                        prior: Priors::analysis(&slot.priors, incarnation),
+                    },
                     _ => {
                         return Err(internal(
                             dispatch,
@@ -346,8 +353,15 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
             TargetStage::Artifact(profile) => {
-                let analysis = match (view.analysis(), view.generation == key.file.generation) {
-                    (Some(analysis), true) => Arc::clone(analysis),
+                let prior = Priors::artifact(&slot.priors, incarnation, profile);
+                let (analysis, blockers_changed_at) = match (
+                    view.source(),
+                    view.analysis(),
+                    view.generation == key.file.generation,
+                ) {
+                    (Some(source), Some(analysis), true) => {
+                        (Arc::clone(analysis), source.blockers_changed_at)
+                    }
                     _ => {
                         return Err(internal(
                             dispatch,
@@ -374,6 +388,8 @@ impl<E: StageExecutor> Scheduler<E> {
                     profile,
                     analysis,
                     blockers,
+                    blockers_changed_at,
+                    prior,
                 }
             }
         };

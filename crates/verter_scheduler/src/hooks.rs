@@ -22,6 +22,18 @@ pub(crate) fn guarded(panics: &AtomicU64, hook: impl FnOnce()) {
     }
 }
 
+/// How a stage was cut off: what [`SchedulerEvent::DidCutOff`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CutOff {
+    /// Not run: none of its inputs changed since its previous output was
+    /// built or verified, so that output was verified at the new version.
+    Verified,
+    /// Run, and its output equals its previous output (the executor's
+    /// `same_*` said so): it keeps its previous [`crate::Revision`], so the stages
+    /// built on it can be verified instead of run.
+    Unchanged,
+}
+
 /// Where a hook can pause the scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HookPoint {
@@ -42,6 +54,11 @@ pub enum SchedulerEvent {
     WillExecute(WorkNodeIdentity),
     /// Work completed and was published.
     DidComplete(WorkNodeIdentity),
+    /// A stage completed and was published, cut off (docs/design.md,
+    /// "Early cutoff"): verified without running ([`CutOff::Verified`]), or
+    /// run with an output equal to its previous one
+    /// ([`CutOff::Unchanged`]). In place of `DidComplete`.
+    DidCutOff(WorkNodeIdentity, CutOff),
     /// Work failed.
     DidFail(WorkNodeIdentity),
     /// A completion was refused as stale: nothing was published.

@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 use verter_dag::{Dispatch, ProfileHash};
 
 use crate::node::FileNode;
-use crate::snapshot::{AnalysisSnapshot, SourceSnapshot, SourceText};
+use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, Revision, SourceSnapshot, SourceText};
 use crate::traits::StageExecutor;
 
 /// A dispatched piece of work with the inputs it captured at dispatch.
@@ -19,18 +19,30 @@ pub(crate) struct Job<E: StageExecutor> {
     pub(crate) work: Work<E>,
 }
 
+/// What a job does, with the inputs it captured. Each CPU stage also
+/// carries its stage's prior output of the same object, if the file kept
+/// one (docs/design.md, "Early cutoff").
 pub(crate) enum Work<E: StageExecutor> {
     /// Read the file's bytes (I/O).
     Load,
     /// Parse the known text (CPU).
-    Parse(SourceText),
+    Parse {
+        text: SourceText,
+        prior: Option<Arc<SourceSnapshot<E::Source>>>,
+    },
     /// Analyse the parsed source (CPU).
-    Analysis(Arc<SourceSnapshot<E::Source>>),
+    Analysis {
+        source: Arc<SourceSnapshot<E::Source>>,
+        prior: Option<Arc<AnalysisSnapshot<E::Analysis>>>,
+    },
     /// Build an artifact (CPU).
     Artifact {
         profile: ProfileHash,
         analysis: Arc<AnalysisSnapshot<E::Analysis>>,
         blockers: BlockerInputs<E::Analysis>,
+        /// When the file's blocker list last changed (its Source's).
+        blockers_changed_at: Revision,
+        prior: Option<Arc<ArtifactSnapshot<E::Artifact>>>,
     },
 }
 

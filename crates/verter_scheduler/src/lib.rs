@@ -97,17 +97,18 @@
 //!     }
 //!     fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
 //!         let analysis = input.analysis;
-//!         Ok(format!("{} words", analysis.data))
+//!         Ok(format!("{} words", analysis.data()))
 //!     }
 //! }
 //!
 //! let scheduler = Scheduler::new_inline(SchedulerConfig::default(), Files, WordCount).expect("a valid scheduler configuration");
 //! let handle = scheduler.submit_request(Request::new("a.txt", TargetStage::Artifact(ProfileHash(0))));
 //! let output = scheduler.wait(&handle).expect("built");
-//! assert_eq!(output.as_artifact().unwrap().data, "3 words");
+//! assert_eq!(output.as_artifact().unwrap().data(), "3 words");
 //! ```
 
 mod config;
+mod cutoff;
 mod driver;
 mod error;
 mod exec;
@@ -132,13 +133,14 @@ mod witness;
 pub use config::{ConfigError, SchedulerConfig};
 pub use error::{ExecutorError, LoadError, RequestError, panic_message};
 pub use handle::{BatchHandle, CompletionHandle, Request};
-pub use hooks::{HookPoint, Hooks, NoHooks, SchedulerEvent};
+pub use hooks::{CutOff, HookPoint, Hooks, NoHooks, SchedulerEvent};
 pub use language::Language;
 pub use node::{FileNode, NodeView};
 pub use output::{RequestResult, StageOutput};
-pub use scheduler::{QuiescenceReport, SchedulerCounters};
+pub use scheduler::{Invalidation, QuiescenceReport, SchedulerCounters};
 pub use snapshot::{
-    AnalysisSnapshot, ArtifactSnapshot, Canonicals, SourceSnapshot, SourceText, content_hash,
+    AnalysisSnapshot, ArtifactSnapshot, Canonicals, Revision, SourceSnapshot, SourceText,
+    content_hash,
 };
 pub use state::Scheduler;
 pub use traits::{

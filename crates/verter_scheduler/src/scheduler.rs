@@ -102,6 +102,16 @@ pub struct SchedulerCounters {
     pub analysis_runs: u64,
     /// Artifacts run.
     pub artifact_runs: u64,
+    /// Analyses and Artifacts cut off without running: verified at a new
+    /// version because none of their inputs changed (docs/design.md,
+    /// "Early cutoff"). Not in `analysis_runs` or `artifact_runs`.
+    pub stages_verified: u64,
+    /// Stages that ran and produced an output equal to their previous one
+    /// (the executor's `same_*`): cut off for the stages built on them.
+    pub outputs_unchanged: u64,
+    /// Upserts and invalidations whose bytes equalled the text already
+    /// known: cut off at the door, nothing changed.
+    pub unchanged_texts: u64,
     /// Panics caught in host code (loader and executor).
     pub executor_panics: u64,
     /// Requests answered from committed output at submission, without
@@ -318,6 +328,8 @@ pub(crate) fn request_error(failure: &DagFailure) -> RequestError {
 
 mod admission;
 mod lifecycle;
+
+pub use lifecycle::Invalidation;
 mod publication;
 mod reads;
 mod submission;

@@ -1,6 +1,12 @@
 //! What stages publish: immutable snapshots of one file object at one
 //! generation. Readers hold them without any lock; the scheduler replaces
 //! them (never mutates them) under its DAG lock.
+//!
+//! Every snapshot carries the [`Revision`]s early cutoff compares
+//! (docs/design.md, "Early cutoff"): when its value last changed, and for
+//! Analysis and Artifact the newest change among the inputs it was verified
+//! against. An output verified again at a newer version without running
+//! shares its value with the snapshot it was verified from.
 
 use std::sync::Arc;
 
@@ -48,6 +54,29 @@ pub fn content_hash(text: &str) -> ContentHash {
     ContentHash(foldhash::fast::FixedState::with_seed(SEED).hash_one(text))
 }
 
+/// A point on a scheduler's revision clock: when an output's value last
+/// changed. The clock moves forward once for every output found changed
+/// (one that differs from the previous output of its stage, or has none to
+/// compare with), so a revision names one change and later changes have
+/// larger revisions. An output equal to its predecessor keeps the
+/// predecessor's revision: that is what lets the stages built on it be
+/// verified instead of run again (docs/design.md, "Early cutoff").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Revision(pub u64);
+
+impl Revision {
+    /// Before every change: what an output built outside the scheduler
+    /// (committed by the host, or made by a test) is verified at, so it is
+    /// never taken as up to date with any input.
+    pub const NEVER: Self = Self(0);
+}
+
+impl std::fmt::Display for Revision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "r{}", self.0)
+    }
+}
+
 /// A parsed source: the Source stage's output.
 #[derive(Debug)]
 pub struct SourceSnapshot<S> {
@@ -62,6 +91,14 @@ pub struct SourceSnapshot<S> {
     pub forward_deps: Canonicals,
     /// The files whose Analysis its Artifacts wait for, canonicalised.
     pub blockers: Canonicals,
+    /// When the parse, its language or its dependency lists last changed:
+    /// kept from the previous Source of the same file object when the
+    /// executor finds the parses the same
+    /// ([`crate::StageExecutor::same_source`]) and the lists are equal.
+    pub changed_at: Revision,
+    /// When [`Self::blockers`] last changed: what an Artifact's set of
+    /// blocker inputs is verified against.
+    pub blockers_changed_at: Revision,
 }
 
 /// How many canonicals a [`Canonicals`] holds without an allocation.
@@ -157,14 +194,93 @@ pub struct AnalysisSnapshot<A> {
     pub canonical: Canonical,
     /// The committing object's version.
     pub version: SourceVersion,
-    /// The executor's analysis.
-    pub data: A,
+    changed_at: Revision,
+    verified_at: Revision,
+    value: Value<A, Self>,
+}
+
+/// An output's value: built by the run that made its snapshot, or shared
+/// with the snapshot it was verified from (which built it: a chain of
+/// verifications always points at the one that built the value).
+#[derive(Debug)]
+enum Value<T, S> {
+    Built(T),
+    Verified(Arc<S>),
 }
 
 impl<A> AnalysisSnapshot<A> {
+    /// An analysis built outside the scheduler (by a test or a host tool):
+    /// changed at [`Revision::NEVER`] and verified at nothing, so the
+    /// scheduler never takes it as up to date with any input.
+    pub fn new(canonical: Canonical, version: SourceVersion, data: A) -> Self {
+        Self::built(canonical, version, data, Revision::NEVER, Revision::NEVER)
+    }
+
+    /// An analysis a run built, with its revisions.
+    pub(crate) fn built(
+        canonical: Canonical,
+        version: SourceVersion,
+        data: A,
+        changed_at: Revision,
+        verified_at: Revision,
+    ) -> Self {
+        Self {
+            canonical,
+            version,
+            changed_at,
+            verified_at,
+            value: Value::Built(data),
+        }
+    }
+
+    /// `previous`'s value, verified at `version` against inputs whose newest
+    /// change is `verified_at`, without running the stage.
+    pub(crate) fn verified(
+        previous: &Arc<Self>,
+        version: SourceVersion,
+        verified_at: Revision,
+    ) -> Self {
+        let origin = match &previous.value {
+            Value::Built(_) => Arc::clone(previous),
+            Value::Verified(origin) => Arc::clone(origin),
+        };
+        Self {
+            canonical: previous.canonical,
+            version,
+            changed_at: previous.changed_at,
+            verified_at,
+            value: Value::Verified(origin),
+        }
+    }
+
+    /// The executor's analysis.
+    pub fn data(&self) -> &A {
+        match &self.value {
+            Value::Built(data) => data,
+            Value::Verified(origin) => origin.data(),
+        }
+    }
+
     /// The committing object's version.
     pub fn version(&self) -> SourceVersion {
         self.version
+    }
+
+    /// When its value last changed.
+    pub fn changed_at(&self) -> Revision {
+        self.changed_at
+    }
+
+    /// The newest change among the inputs it was last built or verified
+    /// against (its Source's).
+    pub fn verified_at(&self) -> Revision {
+        self.verified_at
+    }
+
+    /// Whether it was verified from an earlier snapshot without the stage
+    /// running.
+    pub fn is_verified_copy(&self) -> bool {
+        matches!(self.value, Value::Verified(_))
     }
 }
 
@@ -178,14 +294,100 @@ pub struct ArtifactSnapshot<T> {
     pub version: SourceVersion,
     /// The profile it was built for.
     pub profile: ProfileHash,
-    /// The executor's artifact.
-    pub data: T,
+    changed_at: Revision,
+    verified_at: Revision,
+    value: Value<T, Self>,
 }
 
 impl<T> ArtifactSnapshot<T> {
+    /// An artifact built outside the scheduler (by a test or a host tool):
+    /// changed at [`Revision::NEVER`] and verified at nothing.
+    pub fn new(
+        canonical: Canonical,
+        version: SourceVersion,
+        profile: ProfileHash,
+        data: T,
+    ) -> Self {
+        Self::built(
+            canonical,
+            version,
+            profile,
+            data,
+            Revision::NEVER,
+            Revision::NEVER,
+        )
+    }
+
+    /// An artifact a run built (or the host committed), with its revisions.
+    pub(crate) fn built(
+        canonical: Canonical,
+        version: SourceVersion,
+        profile: ProfileHash,
+        data: T,
+        changed_at: Revision,
+        verified_at: Revision,
+    ) -> Self {
+        Self {
+            canonical,
+            version,
+            profile,
+            changed_at,
+            verified_at,
+            value: Value::Built(data),
+        }
+    }
+
+    /// `previous`'s value, verified at `version` against inputs whose newest
+    /// change is `verified_at`, without running the stage.
+    pub(crate) fn verified(
+        previous: &Arc<Self>,
+        version: SourceVersion,
+        verified_at: Revision,
+    ) -> Self {
+        let origin = match &previous.value {
+            Value::Built(_) => Arc::clone(previous),
+            Value::Verified(origin) => Arc::clone(origin),
+        };
+        Self {
+            canonical: previous.canonical,
+            version,
+            profile: previous.profile,
+            changed_at: previous.changed_at,
+            verified_at,
+            value: Value::Verified(origin),
+        }
+    }
+
+    /// The executor's artifact.
+    pub fn data(&self) -> &T {
+        match &self.value {
+            Value::Built(data) => data,
+            Value::Verified(origin) => origin.data(),
+        }
+    }
+
     /// The committing object's version.
     pub fn version(&self) -> SourceVersion {
         self.version
+    }
+
+    /// When its value last changed. A host that writes artifacts out can
+    /// skip one whose revision it already wrote: the value is the same.
+    pub fn changed_at(&self) -> Revision {
+        self.changed_at
+    }
+
+    /// The newest change among the inputs it was last built or verified
+    /// against (its file's Analysis, its blocker list, its blockers'
+    /// Analyses); [`Revision::NEVER`] for one the host committed.
+    pub fn verified_at(&self) -> Revision {
+        self.verified_at
+    }
+
+    /// Whether it was verified from an earlier snapshot without the stage
+    /// running.
+    pub fn is_verified_copy(&self) -> bool {
+        matches!(self.value, Value::Verified(_))
     }
 }
 

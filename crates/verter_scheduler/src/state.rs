@@ -35,6 +35,7 @@ use verter_pools::{ProgressSignal, SchedulerCpuPool, SchedulerIoPool};
 use verter_source_root::{ContentHash, SchedulerSourceDirectory};
 
 use crate::config::SchedulerConfig;
+use crate::cutoff::{PriorSlot, RevisionClock};
 use crate::error::RequestError;
 use crate::helpers::Helpers;
 use crate::inbox::Inbox;
@@ -167,6 +168,9 @@ pub(crate) struct FileSlot<E: StageExecutor> {
     /// a removal (it moves to `Locked::languages` when the file is
     /// removed, and back when a node is published again).
     pub(crate) named_language: Option<Language>,
+    /// Outputs of this object the file stopped serving, that its stages
+    /// may be verified against (docs/design.md, "Early cutoff").
+    pub(crate) priors: PriorSlot<E>,
 }
 
 /// Everything under the DAG lock.
@@ -223,6 +227,9 @@ pub(crate) struct Counters {
     pub(crate) source_runs: AtomicU64,
     pub(crate) analysis_runs: AtomicU64,
     pub(crate) artifact_runs: AtomicU64,
+    pub(crate) stages_verified: AtomicU64,
+    pub(crate) outputs_unchanged: AtomicU64,
+    pub(crate) unchanged_texts: AtomicU64,
     pub(crate) executor_panics: AtomicU64,
     pub(crate) answered_without_admission: AtomicU64,
     pub(crate) duplicate_answers: AtomicU64,
@@ -264,6 +271,9 @@ pub struct Scheduler<E: StageExecutor> {
     /// woken when one is queued.
     pub(crate) helpers: Helpers,
     pub(crate) counters: Counters,
+    /// The revision clock of early cutoff: a new revision for every output
+    /// found changed.
+    pub(crate) revisions: RevisionClock,
     /// Raised after every post-work delivery and every enqueue: wakes idle
     /// driving waiters and `wait_idle` instead of a clock.
     pub(crate) progress: ProgressSignal,
@@ -308,6 +318,7 @@ impl<E: StageExecutor> Scheduler<E> {
             jobs: [SegQueue::new(), SegQueue::new(), SegQueue::new()],
             helpers: Helpers::default(),
             counters: Counters::default(),
+            revisions: RevisionClock::default(),
             placeholder: (Incarnation::allocate(), SubmissionLifetime::allocate()),
             progress: ProgressSignal::new(),
             observes_events,

@@ -63,7 +63,8 @@ impl StageExecutor for Lines {
     fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
         Ok(format!(
             "{}:{}",
-            input.analysis.canonical, input.analysis.data
+            input.analysis.canonical,
+            input.analysis.data()
         ))
     }
 }

@@ -154,4 +154,43 @@ pub trait StageExecutor: Send + Sync + 'static {
         &self,
         input: &ArtifactInput<'_, Self::Analysis>,
     ) -> Result<Self::Artifact, ExecutorError>;
+
+    /// Whether two parses of one file are the same for every later stage:
+    /// an Analysis built from either would be equal. When the new text of
+    /// a file parses the same as the old one (a comment edited, say), and
+    /// names the same dependencies, the file's Analysis is not run again:
+    /// its previous output is verified at the new version (docs/design.md,
+    /// "Early cutoff").
+    ///
+    /// The default says `false`: nothing is cut off. A host implements it
+    /// with `==` on a parse that leaves out what no later stage reads, or
+    /// by comparing a fingerprint it keeps in the parse. It must be an
+    /// equivalence (reflexive, symmetric, transitive), and it must never
+    /// call `true` two parses a later stage could tell apart: that stage
+    /// would answer from the old one.
+    ///
+    /// Called outside the DAG lock, on the thread that ran the parse.
+    fn same_source(&self, previous: &Self::Source, next: &Self::Source) -> bool {
+        let _ = (previous, next);
+        false
+    }
+
+    /// Whether two analyses of one file are the same for every Artifact
+    /// that reads them (its own and those of the files that block on it).
+    /// When they are, those Artifacts are not run again. Same contract and
+    /// default as [`Self::same_source`].
+    fn same_analysis(&self, previous: &Self::Analysis, next: &Self::Analysis) -> bool {
+        let _ = (previous, next);
+        false
+    }
+
+    /// Whether two artifacts of one file and profile are the same. Nothing
+    /// in the scheduler reads an artifact, so this only keeps the
+    /// artifact's [`crate::Revision`] (a host that writes artifacts out
+    /// skips one whose revision it already wrote) and reports the run as
+    /// unchanged. Same contract and default as [`Self::same_source`].
+    fn same_artifact(&self, previous: &Self::Artifact, next: &Self::Artifact) -> bool {
+        let _ = (previous, next);
+        false
+    }
 }

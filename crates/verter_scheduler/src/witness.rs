@@ -142,12 +142,16 @@ impl<E: StageExecutor> Scheduler<E> {
                     live: live.generation,
                 });
             }
-            let artifact = Arc::new(ArtifactSnapshot {
-                canonical: witness.file.canonical,
-                version: witness.version(),
+            // The host's own value: a change, and verified against nothing,
+            // so no later build takes it for one it would have made.
+            let artifact = Arc::new(ArtifactSnapshot::built(
+                witness.file.canonical,
+                witness.version(),
                 profile,
                 data,
-            });
+                self.revisions.next(),
+                crate::snapshot::Revision::NEVER,
+            ));
             match node.publish_artifact(witness.generation(), Arc::clone(&artifact)) {
                 Ok(Some(replaced)) => post.discard_view(replaced),
                 Ok(None) => {}

@@ -242,12 +242,12 @@ impl StageExecutor for SimExecutor {
         self.runs.fetch_add(1, Ordering::Relaxed);
         let inputs: Vec<(&str, &SimAnalysis)> = blockers
             .iter()
-            .map(|blocker| (blocker.canonical.as_str(), &blocker.data))
+            .map(|blocker| (blocker.canonical.as_str(), blocker.data()))
             .collect();
         build(
             profile,
             analysis.canonical.as_str(),
-            &analysis.data,
+            analysis.data(),
             &inputs,
         )
         .or_else(|fault| misbehave(fault, "Artifact", analysis.canonical.as_str()))

@@ -27,7 +27,7 @@ fn compile_many_upserts_then_builds_every_artifact_in_input_order() {
         );
         let built: Vec<String> = results
             .iter()
-            .map(|result| result.as_ref().expect("built").data.clone())
+            .map(|result| result.as_ref().expect("built").data().clone())
             .collect();
         assert_eq!(
             built,
@@ -50,11 +50,11 @@ fn compile_many_upserts_then_builds_every_artifact_in_input_order() {
         // Artifact is blocked on b's Analysis, is rebuilt against it.
         let rebuilt = host.compile_many([("b.rs", "z")], PROFILE, Priority::Normal);
         let rebuilt = rebuilt[0].as_ref().expect("built");
-        assert_eq!(rebuilt.data, format!("{PROFILE}:b.rs=1"));
+        assert_eq!(*rebuilt.data(), format!("{PROFILE}:b.rs=1"));
         assert_eq!(rebuilt.version().generation.get(), 1);
         let a = host.compile_paths(["a.rs"], PROFILE, Priority::Normal);
         assert_eq!(
-            a[0].as_ref().expect("built").data,
+            *a[0].as_ref().expect("built").data(),
             format!("{PROFILE}:a.rs=4,b.rs@g1=1")
         );
         let a_parses = executor
@@ -85,7 +85,7 @@ fn compile_many_reports_a_failed_file_as_its_own_error_and_builds_the_rest() {
         );
         assert_eq!(results.len(), 4);
         assert_eq!(
-            results[0].as_ref().expect("built").data,
+            *results[0].as_ref().expect("built").data(),
             format!("{PROFILE}:ok.rs=2")
         );
         assert!(
@@ -105,7 +105,7 @@ fn compile_many_reports_a_failed_file_as_its_own_error_and_builds_the_rest() {
             results[2]
         );
         assert_eq!(
-            results[3].as_ref().expect("built").data,
+            *results[3].as_ref().expect("built").data(),
             format!("{PROFILE}:dup.rs=1")
         );
         assert_quiescent(&host);
@@ -120,7 +120,7 @@ fn compile_paths_builds_the_files_the_loader_reads() {
         let host = threaded(&files, &LineExecutor::default(), &hooks, 2);
         let results = host.compile_paths(["a.rs", "missing.rs", "b.rs"], PROFILE, Priority::Low);
         assert_eq!(
-            results[0].as_ref().expect("built").data,
+            *results[0].as_ref().expect("built").data(),
             format!("{PROFILE}:a.rs=3,b.rs@g0=2")
         );
         // The Artifact waits on the Analysis, which waits on the Source the
@@ -134,7 +134,7 @@ fn compile_paths_builds_the_files_the_loader_reads() {
             "got {missing:?}"
         );
         assert_eq!(
-            results[2].as_ref().expect("built").data,
+            *results[2].as_ref().expect("built").data(),
             format!("{PROFILE}:b.rs=2")
         );
         assert_eq!(host.scheduler().counters().batches, 1);

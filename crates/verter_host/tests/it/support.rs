@@ -140,10 +140,17 @@ impl StageExecutor for LineExecutor {
     fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
         let (profile, analysis, blockers) = (input.profile, input.analysis, input.blockers);
         self.record(&analysis.canonical, "Artifact");
-        let mut parts = vec![format!("{}={}", analysis.canonical, analysis.data)];
+        let mut parts = vec![format!("{}={}", analysis.canonical, analysis.data())];
         let mut others: Vec<String> = blockers
             .iter()
-            .map(|b| format!("{}@g{}={}", b.canonical, b.version.generation.get(), b.data))
+            .map(|b| {
+                format!(
+                    "{}@g{}={}",
+                    b.canonical,
+                    b.version.generation.get(),
+                    b.data()
+                )
+            })
             .collect();
         others.sort();
         parts.extend(others);

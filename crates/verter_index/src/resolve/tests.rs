@@ -144,16 +144,16 @@ fn snapshot(
     items: Vec<Item>,
     uses: Vec<UseDecl>,
 ) -> Arc<AnalysisSnapshot<FileIndex>> {
-    Arc::new(AnalysisSnapshot {
-        canonical: Canonical::from(file),
-        version: SourceVersion::new(Incarnation::allocate(), Generation::ZERO),
-        data: FileIndex {
+    Arc::new(AnalysisSnapshot::new(
+        Canonical::from(file),
+        SourceVersion::new(Incarnation::allocate(), Generation::ZERO),
+        FileIndex {
             module_path: module(module_path),
             items: items.into(),
             uses: uses.into(),
             parse_error: None,
         },
-    })
+    ))
 }
 
 #[test]
@@ -272,7 +272,7 @@ fn uses_resolve_to_files_items_bindings_and_enums_in_that_order() {
         ]
     );
     assert_eq!((artifact.resolved, artifact.unresolved), (11, 4));
-    assert_eq!(artifact.items, own.data.items);
+    assert_eq!(artifact.items, own.data().items);
 }
 
 /// Rule 3 takes the blockers in path order, whatever order the process

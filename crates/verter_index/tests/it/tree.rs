@@ -51,8 +51,8 @@ fn a_files_item_table_is_shared_by_its_stages_not_copied() {
     let artifact = answer(TargetStage::Artifact(INDEX_PROFILE));
     let (source, analysis, artifact) = (
         &source.as_source().expect("a source").parsed,
-        &analysis.as_analysis().expect("an analysis").data,
-        &artifact.as_artifact().expect("an artifact").data,
+        &analysis.as_analysis().expect("an analysis").data(),
+        &artifact.as_artifact().expect("an artifact").data(),
     );
     assert!(!source.items.is_empty() && !source.uses.is_empty());
     assert!(Arc::ptr_eq(&source.items, &analysis.items));

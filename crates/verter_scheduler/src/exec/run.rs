@@ -8,6 +8,21 @@
 use super::*;
 use crate::node::Replaced;
 
+/// The newest change among an Artifact's inputs: its file's Analysis, its
+/// blocker list, and each blocker's Analysis. The prior artifact is still
+/// what a run would build when this is no newer than the revision it was
+/// verified at (docs/design.md, "Early cutoff").
+fn artifact_inputs_changed_at<A>(
+    analysis: &AnalysisSnapshot<A>,
+    blockers: &[Arc<AnalysisSnapshot<A>>],
+    blockers_changed_at: Revision,
+) -> Revision {
+    blockers.iter().map(|blocker| blocker.changed_at()).fold(
+        analysis.changed_at().max(blockers_changed_at),
+        Revision::max,
+    )
+}
+
 /// A job that ran, or was refused before running, and waits for its
 /// completion hold. Data only: what the run produced, with the dispatch
 /// that carries its identity; nothing is published until
@@ -31,17 +46,20 @@ pub(super) enum Outcome<E: StageExecutor> {
     Parsed {
         node: Arc<FileNode<E>>,
         result: Result<ParsedSource<E::Source>, RequestError>,
+        cut: Option<CutOff>,
     },
     /// An Analysis.
     Analysed {
         node: Arc<FileNode<E>>,
         result: Result<Arc<AnalysisSnapshot<E::Analysis>>, RequestError>,
+        cut: Option<CutOff>,
     },
     /// An Artifact, with the blockers' analyses it was built from.
     Built {
         node: Arc<FileNode<E>>,
         result: Result<Arc<ArtifactSnapshot<E::Artifact>>, RequestError>,
         blockers: BlockerInputs<E::Analysis>,
+        cut: Option<CutOff>,
     },
 }
 
@@ -92,6 +110,12 @@ impl<E: StageExecutor> Scheduler<E> {
                 return refused(dispatch);
             }
         }
+        // A stage none of whose inputs changed since its prior output is
+        // verified, not run: no executor call, so no `WillExecute`.
+        let (node, work) = match self.verify(&file, node, work) {
+            Ok(outcome) => return self.finished(dispatch, outcome),
+            Err(unverified) => unverified,
+        };
         if self.observes_events {
             let event = match work {
                 Work::Load => SchedulerEvent::WillLoad(identity),
@@ -103,8 +127,8 @@ impl<E: StageExecutor> Scheduler<E> {
         let _span = span.enter();
         let outcome = match work {
             Work::Load => self.run_load(&file),
-            Work::Parse(text) => self.run_parse(&dispatch, node, text),
-            Work::Analysis(source) => {
+            Work::Parse { text, prior } => self.run_parse(&dispatch, node, text, prior),
+            Work::Analysis { source, prior } => {
                 self.counters.analysis_runs.fetch_add(1, Ordering::Relaxed);
                 let input = AnalysisInput {
                     source: &source,
@@ -112,19 +136,32 @@ impl<E: StageExecutor> Scheduler<E> {
                 };
                 let result =
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&input)));
+                let mut cut = None;
                 let result = self.stage_result(&file, "Analysis", result).map(|data| {
-                    Arc::new(AnalysisSnapshot {
-                        canonical: file.canonical,
-                        version: file.version(),
+                    let changed_at = match prior.as_deref() {
+                        Some(prior) if self.same(|e| e.same_analysis(prior.data(), &data)) => {
+                            cut = Some(CutOff::Unchanged);
+                            prior.changed_at()
+                        }
+                        _ => self.revisions.next(),
+                    };
+                    Arc::new(AnalysisSnapshot::built(
+                        file.canonical,
+                        file.version(),
                         data,
-                    })
+                        changed_at,
+                        source.changed_at,
+                    ))
                 });
-                Outcome::Analysed { node, result }
+                drop(prior);
+                Outcome::Analysed { node, result, cut }
             }
             Work::Artifact {
                 profile,
                 analysis,
                 mut blockers,
+                blockers_changed_at,
+                prior,
             } => {
                 self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
                 // Sorted by path, as `ArtifactInput` promises, so the output
@@ -140,27 +177,119 @@ impl<E: StageExecutor> Scheduler<E> {
                 };
                 let result =
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_artifact(&input)));
+                let verified_at =
+                    artifact_inputs_changed_at(&analysis, &blockers, blockers_changed_at);
+                let mut cut = None;
                 let result = self.stage_result(&file, "Artifact", result).map(|data| {
-                    Arc::new(ArtifactSnapshot {
-                        canonical: file.canonical,
-                        version: file.version(),
+                    let changed_at = match prior.as_deref() {
+                        Some(prior) if self.same(|e| e.same_artifact(prior.data(), &data)) => {
+                            cut = Some(CutOff::Unchanged);
+                            prior.changed_at()
+                        }
+                        _ => self.revisions.next(),
+                    };
+                    Arc::new(ArtifactSnapshot::built(
+                        file.canonical,
+                        file.version(),
                         profile,
                         data,
-                    })
+                        changed_at,
+                        verified_at,
+                    ))
                 });
+                drop(prior);
                 Outcome::Built {
                     node,
                     result,
                     blockers,
+                    cut,
                 }
             }
         };
+        self.finished(dispatch, outcome)
+    }
+
+    /// A job's end on the worker: the `BeforeCompletion` pause, then the
+    /// finished stage for its commit.
+    fn finished(&self, dispatch: Dispatch, outcome: Outcome<E>) -> Finished<E> {
         if self.pauses {
-            guarded(panics, || {
-                hooks.pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
+            let identity = dispatch.identity;
+            guarded(&self.counters.hook_panics, || {
+                self.config
+                    .hooks
+                    .pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
             });
         }
         Finished { dispatch, outcome }
+    }
+
+    /// Early cutoff's first rule, on the worker (docs/design.md, "Early
+    /// cutoff"): an Analysis or Artifact whose prior output was built or
+    /// verified against inputs none of which changed since is verified at
+    /// this version, sharing the prior's value, without running. Anything
+    /// else comes back to be run.
+    #[allow(clippy::type_complexity)]
+    fn verify(
+        &self,
+        file: &FileIdentity,
+        node: Arc<FileNode<E>>,
+        work: Work<E>,
+    ) -> Result<Outcome<E>, (Arc<FileNode<E>>, Work<E>)> {
+        match work {
+            Work::Analysis {
+                source,
+                prior: Some(prior),
+            } if source.changed_at <= prior.verified_at() => {
+                self.counters
+                    .stages_verified
+                    .fetch_add(1, Ordering::Relaxed);
+                let verified =
+                    AnalysisSnapshot::verified(&prior, file.version(), source.changed_at);
+                Ok(Outcome::Analysed {
+                    node,
+                    result: Ok(Arc::new(verified)),
+                    cut: Some(CutOff::Verified),
+                })
+            }
+            Work::Artifact {
+                analysis,
+                blockers,
+                blockers_changed_at,
+                prior: Some(prior),
+                ..
+            } if artifact_inputs_changed_at(&analysis, &blockers, blockers_changed_at)
+                <= prior.verified_at() =>
+            {
+                self.counters
+                    .stages_verified
+                    .fetch_add(1, Ordering::Relaxed);
+                let verified_at =
+                    artifact_inputs_changed_at(&analysis, &blockers, blockers_changed_at);
+                let verified = ArtifactSnapshot::verified(&prior, file.version(), verified_at);
+                Ok(Outcome::Built {
+                    node,
+                    result: Ok(Arc::new(verified)),
+                    blockers,
+                    cut: Some(CutOff::Verified),
+                })
+            }
+            work => Err((node, work)),
+        }
+    }
+
+    /// Calls one of the executor's `same_*` comparisons inside the panic
+    /// boundary: a comparison that panics counts as "changed" (and as an
+    /// executor panic), never as "the same".
+    fn same(&self, compare: impl FnOnce(&E) -> bool) -> bool {
+        match catch_unwind(AssertUnwindSafe(|| compare(&self.executor))) {
+            Ok(same) => same,
+            Err(_) => {
+                self.counters
+                    .executor_panics
+                    .fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
     }
 
     /// Completes `finished` in one hold of its own; `keep` as in
@@ -207,18 +336,18 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.commit_load(locked, dispatch, &file, result, post);
                 None
             }
-            Outcome::Parsed { node, result } => {
+            Outcome::Parsed { node, result, cut } => {
                 match result {
-                    Ok(parsed) => self.commit_source(locked, dispatch, &node, parsed, post),
+                    Ok(parsed) => self.commit_source(locked, dispatch, &node, parsed, cut, post),
                     Err(error) => self.fail_current(locked, dispatch, error, post),
                 }
                 None
             }
-            Outcome::Analysed { node, result } => self.commit_output(
+            Outcome::Analysed { node, result, cut } => self.commit_output(
                 locked,
                 dispatch,
                 &node,
-                result,
+                (result, cut),
                 std::iter::empty(),
                 |node, generation, analysis| {
                     node.publish_analysis(generation, analysis).map(|()| None)
@@ -229,13 +358,14 @@ impl<E: StageExecutor> Scheduler<E> {
                 node,
                 result,
                 blockers,
+                cut,
             } => {
                 let inputs = blockers.iter().map(|b| (&b.canonical, b.version));
                 self.commit_output(
                     locked,
                     dispatch,
                     &node,
-                    result,
+                    (result, cut),
                     inputs,
                     FileNode::publish_artifact,
                     post,
@@ -302,7 +432,7 @@ impl<E: StageExecutor> Scheduler<E> {
         locked: &mut Locked<E>,
         dispatch: Dispatch,
         node: &FileNode<E>,
-        output: Result<T, RequestError>,
+        (output, cut): (Result<T, RequestError>, Option<CutOff>),
         inputs: impl IntoIterator<Item = (&'a Canonical, verter_dag::SourceVersion)>,
         publish: impl FnOnce(&FileNode<E>, verter_dag::Generation, T) -> Result<Replaced<E>, T>,
         post: &mut PostWork<E>,
@@ -348,13 +478,39 @@ impl<E: StageExecutor> Scheduler<E> {
                         post.discard(refused);
                     }
                 }
+                self.stage_committed(locked, &identity, cut, post);
                 let (_, effects) = locked.dag.complete(dispatch);
-                post.event(|| SchedulerEvent::DidComplete(identity));
                 self.absorb(locked, effects, post);
             }
             Err(error) => self.fail_current(locked, dispatch, error, post),
         }
         None
+    }
+
+    /// Under the lock, as a current stage's output is published: its prior
+    /// goes (after the lock), a cutoff is counted, and the stage's event
+    /// says how it ended.
+    fn stage_committed(
+        &self,
+        locked: &mut Locked<E>,
+        identity: &WorkNodeIdentity,
+        cut: Option<CutOff>,
+        post: &mut PostWork<E>,
+    ) {
+        let key = identity.as_dep_key().expect("file work");
+        if let Some(slot) = locked.dag.payload_mut(&key.file.canonical) {
+            Priors::forget(&mut slot.priors, key.stage, post);
+        }
+        if cut == Some(CutOff::Unchanged) {
+            self.counters
+                .outputs_unchanged
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        let identity = *identity;
+        post.event(|| match cut {
+            Some(cut) => SchedulerEvent::DidCutOff(identity, cut),
+            None => SchedulerEvent::DidComplete(identity),
+        });
     }
 
     /// The I/O half of Source: read the bytes (the CPU half parses them).
@@ -420,6 +576,7 @@ impl<E: StageExecutor> Scheduler<E> {
         dispatch: &Dispatch,
         node: Arc<FileNode<E>>,
         text: SourceText,
+        prior: Option<Arc<SourceSnapshot<E::Source>>>,
     ) -> Outcome<E> {
         self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
         let file = dispatch.identity.file().cloned().expect("file work");
@@ -439,22 +596,67 @@ impl<E: StageExecutor> Scheduler<E> {
             }));
             self.resolve_deps(&file, deps)
         });
+        let mut cut = None;
         let result = match (parsed, deps) {
-            (Ok(parsed), Some(Ok(deps))) => Ok(ParsedSource {
-                blocker_keys: Vec::with_capacity(deps.blockers.len()),
-                snapshot: Arc::new(SourceSnapshot {
-                    text,
-                    language: node.language().clone(),
-                    parsed,
-                    forward_deps: deps.forward,
-                    blockers: deps.blockers,
-                }),
-                languages: deps.languages,
-            }),
+            (Ok(parsed), Some(Ok(deps))) => {
+                let (changed_at, blockers_changed_at) =
+                    self.source_revisions(prior.as_deref(), node.language(), &parsed, &deps);
+                if prior
+                    .as_ref()
+                    .is_some_and(|prior| prior.changed_at == changed_at)
+                {
+                    cut = Some(CutOff::Unchanged);
+                }
+                Ok(ParsedSource {
+                    blocker_keys: Vec::with_capacity(deps.blockers.len()),
+                    snapshot: Arc::new(SourceSnapshot {
+                        text,
+                        language: node.language().clone(),
+                        parsed,
+                        forward_deps: deps.forward,
+                        blockers: deps.blockers,
+                        changed_at,
+                        blockers_changed_at,
+                    }),
+                    languages: deps.languages,
+                })
+            }
             (Err(error), _) | (_, Some(Err(error))) => Err(error),
             (Ok(_), None) => unreachable!("dependencies are extracted for every parse"),
         };
-        Outcome::Parsed { node, result }
+        drop(prior);
+        Outcome::Parsed { node, result, cut }
+    }
+
+    /// A new parse's revisions (docs/design.md, "Early cutoff"): the
+    /// prior's when the executor finds the parses the same and the language
+    /// and both dependency lists are equal, and the prior's blocker
+    /// revision when the blocker lists alone are; a new revision for what
+    /// changed.
+    fn source_revisions(
+        &self,
+        prior: Option<&SourceSnapshot<E::Source>>,
+        language: &Language,
+        parsed: &E::Source,
+        deps: &ParsedDeps,
+    ) -> (Revision, Revision) {
+        let Some(prior) = prior else {
+            let changed = self.revisions.next();
+            return (changed, changed);
+        };
+        let same_blockers = prior.blockers == deps.blockers;
+        let same = same_blockers
+            && prior.language == *language
+            && prior.forward_deps == deps.forward
+            && self.same(|executor| executor.same_source(&prior.parsed, parsed));
+        match (same, same_blockers) {
+            (true, _) => (prior.changed_at, prior.blockers_changed_at),
+            (false, true) => (self.revisions.next(), prior.blockers_changed_at),
+            (false, false) => {
+                let changed = self.revisions.next();
+                (changed, changed)
+            }
+        }
     }
 
     /// Resolves the paths a source named (loader calls: outside the lock).
@@ -514,6 +716,7 @@ impl<E: StageExecutor> Scheduler<E> {
         dispatch: Dispatch,
         node: &Arc<FileNode<E>>,
         mut deps: ParsedSource<E::Source>,
+        cut: Option<CutOff>,
         post: &mut PostWork<E>,
     ) {
         let identity = dispatch.identity;
@@ -571,8 +774,8 @@ impl<E: StageExecutor> Scheduler<E> {
             debug_assert!(false, "a current dispatch matches the node's view");
             post.discard(refused);
         }
+        self.stage_committed(locked, &identity, cut, post);
         let (_, effects) = locked.dag.complete(dispatch);
-        post.event(|| SchedulerEvent::DidComplete(identity));
         self.absorb(locked, effects, post);
     }
 

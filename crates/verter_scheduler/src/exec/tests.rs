@@ -61,7 +61,7 @@ fn an_artifact_gets_its_blockers_sorted_by_path_not_by_first_sight() {
     );
     let output = scheduler.wait(&handle).expect("builds");
     assert_eq!(
-        output.as_artifact().expect("an artifact").data,
+        *output.as_artifact().expect("an artifact").data(),
         "blocker_order/a.rs,blocker_order/z.rs"
     );
     assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
@@ -85,12 +85,12 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
         match job.work {
             Work::Artifact { profile, .. } => {
                 let file = job.dispatch.identity.file().cloned().unwrap();
-                let output = Ok(Arc::new(ArtifactSnapshot {
-                    canonical: file.canonical,
-                    version: file.version(),
+                let output = Ok(Arc::new(ArtifactSnapshot::new(
+                    file.canonical,
+                    file.version(),
                     profile,
-                    data: "never published".to_owned(),
-                }));
+                    "never published".to_owned(),
+                )));
                 let retired = FileIdentity::new(
                     Canonical::from("m.rs"),
                     Incarnation::allocate(),
@@ -101,11 +101,12 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                     outcome: run::Outcome::Built {
                         node: Arc::clone(&job.node),
                         result: output,
-                        blockers: smallvec::smallvec![Arc::new(AnalysisSnapshot {
-                            canonical: retired.canonical,
-                            version: retired.version(),
-                            data: 0,
-                        })],
+                        blockers: smallvec::smallvec![Arc::new(AnalysisSnapshot::new(
+                            retired.canonical,
+                            retired.version(),
+                            0,
+                        ))],
+                        cut: None,
                     },
                 };
                 caught = Some(catch_unwind(AssertUnwindSafe(|| {

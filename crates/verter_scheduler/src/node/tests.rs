@@ -15,16 +15,17 @@ fn node() -> FileNode<Lines> {
 }
 
 fn artifact(node: &FileNode<Lines>, profile: u64, data: &str) -> Arc<ArtifactSnapshot<String>> {
-    Arc::new(ArtifactSnapshot {
-        canonical: *node.canonical(),
-        version: node.version(),
-        profile: ProfileHash(profile),
-        data: data.to_owned(),
-    })
+    Arc::new(ArtifactSnapshot::new(
+        *node.canonical(),
+        node.version(),
+        ProfileHash(profile),
+        data.to_owned(),
+    ))
 }
 
 fn data(view: &NodeView<Lines>, profile: u64) -> Option<String> {
-    view.artifact(ProfileHash(profile)).map(|a| a.data.clone())
+    view.artifact(ProfileHash(profile))
+        .map(|a| a.data().clone())
 }
 
 /// The first artifact of a generation sets a cell of the view a reader
@@ -87,23 +88,17 @@ fn artifacts_publish_into_the_view_or_as_a_copy_of_it() {
 fn stage_cells_are_set_once_per_generation_and_carried_by_copies() {
     let node = node();
     let g0 = Generation::ZERO;
-    let analysis = |n: usize| {
-        Arc::new(AnalysisSnapshot {
-            canonical: *node.canonical(),
-            version: node.version(),
-            data: n,
-        })
-    };
+    let analysis = |n: usize| Arc::new(AnalysisSnapshot::new(*node.canonical(), node.version(), n));
     assert!(node.publish_analysis(g0, analysis(3)).is_ok());
     let refused = node.publish_analysis(g0, analysis(4));
     assert_eq!(
-        refused.expect_err("set once").data,
+        *refused.expect_err("set once").data(),
         4,
         "the refused one comes back"
     );
     assert!(node.publish_artifact(g0, artifact(&node, 1, "one")).is_ok());
     assert!(node.publish_artifact(g0, artifact(&node, 2, "two")).is_ok());
-    assert_eq!(node.view().analysis().map(|a| a.data), Some(3));
+    assert_eq!(node.view().analysis().map(|a| *a.data()), Some(3));
 
     let g1 = g0.next().expect("not exhausted");
     assert!(
@@ -114,7 +109,7 @@ fn stage_cells_are_set_once_per_generation_and_carried_by_copies() {
     // the lock: it holds the host's outputs.
     let replaced = node.reset_view(g1);
     assert_eq!(replaced.generation, g0);
-    assert_eq!(replaced.analysis().map(|a| a.data), Some(3));
+    assert_eq!(replaced.analysis().map(|a| *a.data()), Some(3));
     assert!(node.view().analysis().is_none());
     assert!(node.view().artifacts().next().is_none());
     assert!(

@@ -16,6 +16,7 @@ use super::*;
 use std::collections::VecDeque;
 
 use super::publication::Publish;
+use crate::cutoff::Priors;
 use crate::state::Registering;
 
 impl<E: StageExecutor> Scheduler<E> {
@@ -362,12 +363,7 @@ impl<E: StageExecutor> Scheduler<E> {
         if let Some((text, hash)) = &prepared.text {
             let hash = *hash;
             // A version this request created has no text yet.
-            let unchanged = !created
-                && node_text(locked, &canonical).is_some_and(|known| {
-                    known.text.version == live.version()
-                        && known.text.hash == hash
-                        && known.text.text == *text
-                });
+            let unchanged = !created && self.same_text_at_the_door(locked, &live, hash, text);
             if !unchanged {
                 let mut swept = None;
                 if !created {
@@ -407,14 +403,19 @@ impl<E: StageExecutor> Scheduler<E> {
                     }
                     present(tx, &source);
                 });
-                if let Some(replaced) = replaced {
-                    post.discard_view(replaced);
-                }
                 if let Some(slot) = locked.dag.payload_mut(&canonical) {
+                    if let Some(replaced) = replaced {
+                        // What the old generation served is what the new
+                        // one's stages are verified against.
+                        Priors::keep_view(&mut slot.priors, &replaced, post);
+                        post.discard_view(replaced);
+                    }
                     slot.text = Some(KnownText {
                         text: source,
                         published: true,
                     });
+                } else if let Some(replaced) = replaced {
+                    post.discard_view(replaced);
                 }
                 // Its Source needs no load: it starts on the CPU budget.
                 locked.dag.note_text_known(&live);
@@ -540,13 +541,18 @@ impl<E: StageExecutor> Scheduler<E> {
         for work in effects.invalidated {
             if let Some(key) = work.as_dep_key()
                 && let TargetStage::Artifact(profile) = key.stage
-                && let Some(slot) = locked.dag.payload(&key.file.canonical)
+                && let Some(slot) = locked.dag.payload_mut(&key.file.canonical)
                 && slot.node.incarnation() == key.file.incarnation
             {
                 // The view it replaces may hold the artifact's last
                 // reference: the host's output, dropped after the lock.
+                // The artifact stays as the prior its rebuild is verified
+                // against: only a blocker changed.
                 if let Ok(Some(replaced)) = slot.node.remove_artifact(key.file.generation, profile)
                 {
+                    if let Some(evicted) = replaced.artifact(profile) {
+                        Priors::keep_artifact(&mut slot.priors, Arc::clone(evicted), post);
+                    }
                     post.discard_view(replaced);
                 }
             }
@@ -584,6 +590,33 @@ impl<E: StageExecutor> Scheduler<E> {
         if self.counters.pending_admissions.load(Ordering::Acquire) > 0 {
             self.transact(|locked, post| self.admit_sent(locked, post));
         }
+    }
+}
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// Early cutoff at the door (docs/design.md, "Early cutoff"): whether
+    /// `text` (with its `hash`) is the text already known for `live`, the
+    /// file's live version. Then an upsert of it, or an invalidation that
+    /// loaded it, changes nothing: no generation, no stage, every answer
+    /// kept. The one rule both use; counted when it holds.
+    pub(super) fn same_text_at_the_door(
+        &self,
+        locked: &Locked<E>,
+        live: &FileIdentity,
+        hash: ContentHash,
+        text: &str,
+    ) -> bool {
+        let same = node_text(locked, &live.canonical).is_some_and(|known| {
+            known.text.version == live.version()
+                && known.text.hash == hash
+                && *known.text.text == *text
+        });
+        if same {
+            self.counters
+                .unchanged_texts
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        same
     }
 }
 

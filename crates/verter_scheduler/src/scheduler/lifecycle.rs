@@ -5,16 +5,72 @@
 
 use super::*;
 
+use crate::cutoff::Priors;
+
+/// What [`Scheduler::invalidate`] (or [`Scheduler::close_file`]) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Invalidation {
+    /// The loader's bytes are the text the scheduler already had: nothing
+    /// changed, nothing will run (early cutoff at the door).
+    Unchanged,
+    /// A new generation: the file's stages run again for whoever asks (or
+    /// waits), each cut off if its output turns out unchanged.
+    Changed,
+    /// The scheduler does not track the path: nothing to do.
+    Untracked,
+}
+
+/// Whether `live`'s text is known (the invalidation read it).
+fn loaded_known<E: StageExecutor>(
+    locked: &Locked<E>,
+    canonical: &Canonical,
+    live: &FileIdentity,
+) -> bool {
+    locked
+        .dag
+        .payload(canonical)
+        .and_then(|slot| slot.text.as_ref())
+        .is_some_and(|known| known.text.version == live.version())
+}
+
 impl<E: StageExecutor> Scheduler<E> {
-    /// Drops the file's current text and bumps its generation, so its next
-    /// request reloads it through the loader; the source root stops serving
-    /// the old text at once (the file reads `Pending` until the reload).
-    /// Waiters without text follow to the new generation (their work is
-    /// re-admitted); waiters that carried text are answered `Superseded`.
-    /// Unknown paths are ignored. Everything the caller submitted before is
-    /// admitted first.
-    pub fn invalidate(&self, path: &str) -> Result<(), RequestError> {
+    /// The file may have changed on disk: reads it through the loader now,
+    /// on the calling thread, outside the lock. Bytes equal to the text
+    /// already known for the file's live version change nothing
+    /// ([`Invalidation::Unchanged`]: no new generation, no stage run, every
+    /// answer kept; docs/design.md, "Early cutoff"). Anything else bumps
+    /// the generation: the loaded bytes become the new version's text at
+    /// once (its Source needs no second load), or, when the read failed,
+    /// the file reads `Pending` in the source root until its Source loads
+    /// it again. Waiters without text follow to the new generation (their
+    /// work is re-admitted); waiters that carried text are answered
+    /// `Superseded`. Paths the scheduler does not track are ignored
+    /// ([`Invalidation::Untracked`]). Everything the caller submitted
+    /// before is admitted first.
+    pub fn invalidate(&self, path: &str) -> Result<Invalidation, RequestError> {
+        self.invalidate_with(path, true)
+    }
+
+    /// [`Self::invalidate`] without the cutoff at the door: a new
+    /// generation even when the loader's bytes are the text already known.
+    /// For a host whose stages read state outside the file that changed
+    /// (a module table, say): every stage of the file runs again, each
+    /// still cut off if its output is unchanged. Returns
+    /// [`Invalidation::Changed`] or [`Invalidation::Untracked`].
+    pub fn invalidate_always(&self, path: &str) -> Result<Invalidation, RequestError> {
+        self.invalidate_with(path, false)
+    }
+
+    /// [`Self::invalidate`], with the door's cutoff when `door`.
+    fn invalidate_with(&self, path: &str, door: bool) -> Result<Invalidation, RequestError> {
         let canonical = self.canonicalize(path)?;
+        // A tracked file is read before the hold (an untracked one is
+        // ignored, so it is not read at all).
+        let loaded = if self.nodes.contains_key(&canonical) {
+            self.load_now(&canonical)
+        } else {
+            None
+        };
         self.transact(|locked, post| {
             self.admit_sent(locked, post);
             let Some(node) = locked
@@ -22,23 +78,53 @@ impl<E: StageExecutor> Scheduler<E> {
                 .payload(&canonical)
                 .map(|slot| Arc::clone(&slot.node))
             else {
-                return Ok(());
+                return Ok(Invalidation::Untracked);
             };
+            let before = locked
+                .dag
+                .live_file(&canonical)
+                .expect("the node is published, so its object is live");
+            if door
+                && let Some((text, hash)) = &loaded
+                && self.same_text_at_the_door(locked, &before, *hash, text)
+            {
+                return Ok(Invalidation::Unchanged);
+            }
             match locked
                 .dag
                 .advance_generation(&canonical, node.incarnation())
             {
                 Ok((live, effects)) => {
-                    if let Some(slot) = locked.dag.payload_mut(&canonical) {
-                        slot.text = None;
-                    }
+                    let source = loaded.map(|(text, hash)| SourceText {
+                        canonical,
+                        version: live.version(),
+                        text,
+                        hash,
+                    });
                     let replaced = self.source_root.publish_transition(|tx| {
-                        tx.pending(canonical, live.version());
+                        match &source {
+                            Some(source) => present(tx, source),
+                            None => tx.pending(canonical, live.version()),
+                        }
                         node.reset_view(live.generation)
                     });
+                    if let Some(slot) = locked.dag.payload_mut(&canonical) {
+                        // What the old generation served is what the new
+                        // one's stages are verified against.
+                        Priors::keep_view(&mut slot.priors, &replaced, post);
+                        slot.text = source.map(|text| KnownText {
+                            text,
+                            published: true,
+                        });
+                    }
                     post.discard_view(replaced);
+                    if loaded_known(locked, &canonical, &live) {
+                        // Its Source needs no load: it starts on the CPU
+                        // budget.
+                        locked.dag.note_text_known(&live);
+                    }
                     self.absorb(locked, effects, post);
-                    Ok(())
+                    Ok(Invalidation::Changed)
                 }
                 Err(ObjectError::Exhausted(_)) => {
                     Err(RequestError::GenerationExhausted { path: canonical })
@@ -48,9 +134,29 @@ impl<E: StageExecutor> Scheduler<E> {
         })
     }
 
+    /// Reads `canonical` through the loader on the calling thread, with its
+    /// hash: `None` when the read fails or panics (the file's Source then
+    /// loads it, and reports the failure, as if it had not been read).
+    fn load_now(&self, canonical: &Canonical) -> Option<(Arc<str>, ContentHash)> {
+        self.counters.loads.fetch_add(1, Ordering::Relaxed);
+        match catch_unwind(AssertUnwindSafe(|| self.loader.load(canonical))) {
+            Ok(Ok(text)) => {
+                let hash = content_hash(&text);
+                Some((text, hash))
+            }
+            Ok(Err(_)) => None,
+            Err(_) => {
+                self.counters
+                    .executor_panics
+                    .fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
     /// Closes an editor's overlay: the file reverts to the loader's bytes.
     /// The same transition as [`Self::invalidate`].
-    pub fn close_file(&self, path: &str) -> Result<(), RequestError> {
+    pub fn close_file(&self, path: &str) -> Result<Invalidation, RequestError> {
         self.invalidate(path)
     }
 

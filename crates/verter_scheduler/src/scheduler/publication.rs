@@ -72,6 +72,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let slot = FileSlot {
             node: Arc::clone(node),
             text: None,
+            priors: None,
             // A removed file's named language comes back with its node.
             named_language: if locked.languages.is_empty() {
                 None
@@ -152,6 +153,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 text: source,
                 published: true,
             });
+            // Another object: nothing it built is an earlier output of the
+            // replacement's stages.
+            crate::cutoff::Priors::clear(&mut slot.priors, post);
         }
         self.absorb(locked, effects, post);
         replacement

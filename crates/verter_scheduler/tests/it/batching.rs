@@ -41,7 +41,7 @@ fn build(config: SchedulerConfig, n: usize) -> (Vec<String>, verter_scheduler::S
         .into_iter()
         .map(|result| {
             let output = result.expect("built");
-            output.as_artifact().expect("an artifact").data.clone()
+            output.as_artifact().expect("an artifact").data().clone()
         })
         .collect();
     assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());

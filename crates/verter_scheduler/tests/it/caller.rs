@@ -69,7 +69,7 @@ fn a_waiting_host_thread_runs_its_urgent_stage_while_the_stage_threads_are_busy(
         );
 
         let answer = scheduler.wait(&b).expect("built");
-        let artifact = &answer.as_artifact().expect("an artifact").data;
+        let artifact = &answer.as_artifact().expect("an artifact").data();
         assert!(artifact.ends_with("b.rs=2"), "{artifact}");
         let me = thread::current().id();
         assert_eq!(parser_of(&parsers, "b.rs"), Some(me));
@@ -129,7 +129,7 @@ fn urgent_work_queued_after_the_caller_parked_wakes_it() {
             .join()
             .expect("the waiter did not panic")
             .expect("built");
-        let artifact = &answer.as_artifact().expect("an artifact").data;
+        let artifact = &answer.as_artifact().expect("an artifact").data();
         assert!(artifact.ends_with("b.rs=3"), "{artifact}");
         assert_eq!(parser_of(&parsers, "b.rs"), Some(waiter_id));
         assert!(!a.is_answered(), "the stage thread is still held");

@@ -36,9 +36,9 @@ fn render(result: &RequestResult<LineExecutor>) -> String {
                     source.parsed
                 )
             } else if let Some(analysis) = output.as_analysis() {
-                format!("analysis g{generation} {}", analysis.data)
+                format!("analysis g{generation} {}", analysis.data())
             } else if let Some(artifact) = output.as_artifact() {
-                format!("artifact g{generation} {}", artifact.data)
+                format!("artifact g{generation} {}", artifact.data())
             } else {
                 unreachable!("a stage output is one of the three")
             }

@@ -25,6 +25,7 @@ fn render(events: &[SchedulerEvent]) -> String {
                 SchedulerEvent::WillLoad(w) => ("WillLoad", label(w)),
                 SchedulerEvent::WillExecute(w) => ("WillExecute", label(w)),
                 SchedulerEvent::DidComplete(w) => ("DidComplete", label(w)),
+                SchedulerEvent::DidCutOff(w, _) => ("DidCutOff", label(w)),
                 SchedulerEvent::DidFail(w) => ("DidFail", label(w)),
                 SchedulerEvent::DidRefuseStale(w) => ("DidRefuseStale", label(w)),
             };
@@ -99,7 +100,7 @@ fn an_artifact_request_runs_the_stages_in_dependency_order() {
     let handle = scheduler.submit_request(Request::new("lib.rs", ARTIFACT));
     let output = scheduler.wait(&handle).expect("built");
     assert_eq!(
-        output.as_artifact().unwrap().data,
+        *output.as_artifact().unwrap().data(),
         "p7:lib.rs=2,macros.rs@g0=2"
     );
     insta::assert_snapshot!(render(&hooks.events.lock()), @r"

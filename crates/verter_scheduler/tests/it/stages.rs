@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use verter_dag::TargetStage;
 use verter_pools::CallerKind;
-use verter_scheduler::{Request, RequestError};
+use verter_scheduler::{Invalidation, Request, RequestError};
 
 use crate::support::*;
 
@@ -22,7 +22,7 @@ fn a_source_only_request_stops_after_source_and_analysis_is_admitted_later() {
         assert_quiescent(&scheduler, &[&source]);
         let analysis = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
         let output = scheduler.wait(&analysis).expect("analysed");
-        assert_eq!(output.as_analysis().unwrap().data, 2);
+        assert_eq!(*output.as_analysis().unwrap().data(), 2);
         assert_eq!(
             executor.runs_of("a.rs", "Source"),
             1,
@@ -335,7 +335,11 @@ fn a_request_for_committed_output_is_answered_at_submission() {
     ));
     assert_eq!(scheduler.counters().answered_without_admission, 1);
     // After an edit the committed output is gone: the request is queued.
-    scheduler.invalidate("a.rs").expect("known");
+    files.write("a.rs", "a b c");
+    assert_eq!(
+        scheduler.invalidate("a.rs").expect("known"),
+        Invalidation::Changed
+    );
     let after_edit = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
     assert!(after_edit.try_result().is_none());
     scheduler.wait(&after_edit).expect("rebuilt");
@@ -359,7 +363,7 @@ fn a_request_after_a_queued_upsert_sees_the_upsert() {
         "answered from output the upsert replaces"
     );
     let output = scheduler.wait(&after).expect("analysed");
-    assert_eq!(output.as_analysis().unwrap().data, 3);
+    assert_eq!(*output.as_analysis().unwrap().data(), 3);
     assert_eq!(scheduler.counters().answered_without_admission, 0);
     assert_quiescent(&scheduler, &[&first, &edit, &after]);
 }

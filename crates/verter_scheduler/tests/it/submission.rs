@@ -58,7 +58,7 @@ fn identical_concurrent_requests_run_each_stage_once() {
                 .iter()
                 .all(|o| Arc::ptr_eq(o.as_analysis().unwrap(), &first))
         );
-        assert_eq!(first.data, 3);
+        assert_eq!(*first.data(), 3);
         assert_eq!(executor.runs_of("a.rs", "Source"), 1);
         assert_eq!(executor.runs_of("a.rs", "Analysis"), 1);
         assert_eq!(scheduler.counters().dedupe_joins, (CALLERS - 1) as u64);
@@ -289,7 +289,7 @@ fn a_request_named_by_canonical_skips_realpath_and_joins_the_same_work() {
     let text = |handle| {
         scheduler
             .wait(handle)
-            .map(|output| output.as_artifact().expect("artifact").data.clone())
+            .map(|output| output.as_artifact().expect("artifact").data().clone())
             .expect("builds")
     };
     assert_eq!(text(&by_canonical), text(&by_path));

@@ -39,7 +39,7 @@ fn an_upsert_while_source_runs_refuses_the_stale_completion() {
         let analysis = scheduler.wait(&plain).expect("follows to g1");
         let analysis = analysis.as_analysis().expect("analysis");
         assert_eq!(analysis.version.generation.get(), 1);
-        assert_eq!(analysis.data, 2, "built from the newer text");
+        assert_eq!(*analysis.data(), 2, "built from the newer text");
         let source = scheduler.wait(&v2).expect("parsed");
         assert_eq!(&*source.as_source().unwrap().text.text, "two words");
         let counters = scheduler.counters();
@@ -284,10 +284,19 @@ fn an_evicted_artifact_is_dropped_after_the_lock_never_under_it() {
         drop(scheduler.wait(&built).expect("built"));
         drop(built);
         // b.rs's Analysis changes: a.rs's Artifact, built on the old one,
-        // stops being served, and nothing else holds it.
+        // stops being served. The file keeps it as the prior its rebuild is
+        // verified against (docs/design.md, "Early cutoff"), so it goes
+        // when the rebuild commits, and nothing else holds it.
         let edit = scheduler.upsert("b.rs", "a longer text", Default::default());
         drop(scheduler.wait(&edit).expect("parsed"));
         drop(edit);
+        let rebuilt = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+        let output = scheduler.wait(&rebuilt).expect("rebuilt");
+        assert!(
+            !output.as_artifact().unwrap().is_verified_copy(),
+            "b.rs's Analysis changed: the Artifact ran again"
+        );
+        drop((output, rebuilt));
         let mut dropped = Vec::new();
         // The old b.rs Source and a.rs's Artifact, in either order.
         for _ in 0..2 {

@@ -191,10 +191,17 @@ impl StageExecutor for LineExecutor {
             "Artifact",
             analysis.version.generation.get(),
         );
-        let mut parts = vec![format!("{}={}", analysis.canonical, analysis.data)];
+        let mut parts = vec![format!("{}={}", analysis.canonical, analysis.data())];
         let mut others: Vec<String> = blockers
             .iter()
-            .map(|b| format!("{}@g{}={}", b.canonical, b.version.generation.get(), b.data))
+            .map(|b| {
+                format!(
+                    "{}@g{}={}",
+                    b.canonical,
+                    b.version.generation.get(),
+                    b.data()
+                )
+            })
             .collect();
         others.sort();
         parts.extend(others);

@@ -74,8 +74,8 @@ pub(crate) fn lifecycle(
     let start = clock.fetch_add(1, Ordering::SeqCst);
     let index = oracle.apply(canonical, &change, start, OPEN, thread, seq);
     let result = match op {
-        Op::Invalidate(_) => scheduler.invalidate(path),
-        Op::Close(_) => scheduler.close_file(path),
+        Op::Invalidate(_) => scheduler.invalidate(path).map(drop),
+        Op::Close(_) => scheduler.close_file(path).map(drop),
         _ => scheduler.remove(path),
     };
     let end = clock.fetch_add(1, Ordering::SeqCst);

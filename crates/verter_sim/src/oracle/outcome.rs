@@ -113,9 +113,9 @@ pub fn render(result: &RequestResult<SimExecutor>) -> Outcome {
                     &source.text.text,
                 ))
             } else if let Some(analysis) = output.as_analysis() {
-                Outcome::Value(render_analysis(&analysis.data))
+                Outcome::Value(render_analysis(analysis.data()))
             } else if let Some(artifact) = output.as_artifact() {
-                Outcome::Value(artifact.data.clone())
+                Outcome::Value(artifact.data().clone())
             } else {
                 Outcome::Error(Sig::Other("an output of no known stage".into()))
             }
