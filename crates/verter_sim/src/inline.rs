@@ -79,6 +79,11 @@ pub struct RunReport {
     /// Requests of atomic batches the scheduler registered after their
     /// batch's edits (`SchedulerCounters::deferred_registrations`).
     pub deferred_registrations: u64,
+    /// Early cutoff the run judged: stages verified without running,
+    /// outputs found unchanged, and texts cut off at the door
+    /// (`SchedulerCounters::stages_verified`, `outputs_unchanged`,
+    /// `unchanged_texts`).
+    pub cut_off: [u64; 3],
 }
 
 /// A run that found a violation: the trace (shrunk when it could be) and
@@ -155,10 +160,11 @@ pub fn run_trace(trace: &[Op]) -> Result<RunReport, String> {
         Ok(outcome) => outcome,
         Err(payload) => Err(format!("panicked: {}", panic_text(&*payload))),
     };
-    let deferred_registrations = shared
-        .scheduler
-        .get()
-        .map_or(0, |scheduler| scheduler.counters().deferred_registrations);
+    let counters = shared.scheduler.get().map(|scheduler| scheduler.counters());
+    let deferred_registrations = counters.map_or(0, |c| c.deferred_registrations);
+    let cut_off = counters.map_or([0; 3], |c| {
+        [c.stages_verified, c.outputs_unchanged, c.unchanged_texts]
+    });
     let state = shared.state.lock();
     outcome.map(|()| RunReport {
         ops: state.ops,
@@ -166,6 +172,7 @@ pub fn run_trace(trace: &[Op]) -> Result<RunReport, String> {
         checks: state.checks,
         digest: state.digest,
         deferred_registrations,
+        cut_off,
     })
 }
 /// The text of a panic payload.

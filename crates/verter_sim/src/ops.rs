@@ -253,6 +253,12 @@ impl Generator {
         if !self.recent.is_empty() && self.rng.chance(30) {
             return Arc::clone(self.rng.pick(&self.recent));
         }
+        if !self.recent.is_empty() && self.rng.chance(30) {
+            let base = Arc::clone(self.rng.pick(&self.recent));
+            let text = self.variant(&base);
+            self.remember(&text);
+            return text;
+        }
         let mut lines = Vec::new();
         for _ in 0..1 + self.rng.below(2) {
             let n = 1 + self.rng.below(3);
@@ -277,11 +283,53 @@ impl Generator {
             lines.insert(0, "# a comment".to_owned());
         }
         let text: Arc<str> = Arc::from(lines.join("\n"));
-        self.recent.push(Arc::clone(&text));
+        self.remember(&text);
+        text
+    }
+
+    /// Keeps `text` among the recent ones (the last eight).
+    fn remember(&mut self, text: &Arc<str>) {
+        self.recent.push(Arc::clone(text));
         if self.recent.len() > 8 {
             self.recent.remove(0);
         }
-        text
+    }
+
+    /// An edit of `base` that early cutoff must judge (docs/reliability.md):
+    /// a comment changed (same parse), a forward dependency or a blocker
+    /// added or dropped (same analysis, another parse), or the words
+    /// reordered (another analysis).
+    fn variant(&mut self, base: &str) -> Arc<str> {
+        let mut lines: Vec<String> = base.lines().map(str::to_owned).collect();
+        match self.rng.below(4) {
+            0 => match lines.iter().position(|line| line.starts_with('#')) {
+                Some(at) if self.rng.chance(50) => {
+                    lines.remove(at);
+                }
+                Some(at) => lines[at] = format!("# note {}", self.rng.below(3)),
+                None => lines.insert(self.rng.below(lines.len() + 1), "# a comment".into()),
+            },
+            1 => match lines.iter().position(|line| line.starts_with("import ")) {
+                Some(at) => {
+                    lines.remove(at);
+                }
+                None => {
+                    let target = self.path();
+                    lines.push(format!("import {target}"));
+                }
+            },
+            2 => match lines.iter().position(|line| line.starts_with("use ")) {
+                Some(at) if self.rng.chance(50) => {
+                    lines.remove(at);
+                }
+                _ => {
+                    let target = self.path();
+                    lines.push(format!("use {target}"));
+                }
+            },
+            _ => lines.reverse(),
+        }
+        Arc::from(lines.join("\n"))
     }
 
     /// What the loader returns for a file: mostly text, now and then a

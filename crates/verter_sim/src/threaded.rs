@@ -113,6 +113,9 @@ pub struct SoakReport {
     /// Requests of atomic batches registered after their batch's edits
     /// (even seeds register one per hold).
     pub deferred_registrations: u64,
+    /// Early cutoff the soak judged: stages verified without running,
+    /// outputs found unchanged, texts cut off at the door.
+    pub cut_off: [u64; 3],
 }
 
 impl SoakReport {
@@ -318,6 +321,11 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         caller_stages: counters.caller_stages,
         completion_holds: counters.completion_holds,
         deferred_registrations: counters.deferred_registrations,
+        cut_off: [
+            counters.stages_verified,
+            counters.outputs_unchanged,
+            counters.unchanged_texts,
+        ],
         nested_waits: world
             .scheduler
             .executor()

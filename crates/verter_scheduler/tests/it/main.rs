@@ -9,6 +9,7 @@ mod batching;
 mod caller;
 mod chunked;
 mod consistency;
+mod cutoff;
 mod deps;
 mod inline;
 mod lifecycle;

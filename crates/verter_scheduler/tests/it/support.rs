@@ -371,9 +371,9 @@ pub(crate) fn watchdog<T: Send + 'static>(
 
 /// Every handle answered, ledger zero, nothing waiting or queued.
 #[track_caller]
-pub(crate) fn assert_quiescent(
-    scheduler: &Scheduler<LineExecutor>,
-    handles: &[&CompletionHandle<LineExecutor>],
+pub(crate) fn assert_quiescent<E: StageExecutor>(
+    scheduler: &Scheduler<E>,
+    handles: &[&CompletionHandle<E>],
 ) {
     for handle in handles {
         assert!(handle.is_answered(), "a handle was never answered");

@@ -66,11 +66,15 @@ fn main() -> ExitCode {
             let mut failures = 0u64;
             let mut answers = 0u64;
             let mut deferred = 0u64;
+            let mut cut_off = [0u64; 3];
             for seed in from..from + count {
                 match run_seed(seed, &config) {
                     Ok(report) => {
                         answers += report.answers;
                         deferred += report.deferred_registrations;
+                        for (sum, n) in cut_off.iter_mut().zip(report.cut_off) {
+                            *sum += n;
+                        }
                     }
                     Err(failure) => {
                         failures += 1;
@@ -85,6 +89,10 @@ fn main() -> ExitCode {
             println!(
                 "{count} inline seeds from {from}: {answers} answers judged in {secs:.1} s ({:.0} seeds/s); {deferred} batch registrations deferred",
                 count as f64 / secs
+            );
+            println!(
+                "early cutoff judged: {} stages verified without running, {} outputs unchanged, {} texts unchanged at the door",
+                cut_off[0], cut_off[1], cut_off[2]
             );
             println!("{failures} violations");
             if failures == 0 {
@@ -134,6 +142,10 @@ fn main() -> ExitCode {
                 report.completion_holds,
                 report.nested_waits,
                 report.deferred_registrations
+            );
+            println!(
+                "early cutoff judged: {} stages verified without running, {} outputs unchanged, {} texts unchanged at the door",
+                report.cut_off[0], report.cut_off[1], report.cut_off[2]
             );
             println!("{} violations", report.violations.len());
             if report.violations.is_empty() {
