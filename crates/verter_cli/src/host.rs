@@ -1,8 +1,10 @@
 //! Building the host, recording which stages ran, and the progress line.
 //!
 //! The recorder is a `Hooks` implementation: the scheduler reports every
-//! completed stage to it, after its lock is released, and the CLI reads the
-//! list to say which files a change rebuilt. The progress display polls the
+//! stage that ran to it, after its lock is released, and the CLI reads the
+//! list to say which files a change rebuilt (a stage verified without
+//! running is not listed; one that ran to an unchanged output is, marked
+//! so). The progress display polls the
 //! walk's counters from its own thread, for display only.
 
 use std::io::IsTerminal as _;
@@ -16,27 +18,35 @@ use parking_lot::Mutex;
 use verter_dag::{TargetStage, WorkNodeIdentity};
 use verter_host::{HostConfig, VerterHost};
 use verter_index::{FsLoader, RustIndexer, WalkProgress};
-use verter_scheduler::{Hooks, SchedulerConfig, SchedulerEvent};
+use verter_scheduler::{CutOff, Hooks, SchedulerConfig, SchedulerEvent};
 
 use crate::error::CliError;
 
-/// Every stage that completed, in completion order.
+/// A stage that ran and completed, and whether its output was the same as
+/// its previous one (early cutoff: the stages after it did not run).
+pub(crate) type Ran = (WorkNodeIdentity, bool);
+
+/// Every stage that ran and completed, in completion order.
 #[derive(Default)]
 pub(crate) struct Recorder {
-    completed: Mutex<Vec<WorkNodeIdentity>>,
+    completed: Mutex<Vec<Ran>>,
 }
 
 impl Recorder {
     /// Takes what completed since the last call.
-    pub(crate) fn take(&self) -> Vec<WorkNodeIdentity> {
+    pub(crate) fn take(&self) -> Vec<Ran> {
         std::mem::take(&mut *self.completed.lock())
     }
 }
 
 impl Hooks for Recorder {
     fn on_event(&self, event: &SchedulerEvent) {
-        if let SchedulerEvent::DidComplete(work) = event {
-            self.completed.lock().push(*work);
+        match event {
+            SchedulerEvent::DidComplete(work) => self.completed.lock().push((*work, false)),
+            SchedulerEvent::DidCutOff(work, CutOff::Unchanged) => {
+                self.completed.lock().push((*work, true));
+            }
+            _ => {}
         }
     }
 
@@ -119,10 +129,11 @@ pub(crate) fn start(
 }
 
 /// Renders what a list of completed stages touched: `file (stages)`, one
-/// entry per file, in first-completion order.
-pub(crate) fn describe(completed: &[WorkNodeIdentity], base: &std::path::Path) -> Vec<String> {
+/// entry per file, in first-completion order; a stage whose output was
+/// unchanged reads `Stage unchanged`.
+pub(crate) fn describe(completed: &[Ran], base: &std::path::Path) -> Vec<String> {
     let mut files: Vec<(String, Vec<&'static str>)> = Vec::new();
-    for work in completed {
+    for (work, unchanged) in completed {
         let Some(key) = work.as_dep_key() else {
             continue;
         };
@@ -132,10 +143,13 @@ pub(crate) fn describe(completed: &[WorkNodeIdentity], base: &std::path::Path) -
             .unwrap_or(path)
             .display()
             .to_string();
-        let stage = match key.stage {
-            TargetStage::Source => "Source",
-            TargetStage::Analysis => "Analysis",
-            TargetStage::Artifact(_) => "Artifact",
+        let stage = match (key.stage, unchanged) {
+            (TargetStage::Source, false) => "Source",
+            (TargetStage::Source, true) => "Source unchanged",
+            (TargetStage::Analysis, false) => "Analysis",
+            (TargetStage::Analysis, true) => "Analysis unchanged",
+            (TargetStage::Artifact(_), false) => "Artifact",
+            (TargetStage::Artifact(_), true) => "Artifact unchanged",
         };
         match files.iter_mut().find(|(file, _)| *file == shown) {
             Some((_, stages)) => stages.push(stage),

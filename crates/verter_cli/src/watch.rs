@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use notify::{EventKind, RecursiveMode, Watcher};
 use verter_index::{Index, IndexSession, WalkProgress, discover_crate_roots};
+use verter_scheduler::Invalidation;
 
 use crate::build::{OutFile, tree_base};
 use crate::error::CliError;
@@ -188,6 +189,9 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
             changed.dedup();
             let started = Instant::now();
             let mut rediscover = false;
+            // Files whose bytes were what the scheduler had: cut off at the
+            // door, nothing to rebuild.
+            let mut unchanged = 0;
             for path in &changed {
                 let exists = path.exists();
                 if path.is_dir() || path.file_name().is_some_and(|name| name == "Cargo.toml") {
@@ -198,13 +202,32 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                 let text = path.to_string_lossy();
                 rediscover |= exists && !session.contains(&text);
                 let result = if exists {
-                    scheduler.invalidate(&text).map(drop)
+                    scheduler.invalidate(&text).map(|outcome| {
+                        if outcome == Invalidation::Unchanged {
+                            unchanged += 1;
+                        }
+                    })
                 } else {
                     scheduler.remove(&text)
                 };
                 if let Err(error) = result {
                     eprintln!("warning: {}: {error}", path.display());
                 }
+            }
+            let shown: Vec<String> = changed
+                .iter()
+                .map(|p| p.strip_prefix(&base).unwrap_or(p).display().to_string())
+                .collect();
+            if unchanged == changed.len() {
+                // A `touch`, or a save of the same bytes: nothing moved.
+                println!("unchanged {}", shown.join(", "));
+                if write || stopping {
+                    write_all(&session)?;
+                    if let Some(out) = &out {
+                        println!("wrote {}", out.path().display());
+                    }
+                }
+                continue;
             }
             if rediscover && !single_file {
                 match discover_crate_roots(path) {
@@ -226,10 +249,6 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                 dir.update(&session, &refresh, &base)?;
             }
             let rebuilt = describe(&recorder.take(), &base);
-            let shown: Vec<String> = changed
-                .iter()
-                .map(|p| p.strip_prefix(&base).unwrap_or(p).display().to_string())
-                .collect();
             if rescan && refresh.updated.is_empty() && refresh.removed.is_empty() {
                 continue; // a look into a new directory found nothing new
             }

@@ -349,4 +349,22 @@ impl StageExecutor for RustIndexer {
         }
         Ok(resolve::resolve_file(input.analysis, input.blockers))
     }
+
+    // Early cutoff: each stage is a function of its inputs alone (the
+    // module location, found on disk, is part of the Source), so equal
+    // outputs are interchangeable for every later stage. Items and uses
+    // carry their lines, so an edit that moves them is a change; one that
+    // does not (a function body or a comment edited in place) parses the
+    // same, and nothing after this file's Source runs again.
+    fn same_source(&self, previous: &RustSource, next: &RustSource) -> bool {
+        previous == next
+    }
+
+    fn same_analysis(&self, previous: &FileIndex, next: &FileIndex) -> bool {
+        previous == next
+    }
+
+    fn same_artifact(&self, previous: &FileArtifact, next: &FileArtifact) -> bool {
+        previous == next
+    }
 }
