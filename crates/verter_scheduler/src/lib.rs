@@ -38,6 +38,18 @@
 //! executor, and a running one may stop early (its result is refused
 //! either way). `SchedulerCounters::cancellations` counts it.
 //!
+//! # Early cutoff
+//! A rebuild stops where an output did not change. [`Scheduler::invalidate`]
+//! (and an upsert) of bytes equal to the known text does nothing. A stage
+//! whose inputs did not change since its previous output is verified
+//! instead of run: that output is answered again, re-stamped at the new
+//! version ([`SchedulerEvent::DidCutOff`] with [`CutOff::Verified`]). And a
+//! stage that ran to an output the executor finds the same as its previous
+//! one ([`StageExecutor::same_source`], `same_analysis`, `same_artifact`;
+//! by default nothing is the same) keeps that output's [`Revision`], so
+//! everything built on it is verified in turn ([`CutOff::Unchanged`]).
+//! Answers are what a fresh scheduler would give either way.
+//!
 //! # What a waiter gets when the world moves under it
 //!
 //! | while it waits | a request without source text | a request that carried source text |
