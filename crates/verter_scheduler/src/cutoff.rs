@@ -16,7 +16,6 @@
 //! `same_*` comparisons, on the worker that ran the stage.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use smallvec::SmallVec;
 use verter_dag::{Incarnation, ProfileHash, TargetStage};
@@ -26,17 +25,28 @@ use crate::post::PostWork;
 use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, Revision, SourceSnapshot};
 use crate::traits::StageExecutor;
 
-/// The scheduler's revision clock (see [`Revision`]).
+/// The scheduler's revision clock (see [`Revision`]), under the DAG lock:
+/// a changed output draws its revision in the hold that commits it, so
+/// revisions follow the one order of commits, and a change committed after
+/// a job's dispatch hold is later than every input that job captured.
 #[derive(Debug, Default)]
-pub(crate) struct RevisionClock(AtomicU64);
+pub(crate) struct RevisionClock(u64);
 
 impl RevisionClock {
-    /// A revision later than every one handed out before. Relaxed: one
-    /// atomic's modification order already agrees with happens-before, and
-    /// that is all early cutoff needs (a change made after a job's inputs
-    /// were captured gets a larger revision than any of them).
-    pub(crate) fn next(&self) -> Revision {
-        Revision(self.0.fetch_add(1, Ordering::Relaxed) + 1)
+    /// A revision later than every one handed out before.
+    pub(crate) fn next(&mut self) -> Revision {
+        self.0 += 1;
+        Revision(self.0)
+    }
+
+    /// Stamps a new output that a run found changed (its `changed_at` still
+    /// [`Revision::NEVER`]) with the next revision; an unchanged one keeps
+    /// its prior's. Returns the revision it now carries.
+    pub(crate) fn stamp(&mut self, changed_at: &mut Revision) -> Revision {
+        if *changed_at == Revision::NEVER {
+            *changed_at = self.next();
+        }
+        *changed_at
     }
 }
 
@@ -186,5 +196,31 @@ impl<E: StageExecutor> Drop for Priors<E> {
             !crate::post::holds_dag_lock() || self.is_empty(),
             "priors hold host outputs: they are dropped after the DAG lock"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A changed output (still unstamped) draws the next revision, once; an
+    /// unchanged one keeps the revision it carries; revisions only grow.
+    #[test]
+    fn a_stamp_draws_a_new_revision_only_for_a_changed_output() {
+        let mut clock = RevisionClock::default();
+        let mut changed = Revision::NEVER;
+        let first = clock.stamp(&mut changed);
+        assert_eq!(first, Revision(1));
+        assert_eq!(changed, first);
+        assert_eq!(clock.stamp(&mut changed), first, "stamped once");
+        let mut kept = first;
+        assert_eq!(
+            clock.stamp(&mut kept),
+            first,
+            "an unchanged output keeps it"
+        );
+        let mut next = Revision::NEVER;
+        assert!(clock.stamp(&mut next) > first);
+        assert!(Revision::NEVER < first);
     }
 }

@@ -71,6 +71,26 @@ impl Revision {
     pub const NEVER: Self = Self(0);
 }
 
+/// An output whose revision its commit draws (docs/design.md, "Early
+/// cutoff"): a run that found its output changed leaves `changed_at` at
+/// [`Revision::NEVER`], and the committing hold stamps it.
+pub(crate) trait Stamped {
+    /// Its `changed_at`, to stamp before it is published.
+    fn changed_at_mut(&mut self) -> &mut Revision;
+}
+
+impl<A> Stamped for AnalysisSnapshot<A> {
+    fn changed_at_mut(&mut self) -> &mut Revision {
+        &mut self.changed_at
+    }
+}
+
+impl<T> Stamped for ArtifactSnapshot<T> {
+    fn changed_at_mut(&mut self) -> &mut Revision {
+        &mut self.changed_at
+    }
+}
+
 impl std::fmt::Display for Revision {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "r{}", self.0)

@@ -193,6 +193,9 @@ pub(crate) struct Locked<E: StageExecutor> {
     /// How many large atomic batches were admitted (wrapping; the number
     /// `FileNode` stamps name).
     pub(crate) large_batches: u32,
+    /// Early cutoff's revision clock: a new revision for every output found
+    /// changed, drawn in the hold that commits it.
+    pub(crate) revisions: RevisionClock,
 }
 
 impl<E: StageExecutor> Locked<E> {
@@ -271,9 +274,6 @@ pub struct Scheduler<E: StageExecutor> {
     /// woken when one is queued.
     pub(crate) helpers: Helpers,
     pub(crate) counters: Counters,
-    /// The revision clock of early cutoff: a new revision for every output
-    /// found changed.
-    pub(crate) revisions: RevisionClock,
     /// Raised after every post-work delivery and every enqueue: wakes idle
     /// driving waiters and `wait_idle` instead of a clock.
     pub(crate) progress: ProgressSignal,
@@ -305,6 +305,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 languages: HashMap::default(),
                 registering: VecDeque::new(),
                 large_batches: 0,
+                revisions: RevisionClock::default(),
             }),
             config,
             loader,
@@ -318,7 +319,6 @@ impl<E: StageExecutor> Scheduler<E> {
             jobs: [SegQueue::new(), SegQueue::new(), SegQueue::new()],
             helpers: Helpers::default(),
             counters: Counters::default(),
-            revisions: RevisionClock::default(),
             placeholder: (Incarnation::allocate(), SubmissionLifetime::allocate()),
             progress: ProgressSignal::new(),
             observes_events,

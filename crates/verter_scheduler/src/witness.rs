@@ -149,7 +149,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 witness.version(),
                 profile,
                 data,
-                self.revisions.next(),
+                locked.revisions.next(),
                 crate::snapshot::Revision::NEVER,
             ));
             match node.publish_artifact(witness.generation(), Arc::clone(&artifact)) {

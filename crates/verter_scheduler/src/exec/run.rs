@@ -7,6 +7,7 @@
 
 use super::*;
 use crate::node::Replaced;
+use crate::snapshot::Stamped;
 
 /// The newest change among an Artifact's inputs: its file's Analysis, its
 /// blocker list, and each blocker's Analysis. The prior artifact is still
@@ -143,7 +144,8 @@ impl<E: StageExecutor> Scheduler<E> {
                             cut = Some(CutOff::Unchanged);
                             prior.changed_at()
                         }
-                        _ => self.revisions.next(),
+                        // Drawn when it commits, under the lock.
+                        _ => Revision::NEVER,
                     };
                     Arc::new(AnalysisSnapshot::built(
                         file.canonical,
@@ -186,7 +188,8 @@ impl<E: StageExecutor> Scheduler<E> {
                             cut = Some(CutOff::Unchanged);
                             prior.changed_at()
                         }
-                        _ => self.revisions.next(),
+                        // Drawn when it commits, under the lock.
+                        _ => Revision::NEVER,
                     };
                     Arc::new(ArtifactSnapshot::built(
                         file.canonical,
@@ -432,13 +435,17 @@ impl<E: StageExecutor> Scheduler<E> {
         locked: &mut Locked<E>,
         dispatch: Dispatch,
         node: &FileNode<E>,
-        (output, cut): (Result<T, RequestError>, Option<CutOff>),
+        (output, cut): (Result<Arc<T>, RequestError>, Option<CutOff>),
         inputs: impl IntoIterator<Item = (&'a Canonical, verter_dag::SourceVersion)>,
-        publish: impl FnOnce(&FileNode<E>, verter_dag::Generation, T) -> Result<Replaced<E>, T>,
+        publish: impl FnOnce(
+            &FileNode<E>,
+            verter_dag::Generation,
+            Arc<T>,
+        ) -> Result<Replaced<E>, Arc<T>>,
         post: &mut PostWork<E>,
     ) -> Option<String>
     where
-        T: Send + 'static,
+        T: Stamped + Send + Sync + 'static,
     {
         let identity = dispatch.identity;
         let file = *identity.file().expect("file work");
@@ -467,7 +474,15 @@ impl<E: StageExecutor> Scheduler<E> {
             return Some(message);
         }
         match output {
-            Ok(value) => {
+            Ok(mut value) => {
+                // A changed output draws its revision now, in the one order
+                // of commits (docs/design.md, "Early cutoff"). Nothing
+                // shares a snapshot its run built before it is published.
+                if let Some(snapshot) = Arc::get_mut(&mut value) {
+                    locked.revisions.stamp(snapshot.changed_at_mut());
+                } else {
+                    debug_assert!(false, "a new output is not shared before its commit");
+                }
                 // What the publication let go holds host outputs: it is
                 // dropped after the lock.
                 match publish(node, file.generation, value) {
@@ -631,8 +646,8 @@ impl<E: StageExecutor> Scheduler<E> {
     /// A new parse's revisions (docs/design.md, "Early cutoff"): the
     /// prior's when the executor finds the parses the same and the language
     /// and both dependency lists are equal, and the prior's blocker
-    /// revision when the blocker lists alone are; a new revision for what
-    /// changed.
+    /// revision when the blocker lists alone are; [`Revision::NEVER`] for
+    /// what changed, which its commit stamps with a new revision.
     fn source_revisions(
         &self,
         prior: Option<&SourceSnapshot<E::Source>>,
@@ -641,8 +656,7 @@ impl<E: StageExecutor> Scheduler<E> {
         deps: &ParsedDeps,
     ) -> (Revision, Revision) {
         let Some(prior) = prior else {
-            let changed = self.revisions.next();
-            return (changed, changed);
+            return (Revision::NEVER, Revision::NEVER);
         };
         let same_blockers = prior.blockers == deps.blockers;
         let same = same_blockers
@@ -651,11 +665,8 @@ impl<E: StageExecutor> Scheduler<E> {
             && self.same(|executor| executor.same_source(&prior.parsed, parsed));
         match (same, same_blockers) {
             (true, _) => (prior.changed_at, prior.blockers_changed_at),
-            (false, true) => (self.revisions.next(), prior.blockers_changed_at),
-            (false, false) => {
-                let changed = self.revisions.next();
-                (changed, changed)
-            }
+            (false, true) => (Revision::NEVER, prior.blockers_changed_at),
+            (false, false) => (Revision::NEVER, Revision::NEVER),
         }
     }
 
@@ -769,6 +780,16 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         if let Some(effects) = locked.dag.record_blockers(&file, blocker_keys) {
             self.absorb(locked, effects, post);
+        }
+        // A changed parse draws its revisions now (docs/design.md, "Early
+        // cutoff"): one new revision for what changed.
+        if let Some(snapshot) = Arc::get_mut(&mut deps.snapshot) {
+            let changed = locked.revisions.stamp(&mut snapshot.changed_at);
+            if snapshot.blockers_changed_at == Revision::NEVER {
+                snapshot.blockers_changed_at = changed;
+            }
+        } else {
+            debug_assert!(false, "a new parse is not shared before its commit");
         }
         if let Err(refused) = node.publish_source(file.generation, deps.snapshot) {
             debug_assert!(false, "a current dispatch matches the node's view");
