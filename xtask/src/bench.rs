@@ -73,6 +73,23 @@ impl Record {
     fn is(&self, pairs: &[(&str, &str)]) -> bool {
         pairs.iter().all(|(k, v)| self.get(k) == Some(*v))
     }
+
+    /// Whether the run had early cutoff: every run but verter's
+    /// `--no-cutoff` ones, whose lines say `cutoff=off`.
+    fn cutoff(&self) -> bool {
+        self.get("cutoff") != Some("off")
+    }
+
+    /// The system's name in tables: `verter (no cutoff)` for a run
+    /// without cutoff.
+    fn system_label(&self) -> String {
+        let system = self.get("system").unwrap_or("");
+        if self.cutoff() {
+            system.to_owned()
+        } else {
+            format!("{system} (no cutoff)")
+        }
+    }
 }
 
 /// Runs the task.
@@ -138,23 +155,26 @@ fn full_plan() -> Vec<Vec<String>> {
             }
         }
     }
+    // verter also runs W2 and W3 without early cutoff (`--no-cutoff`):
+    // the work cutoff saves, before and after, from one run.
     for n in [10_000, 100_000] {
-        for (system, threads) in [
-            ("verter", 2),
-            ("salsa", 1),
-            ("salsa", 2),
-            ("rayon", 2),
-            ("tokio", 2),
+        for (system, threads, extra) in [
+            ("verter", 2, ""),
+            ("verter", 2, " --no-cutoff"),
+            ("salsa", 1, ""),
+            ("salsa", 2, ""),
+            ("rayon", 2, ""),
+            ("tokio", 2, ""),
         ] {
             plan.push(format!(
-                "w2 --system {system} --threads {threads} --n {n} --c 0 --iterations 5"
+                "w2 --system {system} --threads {threads} --n {n} --c 0 --iterations 5{extra}"
             ));
         }
     }
     for n in [10_000, 100_000] {
-        for system in ["verter", "salsa"] {
+        for (system, extra) in [("verter", ""), ("verter", " --no-cutoff"), ("salsa", "")] {
             plan.push(format!(
-                "w3 --system {system} --threads 2 --n {n} --c 0 --edits 2000"
+                "w3 --system {system} --threads 2 --n {n} --c 0 --edits 2000{extra}"
             ));
         }
     }

@@ -2,6 +2,22 @@
 //! K = 4 others (mostly near neighbours, 5 % uniformly random), optionally
 //! with hubs, rendered as text; and the edits the workloads apply to it.
 //!
+//! A file renders as
+//!
+//! ```text
+//! // module m7: generated
+//! // note 0x…                     ← comment line (not analysis-visible)
+//! import m3                       ← one line per import (visible)
+//! fn body_0x…() -> u64 {          ← the signature line (visible)
+//!     0x…                         ← the body line (not visible)
+//! }
+//! ```
+//!
+//! so an edit can change the Analysis ([`Project::edit_signature`],
+//! [`Project::edit_imports`]) or leave it equal ([`Project::edit_comment`],
+//! [`Project::edit_inner_body`]); `kernel::is_visible` says which lines
+//! count.
+//!
 //! Owns the *model* of the sources (which file imports which, each body's
 //! seed) and its rendering. Never runs a kernel or a system: it only says
 //! what the sources are and how an edit changes them.
@@ -67,8 +83,38 @@ impl GenConfig {
 pub struct FileSpec {
     /// The ids of the files it imports, in import order.
     pub imports: Vec<u32>,
-    /// The seed its body is rendered from; a body-only edit changes it.
+    /// The seed its signature line (`fn body_0x…() -> u64 {`, analysis-
+    /// visible) is rendered from: [`Project::edit_signature`] changes it.
+    pub signature: u64,
+    /// The seed its body line (indented four spaces, not analysis-visible)
+    /// is rendered from: [`Project::edit_inner_body`] changes it.
     pub body: u64,
+    /// The seed its note comment line (not analysis-visible) is rendered
+    /// from: [`Project::edit_comment`] changes it.
+    pub note: u64,
+}
+
+impl FileSpec {
+    /// A file importing `imports` whose three seeds come from one random
+    /// draw, `seed`: the body and note seeds are derived from it, so a
+    /// project draws as many random numbers per file as it always did and
+    /// one seed keeps generating the same import graph.
+    fn new(imports: Vec<u32>, seed: u64) -> Self {
+        Self {
+            imports,
+            signature: seed,
+            body: derive(seed, 0x626f_6479),
+            note: derive(seed, 0x6e6f_7465),
+        }
+    }
+}
+
+/// A seed derived from `seed` (SplitMix64's finaliser of `seed ^ salt`).
+fn derive(seed: u64, salt: u64) -> u64 {
+    let mut z = (seed ^ salt).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// One change to the sources, as an editor would make it.
@@ -169,8 +215,8 @@ impl Project {
                     imports[IMPORTS_PER_FILE - 1] = hub;
                 }
             }
-            let body = rng.next_u64();
-            files.insert(id as u32, FileSpec { imports, body });
+            let seed = rng.next_u64();
+            files.insert(id as u32, FileSpec::new(imports, seed));
         }
         Self {
             files,
@@ -208,12 +254,15 @@ impl Project {
             .files
             .get(&id)
             .unwrap_or_else(|| panic!("file {id} is not live: render an id from Project::ids"));
-        let mut text = String::with_capacity(160);
+        let mut text = String::with_capacity(192);
         let _ = writeln!(text, "// module m{id}: generated");
+        let _ = writeln!(text, "// note 0x{:016x}", spec.note);
         for import in &spec.imports {
             let _ = writeln!(text, "import m{import}");
         }
-        let _ = writeln!(text, "fn body() -> u64 {{ 0x{:016x} }}", spec.body);
+        let _ = writeln!(text, "fn body_0x{:016x}() -> u64 {{", spec.signature);
+        let _ = writeln!(text, "    0x{:016x}", spec.body);
+        let _ = writeln!(text, "}}");
         Arc::from(text)
     }
 
@@ -255,17 +304,62 @@ impl Project {
         }
     }
 
-    /// A body-only edit of `id`: its imports stay, its text changes.
+    /// The model of live file `id`, to change in place.
+    ///
+    /// # Panics
+    /// If `id` is not live: edit only ids from [`Self::ids`].
+    fn spec_mut(&mut self, id: u32) -> &mut FileSpec {
+        self.files
+            .get_mut(&id)
+            .unwrap_or_else(|| panic!("file {id} is not live: edit an id from Project::ids"))
+    }
+
+    /// An edit of `id`'s signature line: its imports stay, its Analysis
+    /// changes (the line is analysis-visible). This is W2's "body edit"
+    /// (a): the one line it changed before comment and body lines were
+    /// told apart, now a visible one.
     ///
     /// # Panics
     /// If `id` is not live.
-    pub fn edit_body(&mut self, id: u32) -> Vec<Change> {
-        let body = self.rng.next_u64();
-        self.files.get_mut(&id).expect("edit a live file").body = body;
+    pub fn edit_signature(&mut self, id: u32) -> Vec<Change> {
+        let signature = self.rng.next_u64();
+        self.set_signature(id, signature)
+    }
+
+    /// Sets `id`'s signature seed to `signature` (a flip-flop puts back an
+    /// earlier one, so the text is byte for byte what it was).
+    ///
+    /// # Panics
+    /// If `id` is not live.
+    pub fn set_signature(&mut self, id: u32, signature: u64) -> Vec<Change> {
+        self.spec_mut(id).signature = signature;
         vec![self.write(id)]
     }
 
-    /// An import edit of `id`: one import is replaced by another live file.
+    /// An edit of `id`'s body line only: its text changes, its imports and
+    /// its Analysis do not (the line is indented four spaces).
+    ///
+    /// # Panics
+    /// If `id` is not live.
+    pub fn edit_inner_body(&mut self, id: u32) -> Vec<Change> {
+        let body = self.rng.next_u64();
+        self.spec_mut(id).body = body;
+        vec![self.write(id)]
+    }
+
+    /// An edit of `id`'s note comment line only: its text changes, its
+    /// imports and its Analysis do not.
+    ///
+    /// # Panics
+    /// If `id` is not live.
+    pub fn edit_comment(&mut self, id: u32) -> Vec<Change> {
+        let note = self.rng.next_u64();
+        self.spec_mut(id).note = note;
+        vec![self.write(id)]
+    }
+
+    /// An import edit of `id`: one import is replaced by another live file
+    /// (and, as before, its signature line changes too).
     ///
     /// # Panics
     /// If `id` is not live.
@@ -287,7 +381,7 @@ impl Project {
                 spec.imports[slot] = candidate;
             }
         }
-        self.edit_body(id)
+        self.edit_signature(id)
     }
 
     /// Removes `id`: each importer drops the import (written first), then
@@ -324,8 +418,8 @@ impl Project {
             }
             tries += 1;
         }
-        let body = self.rng.next_u64();
-        self.files.insert(id, FileSpec { imports, body });
+        let seed = self.rng.next_u64();
+        self.files.insert(id, FileSpec::new(imports, seed));
         (id, vec![self.write(id)])
     }
 

@@ -1,7 +1,10 @@
-//! The kernels every system runs, identical byte for byte: Analysis parses
-//! a file's `import` lines and digests its text; Artifact hashes the file's
-//! digest with the digests of its imports (in path order). Each optionally
-//! spins `c` µs to stand for real work.
+//! The kernels every system runs, identical byte for byte. Analysis scans
+//! a file once: it collects the paths its `import` lines name and digests
+//! its *analysis-visible* lines ([`is_visible`]); comment lines and body
+//! lines are left out, so an edit that touches only those leaves the
+//! Analysis equal to the one before. Artifact hashes the file's digest with
+//! the digests of its imports (in path order). Each optionally spins `c` µs
+//! to stand for real work.
 //!
 //! Owns the kernels, their execution counters and the serial reference
 //! build. Never schedules anything: systems decide when kernels run.
@@ -10,6 +13,11 @@
 //! 1. An artifact's hash depends only on the final sources, never on the
 //!    order imports arrive in (`artifact_hash_ignores_import_order`), so
 //!    every system's hashes can be compared with [`reference_build`].
+//! 2. An Analysis is a function of the file's [`Scan`] alone: two texts
+//!    with equal scans have equal analyses
+//!    (`comment_and_body_lines_leave_the_analysis_unchanged`), so a system
+//!    may compare scans (verter's Source) or analyses (salsa's backdating)
+//!    to skip the work built on them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,8 +31,28 @@ use crate::generator::Sources;
 pub struct Analysis {
     /// The paths its `import` lines name, in file order.
     pub imports: Vec<Arc<str>>,
-    /// A digest of its whole text.
+    /// A digest of its analysis-visible lines ([`is_visible`]).
     pub digest: u64,
+}
+
+/// What Analysis reads from a file's text, gathered in one pass: everything
+/// the rest of the kernel depends on. Two texts with equal scans have equal
+/// analyses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Scan {
+    /// The paths its `import` lines name, in file order.
+    pub imports: Vec<Arc<str>>,
+    /// FNV-1a over its analysis-visible lines, each followed by `\n`.
+    pub visible: u64,
+}
+
+/// Whether `line` is analysis-visible. Two kinds of line are not: comment
+/// lines (`//` after any leading whitespace) and body lines (indented by at
+/// least four spaces). Every other line is, import lines and the item's
+/// signature line included. An indented `import` is a body line, so it is
+/// neither digested nor an import.
+pub fn is_visible(line: &str) -> bool {
+    !(line.starts_with("    ") || line.trim_start().starts_with("//"))
 }
 
 /// How many kernels a system ran. Shared by the system's threads.
@@ -61,26 +89,39 @@ impl Kernels {
         }
     }
 
-    /// Analysis, first half: the `import` lines of `text`. (verter runs
-    /// this half in its Source stage, where dependencies are extracted.)
-    pub fn parse_imports(text: &str) -> Vec<Arc<str>> {
-        text.lines()
-            .filter_map(|line| line.strip_prefix("import "))
-            .map(|path| Arc::from(path.trim()))
-            .collect()
+    /// Analysis, first half: the scan of `text` (its imports and the
+    /// digest of its visible lines). Neither spins nor counts. (verter runs
+    /// this half in its Source stage, where dependencies are extracted, and
+    /// compares scans to cut off.)
+    pub fn scan(text: &str) -> Scan {
+        let mut imports = Vec::new();
+        let mut visible = FNV_OFFSET;
+        for line in text.lines().filter(|line| is_visible(line)) {
+            if let Some(path) = line.strip_prefix("import ") {
+                imports.push(Arc::from(path.trim()));
+            }
+            visible = fnv1a_from(visible, line.as_bytes());
+            visible = fnv1a_from(visible, b"\n");
+        }
+        Scan { imports, visible }
     }
 
-    /// Analysis, second half: digest `text`, spin, count one analysis.
-    pub fn finish_analysis(&self, text: &str, imports: Vec<Arc<str>>) -> Analysis {
-        let digest = fnv1a(text.as_bytes());
+    /// Analysis, second half: spins, counts one analysis and returns the
+    /// digest of `scan` (the [`Analysis::digest`]).
+    pub fn finish_analysis(&self, scan: &Scan) -> u64 {
         spin(self.spin);
         self.stats.analyses.fetch_add(1, Ordering::Relaxed);
-        Analysis { imports, digest }
+        scan.visible
     }
 
     /// The whole Analysis kernel.
     pub fn analysis(&self, text: &str) -> Analysis {
-        self.finish_analysis(text, Self::parse_imports(text))
+        let scan = Self::scan(text);
+        let digest = self.finish_analysis(&scan);
+        Analysis {
+            imports: scan.imports,
+            digest,
+        }
     }
 
     /// The Artifact kernel: `own` digest hashed with each import's
@@ -116,9 +157,16 @@ pub fn spin(duration: Duration) {
     }
 }
 
+/// FNV-1a's starting state.
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
 /// 64-bit FNV-1a.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    fnv1a_from(FNV_OFFSET, bytes)
+}
+
+/// FNV-1a continued from `hash` over `bytes`.
+fn fnv1a_from(mut hash: u64, bytes: &[u8]) -> u64 {
     for &byte in bytes {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
@@ -174,7 +222,7 @@ pub fn reference_artifact(sources: &Sources, path: &str) -> u64 {
             let text = sources
                 .get(import)
                 .unwrap_or_else(|| panic!("{path} imports {import}, which is not a source"));
-            (import.as_ref(), fnv1a(text.as_bytes()))
+            (import.as_ref(), Kernels::scan(text).visible)
         })
         .collect();
     artifact_hash(analysis.digest, imports)

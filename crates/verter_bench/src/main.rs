@@ -6,9 +6,14 @@
 //! verter_bench w1 --system verter --threads 2 --n 10000 --c 0 --iterations 3
 //! verter_bench w2 --system salsa --threads 1 --n 10000 --c 0 --iterations 3
 //! verter_bench w3 --system verter --threads 2 --n 10000 --c 0 --edits 2000
+//! verter_bench w3 --system verter --threads 2 --n 10000 --c 0 --edits 2000 --no-cutoff
 //! verter_bench w4 --system tokio --threads 2 --n 10000 --c 10 --factor 10
 //! verter_bench quick [--n 1000] [--edits 200]
 //! ```
+//!
+//! `--no-cutoff` (verter only, W1–W3) turns verter's early cutoff off: the
+//! executor never calls two outputs equal, and the result lines say
+//! `cutoff=off`. Every other option takes a value.
 //!
 //! Owns argument parsing only; the workloads live in the library.
 
@@ -29,8 +34,12 @@ use verter_bench::workloads::{Shape, SystemKind, w1, w2};
 static ALLOCATOR: Counting = Counting::new(System);
 
 const USAGE: &str = "usage: verter_bench (w1|w2|w3|w4) --system (verter|salsa|rayon|tokio) \
-[--threads 2] [--n 1000] [--c 0] [--iterations 3] [--edits 2000] [--factor 10]
-       verter_bench quick [--n 1000] [--edits 200]";
+[--threads 2] [--n 1000] [--c 0] [--iterations 3] [--edits 2000] [--factor 10] [--no-cutoff]
+       verter_bench quick [--n 1000] [--edits 200]
+--no-cutoff: verter only, w1 to w3: early cutoff off (the `before` measurement)";
+
+/// The one option that takes no value.
+const NO_CUTOFF: &str = "no-cutoff";
 
 fn main() -> ExitCode {
     // The harness's host threads get the stage threads' stack, as a host
@@ -67,12 +76,20 @@ fn run() -> ExitCode {
     let system = options.get("system").map(|name| {
         SystemKind::parse(name).unwrap_or_else(|| panic!("unknown system `{name}`\n{USAGE}"))
     });
+    let cutoff = !options.contains_key(NO_CUTOFF);
+    if !cutoff && (system != Some(SystemKind::Verter) || workload == "w4" || workload == "quick") {
+        eprintln!("--no-cutoff is for verter on w1, w2 or w3 only\n{USAGE}");
+        return ExitCode::from(2);
+    }
     let shape = |system: SystemKind| Shape {
-        system,
-        threads: number("threads", 2),
-        files: number("n", 1_000),
-        spin_us: number("c", 0) as u64,
-        iterations: number("iterations", 3),
+        cutoff,
+        ..Shape::new(
+            system,
+            number("threads", 2),
+            number("n", 1_000),
+            number("c", 0) as u64,
+            number("iterations", 3),
+        )
     };
     let records = match (workload.as_str(), system) {
         ("quick", _) => {
@@ -89,6 +106,7 @@ fn run() -> ExitCode {
             files: number("n", 1_000),
             spin_us: number("c", 0) as u64,
             edits: number("edits", 2_000),
+            cutoff,
         })],
         ("w4", Some(system)) => vec![w4(OverloadShape {
             system,
@@ -108,7 +126,7 @@ fn run() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `--key value` pairs.
+/// `--key value` pairs, and `--no-cutoff` alone.
 fn parse_options(args: &[String]) -> Result<HashMap<String, String>, String> {
     let mut options = HashMap::new();
     let mut args = args.iter();
@@ -116,6 +134,10 @@ fn parse_options(args: &[String]) -> Result<HashMap<String, String>, String> {
         let key = flag
             .strip_prefix("--")
             .ok_or_else(|| format!("unexpected argument `{flag}`"))?;
+        if key == NO_CUTOFF {
+            options.insert(key.to_owned(), String::new());
+            continue;
+        }
         let value = args
             .next()
             .ok_or_else(|| format!("--{key} needs a value"))?;

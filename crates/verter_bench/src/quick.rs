@@ -14,29 +14,34 @@ use crate::storm::{StormShape, w3};
 use crate::workloads::{Shape, SystemKind, w1, w2};
 
 /// Runs every system through W1, W2, W3 and W4 on `files` files (W3 with
-/// `edits` edits) and returns their records. Panics on any wrong answer.
+/// `edits` edits), and verter through W2 and W3 again without early
+/// cutoff, and returns their records. Panics on any wrong answer.
 pub fn run(files: usize, edits: usize) -> Vec<Record> {
     let mut records = Vec::new();
     for system in SystemKind::ALL {
         for threads in [1, 2] {
-            let shape = Shape {
-                system,
-                threads,
-                files,
-                spin_us: 0,
-                iterations: 1,
-            };
+            let shape = Shape::new(system, threads, files, 0, 1);
             records.push(w1(shape));
             records.extend(w2(shape));
         }
     }
-    for system in [SystemKind::Verter, SystemKind::Salsa] {
+    // verter once more without cutoff: its correctness does not rest on it.
+    records.extend(w2(Shape {
+        cutoff: false,
+        ..Shape::new(SystemKind::Verter, 2, files, 0, 1)
+    }));
+    for (system, cutoff) in [
+        (SystemKind::Verter, true),
+        (SystemKind::Verter, false),
+        (SystemKind::Salsa, true),
+    ] {
         records.push(w3(StormShape {
             system,
             threads: 2,
             files,
             spin_us: 0,
             edits,
+            cutoff,
         }));
     }
     for system in [SystemKind::Verter, SystemKind::Tokio] {

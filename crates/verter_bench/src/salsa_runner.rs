@@ -6,6 +6,14 @@
 //! (`Storage` clone) and half of the artifacts; salsa itself makes a thread
 //! that needs a query another thread is computing wait for it.
 //!
+//! Early cutoff is salsa's own: a tracked function that runs again and
+//! returns a value equal (`PartialEq`) to its previous one is backdated, so
+//! the queries that read it are validated instead of run. `analysis`
+//! returns [`Analysis`], which compares by value and holds only what the
+//! kernel reads of the visible lines, so a comment-only or body-only edit
+//! runs `analysis` once and nothing else (none of these functions opts out
+//! with `no_eq`).
+//!
 //! Owns the salsa database and its adapter to [`System`]. Never reaches
 //! into salsa's internals: only its public API.
 
@@ -65,7 +73,8 @@ pub(crate) struct ProjectFiles {
     pub(crate) files: Arc<HashMap<Arc<str>, SourceFile>>,
 }
 
-/// The Analysis kernel.
+/// The Analysis kernel. Its output compares by value, so an edit that
+/// leaves it equal is backdated and stops there.
 #[salsa::tracked(returns(ref))]
 pub(crate) fn analysis(db: &dyn BenchDb, file: SourceFile) -> Analysis {
     db.kernels().analysis(file.text(db))

@@ -1,15 +1,21 @@
 //! W3, the edit storm (verter and salsa, the two incremental systems that
 //! can take edits while building): an editor applies Zipf-distributed edits
-//! (10 % change imports, 2 % remove a file, 2 % add one, the rest change a
-//! body) while a background builder keeps requesting every artifact, and
-//! after each edit a foreground client requests the open file (the file
-//! just edited) at high priority and waits for it.
+//! while a background builder keeps requesting every artifact, and after
+//! each edit a foreground client requests the open file (the file just
+//! edited) at high priority and waits for it. The edits ([`EDIT_MIX`]):
+//! 10 % change imports, 2 % remove a file, 2 % add one, 15 % change only
+//! the note comment and 15 % only the body line (the 30 % an early cutoff
+//! can stop at the edited file's Analysis), and the rest, 56 %, change the
+//! signature line (the Analysis changes).
 //!
 //! Owns the storm's threads and its figures: foreground latency
-//! percentiles, how long each edit call blocks, wasted work, RSS along the
-//! way and after reset. Every foreground answer is checked against the
-//! reference hash of the sources at that moment (no stale result), and the
-//! final state against a cold build of the final sources.
+//! percentiles, how long each edit call blocks, wasted work, stages
+//! verified instead of run (verter), RSS along the way and after reset.
+//! verter runs with cutoff or without it ([`StormShape::cutoff`]) on the
+//! same edit script, so one run of each gives the work before and after.
+//! Every foreground answer is checked against the reference hash of the
+//! sources at that moment (no stale result), and the final state against a
+//! cold build of the final sources.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -42,6 +48,36 @@ pub struct StormShape {
     pub spin_us: u64,
     /// Edits applied.
     pub edits: usize,
+    /// verter's early cutoff. salsa's backdating cannot be turned off, so
+    /// a salsa storm takes `true` only.
+    pub cutoff: bool,
+}
+
+/// The storm's edits, as cumulative percent bounds of one roll in
+/// `0..100`: imports below 10, removal below 12, addition below 14, comment
+/// only below 29, body line only below 44, signature line the rest.
+pub const EDIT_MIX: EditMix = EditMix {
+    imports: 10,
+    remove: 12,
+    add: 14,
+    comment: 29,
+    inner_body: 44,
+};
+
+/// Cumulative percent bounds of the storm's edit kinds (see [`EDIT_MIX`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EditMix {
+    /// Rolls below this change one import (and the signature).
+    pub imports: usize,
+    /// Rolls below this (and not below `imports`) remove a file.
+    pub remove: usize,
+    /// Rolls below this add a file.
+    pub add: usize,
+    /// Rolls below this change only the note comment.
+    pub comment: usize,
+    /// Rolls below this change only the body line; the rest change the
+    /// signature line.
+    pub inner_body: usize,
 }
 
 /// The editor's script: the next edit's changes and the open file after it.
@@ -70,20 +106,25 @@ impl Editor {
         let ids = self.project.ids();
         let id = ids[self.zipf.sample(self.project.rng()) % ids.len()];
         let roll = self.project.rng().below(100);
-        let (changes, open) = if roll < 10 {
+        let mix = EDIT_MIX;
+        let (changes, open) = if roll < mix.imports {
             (self.project.edit_imports(id), Some(path_of(id)))
-        } else if roll < 12 && ids.len() > 16 {
+        } else if roll < mix.remove && ids.len() > 16 {
             let changes = self.project.remove(id);
             let open = changes.first().and_then(|change| match change {
                 Change::Write { path, .. } => Some(Arc::clone(path)),
                 Change::Remove { .. } => None,
             });
             (changes, open)
-        } else if roll < 14 {
+        } else if roll < mix.add {
             let (added, changes) = self.project.add();
             (changes, Some(path_of(added)))
+        } else if roll < mix.comment {
+            (self.project.edit_comment(id), Some(path_of(id)))
+        } else if roll < mix.inner_body {
+            (self.project.edit_inner_body(id), Some(path_of(id)))
         } else {
-            (self.project.edit_body(id), Some(path_of(id)))
+            (self.project.edit_signature(id), Some(path_of(id)))
         };
         for change in &changes {
             change.apply_to(&mut self.sources);
@@ -119,7 +160,12 @@ impl Figures {
             .field("system", shape.system.name())
             .field("threads", shape.threads)
             .field("n", shape.files)
-            .field("c", shape.spin_us)
+            .field("c", shape.spin_us);
+        // Only a run without cutoff says so (as in W2).
+        if !shape.cutoff {
+            record = record.field("cutoff", "off");
+        }
+        let mut record = record
             .field("edits", shape.edits)
             .field("foreground_requests", self.foreground.len())
             .micros("fg_p50_us", quantile(&self.foreground, 0.5))
@@ -142,6 +188,8 @@ impl Figures {
 ///
 /// # Panics
 /// If `shape.system` is not verter or salsa, or on any wrong answer.
+/// salsa cannot run without its cutoff: `shape.cutoff` is `false` only for
+/// verter.
 pub fn w3(shape: StormShape) -> Record {
     match shape.system {
         SystemKind::Verter => verter_storm(shape),
@@ -152,7 +200,7 @@ pub fn w3(shape: StormShape) -> Record {
 
 fn verter_storm(shape: StormShape) -> Record {
     let mut editor = Editor::new(shape.files);
-    let mut system = VerterSystem::new(shape.threads, shape.spin_us);
+    let mut system = VerterSystem::with_cutoff(shape.threads, shape.spin_us, shape.cutoff);
     // The live heap before the build (sources, an empty scheduler and its
     // pools), to compare with what is left after `reset()`.
     let heap_before = alloc_count::global().live_bytes();
@@ -229,6 +277,8 @@ fn verter_storm(shape: StormShape) -> Record {
     let started = (after.source_runs + after.analysis_runs + after.artifact_runs)
         - (before.source_runs + before.analysis_runs + before.artifact_runs);
     let wasted = after.stale_completion_refusals - before.stale_completion_refusals;
+    let verified = after.stages_verified - before.stages_verified;
+    let unchanged = after.outputs_unchanged - before.outputs_unchanged;
     drop(built);
     scheduler.reset();
     let rss_reset = proc_status_kib("VmRSS").unwrap_or(0);
@@ -258,9 +308,15 @@ fn verter_storm(shape: StormShape) -> Record {
             format!("{:.2}", 100.0 * wasted as f64 / started.max(1) as f64),
         )
         .field("rss_after_reset_kib", rss_reset)
+        .field("verified", verified)
+        .field("unchanged", unchanged)
 }
 
 fn salsa_storm(shape: StormShape) -> Record {
+    assert!(
+        shape.cutoff,
+        "salsa always backdates equal outputs: W3 runs it with cutoff only"
+    );
     let mut editor = Editor::new(shape.files);
     let mut system = SalsaSystem::new(1, shape.spin_us, false);
     let built = system.cold(&editor.sources, None);

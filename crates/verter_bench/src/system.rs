@@ -27,6 +27,26 @@ pub struct Built {
     pub harness: Duration,
 }
 
+/// What a system's early cutoff saved so far (verter's counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CutOffs {
+    /// Stages verified at a new version instead of run (their inputs were
+    /// equal to the previous ones).
+    pub verified: u64,
+    /// Stages that ran and produced an output equal to their previous one.
+    pub unchanged: u64,
+}
+
+impl CutOffs {
+    /// What happened between `earlier` and `self`.
+    pub fn since(self, earlier: Self) -> Self {
+        Self {
+            verified: self.verified.saturating_sub(earlier.verified),
+            unchanged: self.unchanged.saturating_sub(earlier.unchanged),
+        }
+    }
+}
+
 /// Runs `f`, the harness's own work (filling the result map): its
 /// allocations are counted as the harness's ([`alloc_count::harness`]) and
 /// its time is added to `spent`.
@@ -64,4 +84,10 @@ pub trait System {
     /// The system's own count of nodes it touched so far (executed,
     /// verified or answered); what it means is said in `docs/benchmarks.md`.
     fn touched(&self) -> u64;
+
+    /// What its early cutoff saved so far, where the system counts it
+    /// (verter); `None` otherwise.
+    fn cutoffs(&self) -> Option<CutOffs> {
+        None
+    }
 }

@@ -1,8 +1,16 @@
-//! verter, measured through `verter_scheduler`: the Source stage parses the
-//! `import` lines (the first half of the Analysis kernel) and names them as
-//! blockers; Analysis digests the text; each Artifact receives its blockers'
+//! verter, measured through `verter_scheduler`: the Source stage runs the
+//! scan half of the Analysis kernel (the `import` lines, named as blockers,
+//! and the digest of the analysis-visible lines); Analysis finishes the
+//! kernel from that scan alone; each Artifact receives its blockers'
 //! analyses. Sources arrive as text on the requests (no I/O hop); the loader
 //! serves the same in-memory sources for anything ingested otherwise.
+//!
+//! Early cutoff: every output compares with `==` (`same_source`,
+//! `same_analysis`, `same_artifact`). That is sound for the Source because
+//! the Analysis reads nothing of the file but its [`Scan`]: two equal scans
+//! give equal analyses. [`VerterSystem::with_cutoff`] with `false` makes
+//! the three comparisons answer `false`, the scheduler's default, so one
+//! binary measures the work before and after cutoff.
 //!
 //! Owns the executor, the loader and the adapter to [`System`]. Never
 //! changes how verter schedules: it only calls its public API.
@@ -21,8 +29,8 @@ use verter_scheduler::{
 
 use crate::alloc_count;
 use crate::generator::{Change, Sources};
-use crate::kernel::Kernels;
-use crate::system::{Built, System, harness_timed};
+use crate::kernel::{Kernels, Scan};
+use crate::system::{Built, CutOffs, System, harness_timed};
 
 /// The one artifact profile the benchmarks build.
 pub const ARTIFACT: TargetStage = TargetStage::Artifact(ProfileHash(1));
@@ -63,40 +71,37 @@ impl SourceLoader for World {
 /// The bench kernels as a verter executor.
 pub struct BenchExecutor {
     kernels: Kernels,
+    /// Whether equal outputs are reported as equal (early cutoff on).
+    cutoff: bool,
 }
 
 impl StageExecutor for BenchExecutor {
-    type Source = Vec<Arc<str>>;
+    type Source = Scan;
     type Analysis = u64;
     type Artifact = u64;
 
-    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<Arc<str>>, ExecutorError> {
-        Ok(Kernels::parse_imports(input.text))
+    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Scan, ExecutorError> {
+        Ok(Kernels::scan(input.text))
     }
 
-    fn extract_deps(&self, _: &SourceInput<'_>, imports: &Vec<Arc<str>>) -> SourceDeps {
+    fn extract_deps(&self, _: &SourceInput<'_>, scan: &Scan) -> SourceDeps {
         SourceDeps {
             forward: Vec::new(),
             // The generated imports are canonical paths already (the
             // loader's realpath is the identity), so they are handed over as
             // such, as a host with its own file table would: no realpath
             // call and no path copy per import.
-            blockers: imports
+            blockers: scan
+                .imports
                 .iter()
                 .map(|import| DepPath::Canonical(Canonical::new(Arc::clone(import))))
                 .collect(),
         }
     }
 
-    fn execute_analysis(
-        &self,
-        input: &AnalysisInput<'_, Vec<Arc<str>>>,
-    ) -> Result<u64, ExecutorError> {
-        let source = input.source;
-        let analysis = self
-            .kernels
-            .finish_analysis(&source.text.text, source.parsed.clone());
-        Ok(analysis.digest)
+    fn execute_analysis(&self, input: &AnalysisInput<'_, Scan>) -> Result<u64, ExecutorError> {
+        // The scan only: `same_source` relies on it.
+        Ok(self.kernels.finish_analysis(&input.source.parsed))
     }
 
     fn execute_artifact(&self, input: &ArtifactInput<'_, u64>) -> Result<u64, ExecutorError> {
@@ -107,6 +112,18 @@ impl StageExecutor for BenchExecutor {
                 .iter()
                 .map(|blocker| (blocker.canonical.as_str(), *blocker.data())),
         ))
+    }
+
+    fn same_source(&self, previous: &Scan, next: &Scan) -> bool {
+        self.cutoff && previous == next
+    }
+
+    fn same_analysis(&self, previous: &u64, next: &u64) -> bool {
+        self.cutoff && previous == next
+    }
+
+    fn same_artifact(&self, previous: &u64, next: &u64) -> bool {
+        self.cutoff && previous == next
     }
 }
 
@@ -122,11 +139,21 @@ pub struct VerterSystem {
 
 impl VerterSystem {
     /// A fresh scheduler on `threads` CPU threads whose kernels spin
-    /// `spin_us` µs.
+    /// `spin_us` µs, with early cutoff.
     ///
     /// # Panics
     /// If the pools cannot be built (the machine refuses threads).
     pub fn new(threads: usize, spin_us: u64) -> Self {
+        Self::with_cutoff(threads, spin_us, true)
+    }
+
+    /// [`Self::new`], with early cutoff on or off (`false`: the executor
+    /// never calls two outputs the same, so only unchanged bytes are cut
+    /// off, at the door).
+    ///
+    /// # Panics
+    /// If the pools cannot be built (the machine refuses threads).
+    pub fn with_cutoff(threads: usize, spin_us: u64, cutoff: bool) -> Self {
         let config = SchedulerConfig::with_threads(threads, 1);
         let (cpu, io) = config.build_pools().expect("building verter's pools");
         let world = World {
@@ -135,6 +162,7 @@ impl VerterSystem {
         };
         let executor = BenchExecutor {
             kernels: Kernels::new(spin_us),
+            cutoff,
         };
         let scheduler = Scheduler::new(config, world.clone(), executor, cpu, io)
             .expect("a valid scheduler configuration");
@@ -324,5 +352,14 @@ impl System for VerterSystem {
             + counters.source_runs
             + counters.analysis_runs
             + counters.artifact_runs
+            + counters.stages_verified
+    }
+
+    fn cutoffs(&self) -> Option<CutOffs> {
+        let counters = self.scheduler.counters();
+        Some(CutOffs {
+            verified: counters.stages_verified,
+            unchanged: counters.outputs_unchanged,
+        })
     }
 }

@@ -22,7 +22,7 @@ use crate::kernel::{Kernels, reference_build, serial_kernel_time};
 use crate::rayon_runner::RayonSystem;
 use crate::report::{Record, median, proc_status_kib};
 use crate::salsa_runner::SalsaSystem;
-use crate::system::System;
+use crate::system::{CutOffs, System};
 use crate::tokio_runner::TokioSystem;
 use crate::verter_runner::VerterSystem;
 
@@ -60,10 +60,12 @@ impl SystemKind {
 
     /// A fresh instance on `threads` threads with kernels spinning
     /// `spin_us` µs. `count` asks salsa to count touched queries (an event
-    /// callback, off for cold-build timing).
-    pub fn make(self, threads: usize, spin_us: u64, count: bool) -> Box<dyn System> {
+    /// callback, off for cold-build timing). `cutoff` turns verter's early
+    /// cutoff on or off; the others ignore it (salsa's backdating is chosen
+    /// when its functions are compiled; rayon and tokio have none).
+    pub fn make(self, threads: usize, spin_us: u64, count: bool, cutoff: bool) -> Box<dyn System> {
         match self {
-            Self::Verter => Box::new(VerterSystem::new(threads, spin_us)),
+            Self::Verter => Box::new(VerterSystem::with_cutoff(threads, spin_us, cutoff)),
             Self::Salsa => Box::new(SalsaSystem::new(threads, spin_us, count)),
             Self::Rayon => Box::new(RayonSystem::new(threads, spin_us)),
             Self::Tokio => Box::new(TokioSystem::new(threads, spin_us)),
@@ -84,16 +86,49 @@ pub struct Shape {
     pub spin_us: u64,
     /// Timed repetitions.
     pub iterations: usize,
+    /// Early cutoff (verter only; see [`SystemKind::make`]).
+    pub cutoff: bool,
 }
 
 impl Shape {
+    /// The shape of `system` on `threads` threads, `files` files, kernels
+    /// spinning `spin_us` µs, `iterations` timed repetitions, with cutoff.
+    pub fn new(
+        system: SystemKind,
+        threads: usize,
+        files: usize,
+        spin_us: u64,
+        iterations: usize,
+    ) -> Self {
+        Self {
+            system,
+            threads,
+            files,
+            spin_us,
+            iterations,
+            cutoff: true,
+        }
+    }
+
+    fn make(&self, count: bool) -> Box<dyn System> {
+        self.system
+            .make(self.threads, self.spin_us, count, self.cutoff)
+    }
+
     fn record(&self, workload: &str) -> Record {
-        Record::new()
+        let record = Record::new()
             .field("workload", workload)
             .field("system", self.system.name())
             .field("threads", self.threads)
             .field("n", self.files)
-            .field("c", self.spin_us)
+            .field("c", self.spin_us);
+        // Only a run without cutoff says so: every other line reads as it
+        // always did.
+        if self.cutoff {
+            record
+        } else {
+            record.field("cutoff", "off")
+        }
     }
 }
 
@@ -162,7 +197,7 @@ pub fn w1(shape: Shape) -> Record {
     // loader's files).
     let mut retained = 0_i64;
     for iteration in 0..shape.iterations.max(1) {
-        let mut system = shape.system.make(shape.threads, shape.spin_us, false);
+        let mut system = shape.make(false);
         let before = alloc_count::global();
         let start = Instant::now();
         let built = system.cold(&sources, None);
@@ -187,7 +222,7 @@ pub fn w1(shape: Shape) -> Record {
         retained += window.live_bytes() - window.held();
     }
     let urgent = urgent_path(&sources);
-    let mut system = shape.system.make(shape.threads, shape.spin_us, false);
+    let mut system = shape.make(false);
     let built = system.cold(&sources, Some(&urgent));
     assert_hashes(
         &format!("{} W1 urgent", system.name()),
@@ -237,29 +272,50 @@ pub fn w1(shape: Shape) -> Record {
         )
 }
 
-/// The W2 edit cases.
+/// The W2 edit cases. Every edit is of one file; (a), (c) and (d) change
+/// its signature line, which is analysis-visible, so its Analysis changes
+/// (the "body edit" of the first benchmarks: the same one line, now told
+/// apart from the body lines that (f) edits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EditCase {
-    /// (a) a body-only edit, then every artifact requested.
+    /// (a) a signature-line edit (no import changes, the Analysis changes),
+    /// then every artifact requested.
     Body,
     /// (b) an import edit, then every artifact requested.
     Imports,
-    /// (c) a body edit of the most imported file, then every artifact.
+    /// (c) a signature-line edit of the most imported file, then every
+    /// artifact.
     Hub,
-    /// (d) a body edit, then only the edited file's artifact requested.
+    /// (d) a signature-line edit, then only the edited file's artifact
+    /// requested.
     OnlyEdited,
     /// No edit: every artifact requested again (pure re-validation).
     Rerequest,
+    /// (e) an edit of the note comment line only, then every artifact.
+    Comment,
+    /// (f) an edit of the body line only (indented: no import and no
+    /// analysis-visible line changes), then every artifact.
+    InvisibleBody,
+    /// (g) a flip-flop: a signature-line edit A → B with every artifact
+    /// built on B (neither timed nor counted), then B → A, the edit
+    /// measured, then every artifact. A is not the latest output, so the
+    /// wave runs as for (a).
+    FlipFlop,
 }
 
 impl EditCase {
-    /// Every case, in table order.
-    pub const ALL: [Self; 5] = [
+    /// Every case, in the order they run (and print). The cases added with
+    /// early cutoff run after the others, so those start from the state
+    /// they always started from.
+    pub const ALL: [Self; 8] = [
         Self::Body,
         Self::Imports,
         Self::Hub,
         Self::OnlyEdited,
         Self::Rerequest,
+        Self::Comment,
+        Self::InvisibleBody,
+        Self::FlipFlop,
     ];
 
     /// Its name in tables.
@@ -270,6 +326,9 @@ impl EditCase {
             Self::Hub => "c_hub",
             Self::OnlyEdited => "d_only_edited",
             Self::Rerequest => "rerequest_all",
+            Self::Comment => "e_comment",
+            Self::InvisibleBody => "f_invisible_body",
+            Self::FlipFlop => "g_flip_flop",
         }
     }
 }
@@ -277,12 +336,14 @@ impl EditCase {
 /// W2, one-file edits after a cold build (hub variant sources), each case
 /// repeated `shape.iterations` times on different files: latency to the
 /// edited file's artifact fresh and to every artifact fresh (medians),
-/// kernel executions and nodes touched per edit. After every edit the
-/// system's answers are compared with a cold build of the final sources.
+/// kernel executions and nodes touched per edit, and for verter the
+/// stages verified and the outputs found unchanged per edit (`verified`,
+/// `unchanged`). After every edit the system's answers are compared with a
+/// cold build of the final sources.
 pub fn w2(shape: Shape) -> Vec<Record> {
     let mut project = Project::generate(GenConfig::new(shape.files).with_hubs());
     let hub = project.most_imported();
-    let mut system = shape.system.make(shape.threads, shape.spin_us, true);
+    let mut system = shape.make(true);
     let sources = project.sources();
     let built = system.cold(&sources, None);
     assert_hashes(
@@ -298,21 +359,34 @@ pub fn w2(shape: Shape) -> Vec<Record> {
         // result map, reported apart (`harness_us`).
         let mut harness = Vec::new();
         let (mut executions, mut touched) = (0, 0);
+        let mut cut = CutOffs::default();
         for iteration in 0..shape.iterations.max(1) {
             let ids = project.ids();
             let target = match case {
                 EditCase::Hub => hub,
                 _ => ids[rng.below(ids.len())],
             };
-            let changes = match case {
-                EditCase::Body | EditCase::Hub | EditCase::OnlyEdited => project.edit_body(target),
-                EditCase::Imports => project.edit_imports(target),
-                EditCase::Rerequest => Vec::new(),
-            };
             let paths: Vec<Arc<str>> = ids.iter().map(|&id| path_of(id)).collect();
             let edited = path_of(target);
-            let (executions_before, touched_before) =
-                (system.kernels().stats.executions(), system.touched());
+            let changes = match case {
+                EditCase::Body | EditCase::Hub | EditCase::OnlyEdited => {
+                    project.edit_signature(target)
+                }
+                EditCase::Imports => project.edit_imports(target),
+                EditCase::Rerequest => Vec::new(),
+                EditCase::Comment => project.edit_comment(target),
+                EditCase::InvisibleBody => project.edit_inner_body(target),
+                EditCase::FlipFlop => {
+                    let a = project.file(target).expect("a live file").signature;
+                    flip(system.as_mut(), &mut project, target, &paths, iteration);
+                    project.set_signature(target, a)
+                }
+            };
+            let (executions_before, touched_before, cut_before) = (
+                system.kernels().stats.executions(),
+                system.touched(),
+                system.cutoffs(),
+            );
             let start = Instant::now();
             for change in &changes {
                 system.apply(change);
@@ -331,6 +405,11 @@ pub fn w2(shape: Shape) -> Vec<Record> {
             }
             executions += system.kernels().stats.executions() - executions_before;
             touched += system.touched() - touched_before;
+            if let (Some(now), Some(before)) = (system.cutoffs(), cut_before) {
+                let since = now.since(before);
+                cut.verified += since.verified;
+                cut.unchanged += since.unchanged;
+            }
             // Correctness, untimed: every answer equals a cold build of the
             // sources as they are now.
             let reference = reference_build(&project.sources());
@@ -360,13 +439,39 @@ pub fn w2(shape: Shape) -> Vec<Record> {
                 .micros("all_fresh_us", median(&all_fresh))
                 .micros("harness_us", median(&harness));
         }
-        records.push(
+        let record = record
+            .field("executions", executions / rounds)
+            .field("touched", touched / rounds);
+        records.push(if system.cutoffs().is_some() {
             record
-                .field("executions", executions / rounds)
-                .field("touched", touched / rounds),
-        );
+                .field("verified", cut.verified / rounds)
+                .field("unchanged", cut.unchanged / rounds)
+        } else {
+            record
+        });
     }
     records
+}
+
+/// (g)'s first half: edits `target`'s signature (A → B), builds every
+/// artifact on B and checks them, so B is every stage's latest output
+/// before the measured B → A edit. Neither timed nor counted.
+fn flip(
+    system: &mut dyn System,
+    project: &mut Project,
+    target: u32,
+    paths: &[Arc<str>],
+    iteration: usize,
+) {
+    for change in project.edit_signature(target) {
+        system.apply(&change);
+    }
+    let built = system.request(paths, None);
+    assert_hashes(
+        &format!("{} W2 g_flip_flop #{iteration} (A → B)", system.name()),
+        &built.hashes,
+        &reference_build(&project.sources()),
+    );
 }
 
 #[cfg(test)]

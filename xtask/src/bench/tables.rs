@@ -71,11 +71,14 @@ pub(super) fn render(
     }
     let _ = writeln!(
         out,
-        "- **Kernels:** Analysis parses the `import` lines and digests the text (FNV-1a), Artifact hashes its \
-         digest with its imports' digests; each then spins `c` µs. verter runs the import parsing in its Source \
-         stage, so it runs 3 stages per file for the 2 kernel tasks. Tasks = 2N.\n\
-         - **Sources:** N generated files, each importing K = 4 others (within ±8 ids, 5 % uniformly random); \
-         W2 uses the hub variant (1 % of files are hubs; 10 % of files import one hub, Zipf-chosen).\n\
+        "- **Kernels:** Analysis scans the text once: it collects the `import` lines and digests (FNV-1a) the \
+         *analysis-visible* lines, that is every line but comment lines (`//`) and body lines (indented four \
+         spaces); Artifact hashes its digest with its imports' digests; each then spins `c` µs. verter runs the \
+         scan in its Source stage, so it runs 3 stages per file for the 2 kernel tasks, and compares scans, \
+         analyses and artifacts with `==` (early cutoff; `--no-cutoff` turns it off); salsa backdates an \
+         analysis equal to its previous one. Tasks = 2N.\n\
+         - **Sources:** N generated files, each importing K = 4 others (within ±8 ids, 5 % uniformly random), \
+         with a note comment line, a signature line and a body line; W2 uses the hub variant (1 % of files are hubs; 10 % of files import one hub, Zipf-chosen).\n\
          - **Per-task overhead** = (wall × threads − Σ kernel time) / tasks, where Σ kernel time is one serial \
          run of all kernels in the same process. Ratios are to verter on the same number of threads.\n"
     );
@@ -164,17 +167,49 @@ pub(super) fn render_w1(out: &mut String, records: &[Record]) {
     }
 }
 
-fn render_w2(out: &mut String, records: &[Record]) {
+/// W2's cases in table order (the binary runs the later ones after
+/// `rerequest_all`, so that one starts from the state it always did).
+pub(super) const W2_CASES: [&str; 8] = [
+    "a_body",
+    "b_imports",
+    "c_hub",
+    "d_only_edited",
+    "e_comment",
+    "f_invisible_body",
+    "g_flip_flop",
+    "rerequest_all",
+];
+
+/// A W2 row's *touched* cell: the count, and for verter the stages it
+/// verified and the outputs it found unchanged, where there were any.
+fn touched_cell(r: &Record) -> String {
+    let touched = r.get("touched").unwrap_or("").to_owned();
+    let verified = r.num("verified").unwrap_or(0.0);
+    let unchanged = r.num("unchanged").unwrap_or(0.0);
+    if verified == 0.0 && unchanged == 0.0 {
+        return touched;
+    }
+    format!("{touched} ({verified:.0} verified, {unchanged:.0} unchanged)")
+}
+
+pub(super) fn render_w2(out: &mut String, records: &[Record]) {
     let _ = writeln!(
         out,
         "### W2 — one-file edit after a cold build\n\nHub-variant sources, c = 0, 5 edits per case (medians). \
+         (a), (c) and (d) edit the file's signature line, an analysis-visible line (the one line the \"body \
+         edit\" always changed), so its Analysis changes; (b) replaces an import; (e) edits only the note \
+         comment line and (f) only the body line (indented), so no import and no analysis-visible fact \
+         changes; (g) edits the signature A → B, builds everything on B (untimed), then measures B → A. \
          *edited fresh*: from the edit until the edited file's artifact is answered (requested first, at high \
          priority; salsa, which has none, computes it before the rest); *all fresh*: from the edit until every artifact is answered; *of which harness*: the part of it the \
          harness spent filling its result map (the same map for every system), so all fresh minus it is the \
          system's own time. (d) requests only the edited \
          file. *re-request* asks for all artifacts again with no edit (pure re-validation). Executions = kernel \
-         runs per edit; touched = verter: requests + stage runs, salsa: executed + re-validated queries (event \
-         callback), tokio: kernels run, rayon: kernels run.\n"
+         runs per edit (verter's Source stage, the scan, is not one: it never spins); touched = verter: \
+         requests + stage runs + stages verified instead of run (in brackets, with the stages that ran to an \
+         output equal to their previous one), salsa: executed + re-validated queries (event \
+         callback), tokio: kernels run, rayon: kernels run. *verter (no cutoff)*: the same binary with \
+         `--no-cutoff`.\n"
     );
     let mut ns: Vec<String> = Vec::new();
     for r in records.iter().filter(|r| r.is(&[("workload", "w2")])) {
@@ -188,23 +223,19 @@ fn render_w2(out: &mut String, records: &[Record]) {
             out,
             "**N = {n}**\n\n| case | system | threads | edited fresh | vs verter | all fresh | vs verter | of which harness | executions | touched |\n|---|---|---|---|---|---|---|---|---|---|"
         );
-        for case in [
-            "a_body",
-            "b_imports",
-            "c_hub",
-            "d_only_edited",
-            "rerequest_all",
-        ] {
+        for case in W2_CASES {
             let rows: Vec<&Record> = records
                 .iter()
                 .filter(|r| r.is(&[("workload", "w2"), ("n", &n), ("case", case)]))
                 .collect();
-            let verter = rows.iter().find(|r| r.is(&[("system", "verter")]));
+            let verter = rows
+                .iter()
+                .find(|r| r.is(&[("system", "verter")]) && r.cutoff());
             for r in &rows {
                 let _ = writeln!(
                     out,
                     "| {case} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                    r.get("system").unwrap_or(""),
+                    r.system_label(),
                     r.get("threads").unwrap_or(""),
                     r.num("edited_fresh_us").map_or_else(|| "—".to_owned(), ms),
                     ratio(
@@ -218,7 +249,7 @@ fn render_w2(out: &mut String, records: &[Record]) {
                     ),
                     r.num("harness_us").map_or_else(|| "—".to_owned(), ms),
                     r.get("executions").unwrap_or(""),
-                    r.get("touched").unwrap_or(""),
+                    touched_cell(r),
                 );
             }
         }
@@ -230,15 +261,20 @@ fn render_w3(out: &mut String, records: &[Record]) {
     let _ = writeln!(
         out,
         "### W3 — edit storm\n\nZipf-distributed edits (10 % change imports, 2 % remove a file — its importers \
-         are rewritten first —, 2 % add one) while a background builder keeps requesting every artifact; after \
+         are rewritten first —, 2 % add one, 15 % change only the note comment and 15 % only the body line, \
+         which leave the Analysis equal, and 56 % the signature line) while a background builder keeps \
+         requesting every artifact; after \
          each edit a foreground client requests the edited file's artifact at high priority and waits (each \
          answer is checked against the sources at that moment). verter: 2 CPU threads serve both; salsa: the \
          builder has one handle, the foreground uses the editor's handle (a write cancels the builder and waits \
-         for its handle). *wasted* (verter) = completions refused as stale / stage runs started. *RSS after \
+         for its handle). *verter (no cutoff)*: the same edits with `--no-cutoff` (before early cutoff). \
+         *wasted* (verter) = completions refused as stale / stage runs started. *verified (unchanged)* \
+         (verter): stages verified instead of run, and in brackets stages that ran to an output equal to \
+         their previous one. *RSS after \
          reset*: verter after `reset()`, salsa after dropping its database. *heap kept by reset* (verter): the \
          live heap after `reset()` less the live heap before the cold build (counting allocator), so what the \
          reset scheduler holds beyond an empty one, plus the harness's own growth over the run.\n\n\
-         | system | N | edits | fg p50 | fg p95 | fg p99 | edit blocks p50 / p99 / max | builder passes (cancelled) | wasted | RSS after ¼ / ½ / all edits | RSS after reset | heap kept by reset |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+         | system | N | edits | fg p50 | fg p95 | fg p99 | edit blocks p50 / p99 / max | builder passes (cancelled) | wasted | verified (unchanged) | RSS after ¼ / ½ / all edits | RSS after reset | heap kept by reset |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for r in records.iter().filter(|r| r.is(&[("workload", "w3")])) {
         let edits = r.get("edits").unwrap_or("0");
@@ -257,10 +293,14 @@ fn render_w3(out: &mut String, records: &[Record]) {
                 )
             },
         );
+        let verified = match (r.get("verified"), r.get("unchanged")) {
+            (Some(verified), Some(unchanged)) => format!("{verified} ({unchanged})"),
+            _ => "—".to_owned(),
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {edits} | {} | {} | {} | {} / {} / {} | {} ({}) | {wasted} | {} | {} | {} |",
-            r.get("system").unwrap_or(""),
+            "| {} | {} | {edits} | {} | {} | {} | {} / {} / {} | {} ({}) | {wasted} | {verified} | {} | {} | {} |",
+            r.system_label(),
             r.get("n").unwrap_or(""),
             r.num("fg_p50_us").map_or_else(String::new, ms),
             r.num("fg_p95_us").map_or_else(String::new, ms),

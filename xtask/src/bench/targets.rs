@@ -1,5 +1,6 @@
 //! The "Targets of issue 9" table: each target of the issue, what was
-//! measured for it, and whether it was met.
+//! measured for it, and whether it was met; and, at its end, the targets
+//! of issue 14 (early cutoff) on W2(f).
 //!
 //! This module owns those verdicts only; it never runs a measurement and
 //! never changes a target's threshold or the table's format.
@@ -79,7 +80,7 @@ pub(super) fn render_targets(
                 ("system", "verter"),
                 ("n", "100000"),
                 ("case", case),
-            ])
+            ]) && r.cutoff()
         })
     };
     let edited = w2("a_body").and_then(|r| r.num("edited_fresh_us"));
@@ -107,7 +108,7 @@ pub(super) fn render_targets(
     }
     for r in records
         .iter()
-        .filter(|r| r.is(&[("workload", "w3"), ("system", "verter")]))
+        .filter(|r| r.is(&[("workload", "w3"), ("system", "verter")]) && r.cutoff())
     {
         let p99 = r.num("fg_p99_us");
         row(
@@ -119,5 +120,64 @@ pub(super) fn render_targets(
             p99.map(|v| v <= 5_000.0),
         );
     }
+    for (target, measured, met) in issue_14(records) {
+        row(target, measured, met);
+    }
     let _ = writeln!(out);
+}
+
+/// The rows of issue 14's targets on W2(f) at 100k (a body-line edit that
+/// leaves the Analysis equal): kernel executions per edit no more than
+/// salsa's, and time to all fresh at most half the best salsa row's.
+fn issue_14(records: &[Record]) -> [(&'static str, String, Option<bool>); 2] {
+    let rows = |system: &'static str| {
+        records.iter().filter(move |r| {
+            r.is(&[
+                ("workload", "w2"),
+                ("system", system),
+                ("n", "100000"),
+                ("case", "f_invisible_body"),
+            ]) && r.cutoff()
+        })
+    };
+    let verter = rows("verter").find(|r| r.is(&[("threads", "2")]));
+    let salsa: Vec<&Record> = rows("salsa").collect();
+    let verter_runs = verter.and_then(|r| r.num("executions"));
+    let salsa_runs = salsa
+        .iter()
+        .filter_map(|r| r.num("executions"))
+        .reduce(f64::min);
+    let runs = verter_runs.zip(salsa_runs);
+    let verter_fresh = verter.and_then(|r| r.num("all_fresh_us"));
+    let best_salsa = salsa
+        .iter()
+        .filter_map(|r| Some((r.num("all_fresh_us")?, r.get("threads")?)))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    let fresh = verter_fresh.zip(best_salsa);
+    [
+        (
+            "W2(f) at 100k, issue 14: kernel executions per edit ≤ salsa's (salsa runs 1 query)",
+            runs.map_or_else(
+                || "—".to_owned(),
+                |(v, s)| format!("verter {v:.0}, salsa {s:.0}"),
+            ),
+            runs.map(|(v, s)| v <= s),
+        ),
+        (
+            "W2(f) at 100k, issue 14: all fresh ≤ 0.5× salsa's (verter 2 threads vs the best salsa row)",
+            fresh.map_or_else(
+                || "—".to_owned(),
+                |(v, (s, threads))| {
+                    format!(
+                        "{:.2}× salsa ({} vs {} on {threads} thread{})",
+                        v / s,
+                        ms(v),
+                        ms(s),
+                        if threads == "1" { "" } else { "s" }
+                    )
+                },
+            ),
+            fresh.map(|(v, (s, _))| v <= 0.5 * s),
+        ),
+    ]
 }

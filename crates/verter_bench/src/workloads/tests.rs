@@ -1,4 +1,5 @@
-//! Every system agrees with the reference build on W1 and W2 (small N).
+//! Every system agrees with the reference build on W1 and W2 (small N), and
+//! each cuts off the invisible edits where it can.
 
 use super::*;
 
@@ -6,13 +7,7 @@ use super::*;
 fn every_system_agrees_with_the_reference_on_w1_and_w2() {
     for system in SystemKind::ALL {
         for threads in [1, 2] {
-            let shape = Shape {
-                system,
-                threads,
-                files: 120,
-                spin_us: 0,
-                iterations: 2,
-            };
+            let shape = Shape::new(system, threads, 120, 0, 2);
             let w1 = w1(shape);
             assert_eq!(w1.get("tasks"), Some("240"), "{w1:?}");
             assert_eq!(
@@ -54,4 +49,60 @@ fn system_names_round_trip() {
         assert_eq!(SystemKind::parse(system.name()), Some(system));
     }
     assert_eq!(SystemKind::parse("make"), None);
+}
+
+/// The per-edit executions of `case` in `records`.
+fn executions(records: &[Record], case: EditCase) -> u64 {
+    records
+        .iter()
+        .find(|r| r.get("case") == Some(case.name()))
+        .and_then(|r| r.get("executions"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no executions for {}: {records:?}", case.name()))
+}
+
+#[test]
+fn cutoff_stops_invisible_edits_where_each_system_can() {
+    let run = |system, cutoff| {
+        w2(Shape {
+            cutoff,
+            ..Shape::new(system, 2, 200, 0, 3)
+        })
+    };
+    let verter = run(SystemKind::Verter, true);
+    let uncut = run(SystemKind::Verter, false);
+    let salsa = run(SystemKind::Salsa, true);
+    let tokio = run(SystemKind::Tokio, true);
+    for case in [EditCase::Comment, EditCase::InvisibleBody] {
+        // verter verifies the edited file's Analysis from its scan: no
+        // kernel runs. salsa runs the analysis once and backdates it.
+        assert_eq!(executions(&verter, case), 0, "{}", case.name());
+        assert_eq!(executions(&salsa, case), 1, "{}", case.name());
+        // Without cutoff, and by hand (tokio), the analysis and every
+        // artifact built on it run again.
+        assert!(executions(&uncut, case) > 2, "{}: {uncut:?}", case.name());
+        assert_eq!(executions(&uncut, case), executions(&tokio, case));
+        let verified: u64 = verter
+            .iter()
+            .find(|r| r.get("case") == Some(case.name()))
+            .and_then(|r| r.get("verified"))
+            .and_then(|v| v.parse().ok())
+            .expect("verter reports its verified stages");
+        assert!(verified >= 2, "the Analysis and the artifact: {verter:?}");
+    }
+    // A flip-flop back to an earlier text runs the whole wave everywhere:
+    // it is judged against the latest output, which differs.
+    let flip = executions(&verter, EditCase::FlipFlop);
+    assert!(flip > 2);
+    for other in [&uncut, &salsa, &tokio] {
+        assert_eq!(executions(other, EditCase::FlipFlop), flip);
+    }
+    // Only a run without cutoff says so, and it verifies nothing.
+    assert!(verter.iter().all(|r| r.get("cutoff").is_none()));
+    assert!(
+        uncut
+            .iter()
+            .all(|r| r.get("cutoff") == Some("off") && r.get("verified") == Some("0"))
+    );
+    assert!(salsa.iter().all(|r| r.get("verified").is_none()));
 }

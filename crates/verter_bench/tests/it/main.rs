@@ -11,9 +11,10 @@ fn every_system_answers_every_workload_with_the_reference_hashes() {
     let records = quick::with_watchdog("the quick pass", Duration::from_secs(300), || {
         quick::run(300, 150)
     });
-    // W1 and W2 (five cases) for four systems on one and two threads, W3
-    // for two systems, W4 for two.
-    assert_eq!(records.len(), 4 * 2 * (1 + 5) + 2 + 2);
+    // W1 and W2 (eight cases) for four systems on one and two threads, W2
+    // for verter without cutoff, W3 for verter (with and without cutoff)
+    // and salsa, W4 for two.
+    assert_eq!(records.len(), 4 * 2 * (1 + 8) + 8 + 3 + 2);
     for record in records.iter().filter(|r| r.get("workload") == Some("w4")) {
         assert_eq!(record.get("requests"), Some("3000"), "{record:?}");
     }
