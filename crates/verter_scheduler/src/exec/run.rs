@@ -24,6 +24,27 @@ fn artifact_inputs_changed_at<A>(
     )
 }
 
+/// What early cutoff made of a stage (docs/design.md, "Early cutoff"): how
+/// it was cut off, if it was, and whether its job captured a prior (only
+/// then does its commit look up the file's priors to let that one go: a
+/// current job's stage cannot gain a prior after its dispatch, since what
+/// adds one makes the job stale).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Cut {
+    pub(super) how: Option<CutOff>,
+    pub(super) prior: bool,
+}
+
+impl Cut {
+    /// A stage whose job captured `prior` (or none), cut off `how`.
+    fn new<T>(prior: Option<&T>, how: Option<CutOff>) -> Self {
+        Self {
+            how,
+            prior: prior.is_some(),
+        }
+    }
+}
+
 /// A job that ran, or was refused before running, and waits for its
 /// completion hold. Data only: what the run produced, with the dispatch
 /// that carries its identity; nothing is published until
@@ -47,20 +68,20 @@ pub(super) enum Outcome<E: StageExecutor> {
     Parsed {
         node: Arc<FileNode<E>>,
         result: Result<ParsedSource<E::Source>, RequestError>,
-        cut: Option<CutOff>,
+        cut: Cut,
     },
     /// An Analysis.
     Analysed {
         node: Arc<FileNode<E>>,
         result: Result<Arc<AnalysisSnapshot<E::Analysis>>, RequestError>,
-        cut: Option<CutOff>,
+        cut: Cut,
     },
     /// An Artifact, with the blockers' analyses it was built from.
     Built {
         node: Arc<FileNode<E>>,
         result: Result<Arc<ArtifactSnapshot<E::Artifact>>, RequestError>,
         blockers: BlockerInputs<E::Analysis>,
-        cut: Option<CutOff>,
+        cut: Cut,
     },
 }
 
@@ -113,10 +134,9 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         // A stage none of whose inputs changed since its prior output is
         // verified, not run: no executor call, so no `WillExecute`.
-        let (node, work) = match self.verify(&file, node, work) {
-            Ok(outcome) => return self.finished(dispatch, outcome),
-            Err(unverified) => unverified,
-        };
+        if let Some(verified) = self.verified(&file, &work) {
+            return self.finished(dispatch, verified.into_outcome(node, work));
+        }
         if self.observes_events {
             let event = match work {
                 Work::Load => SchedulerEvent::WillLoad(identity),
@@ -137,11 +157,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 };
                 let result =
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&input)));
-                let mut cut = None;
+                let mut cut = Cut::new(prior.as_ref(), None);
                 let result = self.stage_result(&file, "Analysis", result).map(|data| {
                     let changed_at = match prior.as_deref() {
                         Some(prior) if self.same(|e| e.same_analysis(prior.data(), &data)) => {
-                            cut = Some(CutOff::Unchanged);
+                            cut.how = Some(CutOff::Unchanged);
                             prior.changed_at()
                         }
                         // Drawn when it commits, under the lock.
@@ -181,11 +201,11 @@ impl<E: StageExecutor> Scheduler<E> {
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_artifact(&input)));
                 let verified_at =
                     artifact_inputs_changed_at(&analysis, &blockers, blockers_changed_at);
-                let mut cut = None;
+                let mut cut = Cut::new(prior.as_ref(), None);
                 let result = self.stage_result(&file, "Artifact", result).map(|data| {
                     let changed_at = match prior.as_deref() {
                         Some(prior) if self.same(|e| e.same_artifact(prior.data(), &data)) => {
-                            cut = Some(CutOff::Unchanged);
+                            cut.how = Some(CutOff::Unchanged);
                             prior.changed_at()
                         }
                         // Drawn when it commits, under the lock.
@@ -229,55 +249,40 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Early cutoff's first rule, on the worker (docs/design.md, "Early
     /// cutoff"): an Analysis or Artifact whose prior output was built or
     /// verified against inputs none of which changed since is verified at
-    /// this version, sharing the prior's value, without running. Anything
-    /// else comes back to be run.
-    #[allow(clippy::type_complexity)]
-    fn verify(
-        &self,
-        file: &FileIdentity,
-        node: Arc<FileNode<E>>,
-        work: Work<E>,
-    ) -> Result<Outcome<E>, (Arc<FileNode<E>>, Work<E>)> {
-        match work {
+    /// this version, sharing the prior's value, without running. Reads the
+    /// work without taking it apart: a stage with no prior (every stage of
+    /// a cold build) pays one check.
+    fn verified(&self, file: &FileIdentity, work: &Work<E>) -> Option<Verified<E>> {
+        let verified = match work {
             Work::Analysis {
                 source,
                 prior: Some(prior),
-            } if source.changed_at <= prior.verified_at() => {
-                self.counters
-                    .stages_verified
-                    .fetch_add(1, Ordering::Relaxed);
-                let verified =
-                    AnalysisSnapshot::verified(&prior, file.version(), source.changed_at);
-                Ok(Outcome::Analysed {
-                    node,
-                    result: Ok(Arc::new(verified)),
-                    cut: Some(CutOff::Verified),
-                })
-            }
+            } if source.changed_at <= prior.verified_at() => Verified::Analysis(Arc::new(
+                AnalysisSnapshot::verified(prior, file.version(), source.changed_at),
+            )),
             Work::Artifact {
                 analysis,
                 blockers,
                 blockers_changed_at,
                 prior: Some(prior),
                 ..
-            } if artifact_inputs_changed_at(&analysis, &blockers, blockers_changed_at)
-                <= prior.verified_at() =>
-            {
-                self.counters
-                    .stages_verified
-                    .fetch_add(1, Ordering::Relaxed);
-                let verified_at =
-                    artifact_inputs_changed_at(&analysis, &blockers, blockers_changed_at);
-                let verified = ArtifactSnapshot::verified(&prior, file.version(), verified_at);
-                Ok(Outcome::Built {
-                    node,
-                    result: Ok(Arc::new(verified)),
-                    blockers,
-                    cut: Some(CutOff::Verified),
-                })
+            } => {
+                let inputs = artifact_inputs_changed_at(analysis, blockers, *blockers_changed_at);
+                if inputs > prior.verified_at() {
+                    return None;
+                }
+                Verified::Artifact(Arc::new(ArtifactSnapshot::verified(
+                    prior,
+                    file.version(),
+                    inputs,
+                )))
             }
-            work => Err((node, work)),
-        }
+            _ => return None,
+        };
+        self.counters
+            .stages_verified
+            .fetch_add(1, Ordering::Relaxed);
+        Some(verified)
     }
 
     /// Calls one of the executor's `same_*` comparisons inside the panic
@@ -435,7 +440,7 @@ impl<E: StageExecutor> Scheduler<E> {
         locked: &mut Locked<E>,
         dispatch: Dispatch,
         node: &FileNode<E>,
-        (output, cut): (Result<Arc<T>, RequestError>, Option<CutOff>),
+        (output, cut): (Result<Arc<T>, RequestError>, Cut),
         inputs: impl IntoIterator<Item = (&'a Canonical, verter_dag::SourceVersion)>,
         publish: impl FnOnce(
             &FileNode<E>,
@@ -509,21 +514,23 @@ impl<E: StageExecutor> Scheduler<E> {
         &self,
         locked: &mut Locked<E>,
         identity: &WorkNodeIdentity,
-        cut: Option<CutOff>,
+        cut: Cut,
         post: &mut PostWork<E>,
     ) {
-        let key = identity.as_dep_key().expect("file work");
-        if let Some(slot) = locked.dag.payload_mut(&key.file.canonical) {
-            Priors::forget(&mut slot.priors, key.stage, post);
+        if cut.prior {
+            let key = identity.as_dep_key().expect("file work");
+            if let Some(slot) = locked.dag.payload_mut(&key.file.canonical) {
+                Priors::forget(&mut slot.priors, key.stage, post);
+            }
         }
-        if cut == Some(CutOff::Unchanged) {
+        if cut.how == Some(CutOff::Unchanged) {
             self.counters
                 .outputs_unchanged
                 .fetch_add(1, Ordering::Relaxed);
         }
         let identity = *identity;
-        post.event(|| match cut {
-            Some(cut) => SchedulerEvent::DidCutOff(identity, cut),
+        post.event(|| match cut.how {
+            Some(how) => SchedulerEvent::DidCutOff(identity, how),
             None => SchedulerEvent::DidComplete(identity),
         });
     }
@@ -611,7 +618,7 @@ impl<E: StageExecutor> Scheduler<E> {
             }));
             self.resolve_deps(&file, deps)
         });
-        let mut cut = None;
+        let mut cut = Cut::new(prior.as_ref(), None);
         let result = match (parsed, deps) {
             (Ok(parsed), Some(Ok(deps))) => {
                 let (changed_at, blockers_changed_at) =
@@ -620,7 +627,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     .as_ref()
                     .is_some_and(|prior| prior.changed_at == changed_at)
                 {
-                    cut = Some(CutOff::Unchanged);
+                    cut.how = Some(CutOff::Unchanged);
                 }
                 Ok(ParsedSource {
                     blocker_keys: Vec::with_capacity(deps.blockers.len()),
@@ -727,7 +734,7 @@ impl<E: StageExecutor> Scheduler<E> {
         dispatch: Dispatch,
         node: &Arc<FileNode<E>>,
         mut deps: ParsedSource<E::Source>,
-        cut: Option<CutOff>,
+        cut: Cut,
         post: &mut PostWork<E>,
     ) {
         let identity = dispatch.identity;
@@ -827,6 +834,37 @@ impl<E: StageExecutor> Scheduler<E> {
             locked.dag.raise_priority(&identity, priority);
         }
         effects
+    }
+}
+
+/// A stage verified without running: its re-stamped output.
+enum Verified<E: StageExecutor> {
+    Analysis(Arc<AnalysisSnapshot<E::Analysis>>),
+    Artifact(Arc<ArtifactSnapshot<E::Artifact>>),
+}
+
+impl<E: StageExecutor> Verified<E> {
+    /// The finished stage, with what its `work` captured that the commit
+    /// still checks (an Artifact's blockers).
+    fn into_outcome(self, node: Arc<FileNode<E>>, work: Work<E>) -> Outcome<E> {
+        let cut = Cut {
+            how: Some(CutOff::Verified),
+            prior: true,
+        };
+        match (self, work) {
+            (Self::Analysis(result), _) => Outcome::Analysed {
+                node,
+                result: Ok(result),
+                cut,
+            },
+            (Self::Artifact(result), Work::Artifact { blockers, .. }) => Outcome::Built {
+                node,
+                result: Ok(result),
+                blockers,
+                cut,
+            },
+            (Self::Artifact(_), _) => unreachable!("an Artifact is verified from its own work"),
+        }
     }
 }
 
