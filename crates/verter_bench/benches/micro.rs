@@ -83,8 +83,11 @@ fn inline_with_built(files: usize) -> Arc<Scheduler<Noop>> {
     scheduler
 }
 
-/// `invalidate` of one built file among 1k, end to end (canonicalise, DAG
-/// lock, bump and sweep, unlock).
+/// An invalidation that makes a new generation, of one built file among
+/// 1k, end to end (canonicalise, read the file through the in-memory
+/// loader and hash it, DAG lock, bump and sweep, publish the text, unlock).
+/// `invalidate_always`: the bytes are unchanged, and a plain `invalidate`
+/// would stop at the door (the next benchmark).
 #[divan::bench(sample_count = 100, sample_size = 200)]
 fn invalidate_end_to_end(bencher: Bencher) {
     let scheduler = inline_with_built(1_000);
@@ -92,7 +95,22 @@ fn invalidate_end_to_end(bencher: Bencher) {
     let mut next = 0usize;
     bencher.bench_local(|| {
         next = (next + 1) % names.len();
-        scheduler.invalidate(&names[next]).expect("known");
+        scheduler.invalidate_always(&names[next]).expect("known");
+    });
+}
+
+/// An invalidation of unchanged bytes, of one built file among 1k: read
+/// and hash the file, compare it with the known text under the lock, and
+/// change nothing (early cutoff at the door).
+#[divan::bench(sample_count = 100, sample_size = 200)]
+fn invalidate_of_unchanged_bytes(bencher: Bencher) {
+    let scheduler = inline_with_built(1_000);
+    let names: Vec<String> = (0..1_000).map(|i| format!("m{i}")).collect();
+    let mut next = 0usize;
+    bencher.bench_local(|| {
+        next = (next + 1) % names.len();
+        let outcome = scheduler.invalidate(&names[next]).expect("known");
+        debug_assert_eq!(outcome, verter_scheduler::Invalidation::Unchanged);
     });
 }
 

@@ -40,8 +40,8 @@ pub enum SourceState<T> {
         version: SourceVersion,
     },
     /// The file is tracked at `version`, but its text is not known yet: it
-    /// was invalidated (changed on disk) or closed, and waits to be
-    /// reloaded. The old text is no longer served; unlike `Absent`, this
+    /// was invalidated (changed on disk) or closed and could not be read
+    /// then, and waits to be reloaded. The old text is no longer served; unlike `Absent`, this
     /// does not claim the file is gone, and GC never forgets it.
     Pending {
         /// The version the text will be reloaded at.
