@@ -81,13 +81,13 @@ pub(crate) trait Stamped {
 
 impl<A> Stamped for AnalysisSnapshot<A> {
     fn changed_at_mut(&mut self) -> &mut Revision {
-        &mut self.changed_at
+        &mut self.output.changed_at
     }
 }
 
 impl<T> Stamped for ArtifactSnapshot<T> {
     fn changed_at_mut(&mut self) -> &mut Revision {
-        &mut self.changed_at
+        &mut self.output.changed_at
     }
 }
 
@@ -214,18 +214,85 @@ pub struct AnalysisSnapshot<A> {
     pub canonical: Canonical,
     /// The committing object's version.
     pub version: SourceVersion,
-    changed_at: Revision,
-    verified_at: Revision,
-    value: Value<A, Self>,
+    output: Output<A, Self>,
 }
 
-/// An output's value: built by the run that made its snapshot, or shared
-/// with the snapshot it was verified from (which built it: a chain of
+/// An Artifact stage's output (or an artifact the host committed with a
+/// witness).
+#[derive(Debug)]
+pub struct ArtifactSnapshot<T> {
+    /// The file.
+    pub canonical: Canonical,
+    /// The committing object's version.
+    pub version: SourceVersion,
+    /// The profile it was built for.
+    pub profile: ProfileHash,
+    output: Output<T, Self>,
+}
+
+/// What Analysis and Artifact snapshots share: their revisions and their
+/// value, built by the run that made the snapshot or shared with the
+/// snapshot `S` it was verified from (which built it: a chain of
 /// verifications always points at the one that built the value).
+#[derive(Debug)]
+struct Output<T, S> {
+    changed_at: Revision,
+    verified_at: Revision,
+    value: Value<T, S>,
+}
+
 #[derive(Debug)]
 enum Value<T, S> {
     Built(T),
     Verified(Arc<S>),
+}
+
+/// A snapshot type whose value can be shared by a verified copy.
+trait Shares<T>: Sized {
+    fn output(&self) -> &Output<T, Self>;
+}
+
+impl<A> Shares<A> for AnalysisSnapshot<A> {
+    fn output(&self) -> &Output<A, Self> {
+        &self.output
+    }
+}
+
+impl<T> Shares<T> for ArtifactSnapshot<T> {
+    fn output(&self) -> &Output<T, Self> {
+        &self.output
+    }
+}
+
+impl<T, S: Shares<T>> Output<T, S> {
+    fn built(data: T, changed_at: Revision, verified_at: Revision) -> Self {
+        Self {
+            changed_at,
+            verified_at,
+            value: Value::Built(data),
+        }
+    }
+
+    /// `previous`'s value and revision, verified at `verified_at`.
+    fn verified(previous: &Arc<S>, verified_at: Revision) -> Self {
+        let output = previous.output();
+        let origin = match &output.value {
+            Value::Built(_) => Arc::clone(previous),
+            Value::Verified(origin) => Arc::clone(origin),
+        };
+        Self {
+            changed_at: output.changed_at,
+            verified_at,
+            value: Value::Verified(origin),
+        }
+    }
+
+    fn data(&self) -> &T {
+        match &self.value {
+            Value::Built(data) => data,
+            Value::Verified(origin) => origin.output().data(),
+        }
+    }
 }
 
 impl<A> AnalysisSnapshot<A> {
@@ -247,9 +314,7 @@ impl<A> AnalysisSnapshot<A> {
         Self {
             canonical,
             version,
-            changed_at,
-            verified_at,
-            value: Value::Built(data),
+            output: Output::built(data, changed_at, verified_at),
         }
     }
 
@@ -260,25 +325,16 @@ impl<A> AnalysisSnapshot<A> {
         version: SourceVersion,
         verified_at: Revision,
     ) -> Self {
-        let origin = match &previous.value {
-            Value::Built(_) => Arc::clone(previous),
-            Value::Verified(origin) => Arc::clone(origin),
-        };
         Self {
             canonical: previous.canonical,
             version,
-            changed_at: previous.changed_at,
-            verified_at,
-            value: Value::Verified(origin),
+            output: Output::verified(previous, verified_at),
         }
     }
 
     /// The executor's analysis.
     pub fn data(&self) -> &A {
-        match &self.value {
-            Value::Built(data) => data,
-            Value::Verified(origin) => origin.data(),
-        }
+        self.output.data()
     }
 
     /// The committing object's version.
@@ -288,35 +344,20 @@ impl<A> AnalysisSnapshot<A> {
 
     /// When its value last changed.
     pub fn changed_at(&self) -> Revision {
-        self.changed_at
+        self.output.changed_at
     }
 
     /// The newest change among the inputs it was last built or verified
     /// against (its Source's).
     pub fn verified_at(&self) -> Revision {
-        self.verified_at
+        self.output.verified_at
     }
 
     /// Whether it was verified from an earlier snapshot without the stage
     /// running.
     pub fn is_verified_copy(&self) -> bool {
-        matches!(self.value, Value::Verified(_))
+        matches!(self.output.value, Value::Verified(_))
     }
-}
-
-/// An Artifact stage's output (or an artifact the host committed with a
-/// witness).
-#[derive(Debug)]
-pub struct ArtifactSnapshot<T> {
-    /// The file.
-    pub canonical: Canonical,
-    /// The committing object's version.
-    pub version: SourceVersion,
-    /// The profile it was built for.
-    pub profile: ProfileHash,
-    changed_at: Revision,
-    verified_at: Revision,
-    value: Value<T, Self>,
 }
 
 impl<T> ArtifactSnapshot<T> {
@@ -351,9 +392,7 @@ impl<T> ArtifactSnapshot<T> {
             canonical,
             version,
             profile,
-            changed_at,
-            verified_at,
-            value: Value::Built(data),
+            output: Output::built(data, changed_at, verified_at),
         }
     }
 
@@ -364,26 +403,17 @@ impl<T> ArtifactSnapshot<T> {
         version: SourceVersion,
         verified_at: Revision,
     ) -> Self {
-        let origin = match &previous.value {
-            Value::Built(_) => Arc::clone(previous),
-            Value::Verified(origin) => Arc::clone(origin),
-        };
         Self {
             canonical: previous.canonical,
             version,
             profile: previous.profile,
-            changed_at: previous.changed_at,
-            verified_at,
-            value: Value::Verified(origin),
+            output: Output::verified(previous, verified_at),
         }
     }
 
     /// The executor's artifact.
     pub fn data(&self) -> &T {
-        match &self.value {
-            Value::Built(data) => data,
-            Value::Verified(origin) => origin.data(),
-        }
+        self.output.data()
     }
 
     /// The committing object's version.
@@ -394,26 +424,54 @@ impl<T> ArtifactSnapshot<T> {
     /// When its value last changed. A host that writes artifacts out can
     /// skip one whose revision it already wrote: the value is the same.
     pub fn changed_at(&self) -> Revision {
-        self.changed_at
+        self.output.changed_at
     }
 
     /// The newest change among the inputs it was last built or verified
     /// against (its file's Analysis, its blocker list, its blockers'
     /// Analyses); [`Revision::NEVER`] for one the host committed.
     pub fn verified_at(&self) -> Revision {
-        self.verified_at
+        self.output.verified_at
     }
 
     /// Whether it was verified from an earlier snapshot without the stage
     /// running.
     pub fn is_verified_copy(&self) -> bool {
-        matches!(self.value, Value::Verified(_))
+        matches!(self.output.value, Value::Verified(_))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A verified copy shares its value with the snapshot that built it,
+    /// however many verifications lie between them, and keeps its revision.
+    #[test]
+    fn a_verified_copy_shares_the_value_its_origin_built() {
+        use verter_dag::{Generation, Incarnation};
+        let object = Incarnation::allocate();
+        let at = |generation: u64| SourceVersion::new(object, Generation::new(generation));
+        let file = Canonical::from("verified.rs");
+        let built = Arc::new(AnalysisSnapshot::built(
+            file,
+            at(0),
+            vec![1, 2, 3],
+            Revision(4),
+            Revision(3),
+        ));
+        let once = Arc::new(AnalysisSnapshot::verified(&built, at(1), Revision(3)));
+        let twice = AnalysisSnapshot::verified(&once, at(2), Revision(2));
+        assert!(!built.is_verified_copy());
+        assert!(once.is_verified_copy() && twice.is_verified_copy());
+        assert!(std::ptr::eq(twice.data(), built.data()), "no clone");
+        match &twice.output.value {
+            Value::Verified(origin) => assert!(Arc::ptr_eq(origin, &built), "points at the origin"),
+            Value::Built(_) => unreachable!("a verified copy"),
+        }
+        assert_eq!((twice.version, twice.changed_at()), (at(2), Revision(4)));
+        assert_eq!(twice.verified_at(), Revision(2));
+    }
 
     /// A list of up to four files is the size of a `Vec` and allocates
     /// nothing; a fifth spills; it reads and compares as a slice.

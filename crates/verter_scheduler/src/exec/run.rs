@@ -159,14 +159,9 @@ impl<E: StageExecutor> Scheduler<E> {
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&input)));
                 let mut cut = Cut::new(prior.as_ref(), None);
                 let result = self.stage_result(&file, "Analysis", result).map(|data| {
-                    let changed_at = match prior.as_deref() {
-                        Some(prior) if self.same(|e| e.same_analysis(prior.data(), &data)) => {
-                            cut.how = Some(CutOff::Unchanged);
-                            prior.changed_at()
-                        }
-                        // Drawn when it commits, under the lock.
-                        _ => Revision::NEVER,
-                    };
+                    let previous = prior.as_deref().map(|p| (p.data(), p.changed_at()));
+                    let changed_at;
+                    (changed_at, cut.how) = self.judge(previous, &data, E::same_analysis);
                     Arc::new(AnalysisSnapshot::built(
                         file.canonical,
                         file.version(),
@@ -203,14 +198,9 @@ impl<E: StageExecutor> Scheduler<E> {
                     artifact_inputs_changed_at(&analysis, &blockers, blockers_changed_at);
                 let mut cut = Cut::new(prior.as_ref(), None);
                 let result = self.stage_result(&file, "Artifact", result).map(|data| {
-                    let changed_at = match prior.as_deref() {
-                        Some(prior) if self.same(|e| e.same_artifact(prior.data(), &data)) => {
-                            cut.how = Some(CutOff::Unchanged);
-                            prior.changed_at()
-                        }
-                        // Drawn when it commits, under the lock.
-                        _ => Revision::NEVER,
-                    };
+                    let previous = prior.as_deref().map(|p| (p.data(), p.changed_at()));
+                    let changed_at;
+                    (changed_at, cut.how) = self.judge(previous, &data, E::same_artifact);
                     Arc::new(ArtifactSnapshot::built(
                         file.canonical,
                         file.version(),
@@ -283,6 +273,24 @@ impl<E: StageExecutor> Scheduler<E> {
             .stages_verified
             .fetch_add(1, Ordering::Relaxed);
         Some(verified)
+    }
+
+    /// Early cutoff's second rule, on the worker: a run's output `next`
+    /// against its prior's value and revision. Equal (by `same`), it keeps
+    /// the prior's revision and is reported unchanged; otherwise its
+    /// revision is left for its commit to draw, under the lock.
+    fn judge<T>(
+        &self,
+        previous: Option<(&T, Revision)>,
+        next: &T,
+        same: fn(&E, &T, &T) -> bool,
+    ) -> (Revision, Option<CutOff>) {
+        match previous {
+            Some((value, changed_at)) if self.same(|executor| same(executor, value, next)) => {
+                (changed_at, Some(CutOff::Unchanged))
+            }
+            _ => (Revision::NEVER, None),
+        }
     }
 
     /// Calls one of the executor's `same_*` comparisons inside the panic
