@@ -602,6 +602,8 @@ impl<E: StageExecutor> PumpDriver for Scheduler<E> {
 mod batch;
 mod caller;
 mod run;
+mod source;
+mod verify;
 
 pub(crate) use batch::flush_deferred;
 #[cfg(test)]

@@ -106,7 +106,7 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                             retired.version(),
                             0,
                         ))],
-                        cut: run::Cut::default(),
+                        cut: verify::Cut::default(),
                     },
                 };
                 caught = Some(catch_unwind(AssertUnwindSafe(|| {

@@ -1,0 +1,125 @@
+//! Early cutoff on the worker (docs/design.md, "Early cutoff"): whether a
+//! stage can be verified against its prior instead of run, and whether a
+//! stage that ran produced what its prior holds. Reads the job, calls
+//! nothing but the executor's `same_*` comparisons (inside the panic
+//! boundary), and takes no lock.
+//!
+//! Part of the `exec` module; see its docs for the protocol of one job.
+
+use super::*;
+
+/// The newest change among an Artifact's inputs: its file's Analysis, its
+/// blocker list, and each blocker's Analysis. The prior artifact is still
+/// what a run would build when this is no newer than the revision it was
+/// verified at (docs/design.md, "Early cutoff").
+pub(super) fn artifact_inputs_changed_at<A>(
+    analysis: &AnalysisSnapshot<A>,
+    blockers: &[Arc<AnalysisSnapshot<A>>],
+    blockers_changed_at: Revision,
+) -> Revision {
+    blockers.iter().map(|blocker| blocker.changed_at()).fold(
+        analysis.changed_at().max(blockers_changed_at),
+        Revision::max,
+    )
+}
+
+/// What early cutoff made of a stage (docs/design.md, "Early cutoff"): how
+/// it was cut off, if it was, and whether its job captured a prior (only
+/// then does its commit look up the file's priors to let that one go: a
+/// current job's stage cannot gain a prior after its dispatch, since what
+/// adds one makes the job stale).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Cut {
+    pub(super) how: Option<CutOff>,
+    pub(super) prior: bool,
+}
+
+impl Cut {
+    /// A stage whose job captured `prior` (or none), cut off `how`.
+    pub(super) fn new<T>(prior: Option<&T>, how: Option<CutOff>) -> Self {
+        Self {
+            how,
+            prior: prior.is_some(),
+        }
+    }
+}
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// Early cutoff's first rule, on the worker (docs/design.md, "Early
+    /// cutoff"): an Analysis or Artifact whose prior output was built or
+    /// verified against inputs none of which changed since is verified at
+    /// this version, sharing the prior's value, without running. Reads the
+    /// work without taking it apart: a stage with no prior (every stage of
+    /// a cold build) pays one check.
+    pub(super) fn verified(&self, file: &FileIdentity, work: &Work<E>) -> Option<Verified<E>> {
+        let verified = match work {
+            Work::Analysis {
+                source,
+                prior: Some(prior),
+            } if source.changed_at <= prior.verified_at() => Verified::Analysis(Arc::new(
+                AnalysisSnapshot::verified(prior, file.version(), source.changed_at),
+            )),
+            Work::Artifact {
+                analysis,
+                blockers,
+                blockers_changed_at,
+                prior: Some(prior),
+                ..
+            } => {
+                let inputs = artifact_inputs_changed_at(analysis, blockers, *blockers_changed_at);
+                if inputs > prior.verified_at() {
+                    return None;
+                }
+                Verified::Artifact(Arc::new(ArtifactSnapshot::verified(
+                    prior,
+                    file.version(),
+                    inputs,
+                )))
+            }
+            _ => return None,
+        };
+        self.counters
+            .stages_verified
+            .fetch_add(1, Ordering::Relaxed);
+        Some(verified)
+    }
+
+    /// Early cutoff's second rule, on the worker: a run's output `next`
+    /// against its prior's value and revision. Equal (by `same`), it keeps
+    /// the prior's revision and is reported unchanged; otherwise its
+    /// revision is left for its commit to draw, under the lock.
+    pub(super) fn judge<T>(
+        &self,
+        previous: Option<(&T, Revision)>,
+        next: &T,
+        same: fn(&E, &T, &T) -> bool,
+    ) -> (Revision, Option<CutOff>) {
+        match previous {
+            Some((value, changed_at)) if self.same(|executor| same(executor, value, next)) => {
+                (changed_at, Some(CutOff::Unchanged))
+            }
+            _ => (Revision::NEVER, None),
+        }
+    }
+
+    /// Calls one of the executor's `same_*` comparisons inside the panic
+    /// boundary: a comparison that panics counts as "changed" (and as an
+    /// executor panic), never as "the same".
+    pub(super) fn same(&self, compare: impl FnOnce(&E) -> bool) -> bool {
+        match catch_unwind(AssertUnwindSafe(|| compare(&self.executor))) {
+            Ok(same) => same,
+            Err(_) => {
+                self.counters
+                    .executor_panics
+                    .fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+}
+
+/// A stage verified without running: its re-stamped output.
+pub(super) enum Verified<E: StageExecutor> {
+    Analysis(Arc<AnalysisSnapshot<E::Analysis>>),
+    Artifact(Arc<ArtifactSnapshot<E::Artifact>>),
+}
