@@ -18,7 +18,9 @@ use crate::language::Language;
 use crate::snapshot::{AnalysisSnapshot, SourceSnapshot};
 
 /// Where sources come from. Called outside the DAG lock; `load` runs on the
-/// I/O pool, the others on the submitting thread or a stage worker.
+/// I/O pool, and on the thread that calls `Scheduler::invalidate` (which
+/// reads the file to compare it with the known text); the others on the
+/// submitting thread or a stage worker.
 pub trait SourceLoader: Send + Sync + 'static {
     /// The canonical form of `path` (e.g. resolving symlinks). A path that
     /// does not exist may still be given a canonical form; `load` then
