@@ -139,6 +139,16 @@ fn wrong_usage_is_exit_code_2() {
 
 /// Reads the child's stdout lines on a thread and hands them over a channel,
 /// so the test waits for reported events, under a watchdog timeout.
+/// Replaces `path`'s bytes at once (a temporary file renamed over it), so a
+/// watcher never reads it half written: `fs::write` truncates first, and a
+/// watcher that reads between the truncation and the write sees an empty
+/// file (a real change, and another when the write lands).
+fn replace(path: &Path, text: &str) {
+    let temporary = path.with_extension("rs.tmp-save");
+    std::fs::write(&temporary, text).expect("write");
+    std::fs::rename(&temporary, path).expect("rename over");
+}
+
 fn lines_of(child: &mut std::process::Child) -> mpsc::Receiver<String> {
     lines_from(child.stdout.take().expect("piped stdout"))
 }
@@ -192,11 +202,10 @@ fn watch_rebuilds_only_the_edited_file_and_its_dependents() {
     let ready = next_line_starting(&lines, "watching ");
     assert!(ready.contains("4 files"), "{ready}");
 
-    std::fs::write(
-        dir.path().join("src/util.rs"),
+    replace(
+        &dir.path().join("src/util.rs"),
         "pub fn helper() -> u16 {\n    8081\n}\n\npub fn other() {}\n",
-    )
-    .expect("edit");
+    );
     let changed = next_line_starting(&lines, "changed ");
     assert!(
         changed.starts_with("changed src/util.rs: rebuilt "),

@@ -332,14 +332,14 @@ fn watch_rebuilds_only_the_source_of_a_comment_or_body_edited_in_place() {
     // A comment added on a line of its own, items where they were: the
     // parse is the same, so nothing after util.rs's Source runs (not its
     // Analysis, not its Artifact, not lib.rs's, which uses its item).
-    std::fs::write(&util, "pub fn helper() -> u16 {\n    8080 // the port\n}\n").expect("comment");
+    super::replace(&util, "pub fn helper() -> u16 {\n    8080 // the port\n}\n");
     let changed = next_line_starting(&lines, "changed src/util.rs: rebuilt ");
     assert!(
         changed.starts_with("changed src/util.rs: rebuilt src/util.rs (Source unchanged) in "),
         "{changed}"
     );
     // A body edited in place: the same.
-    std::fs::write(&util, "pub fn helper() -> u16 {\n    9090 // the port\n}\n").expect("body");
+    super::replace(&util, "pub fn helper() -> u16 {\n    9090 // the port\n}\n");
     let changed = next_line_starting(&lines, "changed src/util.rs: rebuilt ");
     assert!(
         changed.starts_with("changed src/util.rs: rebuilt src/util.rs (Source unchanged) in "),
@@ -348,7 +348,7 @@ fn watch_rebuilds_only_the_source_of_a_comment_or_body_edited_in_place() {
     // An item moved down a line is a change for the index (it records
     // lines): util.rs's stages run, and lib.rs's Artifact, which resolves
     // `helper` to its line.
-    std::fs::write(&util, "\npub fn helper() -> u16 {\n    9090\n}\n").expect("move");
+    super::replace(&util, "\npub fn helper() -> u16 {\n    9090\n}\n");
     let changed = next_line_starting(&lines, "changed src/util.rs: rebuilt ");
     assert!(
         changed.contains("src/util.rs (Source, Analysis, Artifact)")
@@ -365,8 +365,8 @@ fn watch_says_unchanged_when_the_bytes_are_the_same() {
     let (child, lines, _errors, _) = watch(dir.path());
     // A save of the same bytes (what `touch` or an editor's save of an
     // unmodified buffer looks like to the watcher).
-    let text = std::fs::read(&util).expect("read");
-    std::fs::write(&util, text).expect("rewrite");
+    let text = std::fs::read_to_string(&util).expect("read");
+    super::replace(&util, &text);
     let line = next_line_starting(&lines, "unchanged ");
     assert_eq!(line, "unchanged src/util.rs");
     stop(child, &lines);
