@@ -33,9 +33,6 @@ impl SourceLoader for Words {
     fn realpath(&self, path: &str) -> Result<Canonical, LoadError> {
         Ok(Canonical::from(path))
     }
-    fn exists(&self, _: &Canonical) -> bool {
-        true
-    }
     fn load(&self, _: &Canonical) -> Result<Arc<str>, LoadError> {
         Ok(Arc::from("x"))
     }
@@ -51,11 +48,8 @@ impl StageExecutor for Noop {
     type Source = ();
     type Analysis = ();
     type Artifact = ();
-    fn execute_source(&self, _: &SourceInput<'_>) -> Result<(), ExecutorError> {
+    fn execute_source(&self, _: &SourceInput<'_>, _: &mut SourceDeps) -> Result<(), ExecutorError> {
         Ok(())
-    }
-    fn extract_deps(&self, _: &SourceInput<'_>, _: &()) -> SourceDeps {
-        SourceDeps::default()
     }
     fn execute_analysis(&self, _input: &AnalysisInput<'_, ()>) -> Result<(), ExecutorError> {
         Ok(())

@@ -47,10 +47,6 @@ impl SourceLoader for World {
         Ok(Canonical::from(path))
     }
 
-    fn exists(&self, canonical: &Canonical) -> bool {
-        self.files.read().contains_key(canonical.as_str())
-    }
-
     fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
         self.files
             .read()
@@ -80,23 +76,21 @@ impl StageExecutor for BenchExecutor {
     type Analysis = u64;
     type Artifact = u64;
 
-    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Scan, ExecutorError> {
-        Ok(Kernels::scan(input.text))
-    }
-
-    fn extract_deps(&self, _: &SourceInput<'_>, scan: &Scan) -> SourceDeps {
-        SourceDeps {
-            forward: Vec::new(),
-            // The generated imports are canonical paths already (the
-            // loader's realpath is the identity), so they are handed over as
-            // such, as a host with its own file table would: no realpath
-            // call and no path copy per import.
-            blockers: scan
-                .imports
-                .iter()
-                .map(|import| DepPath::Canonical(Canonical::new(Arc::clone(import))))
-                .collect(),
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        deps: &mut SourceDeps,
+    ) -> Result<Scan, ExecutorError> {
+        let scan = Kernels::scan(input.text);
+        // The generated imports are canonical paths already (the loader's
+        // realpath is the identity), so they are handed over as such, as a
+        // host with its own file table would: no realpath call and no path
+        // copy per import.
+        deps.blockers.reserve(scan.imports.len());
+        for import in &scan.imports {
+            deps.blocker(DepPath::Canonical(Canonical::new(Arc::clone(import))));
         }
+        Ok(scan)
     }
 
     fn execute_analysis(&self, input: &AnalysisInput<'_, Scan>) -> Result<u64, ExecutorError> {

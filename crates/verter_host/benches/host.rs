@@ -31,10 +31,6 @@ impl SourceLoader for NoDisk {
         Ok(Canonical::from(path))
     }
 
-    fn exists(&self, _canonical: &Canonical) -> bool {
-        false
-    }
-
     fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
         Err(LoadError::Missing {
             path: canonical.to_string(),
@@ -54,12 +50,12 @@ impl StageExecutor for Words {
     type Analysis = usize;
     type Artifact = String;
 
-    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<String>, ExecutorError> {
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        _: &mut SourceDeps,
+    ) -> Result<Vec<String>, ExecutorError> {
         Ok(input.text.split_whitespace().map(str::to_owned).collect())
-    }
-
-    fn extract_deps(&self, _input: &SourceInput<'_>, _source: &Vec<String>) -> SourceDeps {
-        SourceDeps::default()
     }
 
     fn execute_analysis(

@@ -32,20 +32,16 @@
 //! ```
 //! use std::collections::HashMap;
 //! use std::sync::Arc;
-//! use verter_dag::{Canonical, Priority, ProfileHash};
 //! use verter_host::{HostConfig, VerterHost};
 //! use verter_scheduler::*;
 //!
 //! /// The files the host has on "disk".
 //! struct Disk(HashMap<&'static str, &'static str>);
 //! impl SourceLoader for Disk {
-//!     fn realpath(&self, path: &str) -> Result<Canonical, LoadError> { Ok(Canonical::from(path)) }
-//!     fn exists(&self, path: &Canonical) -> bool { self.0.contains_key(path.as_str()) }
 //!     fn load(&self, path: &Canonical) -> Result<Arc<str>, LoadError> {
 //!         let text = self.0.get(path.as_str()).ok_or_else(|| LoadError::Missing { path: path.to_string() })?;
 //!         Ok(Arc::from(*text))
 //!     }
-//!     fn classify(&self, _: &Canonical) -> Language { Language::new("text") }
 //! }
 //!
 //! struct WordCount;
@@ -53,10 +49,9 @@
 //!     type Source = Vec<String>;
 //!     type Analysis = usize;
 //!     type Artifact = String;
-//!     fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<String>, ExecutorError> {
+//!     fn execute_source(&self, input: &SourceInput<'_>, _: &mut SourceDeps) -> Result<Vec<String>, ExecutorError> {
 //!         Ok(input.text.split_whitespace().map(str::to_owned).collect())
 //!     }
-//!     fn extract_deps(&self, _: &SourceInput<'_>, _: &Vec<String>) -> SourceDeps { SourceDeps::default() }
 //!     fn execute_analysis(&self, input: &AnalysisInput<'_, Vec<String>>) -> Result<usize, ExecutorError> {
 //!         let source = input.source;
 //!         Ok(source.parsed.len())

@@ -28,7 +28,7 @@ use verter_index::{
 };
 use verter_scheduler::{
     AnalysisInput, AnalysisSnapshot, ArtifactInput, Canonicals, Language, Request, Revision,
-    Scheduler, SchedulerConfig, SourceInput, SourceSnapshot, SourceText, StageExecutor,
+    Scheduler, SchedulerConfig, SourceDeps, SourceInput, SourceSnapshot, SourceText, StageExecutor,
     content_hash,
 };
 
@@ -165,7 +165,9 @@ fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
         text: &text,
         cancel: &cancel,
     };
-    let parsed: RustSource = indexer.execute_source(&input).expect("parses");
+    let parsed: RustSource = indexer
+        .execute_source(&input, &mut SourceDeps::default())
+        .expect("parses");
     let blockers = parsed.blockers.clone();
     let snapshot = SourceSnapshot {
         text: SourceText {

@@ -5,9 +5,10 @@
 //!   resolved child files, flattened `use`s and blocker files. Choosing
 //!   between `foo.rs` and `foo/mod.rs` and finding the crate directory stats
 //!   the file system (never reads it) on the CPU pool.
-//! - **`extract_deps`** is pure: forward = every `mod` child file and every
-//!   `include!`d file, except candidates whose file does not exist (see
-//!   [`ModDecl::optional`]); blockers = the files rule 2 of `resolve` picked.
+//! - **Dependencies**, declared by the parse: forward = every `mod` child
+//!   file and every `include!`d file, except candidates whose file does not
+//!   exist (see [`ModDecl::optional`]); blockers = the files rule 2 of
+//!   `resolve` picked.
 //! - **Analysis** is the file's [`FileIndex`]; **Artifact** resolves its uses
 //!   against it and its blockers' analyses ([`FileArtifact`]).
 //!
@@ -186,12 +187,39 @@ fn declare_mod(
     found
 }
 
+/// The files `source` names, declared for the scheduler: forward, every
+/// `mod` child file and every `include!`d file, except candidates whose
+/// file does not exist (not loaded, no error); blockers, the files rule 2
+/// of `resolve` picked.
+fn declare_deps(source: &RustSource, deps: &mut SourceDeps) {
+    let mods = source
+        .mods
+        .iter()
+        .filter(|decl| decl.exists || !decl.optional)
+        .map(|decl| &decl.file);
+    let includes = source
+        .includes
+        .iter()
+        .filter(|include| include.exists || !include.optional)
+        .map(|include| &include.file);
+    for file in mods.chain(includes) {
+        deps.forward(path_text(file));
+    }
+    for file in &source.blockers {
+        deps.blocker(path_text(file));
+    }
+}
+
 impl StageExecutor for RustIndexer {
     type Source = RustSource;
     type Analysis = FileIndex;
     type Artifact = FileArtifact;
 
-    fn execute_source(&self, input: &SourceInput<'_>) -> Result<RustSource, ExecutorError> {
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        deps: &mut SourceDeps,
+    ) -> Result<RustSource, ExecutorError> {
         let file = Path::new(input.canonical.as_str());
         let location = self
             .declarations
@@ -292,7 +320,7 @@ impl StageExecutor for RustIndexer {
         blockers.sort();
         blockers.dedup();
 
-        Ok(RustSource {
+        let source = RustSource {
             location,
             items: summary.items.into(),
             mods,
@@ -300,31 +328,9 @@ impl StageExecutor for RustIndexer {
             uses: uses.into(),
             blockers,
             parse_error,
-        })
-    }
-
-    fn extract_deps(&self, _input: &SourceInput<'_>, source: &RustSource) -> SourceDeps {
-        SourceDeps {
-            // A candidate that does not exist is not loaded (no error).
-            forward: source
-                .mods
-                .iter()
-                .filter(|decl| decl.exists || !decl.optional)
-                .map(|decl| path_text(&decl.file).into())
-                .chain(
-                    source
-                        .includes
-                        .iter()
-                        .filter(|include| include.exists || !include.optional)
-                        .map(|include| path_text(&include.file).into()),
-                )
-                .collect(),
-            blockers: source
-                .blockers
-                .iter()
-                .map(|file| path_text(file).into())
-                .collect(),
-        }
+        };
+        declare_deps(&source, deps);
+        Ok(source)
     }
 
     fn execute_analysis(

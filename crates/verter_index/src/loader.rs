@@ -288,10 +288,6 @@ impl SourceLoader for FsLoader {
         }
     }
 
-    fn exists(&self, canonical: &Canonical) -> bool {
-        Path::new(canonical.as_str()).is_file()
-    }
-
     fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
         let bytes = self.read(canonical.as_str())?;
         match String::from_utf8(bytes) {

@@ -25,9 +25,6 @@ impl SourceLoader for NoopLoader {
     fn realpath(&self, path: &str) -> Result<Canonical, LoadError> {
         Ok(Canonical::from(path))
     }
-    fn exists(&self, _: &Canonical) -> bool {
-        true
-    }
     fn load(&self, _: &Canonical) -> Result<Arc<str>, LoadError> {
         Ok(Arc::from("x"))
     }
@@ -53,12 +50,13 @@ impl StageExecutor for Noop {
     type Source = ();
     type Analysis = ();
     type Artifact = ();
-    fn execute_source(&self, _: &SourceInput<'_>) -> Result<(), ExecutorError> {
-        Ok(())
-    }
-    fn extract_deps(&self, input: &SourceInput<'_>, _: &()) -> SourceDeps {
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        deps: &mut SourceDeps,
+    ) -> Result<(), ExecutorError> {
         let Some(files) = self.graph_of else {
-            return SourceDeps::default();
+            return Ok(());
         };
         let index: usize = input
             .canonical
@@ -67,13 +65,9 @@ impl StageExecutor for Noop {
             .trim_end_matches(".rs")
             .parse()
             .expect("src/f{i}.rs");
-        SourceDeps {
-            forward: Vec::new(),
-            blockers: vec![
-                format!("src/f{}.rs", (index + 1) % files).into(),
-                format!("src/f{}.rs", (index * 7 + 3) % files).into(),
-            ],
-        }
+        deps.blocker(format!("src/f{}.rs", (index + 1) % files))
+            .blocker(format!("src/f{}.rs", (index * 7 + 3) % files));
+        Ok(())
     }
     fn execute_analysis(&self, _input: &AnalysisInput<'_, ()>) -> Result<(), ExecutorError> {
         Ok(())

@@ -1,21 +1,11 @@
 //! A small host: a loader, an executor, and one request on two threads.
 use std::sync::Arc;
-use verter_dag::{Canonical, ProfileHash, TargetStage};
 use verter_scheduler::*;
 
 struct Disk;
 impl SourceLoader for Disk {
-    fn realpath(&self, p: &str) -> Result<Canonical, LoadError> {
-        Ok(Canonical::from(p))
-    }
-    fn exists(&self, _: &Canonical) -> bool {
-        true
-    }
     fn load(&self, p: &Canonical) -> Result<Arc<str>, LoadError> {
         Ok(format!("fn {p}").into())
-    }
-    fn classify(&self, _: &Canonical) -> Language {
-        Language::new("text")
     }
 }
 
@@ -24,11 +14,12 @@ impl StageExecutor for Lines {
     type Source = usize;
     type Analysis = usize;
     type Artifact = String;
-    fn execute_source(&self, i: &SourceInput<'_>) -> Result<usize, ExecutorError> {
+    fn execute_source(
+        &self,
+        i: &SourceInput<'_>,
+        _: &mut SourceDeps,
+    ) -> Result<usize, ExecutorError> {
         Ok(i.text.len())
-    }
-    fn extract_deps(&self, _: &SourceInput<'_>, _: &usize) -> SourceDeps {
-        SourceDeps::default()
     }
     fn execute_analysis(&self, i: &AnalysisInput<'_, usize>) -> Result<usize, ExecutorError> {
         Ok(i.source.parsed * 2)

@@ -14,7 +14,7 @@
 //!    inside a panic boundary, unless the dispatch's cancellation token was
 //!    cancelled meanwhile (then the work is refused without running). The
 //!    token goes to the executor, so a long stage can stop early. Source
-//!    also runs `extract_deps` and resolves the dependencies' paths here.
+//!    also resolves the paths of the dependencies its parse declared here.
 //! 4. *Complete* (one lock hold): compare the carried identity with the live
 //!    node (`SchedulerDag::is_current`). A current completion publishes its
 //!    output and consumes its facts; a stale one publishes and consumes

@@ -83,15 +83,11 @@
 //! # Example
 //! ```
 //! use std::sync::Arc;
-//! use verter_dag::{Canonical, ProfileHash, TargetStage};
 //! use verter_scheduler::*;
 //!
 //! struct Files;
 //! impl SourceLoader for Files {
-//!     fn realpath(&self, path: &str) -> Result<Canonical, LoadError> { Ok(Canonical::from(path)) }
-//!     fn exists(&self, _: &Canonical) -> bool { true }
 //!     fn load(&self, path: &Canonical) -> Result<Arc<str>, LoadError> { Ok(format!("text of {path}").into()) }
-//!     fn classify(&self, _: &Canonical) -> Language { Language::new("text") }
 //! }
 //!
 //! struct WordCount;
@@ -99,10 +95,9 @@
 //!     type Source = Vec<String>;
 //!     type Analysis = usize;
 //!     type Artifact = String;
-//!     fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<String>, ExecutorError> {
+//!     fn execute_source(&self, input: &SourceInput<'_>, _: &mut SourceDeps) -> Result<Vec<String>, ExecutorError> {
 //!         Ok(input.text.split_whitespace().map(str::to_owned).collect())
 //!     }
-//!     fn extract_deps(&self, _: &SourceInput<'_>, _: &Vec<String>) -> SourceDeps { SourceDeps::default() }
 //!     fn execute_analysis(&self, input: &AnalysisInput<'_, Vec<String>>) -> Result<usize, ExecutorError> {
 //!         let source = input.source;
 //!         Ok(source.parsed.len())
@@ -143,6 +138,8 @@ mod waiters;
 mod witness;
 
 pub use config::{ConfigError, SchedulerConfig};
+// What a host names to embed the scheduler, from the layers below, so that
+// the common case depends on this crate alone.
 pub use error::{ExecutorError, LoadError, RequestError, panic_message};
 pub use handle::{BatchHandle, CompletionHandle, Request};
 pub use hooks::{CutOff, HookPoint, Hooks, NoHooks, SchedulerEvent};
@@ -158,4 +155,9 @@ pub use state::Scheduler;
 pub use traits::{
     AnalysisInput, ArtifactInput, DepPath, SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
+pub use verter_dag::{
+    CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, Priority,
+    ProfileHash, ResourceClass, SourceVersion, TargetStage, WaitPolicy, WorkNodeIdentity,
+};
+pub use verter_pools::{PoolError, SchedulerCpuPool, SchedulerIoPool};
 pub use witness::{SourceWitness, WaitGraphOccupancy, WitnessError};

@@ -7,7 +7,7 @@ use verter_dag::Canonical;
 use crate::error::{ExecutorError, LoadError};
 use crate::language::Language;
 use crate::traits::{
-    AnalysisInput, ArtifactInput, DepPath, SourceDeps, SourceInput, SourceLoader, StageExecutor,
+    AnalysisInput, ArtifactInput, SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
 
 /// Every path but the empty one loads as its own name; `use X` lines name
@@ -24,9 +24,6 @@ impl SourceLoader for Echo {
         }
         Ok(Canonical::from(path))
     }
-    fn exists(&self, _: &Canonical) -> bool {
-        true
-    }
     fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
         Ok(Arc::from(canonical.as_str()))
     }
@@ -42,17 +39,16 @@ impl StageExecutor for Lines {
     type Source = Vec<String>;
     type Analysis = usize;
     type Artifact = String;
-    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<String>, ExecutorError> {
-        Ok(input.text.lines().map(str::to_owned).collect())
-    }
-    fn extract_deps(&self, _: &SourceInput<'_>, lines: &Vec<String>) -> SourceDeps {
-        SourceDeps {
-            forward: Vec::new(),
-            blockers: lines
-                .iter()
-                .filter_map(|line| line.strip_prefix("use ").map(DepPath::from))
-                .collect(),
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        deps: &mut SourceDeps,
+    ) -> Result<Vec<String>, ExecutorError> {
+        let lines: Vec<String> = input.text.lines().map(str::to_owned).collect();
+        for blocker in lines.iter().filter_map(|line| line.strip_prefix("use ")) {
+            deps.blocker(blocker);
         }
+        Ok(lines)
     }
     fn execute_analysis(
         &self,

@@ -22,19 +22,33 @@ use crate::snapshot::{AnalysisSnapshot, SourceSnapshot};
 /// reads the file to compare it with the known text); the others on the
 /// submitting thread or a stage worker.
 pub trait SourceLoader: Send + Sync + 'static {
-    /// The canonical form of `path` (e.g. resolving symlinks). A path that
-    /// does not exist may still be given a canonical form; `load` then
-    /// reports it missing.
-    fn realpath(&self, path: &str) -> Result<Canonical, LoadError>;
-
-    /// Whether something backs `canonical`.
-    fn exists(&self, canonical: &Canonical) -> bool;
-
     /// The text of `canonical`.
     fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError>;
 
+    /// The canonical form of `path` (e.g. resolving symlinks), so that two
+    /// spellings of one file are one file. A path that does not exist may
+    /// still be given a canonical form; `load` then reports it missing.
+    ///
+    /// The default takes the path as it is spelled: right for a host whose
+    /// paths are already canonical (its own file table, an in-memory
+    /// project).
+    fn realpath(&self, path: &str) -> Result<Canonical, LoadError> {
+        Ok(Canonical::from(path))
+    }
+
     /// The language `canonical` is processed as when a request names none.
-    fn classify(&self, canonical: &Canonical) -> Language;
+    ///
+    /// The default names it by its extension (`a.rs` is `rs`, `b.ts` is
+    /// `ts`), or `text` when it has none.
+    fn classify(&self, canonical: &Canonical) -> Language {
+        let name = canonical.as_str().rsplit(['/', '\\']).next().unwrap_or("");
+        match name.rsplit_once('.') {
+            Some((stem, extension)) if !stem.is_empty() && !extension.is_empty() => {
+                Language::new(extension)
+            }
+            _ => Language::new("text"),
+        }
+    }
 }
 
 /// The input of the Source stage: one file object at one generation.
@@ -80,7 +94,9 @@ pub struct ArtifactInput<'a, A> {
     pub cancel: &'a CancellationToken,
 }
 
-/// What a parsed source says about other files.
+/// What a parsed source says about other files: the parse stage declares
+/// them here as it finds them ([`StageExecutor::execute_source`] receives
+/// it empty). What a parse that fails declared is ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SourceDeps {
     /// Files this file names (imports, child modules): the scheduler ingests
@@ -89,6 +105,21 @@ pub struct SourceDeps {
     /// Files whose Analysis this file's Artifacts must wait for (e.g. a macro
     /// defined elsewhere).
     pub blockers: Vec<DepPath>,
+}
+
+impl SourceDeps {
+    /// Declares a file this file names: ingested if the scheduler has never
+    /// seen it, gating nothing.
+    pub fn forward(&mut self, path: impl Into<DepPath>) -> &mut Self {
+        self.forward.push(path.into());
+        self
+    }
+
+    /// Declares a file whose Analysis this file's Artifacts wait for.
+    pub fn blocker(&mut self, path: impl Into<DepPath>) -> &mut Self {
+        self.blockers.push(path.into());
+        self
+    }
 }
 
 /// A file a parsed source names.
@@ -137,12 +168,14 @@ pub trait StageExecutor: Send + Sync + 'static {
     /// The output an Artifact produces.
     type Artifact: Send + Sync + 'static;
 
-    /// Parses `input`.
-    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Self::Source, ExecutorError>;
-
-    /// The dependencies `source` names. Pure: it runs outside the lock
-    /// between parsing and the Source commit.
-    fn extract_deps(&self, input: &SourceInput<'_>, source: &Self::Source) -> SourceDeps;
+    /// Parses `input`, declaring on `deps` the files the source names
+    /// ([`SourceDeps::forward`], [`SourceDeps::blocker`]). The scheduler
+    /// resolves and ingests them outside the DAG lock, after the parse.
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        deps: &mut SourceDeps,
+    ) -> Result<Self::Source, ExecutorError>;
 
     /// Analyses a parsed source.
     fn execute_analysis(
@@ -194,5 +227,53 @@ pub trait StageExecutor: Send + Sync + 'static {
     fn same_artifact(&self, previous: &Self::Artifact, next: &Self::Artifact) -> bool {
         let _ = (previous, next);
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Bare;
+
+    impl SourceLoader for Bare {
+        fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
+            Err(LoadError::Missing {
+                path: canonical.to_string(),
+            })
+        }
+    }
+
+    /// A loader that says only how to load gets a path as it is spelled,
+    /// and a language named by the file's extension (`text` without one).
+    #[test]
+    fn a_loader_that_only_loads_gets_sensible_names_and_languages() {
+        let name = |path: &str| Bare.classify(&Canonical::from(path));
+        assert_eq!(
+            Bare.realpath("src/a.rs").unwrap(),
+            Canonical::from("src/a.rs")
+        );
+        assert_eq!(name("src/a.rs"), Language::new("rs"));
+        assert_eq!(name("web/app.ts"), Language::new("ts"));
+        assert_eq!(name("dir.d/Makefile"), Language::new("text"));
+        assert_eq!(name("notes/.hidden"), Language::new("text"));
+        assert_eq!(name("trailing."), Language::new("text"));
+    }
+
+    /// The parse declares what it names on a builder, in order.
+    #[test]
+    fn a_parse_declares_its_dependencies_in_order() {
+        let mut deps = SourceDeps::default();
+        deps.forward("child.rs")
+            .blocker(Canonical::from("macros.rs"))
+            .forward(String::from("other.rs"));
+        assert_eq!(
+            deps.forward,
+            [DepPath::from("child.rs"), DepPath::from("other.rs")]
+        );
+        assert_eq!(
+            deps.blockers,
+            [DepPath::Canonical(Canonical::from("macros.rs"))]
+        );
     }
 }

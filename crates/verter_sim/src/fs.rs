@@ -102,10 +102,6 @@ impl SourceLoader for SimLoader {
         Ok(Canonical::from(canonical_name(path)))
     }
 
-    fn exists(&self, canonical: &Canonical) -> bool {
-        !matches!(self.fs.read(canonical.as_str()), Entry::Missing)
-    }
-
     fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
         let path = canonical.to_string();
         match self.fs.read(canonical.as_str()) {

@@ -207,16 +207,21 @@ impl StageExecutor for SimExecutor {
     type Analysis = SimAnalysis;
     type Artifact = String;
 
-    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Parsed, ExecutorError> {
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        deps: &mut SourceDeps,
+    ) -> Result<Parsed, ExecutorError> {
         self.runs.fetch_add(1, Ordering::Relaxed);
-        parse(input.text).or_else(|fault| misbehave(fault, "Source", input.canonical.as_str()))
-    }
-
-    fn extract_deps(&self, _input: &SourceInput<'_>, source: &Parsed) -> SourceDeps {
-        SourceDeps {
-            forward: source.forward.iter().map(|path| dep_path(path)).collect(),
-            blockers: source.blockers.iter().map(|path| dep_path(path)).collect(),
+        let source = parse(input.text)
+            .or_else(|fault| misbehave(fault, "Source", input.canonical.as_str()))?;
+        for path in &source.forward {
+            deps.forward(dep_path(path));
         }
+        for path in &source.blockers {
+            deps.blocker(dep_path(path));
+        }
+        Ok(source)
     }
 
     fn execute_analysis(

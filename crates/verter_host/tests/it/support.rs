@@ -46,10 +46,6 @@ impl SourceLoader for MemFiles {
         Ok(Canonical::from(path.trim_start_matches("./")))
     }
 
-    fn exists(&self, canonical: &Canonical) -> bool {
-        self.files.lock().contains_key(canonical.as_str())
-    }
-
     fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
         self.files
             .lock()
@@ -101,7 +97,11 @@ impl StageExecutor for LineExecutor {
     type Analysis = usize;
     type Artifact = String;
 
-    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<String>, ExecutorError> {
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        deps: &mut SourceDeps,
+    ) -> Result<Vec<String>, ExecutorError> {
         self.record(input.canonical, "Source");
         if let Some(callback) = self.on_source.get() {
             callback(input.canonical.as_str());
@@ -110,18 +110,10 @@ impl StageExecutor for LineExecutor {
         if lines.iter().any(|line| line == "fail") {
             return Err(ExecutorError::msg("the file says fail"));
         }
-        Ok(lines)
-    }
-
-    fn extract_deps(&self, _input: &SourceInput<'_>, source: &Vec<String>) -> SourceDeps {
-        SourceDeps {
-            forward: Vec::new(),
-            blockers: source
-                .iter()
-                .filter_map(|line| line.strip_prefix("use "))
-                .map(|path| path.trim().into())
-                .collect(),
+        for path in lines.iter().filter_map(|line| line.strip_prefix("use ")) {
+            deps.blocker(path.trim());
         }
+        Ok(lines)
     }
 
     fn execute_analysis(

@@ -8,6 +8,7 @@
 use super::run::Outcome;
 use super::verify::Cut;
 use super::*;
+use crate::traits::SourceDeps;
 
 impl<E: StageExecutor> Scheduler<E> {
     /// The I/O half of Source: read the bytes (the CPU half parses them).
@@ -85,14 +86,16 @@ impl<E: StageExecutor> Scheduler<E> {
             text: &text.text,
             cancel: &dispatch.cancel,
         };
-        let parsed = catch_unwind(AssertUnwindSafe(|| self.executor.execute_source(&input)));
+        let mut declared = SourceDeps::default();
+        let parsed = catch_unwind(AssertUnwindSafe(|| {
+            self.executor.execute_source(&input, &mut declared)
+        }));
         let parsed = self.stage_result(&file, "Source", parsed);
-        let deps = parsed.as_ref().ok().map(|parsed| {
-            let deps = catch_unwind(AssertUnwindSafe(|| {
-                self.executor.extract_deps(&input, parsed)
-            }));
-            self.resolve_deps(&file, deps)
-        });
+        // What a failed parse declared is ignored.
+        let deps = parsed
+            .as_ref()
+            .ok()
+            .map(|_| self.resolve_deps(&file, declared));
         let mut cut = Cut::new(prior.as_ref(), None);
         let result = match (parsed, deps) {
             (Ok(parsed), Some(Ok(deps))) => {
@@ -156,18 +159,8 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(super) fn resolve_deps(
         &self,
         file: &FileIdentity,
-        deps: std::thread::Result<crate::traits::SourceDeps>,
+        deps: SourceDeps,
     ) -> Result<ParsedDeps, RequestError> {
-        let deps = deps.map_err(|payload| {
-            self.counters
-                .executor_panics
-                .fetch_add(1, Ordering::Relaxed);
-            RequestError::ExecutorPanicked {
-                path: file.canonical,
-                stage: "extract_deps".into(),
-                message: panic_message(&*payload).into(),
-            }
-        })?;
         let mut languages = DepLanguages::Uniform(None);
         let mut named = 0;
         let mut resolve = |paths: Vec<DepPath>| -> Result<Canonicals, RequestError> {

@@ -21,11 +21,12 @@ impl StageExecutor for BlockerOrder {
     type Source = Vec<String>;
     type Analysis = usize;
     type Artifact = String;
-    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<String>, ExecutorError> {
-        Lines.execute_source(input)
-    }
-    fn extract_deps(&self, input: &SourceInput<'_>, lines: &Vec<String>) -> SourceDeps {
-        Lines.extract_deps(input, lines)
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        deps: &mut SourceDeps,
+    ) -> Result<Vec<String>, ExecutorError> {
+        Lines.execute_source(input, deps)
     }
     fn execute_analysis(
         &self,

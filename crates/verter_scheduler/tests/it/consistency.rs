@@ -410,9 +410,6 @@ impl SourceLoader for PanickyLoader {
         assert!(path != "bad.rs", "realpath panics on purpose");
         self.0.realpath(path)
     }
-    fn exists(&self, canonical: &Canonical) -> bool {
-        self.0.exists(canonical)
-    }
     fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
         self.0.load(canonical)
     }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use verter_dag::{Canonical, ProfileHash, TargetStage};
 use verter_scheduler::{
-    AnalysisInput, ArtifactInput, CutOff, DepPath, ExecutorError, Invalidation, Request,
-    RequestResult, Scheduler, SchedulerEvent, SourceDeps, SourceInput, StageExecutor,
+    AnalysisInput, ArtifactInput, CutOff, ExecutorError, Invalidation, Request, RequestResult,
+    Scheduler, SchedulerEvent, SourceDeps, SourceInput, StageExecutor,
 };
 
 use crate::support::*;
@@ -46,27 +46,27 @@ impl StageExecutor for Words {
     type Analysis = usize;
     type Artifact = String;
 
-    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<String>, ExecutorError> {
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        deps: &mut SourceDeps,
+    ) -> Result<Vec<String>, ExecutorError> {
         self.record(input.canonical, "Source");
-        Ok(input
+        let lines: Vec<String> = input
             .text
             .lines()
             .map(str::trim)
             .filter(|line| !line.is_empty() && !line.starts_with('#'))
             .map(str::to_owned)
-            .collect())
-    }
-
-    fn extract_deps(&self, _: &SourceInput<'_>, lines: &Vec<String>) -> SourceDeps {
-        let mut deps = SourceDeps::default();
-        for line in lines {
+            .collect();
+        for line in &lines {
             if let Some(path) = line.strip_prefix("use ") {
-                deps.blockers.push(DepPath::from(path));
+                deps.blocker(path);
             } else if let Some(path) = line.strip_prefix("import ") {
-                deps.forward.push(DepPath::from(path));
+                deps.forward(path);
             }
         }
-        deps
+        Ok(lines)
     }
 
     fn execute_analysis(

@@ -171,20 +171,15 @@ mod probes {
         type Analysis = usize;
         type Artifact = Probe;
 
-        fn execute_source(&self, _: &SourceInput<'_>) -> Result<Probe, ExecutorError> {
-            Ok(Probe(Arc::clone(&self.0)))
-        }
-
-        fn extract_deps(&self, input: &SourceInput<'_>, _: &Probe) -> SourceDeps {
-            SourceDeps {
-                forward: Vec::new(),
-                blockers: input
-                    .text
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("use "))
-                    .map(|path| DepPath::Path(path.to_owned()))
-                    .collect(),
+        fn execute_source(
+            &self,
+            input: &SourceInput<'_>,
+            deps: &mut SourceDeps,
+        ) -> Result<Probe, ExecutorError> {
+            for path in input.text.lines().filter_map(|l| l.strip_prefix("use ")) {
+                deps.blocker(DepPath::Path(path.to_owned()));
             }
+            Ok(Probe(Arc::clone(&self.0)))
         }
 
         fn execute_analysis(

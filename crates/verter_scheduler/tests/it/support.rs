@@ -55,10 +55,6 @@ impl SourceLoader for MemFiles {
         Ok(Canonical::from(path.trim_start_matches("./")))
     }
 
-    fn exists(&self, canonical: &Canonical) -> bool {
-        self.files.lock().contains_key(canonical.as_str())
-    }
-
     fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
         self.load_kinds.lock().push(CallerKind::current());
         self.files
@@ -133,7 +129,11 @@ impl StageExecutor for LineExecutor {
     type Analysis = usize;
     type Artifact = String;
 
-    fn execute_source(&self, input: &SourceInput<'_>) -> Result<Vec<String>, ExecutorError> {
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        deps: &mut SourceDeps,
+    ) -> Result<Vec<String>, ExecutorError> {
         self.record(input.canonical, "Source", input.generation.get());
         if let Some(callback) = self.on_source.get() {
             callback(input.canonical.as_str());
@@ -150,21 +150,16 @@ impl StageExecutor for LineExecutor {
         if lines.iter().any(|line| line == "fail") {
             return Err(ExecutorError::msg("the file says fail"));
         }
-        Ok(lines)
-    }
-
-    fn extract_deps(&self, _input: &SourceInput<'_>, source: &Vec<String>) -> SourceDeps {
-        let mut deps = SourceDeps::default();
-        for line in source {
+        for line in &lines {
             if let Some(path) = line.strip_prefix("import ") {
-                deps.forward.push(path.trim().into());
+                deps.forward(path.trim());
             } else if let Some(path) = line.strip_prefix("use! ") {
-                deps.blockers.push(Canonical::from(path.trim()).into());
+                deps.blocker(Canonical::from(path.trim()));
             } else if let Some(path) = line.strip_prefix("use ") {
-                deps.blockers.push(path.trim().into());
+                deps.blocker(path.trim());
             }
         }
-        deps
+        Ok(lines)
     }
 
     fn execute_analysis(
