@@ -33,17 +33,7 @@ fn main() {
     let config = SchedulerConfig::with_threads(2, 1);
     let (cpu, io) = config.build_pools().expect("pools");
     let scheduler = Scheduler::new(config, Disk, Lines, cpu, io).expect("a valid configuration");
-    let handle = scheduler.submit_request(Request::new(
-        "main.rs",
-        TargetStage::Artifact(ProfileHash(0)),
-    ));
-    println!(
-        "{}",
-        scheduler
-            .wait(&handle)
-            .expect("built")
-            .as_artifact()
-            .unwrap()
-            .data()
-    );
+    // The handle's answer is an artifact: no match on the stage.
+    let handle = scheduler.ask(stage::Artifact(ProfileHash(0)).of("main.rs"));
+    println!("{}", scheduler.wait(&handle).expect("built").data());
 }

@@ -168,6 +168,55 @@ impl<E: StageExecutor> Future for CompletionHandle<E> {
     }
 }
 
+/// Something [`crate::Scheduler::wait`] can wait for: an untyped
+/// [`CompletionHandle`] (answered with a [`RequestResult`]) or a typed
+/// [`crate::Handle`] (answered with its stage's output). Sealed: the
+/// scheduler's handles are the only ones.
+pub trait Waitable<E: StageExecutor>: sealed::Sealed {
+    /// What waiting gives.
+    type Output;
+
+    /// The untyped handle underneath.
+    fn completion(&self) -> &CompletionHandle<E>;
+
+    /// The answer, as this handle gives it.
+    fn answer(result: RequestResult<E>) -> Self::Output;
+}
+
+pub(crate) mod sealed {
+    /// Keeps [`super::Waitable`] to this crate's handles.
+    pub trait Sealed {}
+}
+
+impl<E: StageExecutor> sealed::Sealed for CompletionHandle<E> {}
+
+impl<W: sealed::Sealed> sealed::Sealed for &W {}
+
+/// A reference waits as what it refers to (`handles.iter()` gives `&&H`).
+impl<E: StageExecutor, W: Waitable<E>> Waitable<E> for &W {
+    type Output = W::Output;
+
+    fn completion(&self) -> &CompletionHandle<E> {
+        (**self).completion()
+    }
+
+    fn answer(result: RequestResult<E>) -> Self::Output {
+        W::answer(result)
+    }
+}
+
+impl<E: StageExecutor> Waitable<E> for CompletionHandle<E> {
+    type Output = RequestResult<E>;
+
+    fn completion(&self) -> &CompletionHandle<E> {
+        self
+    }
+
+    fn answer(result: RequestResult<E>) -> Self::Output {
+        result
+    }
+}
+
 /// The handles of a batch, in input order.
 ///
 /// The handles of an atomic batch ([`crate::Scheduler::submit_batch_atomic`])

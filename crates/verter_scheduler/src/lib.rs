@@ -109,10 +109,22 @@
 //! }
 //!
 //! let scheduler = Scheduler::new_inline(SchedulerConfig::default(), Files, WordCount).expect("a valid scheduler configuration");
-//! let handle = scheduler.submit_request(Request::new("a.txt", TargetStage::Artifact(ProfileHash(0))));
-//! let output = scheduler.wait(&handle).expect("built");
-//! assert_eq!(output.as_artifact().unwrap().data(), "3 words");
+//! // A typed request: its answer is the artifact itself.
+//! let handle = scheduler.ask(stage::Artifact(ProfileHash(0)).of("a.txt"));
+//! let artifact = scheduler.wait(&handle).expect("built");
+//! assert_eq!(artifact.data(), "3 words");
 //! ```
+//!
+//! # Waiting
+//! Every handle — untyped ([`CompletionHandle`], answered with a
+//! [`StageOutput`]), typed ([`Handle`], answered with its stage's output)
+//! and a batch's ([`BatchHandle`]) — is waited for the same way:
+//! [`Scheduler::wait`] (and [`Scheduler::wait_timeout`],
+//! [`Scheduler::wait_batch`]) pumps an inline scheduler on the calling
+//! thread, and on a threaded one runs queued urgent stages on a host thread
+//! before parking; a handle's own `wait_timeout` parks without pumping;
+//! `.await` needs no runtime (a threaded scheduler answers on its own
+//! threads; an inline one needs someone to pump it).
 
 mod config;
 mod cutoff;
@@ -130,10 +142,12 @@ mod output;
 mod post;
 mod scheduler;
 mod snapshot;
+pub mod stage;
 mod state;
 #[cfg(test)]
 mod test_support;
 mod traits;
+mod typed;
 mod waiters;
 mod witness;
 
@@ -141,7 +155,7 @@ pub use config::{ConfigError, SchedulerConfig};
 // What a host names to embed the scheduler, from the layers below, so that
 // the common case depends on this crate alone.
 pub use error::{ExecutorError, LoadError, RequestError, panic_message};
-pub use handle::{BatchHandle, CompletionHandle, Request};
+pub use handle::{BatchHandle, CompletionHandle, Request, Waitable};
 pub use hooks::{CutOff, HookPoint, Hooks, NoHooks, SchedulerEvent};
 pub use language::Language;
 pub use node::{FileNode, NodeView};
@@ -151,10 +165,12 @@ pub use snapshot::{
     AnalysisSnapshot, ArtifactSnapshot, Canonicals, Revision, SourceSnapshot, SourceText,
     content_hash,
 };
+pub use stage::{Stage, StageKind};
 pub use state::Scheduler;
 pub use traits::{
     AnalysisInput, ArtifactInput, DepPath, SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
+pub use typed::{Ask, Handle};
 pub use verter_dag::{
     CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, Priority,
     ProfileHash, ResourceClass, SourceVersion, TargetStage, WaitPolicy, WorkNodeIdentity,

@@ -4,9 +4,20 @@
 //! the admission protocol and the lock rank.
 
 use super::*;
+use crate::handle::Waitable;
+use crate::stage::Stage;
 use crate::traits::DepPath;
+use crate::typed::{Ask, Handle};
 
 impl<E: StageExecutor> Scheduler<E> {
+    /// Submits a typed request: the handle's answer is `S`'s output
+    /// (`stage::Artifact(profile).of("main.rs")` is answered with an
+    /// artifact). Otherwise [`Self::submit_request`].
+    pub fn ask<S: Stage<E>>(&self, ask: Ask<S>) -> Handle<E, S> {
+        let stage = ask.stage();
+        Handle::new(self.submit_request(ask.into_request()), stage)
+    }
+
     /// Submits one request. The handle is answered exactly once.
     pub fn submit_request(&self, request: Request) -> CompletionHandle<E> {
         self.counters.submits.fetch_add(1, Ordering::Relaxed);
@@ -130,7 +141,12 @@ impl<E: StageExecutor> Scheduler<E> {
     /// the scheduler while it waits; any other thread first runs the queued
     /// urgent stages itself ([`crate::SchedulerConfig::callers_run_urgent_work`]),
     /// then parks.
-    pub fn wait(&self, handle: &CompletionHandle<E>) -> RequestResult<E> {
+    pub fn wait<H: Waitable<E>>(&self, handle: &H) -> H::Output {
+        H::answer(self.wait_for(handle.completion()))
+    }
+
+    /// [`Self::wait`] on the untyped handle underneath.
+    fn wait_for(&self, handle: &CompletionHandle<E>) -> RequestResult<E> {
         if let Some(result) = handle.try_result() {
             return result;
         }
@@ -152,17 +168,15 @@ impl<E: StageExecutor> Scheduler<E> {
     /// in `wait` (it may overrun the deadline by the stage it is running);
     /// a stage worker or an inline caller parks instead of driving
     /// ([`CompletionHandle::wait_timeout`]).
-    pub fn wait_timeout(
-        &self,
-        handle: &CompletionHandle<E>,
-        timeout: Duration,
-    ) -> Option<RequestResult<E>> {
-        match handle.pending() {
+    pub fn wait_timeout<H: Waitable<E>>(&self, handle: &H, timeout: Duration) -> Option<H::Output> {
+        let handle = handle.completion();
+        let result = match handle.pending() {
             Some(state) if self.helps_while_waiting() && !state.cell().is_set() => {
                 self.wait_helping(state.cell(), Instant::now().checked_add(timeout))
             }
             _ => handle.wait_timeout(timeout),
-        }
+        };
+        result.map(H::answer)
     }
 
     /// Waits for every handle of `batch`; results in input order, never
@@ -171,7 +185,7 @@ impl<E: StageExecutor> Scheduler<E> {
         batch
             .handles
             .iter()
-            .map(|handle| self.wait(handle))
+            .map(|handle| self.wait_for(handle))
             .collect()
     }
 

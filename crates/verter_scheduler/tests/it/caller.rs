@@ -117,7 +117,7 @@ fn urgent_work_queued_after_the_caller_parked_wakes_it() {
             let (scheduler, b) = (Arc::clone(&scheduler), Arc::clone(&b));
             thread::spawn(move || {
                 let _ = ran_on.send(thread::current().id());
-                scheduler.wait(&b)
+                scheduler.wait(&*b)
             })
         };
         let waiter_id = ran_on_rx.recv().expect("the waiter started");

@@ -17,3 +17,4 @@ mod soak;
 mod stages;
 mod submission;
 mod supersede;
+mod typed;

@@ -228,7 +228,7 @@ fn a_handle_can_be_awaited_without_a_runtime() {
 }
 
 /// A minimal executor for a future: park the thread until woken.
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
     use std::task::{Context, Poll, Wake, Waker};
     struct ThreadWaker(std::thread::Thread);
     impl Wake for ThreadWaker {

@@ -4,7 +4,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 
 use verter_dag::{Canonical, TargetStage};
-use verter_scheduler::{HookPoint, Request, Scheduler, SchedulerConfig, SchedulerEvent};
+use verter_scheduler::{
+    CompletionHandle, HookPoint, Request, Scheduler, SchedulerConfig, SchedulerEvent,
+};
 
 use crate::support::*;
 
@@ -286,7 +288,7 @@ fn a_request_named_by_canonical_skips_realpath_and_joins_the_same_work() {
     let scheduler = inline(&files, &executor, &hooks);
     let by_canonical = scheduler.submit_request(Request::new(Canonical::from("a.rs"), ARTIFACT));
     let by_path = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
-    let text = |handle| {
+    let text = |handle: &CompletionHandle<LineExecutor>| {
         scheduler
             .wait(handle)
             .map(|output| output.as_artifact().expect("artifact").data().clone())
