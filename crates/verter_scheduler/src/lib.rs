@@ -165,12 +165,12 @@ pub use snapshot::{
     AnalysisSnapshot, ArtifactSnapshot, Canonicals, Revision, SourceSnapshot, SourceText,
     content_hash,
 };
-pub use stage::{Stage, StageKind};
+pub use stage::{Ask, Stage, StageKind};
 pub use state::Scheduler;
 pub use traits::{
     AnalysisInput, ArtifactInput, DepPath, SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
-pub use typed::{Ask, Handle};
+pub use typed::Handle;
 pub use verter_dag::{
     CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, Priority,
     ProfileHash, ResourceClass, SourceVersion, TargetStage, WaitPolicy, WorkNodeIdentity,

@@ -3,17 +3,19 @@
 //! artifact ([`crate::Handle`]).
 //!
 //! Each type names one [`TargetStage`] and says what an answer of it is
-//! ([`Stage::Output`]). This module only describes stages; submitting and
-//! answering them is the scheduler's.
+//! ([`Stage::Output`]); an [`Ask`] is a request for one. This module only
+//! describes stages and requests; submitting and answering them is the
+//! scheduler's.
 
 use std::sync::Arc;
 
-use verter_dag::{ProfileHash, TargetStage};
+use verter_dag::{Priority, ProfileHash, TargetStage};
 
+use crate::handle::Request;
+use crate::language::Language;
 use crate::output::StageOutput;
 use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot};
 use crate::traits::{DepPath, StageExecutor};
-use crate::typed::Ask;
 
 /// A stage a request can name: which [`TargetStage`] it is, and the
 /// request for it of a file.
@@ -99,5 +101,51 @@ impl<E: StageExecutor> Stage<E> for Artifact {
             StageOutput::Artifact(artifact) => Some(artifact),
             _ => None,
         }
+    }
+}
+
+/// A request for stage `S` of one file: [`Request`] with its stage as a
+/// type. Submit it with [`crate::Scheduler::ask`].
+#[derive(Debug, Clone)]
+pub struct Ask<S: StageKind> {
+    request: Request,
+    stage: S,
+}
+
+impl<S: StageKind> Ask<S> {
+    /// A request for `stage` of `path` at normal priority.
+    pub fn new(path: impl Into<DepPath>, stage: S) -> Self {
+        Self {
+            request: Request::new(path, stage.target()),
+            stage,
+        }
+    }
+
+    /// The same request at `priority`.
+    pub fn priority(mut self, priority: Priority) -> Self {
+        self.request = self.request.priority(priority);
+        self
+    }
+
+    /// The same request carrying new source `text` (see [`Request::text`]).
+    pub fn text(mut self, text: impl Into<Arc<str>>) -> Self {
+        self.request = self.request.text(text);
+        self
+    }
+
+    /// The same request naming `language` (see [`Request::language`]).
+    pub fn language(mut self, language: Language) -> Self {
+        self.request = self.request.language(language);
+        self
+    }
+
+    /// The stage it asks for.
+    pub fn stage(&self) -> S {
+        self.stage
+    }
+
+    /// The untyped request.
+    pub fn into_request(self) -> Request {
+        self.request
     }
 }

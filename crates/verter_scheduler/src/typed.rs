@@ -1,6 +1,6 @@
-//! The typed embedding API: a request that names its stage as a type
-//! ([`Ask`], made by [`crate::stage::StageKind::of`]) and a handle whose
-//! answer is that stage's output ([`Handle`]), so a host never matches on
+//! The typed embedding API's handle: the answer to a request that names
+//! its stage as a type ([`crate::Ask`]) is that stage's output
+//! ([`Handle`]), so a host never matches on
 //! [`StageOutput`] or unwraps one of its variants.
 //!
 //! A typed handle wraps the untyped [`CompletionHandle`] it was submitted
@@ -9,64 +9,14 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use verter_dag::Priority;
-
 use crate::error::RequestError;
-use crate::handle::{CompletionHandle, Request, Waitable};
-use crate::language::Language;
+use crate::handle::{CompletionHandle, Waitable};
 use crate::output::{RequestResult, StageOutput};
-use crate::stage::{Stage, StageKind};
-use crate::traits::{DepPath, StageExecutor};
-
-/// A request for stage `S` of one file: [`Request`] with its stage as a
-/// type. Submit it with [`crate::Scheduler::ask`].
-#[derive(Debug, Clone)]
-pub struct Ask<S: StageKind> {
-    request: Request,
-    stage: S,
-}
-
-impl<S: StageKind> Ask<S> {
-    /// A request for `stage` of `path` at normal priority.
-    pub fn new(path: impl Into<DepPath>, stage: S) -> Self {
-        Self {
-            request: Request::new(path, stage.target()),
-            stage,
-        }
-    }
-
-    /// The same request at `priority`.
-    pub fn priority(mut self, priority: Priority) -> Self {
-        self.request = self.request.priority(priority);
-        self
-    }
-
-    /// The same request carrying new source `text` (see [`Request::text`]).
-    pub fn text(mut self, text: impl Into<Arc<str>>) -> Self {
-        self.request = self.request.text(text);
-        self
-    }
-
-    /// The same request naming `language` (see [`Request::language`]).
-    pub fn language(mut self, language: Language) -> Self {
-        self.request = self.request.language(language);
-        self
-    }
-
-    /// The stage it asks for.
-    pub fn stage(&self) -> S {
-        self.stage
-    }
-
-    /// The untyped request.
-    pub fn into_request(self) -> Request {
-        self.request
-    }
-}
+use crate::stage::Stage;
+use crate::traits::StageExecutor;
 
 /// The answer to a request for stage `S`: `S`'s output, or why there is
 /// none. Waited on like any handle ([`crate::Scheduler::wait`],

@@ -5,9 +5,9 @@
 
 use super::*;
 use crate::handle::Waitable;
-use crate::stage::Stage;
+use crate::stage::{Ask, Stage};
 use crate::traits::DepPath;
-use crate::typed::{Ask, Handle};
+use crate::typed::Handle;
 
 impl<E: StageExecutor> Scheduler<E> {
     /// Submits a typed request: the handle's answer is `S`'s output
