@@ -18,6 +18,27 @@ impl<E: StageExecutor> Scheduler<E> {
         Handle::new(self.submit_request(ask.into_request()), stage)
     }
 
+    /// [`Self::submit_batch`] of typed requests of one stage: each handle's
+    /// answer is `S`'s output, in input order.
+    pub fn ask_batch<S: Stage<E>>(&self, asks: Vec<Ask<S>>) -> Vec<Handle<E, S>> {
+        asks.into_iter().map(|ask| self.ask(ask)).collect()
+    }
+
+    /// [`Self::submit_batch_atomic`] of typed requests of one stage: one
+    /// inbox item, its edits in one hold; each handle's answer is `S`'s
+    /// output, in input order.
+    pub fn ask_batch_atomic<S: Stage<E>>(&self, asks: Vec<Ask<S>>) -> Vec<Handle<E, S>> {
+        let stages: Vec<S> = asks.iter().map(Ask::stage).collect();
+        let requests = asks.into_iter().map(Ask::into_request).collect();
+        let batch = self.submit_batch_atomic(requests);
+        batch
+            .handles
+            .into_iter()
+            .zip(stages)
+            .map(|(handle, stage)| Handle::new(handle, stage))
+            .collect()
+    }
+
     /// Submits one request. The handle is answered exactly once.
     pub fn submit_request(&self, request: Request) -> CompletionHandle<E> {
         self.counters.submits.fetch_add(1, Ordering::Relaxed);

@@ -16,10 +16,10 @@ use verter_source_root::SourceState;
 use crate::support::*;
 
 fn artifact(scheduler: &Scheduler<LineExecutor>, path: &str) -> Result<String, RequestError> {
-    let handle = scheduler.submit_request(Request::new(path, ARTIFACT));
+    let handle = scheduler.ask(Artifact(PROFILE).of(path));
     scheduler
         .wait(&handle)
-        .map(|output| output.as_artifact().expect("an artifact").data().clone())
+        .map(|artifact| artifact.data().clone())
 }
 
 #[track_caller]

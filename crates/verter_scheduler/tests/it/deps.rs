@@ -16,10 +16,10 @@ fn artifact_text(
     scheduler: &verter_scheduler::Scheduler<LineExecutor>,
     path: &str,
 ) -> Result<String, RequestError> {
-    let handle = scheduler.submit_request(Request::new(path, ARTIFACT));
+    let handle = scheduler.ask(Artifact(PROFILE).of(path));
     scheduler
         .wait(&handle)
-        .map(|output| output.as_artifact().expect("artifact").data().clone())
+        .map(|artifact| artifact.data().clone())
 }
 
 /// The position of a run in the executor's log.

@@ -97,12 +97,9 @@ fn an_artifact_request_runs_the_stages_in_dependency_order() {
     let executor = LineExecutor::default();
     let hooks = Arc::new(GateHooks::default());
     let scheduler = inline(&files, &executor, &hooks);
-    let handle = scheduler.submit_request(Request::new("lib.rs", ARTIFACT));
+    let handle = scheduler.ask(Artifact(PROFILE).of("lib.rs"));
     let output = scheduler.wait(&handle).expect("built");
-    assert_eq!(
-        *output.as_artifact().unwrap().data(),
-        "p7:lib.rs=2,macros.rs@g0=2"
-    );
+    assert_eq!(*output.data(), "p7:lib.rs=2,macros.rs@g0=2");
     insta::assert_snapshot!(render(&hooks.events.lock()), @r"
     WillLoad       Source lib.rs#g0
     WillExecute    Source lib.rs#g0
@@ -117,5 +114,5 @@ fn an_artifact_request_runs_the_stages_in_dependency_order() {
     WillExecute    Artifact(p7) lib.rs#g0
     DidComplete    Artifact(p7) lib.rs#g0
     ");
-    assert_quiescent(&scheduler, &[&handle]);
+    assert_quiescent(&scheduler, &[handle.untyped()]);
 }

@@ -123,11 +123,10 @@ fn a_seeded_soak_answers_everything_and_publishes_nothing_stale() {
         // versions.
         for i in 0..FILES {
             let path = format!("f{i}.rs");
-            let handle = scheduler.submit_request(Request::new(path.as_str(), ARTIFACT));
-            let Ok(output) = scheduler.wait(&handle) else {
+            let handle = scheduler.ask(Artifact(PROFILE).of(path.as_str()));
+            let Ok(artifact) = scheduler.wait(&handle) else {
                 continue; // e.g. a blocker whose file was removed: a typed failure
             };
-            let artifact = output.as_artifact().expect("artifact");
             let live = scheduler
                 .version_of(&Canonical::from(path.as_str()))
                 .expect("built, so live");

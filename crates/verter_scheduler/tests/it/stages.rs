@@ -20,16 +20,16 @@ fn a_source_only_request_stops_after_source_and_analysis_is_admitted_later() {
         scheduler.wait(&source).expect("parsed");
         assert_eq!(executor.runs_of("a.rs", "Analysis"), 0);
         assert_quiescent(&scheduler, &[&source]);
-        let analysis = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+        let analysis = scheduler.ask(Analysis.of("a.rs"));
         let output = scheduler.wait(&analysis).expect("analysed");
-        assert_eq!(*output.as_analysis().unwrap().data(), 2);
+        assert_eq!(*output.data(), 2);
         assert_eq!(
             executor.runs_of("a.rs", "Source"),
             1,
             "Source was not re-run"
         );
         assert_eq!(executor.runs_of("a.rs", "Analysis"), 1);
-        assert_quiescent(&scheduler, &[&source, &analysis]);
+        assert_quiescent(&scheduler, &[&source, analysis.untyped()]);
     });
 }
 

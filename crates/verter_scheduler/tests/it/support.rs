@@ -15,6 +15,10 @@ use verter_scheduler::{
     SourceInput, SourceLoader, StageExecutor,
 };
 
+/// The typed API's stages, for tests that ask with it.
+pub(crate) use verter_scheduler::StageKind;
+pub(crate) use verter_scheduler::stage::{Analysis, Artifact};
+
 /// The artifact profile tests use.
 pub(crate) const PROFILE: ProfileHash = ProfileHash(7);
 /// The artifact stage tests use.

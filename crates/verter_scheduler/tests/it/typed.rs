@@ -75,3 +75,34 @@ fn a_typed_handle_carries_errors_and_can_be_awaited() {
         assert_quiescent(&scheduler, &[failed.untyped()]);
     });
 }
+
+#[test]
+fn a_typed_batch_answers_each_item_with_its_stages_output() {
+    let files = MemFiles::with(&[("a.rs", "one"), ("b.rs", "one two"), ("c.rs", "use b.rs")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let paths = ["a.rs", "b.rs"];
+    let analyses = scheduler.ask_batch(paths.iter().map(|p| Analysis.of(*p)).collect());
+    let words: Vec<usize> = analyses
+        .iter()
+        .map(|h| *scheduler.wait(h).expect("analysed").data())
+        .collect();
+    assert_eq!(words, [1, 2]);
+    // An atomic batch: c.rs's new text and its artifact, read together.
+    let artifacts = scheduler.ask_batch_atomic(vec![
+        Artifact(PROFILE).of("c.rs").text("x\nuse b.rs"),
+        Artifact(PROFILE).of("b.rs"),
+    ]);
+    let texts: Vec<String> = artifacts
+        .iter()
+        .map(|h| scheduler.wait(h).expect("built").data().clone())
+        .collect();
+    assert_eq!(texts, ["p7:c.rs=3,b.rs@g0=2", "p7:b.rs=2"]);
+    let untyped: Vec<_> = analyses
+        .iter()
+        .map(|h| h.untyped())
+        .chain(artifacts.iter().map(|h| h.untyped()))
+        .collect();
+    assert_quiescent(&scheduler, &untyped);
+}
