@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use verter_dag::{Canonical, TargetStage};
-use verter_scheduler::{ArtifactSnapshot, Request, RequestError, Scheduler};
+use verter_dag::Canonical;
+use verter_scheduler::{ArtifactSnapshot, RequestError, Scheduler, StageKind, stage};
 
 use crate::error::IndexError;
 use crate::executor::{RustIndexer, RustSource};
@@ -324,7 +324,6 @@ impl IndexSession {
         start: Vec<(String, Option<DeclaredAt>)>,
         progress: &WalkProgress,
     ) -> Vec<String> {
-        let artifact_stage = TargetStage::Artifact(INDEX_PROFILE);
         let mut seen: HashSet<String> = HashSet::new();
         let mut sources = VecDeque::new();
         let mut pending = Vec::new();
@@ -333,10 +332,9 @@ impl IndexSession {
             if entries.contains_key(&path) || !seen.insert(path.clone()) {
                 return;
             }
-            let request = |stage| scheduler.submit_request(Request::new(path.clone(), stage));
-            sources.push_back((path.clone(), request(TargetStage::Source)));
-            let analysis = request(TargetStage::Analysis);
-            let artifact = request(artifact_stage);
+            sources.push_back((path.clone(), scheduler.ask(stage::Source.of(path.clone()))));
+            let analysis = scheduler.ask(stage::Analysis.of(path.clone()));
+            let artifact = scheduler.ask(stage::Artifact(INDEX_PROFILE).of(path.clone()));
             progress.discovered.fetch_add(1, Ordering::Relaxed);
             pending.push((path, analysis, artifact, site));
         };
@@ -351,35 +349,32 @@ impl IndexSession {
         while let Some((file, source)) = sources.pop_front() {
             let answer = scheduler.wait(&source);
             progress.finished.fetch_add(1, Ordering::Relaxed);
-            let Ok(output) = answer else {
+            let Ok(parent) = answer else {
                 continue; // the Artifact answers with the same failure
             };
-            if let Some(parent) = output.as_source() {
-                for child in &parent.forward_deps {
-                    let site = declaration_of(&parent.parsed, child, &file);
-                    let held = entries.get(child.as_str());
-                    if held.is_some_and(|e| e.declared_at.as_ref().is_some_and(|d| d.file == file))
-                    {
-                        moved_sites.push((child.to_string(), site.clone()));
-                    }
-                    submit(child.to_string(), site, &mut sources);
+            for child in &parent.forward_deps {
+                let site = declaration_of(&parent.parsed, child, &file);
+                let held = entries.get(child.as_str());
+                if held.is_some_and(|e| e.declared_at.as_ref().is_some_and(|d| d.file == file)) {
+                    moved_sites.push((child.to_string(), site.clone()));
                 }
-                let children = parent
-                    .forward_deps
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect();
-                let blockers = parent
-                    .parsed
-                    .blockers
-                    .iter()
-                    .map(|b| path_text(b))
-                    .collect();
-                parsed.insert(
-                    file,
-                    (children, blockers, Some(structure_of(&parent.parsed))),
-                );
+                submit(child.to_string(), site, &mut sources);
             }
+            let children = parent
+                .forward_deps
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            let blockers = parent
+                .parsed
+                .blockers
+                .iter()
+                .map(|b| path_text(b))
+                .collect();
+            parsed.insert(
+                file,
+                (children, blockers, Some(structure_of(&parent.parsed))),
+            );
         }
         for (child, site) in moved_sites {
             if let Some(entry) = self.entries.get_mut(&child) {
@@ -391,12 +386,7 @@ impl IndexSession {
             // Its outcome is the Artifact's too (or its cause); see the
             // protocol in `index_roots`.
             let _ = scheduler.wait(&analysis);
-            let outcome = scheduler
-                .wait(&artifact)
-                .map(|output| match output.as_artifact() {
-                    Some(artifact) => Arc::clone(artifact),
-                    None => unreachable!("an Artifact request is answered with an artifact"),
-                });
+            let outcome = scheduler.wait(&artifact);
             let (children, blockers, structure) = parsed.remove(&path).unwrap_or_default();
             for blocker in &blockers {
                 self.dependents
