@@ -122,7 +122,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 };
                 let result =
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&input)));
-                let mut cut = Cut::new(prior.as_ref(), None);
+                let mut cut = Cut::new(prior.as_ref());
                 let result = self.stage_result(&file, "Analysis", result).map(|data| {
                     let previous = prior.as_deref().map(|p| (p.data(), p.changed_at()));
                     let changed_at;
@@ -161,7 +161,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_artifact(&input)));
                 let verified_at =
                     artifact_inputs_changed_at(&analysis, &blockers, blockers_changed_at);
-                let mut cut = Cut::new(prior.as_ref(), None);
+                let mut cut = Cut::new(prior.as_ref());
                 let result = self.stage_result(&file, "Artifact", result).map(|data| {
                     let previous = prior.as_deref().map(|p| (p.data(), p.changed_at()));
                     let changed_at;

@@ -96,7 +96,7 @@ impl<E: StageExecutor> Scheduler<E> {
             .as_ref()
             .ok()
             .map(|_| self.resolve_deps(&file, declared));
-        let mut cut = Cut::new(prior.as_ref(), None);
+        let mut cut = Cut::new(prior.as_ref());
         let result = match (parsed, deps) {
             (Ok(parsed), Some(Ok(deps))) => {
                 let (changed_at, blockers_changed_at) =

@@ -35,10 +35,10 @@ pub(super) struct Cut {
 }
 
 impl Cut {
-    /// A stage whose job captured `prior` (or none), cut off `how`.
-    pub(super) fn new<T>(prior: Option<&T>, how: Option<CutOff>) -> Self {
+    /// A stage whose job captured `prior` (or none), not cut off (yet).
+    pub(super) fn new<T>(prior: Option<&T>) -> Self {
         Self {
-            how,
+            how: None,
             prior: prior.is_some(),
         }
     }

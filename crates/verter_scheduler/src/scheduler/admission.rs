@@ -598,18 +598,21 @@ impl<E: StageExecutor> Scheduler<E> {
     /// `text` (with its `hash`) is the text already known for `live`, the
     /// file's live version. Then an upsert of it, or an invalidation that
     /// loaded it, changes nothing: no generation, no stage, every answer
-    /// kept. The one rule both use; counted when it holds.
+    /// kept. The one rule both use; counted when it holds. The caller
+    /// passed the text through `submission::door_text` outside the lock, so an
+    /// unchanged text is most often the known text's own `Arc`: the bytes
+    /// are compared here only when the known text was not parsed yet.
     pub(super) fn same_text_at_the_door(
         &self,
         locked: &Locked<E>,
         live: &FileIdentity,
         hash: ContentHash,
-        text: &str,
+        text: &Arc<str>,
     ) -> bool {
         let same = node_text(locked, &live.canonical).is_some_and(|known| {
             known.text.version == live.version()
                 && known.text.hash == hash
-                && *known.text.text == *text
+                && (Arc::ptr_eq(&known.text.text, text) || *known.text.text == **text)
         });
         if same {
             self.counters

@@ -20,19 +20,6 @@ pub enum Invalidation {
     Untracked,
 }
 
-/// Whether `live`'s text is known (the invalidation read it).
-fn loaded_known<E: StageExecutor>(
-    locked: &Locked<E>,
-    canonical: &Canonical,
-    live: &FileIdentity,
-) -> bool {
-    locked
-        .dag
-        .payload(canonical)
-        .and_then(|slot| slot.text.as_ref())
-        .is_some_and(|known| known.text.version == live.version())
-}
-
 impl<E: StageExecutor> Scheduler<E> {
     /// The file may have changed on disk: reads it through the loader now,
     /// on the calling thread, outside the lock. Bytes equal to the text
@@ -66,11 +53,11 @@ impl<E: StageExecutor> Scheduler<E> {
         let canonical = self.canonicalize(path)?;
         // A tracked file is read before the hold (an untracked one is
         // ignored, so it is not read at all).
-        let loaded = if self.nodes.contains_key(&canonical) {
-            self.load_now(&canonical)
-        } else {
-            None
-        };
+        let published = self.nodes.get(&canonical).map(|node| Arc::clone(&node));
+        let loaded = published.as_deref().and_then(|node| {
+            let (text, hash) = self.load_now(&canonical)?;
+            Some((super::submission::door_text(Some(node), text, hash), hash))
+        });
         self.transact(|locked, post| {
             self.admit_sent(locked, post);
             let Some(node) = locked
@@ -95,6 +82,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 .advance_generation(&canonical, node.incarnation())
             {
                 Ok((live, effects)) => {
+                    let known = loaded.is_some();
                     let source = loaded.map(|(text, hash)| SourceText {
                         canonical,
                         version: live.version(),
@@ -118,7 +106,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         });
                     }
                     post.discard_view(replaced);
-                    if loaded_known(locked, &canonical, &live) {
+                    if known {
                         // Its Source needs no load: it starts on the CPU
                         // budget.
                         locked.dag.note_text_known(&live);

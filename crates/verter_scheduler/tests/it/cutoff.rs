@@ -189,6 +189,22 @@ fn the_door_cuts_off_an_invalidate_or_upsert_of_unchanged_bytes() {
     assert_quiescent(&scheduler, &[&upsert, &again]);
 }
 
+/// The door compares bytes outside the lock against the file's parsed
+/// text; a text known but not parsed yet is still recognised, in the hold.
+#[test]
+fn the_door_recognises_a_known_text_before_it_is_parsed() {
+    let files = MemFiles::default();
+    let words = Words::default();
+    let scheduler = inline_words(&files, &words);
+    let first = scheduler.upsert("a.rs", "x y", Default::default());
+    let again = scheduler.upsert("a.rs", "x y", Default::default());
+    scheduler.wait(&again).expect("parsed");
+    scheduler.wait(&first).expect("parsed");
+    assert_eq!(scheduler.counters().unchanged_texts, 1);
+    assert_eq!(words.runs_of("a.rs", "Source"), 1, "one generation, one parse");
+    assert_quiescent(&scheduler, &[&first, &again]);
+}
+
 #[test]
 fn an_unchanged_source_verifies_its_analysis_and_artifact() {
     let files = MemFiles::with(&[("a.rs", "# first\nx y")]);
