@@ -201,7 +201,11 @@ fn the_door_recognises_a_known_text_before_it_is_parsed() {
     scheduler.wait(&again).expect("parsed");
     scheduler.wait(&first).expect("parsed");
     assert_eq!(scheduler.counters().unchanged_texts, 1);
-    assert_eq!(words.runs_of("a.rs", "Source"), 1, "one generation, one parse");
+    assert_eq!(
+        words.runs_of("a.rs", "Source"),
+        1,
+        "one generation, one parse"
+    );
     assert_quiescent(&scheduler, &[&first, &again]);
 }
 
