@@ -48,6 +48,7 @@ impl StageExecutor for Noop {
     type Source = ();
     type Analysis = ();
     type Artifact = ();
+    type CacheOutput = ();
     fn execute_source(&self, _: &SourceInput<'_>, _: &mut SourceDeps) -> Result<(), ExecutorError> {
         Ok(())
     }

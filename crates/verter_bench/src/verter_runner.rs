@@ -75,6 +75,7 @@ impl StageExecutor for BenchExecutor {
     type Source = Scan;
     type Analysis = u64;
     type Artifact = u64;
+    type CacheOutput = ();
 
     fn execute_source(
         &self,

@@ -49,6 +49,7 @@
 //!     type Source = Vec<String>;
 //!     type Analysis = usize;
 //!     type Artifact = String;
+//!     type CacheOutput = ();
 //!     fn execute_source(&self, input: &SourceInput<'_>, _: &mut SourceDeps) -> Result<Vec<String>, ExecutorError> {
 //!         Ok(input.text.split_whitespace().map(str::to_owned).collect())
 //!     }

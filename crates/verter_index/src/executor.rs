@@ -214,6 +214,7 @@ impl StageExecutor for RustIndexer {
     type Source = RustSource;
     type Analysis = FileIndex;
     type Artifact = FileArtifact;
+    type CacheOutput = ();
 
     fn execute_source(
         &self,

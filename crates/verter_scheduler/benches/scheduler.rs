@@ -50,6 +50,7 @@ impl StageExecutor for Noop {
     type Source = ();
     type Analysis = ();
     type Artifact = ();
+    type CacheOutput = ();
     fn execute_source(
         &self,
         input: &SourceInput<'_>,

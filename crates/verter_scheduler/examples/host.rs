@@ -14,6 +14,7 @@ impl StageExecutor for Lines {
     type Source = usize;
     type Analysis = usize;
     type Artifact = String;
+    type CacheOutput = ();
     fn execute_source(
         &self,
         i: &SourceInput<'_>,

@@ -76,9 +76,20 @@ pub struct SchedulerConfig {
     /// thread names). No answer depends on it (docs/design.md, "What runs
     /// where"). Default: `true`.
     pub callers_run_urgent_work: bool,
+    /// The bound of the ready queue for host DAGs: a DAG submission is
+    /// backpressured ([`crate::Admission::Backpressured`]) while this many
+    /// stages are ready, and a DAG's nodes are handed to the stages only
+    /// while fewer are (the rest are held, in priority order). File
+    /// requests are not bounded by it. Default:
+    /// [`MAX_READY_QUEUE_DEPTH`].
+    pub max_ready_queue_depth: usize,
     /// Pause points and events for tests; a no-op by default.
     pub hooks: Arc<dyn Hooks>,
 }
+
+/// How many ready stages the scheduler holds before a DAG submission is
+/// backpressured, by default ([`SchedulerConfig::max_ready_queue_depth`]).
+pub const MAX_READY_QUEUE_DEPTH: usize = 64;
 
 impl std::fmt::Debug for SchedulerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -94,6 +105,7 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("batch_time", &self.batch_time)
             .field("registrations_per_hold", &self.registrations_per_hold)
             .field("callers_run_urgent_work", &self.callers_run_urgent_work)
+            .field("max_ready_queue_depth", &self.max_ready_queue_depth)
             .finish_non_exhaustive()
     }
 }
@@ -136,6 +148,7 @@ impl SchedulerConfig {
             batch_time: Self::BATCH_TIME,
             registrations_per_hold: Self::REGISTRATIONS_PER_HOLD,
             callers_run_urgent_work: true,
+            max_ready_queue_depth: MAX_READY_QUEUE_DEPTH,
             hooks: Arc::new(NoHooks),
         }
     }
@@ -145,8 +158,8 @@ impl SchedulerConfig {
     /// # Errors
     /// The first thing that makes it unusable: a zero CPU or I/O budget (no
     /// work could run), a zero lane weight (a priority lane would starve),
-    /// a zero inbox capacity (no request could be sent), or zero stages or
-    /// registrations per hold.
+    /// a zero inbox capacity (no request could be sent), zero stages or
+    /// registrations per hold, or a zero ready-queue bound.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.dag.cpu_budget == 0 {
             return Err(ConfigError::ZeroBudget { class: "CPU" });
@@ -165,6 +178,9 @@ impl SchedulerConfig {
         }
         if self.registrations_per_hold == 0 {
             return Err(ConfigError::ZeroRegistrationsPerHold);
+        }
+        if self.max_ready_queue_depth == 0 {
+            return Err(ConfigError::ZeroReadyQueue);
         }
         Ok(())
     }
@@ -221,6 +237,9 @@ pub enum ConfigError {
     /// never be registered.
     #[error("registrations_per_hold is zero: a large batch's requests could never be registered")]
     ZeroRegistrationsPerHold,
+    /// `max_ready_queue_depth` is zero: no DAG could ever be admitted.
+    #[error("max_ready_queue_depth is zero: no DAG could ever be admitted")]
+    ZeroReadyQueue,
     /// The CPU pool cannot carry the configured budget.
     #[error(
         "the CPU pool's capacity ({capacity}) is below the DAG CPU budget plus its threads ({needed}): build it with SchedulerConfig::build_pools"

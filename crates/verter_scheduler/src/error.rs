@@ -77,6 +77,17 @@ pub enum RequestError {
         #[source]
         cause: Arc<RequestError>,
     },
+    /// A DAG node was skipped without running: an edge into it needed its
+    /// upstream node to give a value (or to be admitted), and it did not
+    /// (`host_dag::EdgeGate`).
+    #[error("upstream DAG node {node} gave no value")]
+    UpstreamFailed {
+        /// The upstream node (`Analysis(a.rs)`, `CacheNode 3:1f`).
+        node: Arc<str>,
+        /// Its answer.
+        #[source]
+        cause: Arc<RequestError>,
+    },
     /// A host-built DAG has a cycle.
     #[error("dependency cycle: {}", path.iter().map(ToString::to_string).collect::<Vec<_>>().join(" -> "))]
     DependencyCycle {

@@ -238,7 +238,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     match Self::live_node(locked, &file) {
                         Some(node) => jobs.push(Job {
                             dispatch,
-                            node,
+                            node: Some(node),
                             work: Work::Load,
                         }),
                         None => self.refuse(locked, dispatch, post),
@@ -310,10 +310,22 @@ impl<E: StageExecutor> Scheduler<E> {
             Box::new((dispatch, error))
         };
         let Some(key) = dispatch.identity.as_dep_key().cloned() else {
-            return Err(internal(
+            // A host cache node: its flight says what the run gets.
+            let Some(flight) = locked.dags.flight(&dispatch.identity) else {
+                return Err(internal(
+                    dispatch,
+                    "a cache node was dispatched without its flight",
+                ));
+            };
+            let work = Work::Cache {
+                generation: flight.generation,
+                context: flight.context.clone(),
+            };
+            return Ok(Job {
                 dispatch,
-                "cache nodes have no executor in this facade",
-            ));
+                node: None,
+                work,
+            });
         };
         let Some(slot) = locked
             .dag
@@ -395,7 +407,7 @@ impl<E: StageExecutor> Scheduler<E> {
         };
         Ok(Job {
             dispatch,
-            node,
+            node: Some(node),
             work,
         })
     }
@@ -564,7 +576,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     match Self::live_node(locked, &file) {
                         Some(node) => Some(Job {
                             dispatch,
-                            node,
+                            node: Some(node),
                             work: Work::Load,
                         }),
                         None => {

@@ -8,6 +8,7 @@ use smallvec::SmallVec;
 
 use verter_dag::{Dispatch, ProfileHash};
 
+use crate::dag_types::RequestContext;
 use crate::node::FileNode;
 use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, Revision, SourceSnapshot, SourceText};
 use crate::traits::StageExecutor;
@@ -15,7 +16,8 @@ use crate::traits::StageExecutor;
 /// A dispatched piece of work with the inputs it captured at dispatch.
 pub(crate) struct Job<E: StageExecutor> {
     pub(crate) dispatch: Dispatch,
-    pub(crate) node: Arc<FileNode<E>>,
+    /// The file's node; `None` for a host cache node, which has no file.
+    pub(crate) node: Option<Arc<FileNode<E>>>,
     pub(crate) work: Work<E>,
 }
 
@@ -43,6 +45,13 @@ pub(crate) enum Work<E: StageExecutor> {
         /// When the file's blocker list last changed (its Source's).
         blockers_changed_at: Revision,
         prior: Option<Arc<ArtifactSnapshot<E::Artifact>>>,
+    },
+    /// Run a host cache node's flight (CPU).
+    Cache {
+        /// Which flight of its identity it is.
+        generation: u64,
+        /// The context of the DAG node that started the flight.
+        context: Option<RequestContext>,
     },
 }
 

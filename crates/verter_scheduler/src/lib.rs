@@ -95,6 +95,7 @@
 //!     type Source = Vec<String>;
 //!     type Analysis = usize;
 //!     type Artifact = String;
+//!     type CacheOutput = ();
 //!     fn execute_source(&self, input: &SourceInput<'_>, _: &mut SourceDeps) -> Result<Vec<String>, ExecutorError> {
 //!         Ok(input.text.split_whitespace().map(str::to_owned).collect())
 //!     }
@@ -128,12 +129,15 @@
 
 mod config;
 mod cutoff;
+mod dag_types;
+mod dags;
 mod driver;
 mod error;
 mod exec;
 mod handle;
 mod helpers;
 mod hooks;
+mod host_dag;
 mod inbox;
 mod job;
 mod language;
@@ -151,12 +155,20 @@ mod typed;
 mod waiters;
 mod witness;
 
-pub use config::{ConfigError, SchedulerConfig};
+pub use config::{ConfigError, MAX_READY_QUEUE_DEPTH, SchedulerConfig};
 // What a host names to embed the scheduler, from the layers below, so that
 // the common case depends on this crate alone.
+pub use dag_types::{
+    Cache, CacheTask, ConcurrencyLimit, DagResults, EdgeGate, NodeId, NodeKind, NodeOutput,
+    RequestContext,
+};
 pub use error::{ExecutorError, LoadError, RequestError, panic_message};
 pub use handle::{BatchHandle, CompletionHandle, Request, Waitable};
 pub use hooks::{CutOff, HookPoint, Hooks, NoHooks, SchedulerEvent};
+pub use host_dag::{
+    Admission, Dag, DagError, DagHandle, DedupeHook, DedupeJoiner, IntoDagNode, NoDedupeHook,
+    NodeOptions, TaskSpec,
+};
 pub use language::Language;
 pub use node::{FileNode, NodeView};
 pub use output::{RequestResult, StageOutput};
@@ -168,12 +180,14 @@ pub use snapshot::{
 pub use stage::{Ask, Stage, StageKind};
 pub use state::Scheduler;
 pub use traits::{
-    AnalysisInput, ArtifactInput, DepPath, SourceDeps, SourceInput, SourceLoader, StageExecutor,
+    AnalysisInput, ArtifactInput, CacheNodeInput, DepPath, SourceDeps, SourceInput, SourceLoader,
+    StageExecutor,
 };
 pub use typed::Handle;
 pub use verter_dag::{
     CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, Priority,
-    ProfileHash, ResourceClass, SourceVersion, TargetStage, WaitPolicy, WorkNodeIdentity,
+    ProfileHash, ResourceClass, SchedulerCacheId, SourceVersion, TargetStage, WaitPolicy,
+    WorkNodeIdentity,
 };
 pub use verter_pools::{PoolError, SchedulerCpuPool, SchedulerIoPool};
 pub use witness::{SourceWitness, WaitGraphOccupancy, WitnessError};

@@ -67,6 +67,17 @@ pub(crate) fn holds_dag_lock() -> bool {
     HOLDS_DAG_LOCK.with(Cell::get)
 }
 
+/// One node of one host DAG run: what a DAG node's answer slot names, so
+/// its answer reaches the DAG's state instead of a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct NodeRef {
+    pub(crate) run: u64,
+    pub(crate) node: u32,
+}
+
+/// Sets a DAG handle's answer after the lock; says whether it was unset.
+pub(crate) type DagDelivery = Box<dyn FnOnce() -> bool + Send>;
+
 /// What a request's handle shares with the scheduler.
 pub(crate) struct HandleState<E: StageExecutor> {
     /// Set once, by `PostWork::deliver` only.
@@ -103,6 +114,9 @@ pub(crate) enum Cells<E: StageExecutor> {
     One(HandleState<E>),
     /// An atomic batch, one cell per item in input order.
     Many(Box<[HandleState<E>]>),
+    /// A node of a host DAG: its answer goes to the DAG's state, under the
+    /// lock, not to a cell (`PostWork::answer`).
+    Dag(HandleState<E>, NodeRef),
 }
 
 impl<E: StageExecutor> Cells<E> {
@@ -110,6 +124,7 @@ impl<E: StageExecutor> Cells<E> {
         match self {
             Self::One(state) => state,
             Self::Many(states) => &states[index as usize],
+            Self::Dag(state, _) => state,
         }
     }
 }
@@ -212,6 +227,15 @@ impl<E: StageExecutor> AnswerSlot<E> {
         }
     }
 
+    /// The slot of DAG node `node`: its answer is routed to the DAG's
+    /// state in the hold that gives it (`PostWork::take_dag_answers`).
+    pub(crate) fn for_dag_node(node: NodeRef) -> Self {
+        Self {
+            cells: Arc::new(Cells::Dag(HandleState::new(), node)),
+            index: 0,
+        }
+    }
+
     /// The state a handle reads.
     pub(crate) fn state(&self) -> &HandleState<E> {
         self.cells.get(self.index)
@@ -271,6 +295,7 @@ impl<E: StageExecutor> BatchSlots<E> {
         match &*self.cells {
             Cells::One(_) => 1,
             Cells::Many(states) => states.len(),
+            Cells::Dag(..) => 1,
         }
     }
 }
@@ -289,6 +314,11 @@ pub(crate) struct PostWork<E: StageExecutor> {
     /// common case of `discarded`, kept inline so that an edit's hold
     /// allocates nothing for it.
     replaced_views: smallvec::SmallVec<[Arc<NodeView<E>>; 1]>,
+    /// Answers to DAG nodes' slots: routed to the DAG's state before the
+    /// hold ends (`Scheduler::settle_dags`), never delivered to a cell.
+    dag_answers: Vec<(NodeRef, RequestResult<E>)>,
+    /// The answers of DAGs answered whole in this hold.
+    dags_done: Vec<DagDelivery>,
     /// Whether events are recorded (the hooks observe them).
     observed: bool,
     pub(crate) dispatch: bool,
@@ -308,6 +338,8 @@ impl<E: StageExecutor> PostWork<E> {
             events: Vec::new(),
             discarded: Vec::new(),
             replaced_views: smallvec::SmallVec::new(),
+            dag_answers: Vec::new(),
+            dags_done: Vec::new(),
             observed,
             dispatch: false,
         }
@@ -332,9 +364,30 @@ impl<E: StageExecutor> PostWork<E> {
         self.replaced_views.push(view);
     }
 
-    /// Queues `result` as `slot`'s answer.
+    /// Queues `result` as `slot`'s answer; a DAG node's answer is kept
+    /// for the DAG's state instead ([`Self::take_dag_answers`]).
     pub(crate) fn answer(&mut self, slot: AnswerSlot<E>, result: RequestResult<E>) {
+        if let Cells::Dag(_, node) = &*slot.cells {
+            self.dag_answers.push((*node, result));
+            return;
+        }
         self.answers.push((slot, result));
+    }
+
+    /// Whether DAG nodes were answered in this hold.
+    pub(crate) fn has_dag_answers(&self) -> bool {
+        !self.dag_answers.is_empty()
+    }
+
+    /// The answers DAG nodes got in this hold so far, to route under the
+    /// lock.
+    pub(crate) fn take_dag_answers(&mut self) -> Vec<(NodeRef, RequestResult<E>)> {
+        std::mem::take(&mut self.dag_answers)
+    }
+
+    /// Queues the answers of DAGs answered whole.
+    pub(crate) fn dags_answered(&mut self, done: impl IntoIterator<Item = DagDelivery>) {
+        self.dags_done.extend(done);
     }
 
     /// Whether there is nothing to deliver.
@@ -343,6 +396,8 @@ impl<E: StageExecutor> PostWork<E> {
             && self.events.is_empty()
             && self.discarded.is_empty()
             && self.replaced_views.is_empty()
+            && self.dag_answers.is_empty()
+            && self.dags_done.is_empty()
             && !self.dispatch
     }
 
@@ -374,6 +429,14 @@ impl<E: StageExecutor> PostWork<E> {
                 duplicates.fetch_add(1, Ordering::Relaxed);
             }
         }
+        for deliver in self.dags_done {
+            if !deliver() {
+                duplicates.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        // Only a scheduler's teardown leaves DAG answers unrouted: its DAGs
+        // are answered whole instead.
+        drop(self.dag_answers);
         // Last, once every waiter has its answer: host outputs let go
         // under the lock.
         drop(self.discarded);

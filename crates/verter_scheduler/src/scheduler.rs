@@ -102,6 +102,8 @@ pub struct SchedulerCounters {
     pub analysis_runs: u64,
     /// Artifacts run.
     pub artifact_runs: u64,
+    /// Host cache node runs (one per flight that ran).
+    pub cache_runs: u64,
     /// Analyses and Artifacts cut off without running: verified at a new
     /// version because none of their inputs changed (docs/design.md,
     /// "Early cutoff"). Not in `analysis_runs` or `artifact_runs`.
@@ -157,6 +159,12 @@ pub struct QuiescenceReport {
     /// Requests sent but not yet admitted whole (inbox items and queued
     /// registrations, as the fast paths count them).
     pub pending_admissions: usize,
+    /// Host DAGs not answered whole.
+    pub dag_runs: usize,
+    /// Cache node flights in flight.
+    pub cache_flights: usize,
+    /// Permits of concurrency limits taken by DAG nodes.
+    pub dag_permits: usize,
 }
 
 impl QuiescenceReport {
@@ -169,6 +177,9 @@ impl QuiescenceReport {
             inbox: 0,
             queued_registrations: 0,
             pending_admissions: 0,
+            dag_runs: 0,
+            cache_flights: 0,
+            dag_permits: 0,
         }
     }
 }
@@ -327,6 +338,7 @@ pub(crate) fn request_error(failure: &DagFailure) -> RequestError {
 }
 
 mod admission;
+mod dag;
 mod lifecycle;
 
 pub use lifecycle::Invalidation;

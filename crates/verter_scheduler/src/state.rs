@@ -36,6 +36,7 @@ use verter_source_root::{ContentHash, SchedulerSourceDirectory};
 
 use crate::config::SchedulerConfig;
 use crate::cutoff::{PriorSlot, RevisionClock};
+use crate::dags::DagRuns;
 use crate::error::RequestError;
 use crate::helpers::Helpers;
 use crate::inbox::Inbox;
@@ -196,6 +197,8 @@ pub(crate) struct Locked<E: StageExecutor> {
     /// Early cutoff's revision clock: a new revision for every output found
     /// changed, drawn in the hold that commits it.
     pub(crate) revisions: RevisionClock,
+    /// Submitted host DAGs: their nodes, cache flights and limits.
+    pub(crate) dags: DagRuns<E, Prepared<E>>,
 }
 
 impl<E: StageExecutor> Locked<E> {
@@ -230,6 +233,7 @@ pub(crate) struct Counters {
     pub(crate) source_runs: AtomicU64,
     pub(crate) analysis_runs: AtomicU64,
     pub(crate) artifact_runs: AtomicU64,
+    pub(crate) cache_runs: AtomicU64,
     pub(crate) stages_verified: AtomicU64,
     pub(crate) outputs_unchanged: AtomicU64,
     pub(crate) unchanged_texts: AtomicU64,
@@ -306,6 +310,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 registering: VecDeque::new(),
                 large_batches: 0,
                 revisions: RevisionClock::default(),
+                dags: DagRuns::default(),
             }),
             config,
             loader,
@@ -377,8 +382,13 @@ impl<E: StageExecutor> Scheduler<E> {
             let mut locked = self.lock();
             let _mark = LockMark::set();
             let result = f(&mut locked, &mut post);
-            let made_ready = post.dispatch;
-            let jobs = if made_ready {
+            // Host DAGs: answers their nodes got in this hold, and held
+            // nodes the ready queue has room for.
+            if self.dags_unsettled(&locked, &post) {
+                self.settle_dags(&mut locked, &mut post);
+            }
+            let mut made_ready = post.dispatch;
+            let mut jobs = if made_ready {
                 // `take_jobs` dispatches all the budgets allow; what it
                 // leaves ready waits for capacity, which a completion
                 // dispatches in its own hold.
@@ -397,6 +407,16 @@ impl<E: StageExecutor> Scheduler<E> {
             } else {
                 crate::job::Jobs::new()
             };
+            // Dispatch may answer DAG nodes (a refused stage) and make room
+            // in the ready queue for held ones.
+            while self.dags_unsettled(&locked, &post) {
+                self.settle_dags(&mut locked, &mut post);
+                if post.dispatch {
+                    made_ready = true;
+                    jobs.extend(self.take_jobs(&mut locked, &mut post));
+                    post.dispatch = false;
+                }
+            }
             if jobs.is_empty() {
                 Self::release_idle_capacity(&mut locked);
             }
@@ -502,6 +522,9 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
                     }),
                 );
             }
+            // Host DAGs are answered whole (their unanswered nodes
+            // `Cancelled`), their flights cancelled.
+            self.cancel_all_dags(&mut locked, &mut post);
             let slots = locked.dag.take_payloads();
             let effects = locked.dag.reset();
             for answer in effects.answers {

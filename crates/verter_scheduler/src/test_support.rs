@@ -39,6 +39,7 @@ impl StageExecutor for Lines {
     type Source = Vec<String>;
     type Analysis = usize;
     type Artifact = String;
+    type CacheOutput = ();
     fn execute_source(
         &self,
         input: &SourceInput<'_>,

@@ -11,7 +11,9 @@
 
 use std::sync::Arc;
 
-use verter_dag::{CancellationToken, Canonical, Generation, Incarnation, ProfileHash};
+use verter_dag::{
+    CancellationToken, Canonical, Generation, Incarnation, ProfileHash, WorkNodeIdentity,
+};
 
 use crate::error::{ExecutorError, LoadError};
 use crate::language::Language;
@@ -158,6 +160,26 @@ impl From<Canonical> for DepPath {
     }
 }
 
+/// What a cache node's run receives ([`StageExecutor::execute_cache_node`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct CacheNodeInput<'a> {
+    /// The node's dedupe identity (`WorkNodeIdentity::CacheNode`): every
+    /// DAG node naming it shares this run.
+    pub identity: WorkNodeIdentity,
+    /// Which run of this identity it is: 1 for the first flight of the
+    /// identity in this scheduler, then one more for each later flight
+    /// (after the previous one finished or was cancelled).
+    pub generation: u64,
+    /// Cancelled when every DAG that waits on this flight is cancelled or
+    /// dropped; a long run may poll it and stop early. The answer of a
+    /// cancelled flight is dropped either way.
+    pub cancel: &'a CancellationToken,
+    /// The request context of the DAG node that started the flight
+    /// ([`crate::NodeOptions::context`]), if it gave one.
+    pub context: Option<&'a crate::RequestContext>,
+}
+
 /// What each stage computes. Called outside the DAG lock, on the CPU pool
 /// (or the inline pump); panics are caught.
 pub trait StageExecutor: Send + Sync + 'static {
@@ -167,6 +189,9 @@ pub trait StageExecutor: Send + Sync + 'static {
     type Analysis: Send + Sync + 'static;
     /// The output an Artifact produces.
     type Artifact: Send + Sync + 'static;
+    /// The output of a host cache node ([`crate::CacheTask`] in a
+    /// [`crate::Dag`]). A host that submits no cache nodes says `()`.
+    type CacheOutput: Send + Sync + 'static;
 
     /// Parses `input`, declaring on `deps` the files the source names
     /// ([`SourceDeps::forward`], [`SourceDeps::blocker`]). The scheduler
@@ -189,6 +214,22 @@ pub trait StageExecutor: Send + Sync + 'static {
         &self,
         input: &ArtifactInput<'_, Self::Analysis>,
     ) -> Result<Self::Artifact, ExecutorError>;
+
+    /// Runs a host cache node of a submitted [`crate::Dag`], once every
+    /// edge into it let it run. Called outside the DAG lock, on the CPU
+    /// pool (or an inline pump), at most once per flight: DAG nodes that
+    /// name one cache identity share one run. Panics are caught and answer
+    /// the node `ExecutorPanicked`.
+    ///
+    /// The default refuses: an executor that does not override it runs no
+    /// cache nodes, and each one submitted is answered `ExecutorFailed`.
+    fn execute_cache_node(
+        &self,
+        input: &CacheNodeInput<'_>,
+    ) -> Result<Self::CacheOutput, ExecutorError> {
+        let _ = input;
+        Err(ExecutorError::msg("this executor runs no cache nodes"))
+    }
 
     /// Whether two parses of one file are the same for every later stage:
     /// an Analysis built from either would be equal. When the new text of

@@ -206,6 +206,7 @@ impl StageExecutor for SimExecutor {
     type Source = Parsed;
     type Analysis = SimAnalysis;
     type Artifact = String;
+    type CacheOutput = ();
 
     fn execute_source(
         &self,

@@ -250,6 +250,26 @@ impl<P> SchedulerDag<P> {
         true
     }
 
+    /// Forgets a finished (done or failed) cache node, so its table does
+    /// not keep every node a host ever ran and a later submission of the
+    /// identity admits it afresh. The caller took its answer in the same
+    /// hold. Returns whether `identity` was a resident, finished cache
+    /// node; anything else is left alone.
+    pub fn forget_cache_node(&mut self, identity: &WorkNodeIdentity) -> bool {
+        if !matches!(identity, WorkNodeIdentity::CacheNode { .. })
+            || !self.node(identity).is_some_and(WorkNode::is_finished)
+        {
+            return false;
+        }
+        let mut effects = Effects::default();
+        self.drop_node(identity, &mut effects);
+        debug_assert!(
+            effects.answers.is_empty() && effects.newly_ready == 0,
+            "a finished cache node has no waiters and no running dispatch"
+        );
+        true
+    }
+
     // ----- observation ----------------------------------------------------
 
     /// The capacity ledger now.

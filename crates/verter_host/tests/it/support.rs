@@ -96,6 +96,7 @@ impl StageExecutor for LineExecutor {
     type Source = Vec<String>;
     type Analysis = usize;
     type Artifact = String;
+    type CacheOutput = ();
 
     fn execute_source(
         &self,

@@ -38,7 +38,6 @@ use std::time::Instant;
 
 use super::*;
 use crate::helpers::Unpark;
-use crate::output::RequestResult;
 use verter_pools::WaitCell;
 
 impl<E: StageExecutor> Scheduler<E> {
@@ -53,11 +52,11 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Waits for `cell`'s answer on a helping thread (see the module docs),
     /// until `deadline` if there is one (`None` then).
-    pub(crate) fn wait_helping(
+    pub(crate) fn wait_helping<T: Clone>(
         &self,
-        cell: &WaitCell<RequestResult<E>>,
+        cell: &WaitCell<T>,
         deadline: Option<Instant>,
-    ) -> Option<RequestResult<E>> {
+    ) -> Option<T> {
         let _registration = self.helpers.register();
         let waker = Waker::from(Arc::new(Unpark(thread::current())));
         let mut context = Context::from_waker(&waker);

@@ -41,6 +41,10 @@ pub(super) enum Outcome<E: StageExecutor> {
         result: Result<Arc<AnalysisSnapshot<E::Analysis>>, RequestError>,
         cut: Cut,
     },
+    /// A host cache node's run (a cancelled flight's is `Err(Cancelled)`).
+    Cached {
+        result: Result<Arc<E::CacheOutput>, RequestError>,
+    },
     /// An Artifact, with the blockers' analyses it was built from.
     Built {
         node: Arc<FileNode<E>>,
@@ -70,6 +74,9 @@ impl<E: StageExecutor> Scheduler<E> {
             work,
         } = job;
         let identity = dispatch.identity;
+        let Some(node) = node else {
+            return self.execute_cache(dispatch, work);
+        };
         let hooks = &self.config.hooks;
         // Work for a retired object or a superseded generation, or work
         // cancelled in the hold that retired it, is refused without running
@@ -112,6 +119,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
         let _span = span.enter();
         let outcome = match work {
+            Work::Cache { .. } => unreachable!("a cache node's job has no file node"),
             Work::Load => self.run_load(&file),
             Work::Parse { text, prior } => self.run_parse(&dispatch, node, text, prior),
             Work::Analysis { source, prior } => {
@@ -187,6 +195,56 @@ impl<E: StageExecutor> Scheduler<E> {
         self.finished(dispatch, outcome)
     }
 
+    /// Runs a host cache node's flight outside the lock, inside a panic
+    /// boundary, unless its flight was cancelled (then its answer is
+    /// `Cancelled`, and the commit refuses it anyway: a cancelled flight's
+    /// work node is gone).
+    fn execute_cache(&self, dispatch: Dispatch, work: Work<E>) -> Finished<E> {
+        let Work::Cache {
+            generation,
+            context,
+        } = work
+        else {
+            unreachable!("only a cache node's job has no file node");
+        };
+        let identity = dispatch.identity;
+        let hooks = &self.config.hooks;
+        let panics = &self.counters.hook_panics;
+        if self.pauses {
+            guarded(panics, || {
+                hooks.pause(HookPoint::AfterDispatch, &identity, dispatch.class);
+            });
+        }
+        if dispatch.cancel.is_cancelled() {
+            return self.finished(
+                dispatch,
+                Outcome::Cached {
+                    result: Err(RequestError::Cancelled),
+                },
+            );
+        }
+        if self.observes_events {
+            let event = SchedulerEvent::WillExecute(identity);
+            guarded(panics, || hooks.on_event(&event));
+        }
+        let _span = tracing::debug_span!("cache node", node = %identity, generation).entered();
+        self.counters.cache_runs.fetch_add(1, Ordering::Relaxed);
+        let input = crate::traits::CacheNodeInput {
+            identity,
+            generation,
+            cancel: &dispatch.cancel,
+            context: context.as_ref(),
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            self.executor.execute_cache_node(&input)
+        }));
+        let path = Canonical::from(identity.to_string());
+        let result = self
+            .stage_result_at(path, "CacheNode", result)
+            .map(Arc::new);
+        self.finished(dispatch, Outcome::Cached { result })
+    }
+
     /// A job's end on the worker: the `BeforeCompletion` pause, then the
     /// finished stage for its commit.
     fn finished(&self, dispatch: Dispatch, outcome: Outcome<E>) -> Finished<E> {
@@ -231,6 +289,13 @@ impl<E: StageExecutor> Scheduler<E> {
         post: &mut PostWork<E>,
     ) -> Option<String> {
         let Finished { dispatch, outcome } = finished;
+        let outcome = match outcome {
+            Outcome::Cached { result } => {
+                self.commit_cache(locked, dispatch, result, post);
+                return None;
+            }
+            outcome => outcome,
+        };
         if matches!(outcome, Outcome::Stale) || !locked.dag.is_current(&dispatch) {
             self.refuse(locked, dispatch, post);
             // What it produced is the host's: dropped after the lock.
@@ -240,7 +305,7 @@ impl<E: StageExecutor> Scheduler<E> {
             return None;
         }
         let broken = match outcome {
-            Outcome::Stale => unreachable!("refused above"),
+            Outcome::Stale | Outcome::Cached { .. } => unreachable!("refused or committed above"),
             Outcome::Loaded { file, result } => {
                 self.commit_load(locked, dispatch, &file, result, post);
                 None
@@ -285,6 +350,30 @@ impl<E: StageExecutor> Scheduler<E> {
         broken
     }
 
+    /// Under the lock: completes a cache node's dispatch. A current one
+    /// lands its flight (every DAG node on it is answered with `result`);
+    /// a stale one — its flight was cancelled — is refused and its result
+    /// dropped after the lock.
+    fn commit_cache(
+        &self,
+        locked: &mut Locked<E>,
+        dispatch: Dispatch,
+        result: Result<Arc<E::CacheOutput>, RequestError>,
+        post: &mut PostWork<E>,
+    ) {
+        let identity = dispatch.identity;
+        let (current, effects) = locked.dag.complete(dispatch);
+        self.absorb(locked, effects, post);
+        if current {
+            let outcome = result.map(crate::dag_types::NodeOutput::Cache);
+            self.land_flight(locked, post, &identity, outcome);
+        } else {
+            post.event(|| SchedulerEvent::DidRefuseStale(identity));
+            post.discard(result);
+        }
+        Self::capacity_released(locked, post);
+    }
+
     /// Turns an executor call's outcome (with its panic boundary) into a
     /// typed result.
     pub(super) fn stage_result<T>(
@@ -293,12 +382,23 @@ impl<E: StageExecutor> Scheduler<E> {
         stage: &str,
         result: std::thread::Result<Result<T, crate::error::ExecutorError>>,
     ) -> Result<T, RequestError> {
+        self.stage_result_at(file.canonical, stage, result)
+    }
+
+    /// [`Self::stage_result`] for work named by `path` (a cache node's
+    /// identity, which has no file).
+    pub(super) fn stage_result_at<T>(
+        &self,
+        path: Canonical,
+        stage: &str,
+        result: std::thread::Result<Result<T, crate::error::ExecutorError>>,
+    ) -> Result<T, RequestError> {
         match result {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => {
                 let (message, cause) = error.into_parts();
                 Err(RequestError::ExecutorFailed {
-                    path: file.canonical,
+                    path,
                     stage: stage.into(),
                     message,
                     cause,
@@ -309,7 +409,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     .executor_panics
                     .fetch_add(1, Ordering::Relaxed);
                 Err(RequestError::ExecutorPanicked {
-                    path: file.canonical,
+                    path,
                     stage: stage.into(),
                     message: panic_message(&*payload).into(),
                 })

@@ -21,6 +21,7 @@ impl StageExecutor for BlockerOrder {
     type Source = Vec<String>;
     type Analysis = usize;
     type Artifact = String;
+    type CacheOutput = ();
     fn execute_source(
         &self,
         input: &SourceInput<'_>,
@@ -100,7 +101,7 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                 let finished = run::Finished {
                     dispatch: job.dispatch,
                     outcome: run::Outcome::Built {
-                        node: Arc::clone(&job.node),
+                        node: Arc::clone(job.node.as_ref().expect("file work")),
                         result: output,
                         blockers: smallvec::smallvec![Arc::new(AnalysisSnapshot::new(
                             retired.canonical,

@@ -285,7 +285,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// With `deferring = Some(batch)`, the caller queues the registration:
     /// the object is stamped with the batch, and a write to an object the
     /// batch already stamped first makes every queued registration.
-    fn apply(
+    pub(super) fn apply(
         &self,
         locked: &mut Locked<E>,
         mut prepared: Prepared<E>,
@@ -456,7 +456,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Under the lock: step 4 of admission: registers the waiter on the
     /// version its edits left live (a follower moves on to a newer one),
     /// then admits its work.
-    fn register(
+    pub(super) fn register(
         &self,
         locked: &mut Locked<E>,
         registering: Registering<E>,

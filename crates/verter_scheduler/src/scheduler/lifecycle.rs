@@ -200,6 +200,10 @@ impl<E: StageExecutor> Scheduler<E> {
         // are the host's values, dropped after the lock.
         let _retired = self.transact(|locked, post| {
             self.admit_sent(locked, post);
+            // Host DAGs are answered whole (their unanswered nodes
+            // `Cancelled`) and their cache flights cancelled, before the
+            // DAG forgets every work node.
+            self.cancel_all_dags(locked, post);
             // The slots (nodes and texts) leave with the node map's entries.
             let slots = locked.dag.take_payloads();
             let effects = locked.dag.reset();

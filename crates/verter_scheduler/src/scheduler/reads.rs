@@ -121,6 +121,7 @@ impl<E: StageExecutor> Scheduler<E> {
             source_runs: load(&self.counters.source_runs),
             analysis_runs: load(&self.counters.analysis_runs),
             artifact_runs: load(&self.counters.artifact_runs),
+            cache_runs: load(&self.counters.cache_runs),
             stages_verified: load(&self.counters.stages_verified),
             outputs_unchanged: load(&self.counters.outputs_unchanged),
             unchanged_texts: load(&self.counters.unchanged_texts),
@@ -146,7 +147,8 @@ impl<E: StageExecutor> Scheduler<E> {
         self.read_locked(|locked| locked.dag.dependency_occupancy())
     }
 
-    /// Ready work not yet dispatched, CPU plus I/O.
+    /// Ready work not yet dispatched, CPU plus I/O: what host DAG
+    /// admission is bounded by ([`crate::SchedulerConfig::max_ready_queue_depth`]).
     pub fn ready_queue_depth(&self) -> usize {
         self.read_locked(|locked| {
             locked.dag.ready_len(ResourceClass::Cpu) + locked.dag.ready_len(ResourceClass::Io)
@@ -163,6 +165,9 @@ impl<E: StageExecutor> Scheduler<E> {
             inbox: self.inbox.len(),
             queued_registrations: locked.registering.len(),
             pending_admissions: self.counters.pending_admissions.load(Ordering::Acquire),
+            dag_runs: locked.dags.runs(),
+            cache_flights: locked.dags.flights(),
+            dag_permits: locked.dags.permits_taken(),
         })
     }
 

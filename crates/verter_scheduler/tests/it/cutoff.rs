@@ -45,6 +45,7 @@ impl StageExecutor for Words {
     type Source = Vec<String>;
     type Analysis = usize;
     type Artifact = String;
+    type CacheOutput = ();
 
     fn execute_source(
         &self,

@@ -10,6 +10,7 @@ mod caller;
 mod chunked;
 mod consistency;
 mod cutoff;
+mod dag;
 mod deps;
 mod inline;
 mod lifecycle;

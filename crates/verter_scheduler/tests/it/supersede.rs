@@ -170,6 +170,7 @@ mod probes {
         type Source = Probe;
         type Analysis = usize;
         type Artifact = Probe;
+        type CacheOutput = ();
 
         fn execute_source(
             &self,

@@ -1,0 +1,439 @@
+//! Host DAGs: submitting one ([`Scheduler::submit_dag`],
+//! [`Scheduler::try_submit_dag`]), handing its held nodes to the stages at
+//! the end of every hold ([`Scheduler::settle_dags`]), cache flights'
+//! answers, and cancellation (docs/design.md, "Host DAGs").
+//!
+//! A file node is handed over as the request it is — prepared outside the
+//! lock at submission, admitted and registered in the hold that hands it
+//! over, through the same `apply`/`register` as any request — with an
+//! answer slot that routes its answer back to the DAG's state in the hold
+//! that gives it. A cache node joins the flight of its identity, or starts
+//! one: a `CacheNode` work node the DAG admits, dispatches and completes
+//! like a stage. Everything here runs under the DAG lock; the DAG's answer
+//! leaves as post-work.
+
+use std::sync::Weak;
+
+use super::publication::Publish;
+use super::*;
+use crate::dags::{NodeWork, RunNode};
+use crate::host_dag::{
+    Admission, CancelDag, ConcurrencyLimit, Dag, DagError, DagHandle, DagResults, DagShared,
+    DedupeHook, NodeOutput, Task,
+};
+use crate::post::NodeRef;
+
+/// How a DAG submission waits for room in the ready queue.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Blocking {
+    /// Waits (running work meanwhile where the caller may).
+    Wait,
+    /// Answers `Backpressured` instead.
+    Refuse,
+}
+
+/// A DAG checked and prepared outside the lock, ready for its hold.
+struct PreparedDag<E: StageExecutor> {
+    nodes: Vec<RunNode<E, Prepared<E>>>,
+    edges: Vec<(u32, u32, crate::host_dag::EdgeGate)>,
+    /// Nodes answered at preparation (a path the loader refused).
+    failed: Vec<(u32, RequestError)>,
+}
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// Submits `dag`, waiting while the ready queue is full (a waiting
+    /// stage thread or inline caller runs work meanwhile, as `wait` does).
+    /// `hook` is asked first about the DAG's one output ([`Dag::output`]):
+    /// a flight the caller holds answers `DedupeJoined`. Never
+    /// `Backpressured`.
+    ///
+    /// # Errors
+    /// [`DagError`] when the DAG is malformed (a cycle, an edge to another
+    /// DAG's node, an edit): nothing of it is admitted.
+    pub fn submit_dag(
+        &self,
+        dag: Dag,
+        hook: &dyn DedupeHook,
+    ) -> Result<Admission<DagHandle<E>>, DagError> {
+        self.submit_dag_as(dag, hook, Blocking::Wait)
+    }
+
+    /// [`Self::submit_dag`] without waiting: `Backpressured` when the ready
+    /// queue holds [`crate::SchedulerConfig::max_ready_queue_depth`] stages
+    /// or DAG nodes are already held for room; then nothing was admitted
+    /// and no state changed.
+    ///
+    /// # Errors
+    /// As [`Self::submit_dag`].
+    pub fn try_submit_dag(
+        &self,
+        dag: Dag,
+        hook: &dyn DedupeHook,
+    ) -> Result<Admission<DagHandle<E>>, DagError> {
+        self.submit_dag_as(dag, hook, Blocking::Refuse)
+    }
+
+    /// A per-call concurrency limit of `permits` for DAG nodes
+    /// ([`crate::NodeOptions::limit`]).
+    ///
+    /// # Panics
+    /// If `permits` is zero.
+    pub fn cpu_concurrency_semaphore(&self, permits: usize) -> ConcurrencyLimit {
+        ConcurrencyLimit::new(permits)
+    }
+
+    /// Waits for `handle`'s DAG to be answered whole, running work meanwhile
+    /// by the rule [`Self::wait`] follows.
+    pub fn wait_dag(&self, handle: &DagHandle<E>) -> DagResults<E> {
+        let cell = &handle.shared.cell;
+        if let Some(results) = cell.try_get() {
+            return results;
+        }
+        let _inline = (self.is_inline() && !CallerKind::current().drives_while_waiting())
+            .then(|| CallerKind::enter(CallerKind::Inline));
+        if self.helps_while_waiting() {
+            return self
+                .wait_helping(cell, None)
+                .expect("a wait without a deadline ends with the answer");
+        }
+        wait_or_drive_with(cell, self, self.config.wait_backstop)
+    }
+
+    fn depth(locked: &Locked<E>) -> usize {
+        locked.dag.ready_len(ResourceClass::Cpu) + locked.dag.ready_len(ResourceClass::Io)
+    }
+
+    /// Whether a DAG submitted now would be backpressured.
+    fn backpressured(&self, locked: &Locked<E>) -> bool {
+        locked.dags.has_held() || Self::depth(locked) >= self.config.max_ready_queue_depth
+    }
+
+    fn submit_dag_as(
+        &self,
+        dag: Dag,
+        hook: &dyn DedupeHook,
+        blocking: Blocking,
+    ) -> Result<Admission<DagHandle<E>>, DagError> {
+        let order = dag.check()?;
+        if let Some(output) = dag.output()
+            && let Some(identity) = self.identity_of(&dag.nodes[output].task)
+            && let Some(joiner) = hook.probe(&identity)
+        {
+            return Ok(Admission::DedupeJoined(joiner));
+        }
+        let run = self.next_dag_run();
+        let shared = Arc::new(DagShared {
+            cell: verter_pools::WaitCell::new(),
+            run,
+            scheduler: self.me.clone() as Weak<dyn CancelDag>,
+        });
+        if dag.is_empty() {
+            let handle = DagHandle {
+                shared: Arc::clone(&shared),
+            };
+            let mut post = self.post_work();
+            let results = DagResults::new(Vec::new());
+            post.dags_answered([
+                Box::new(move || shared.cell.set(results).is_ok()) as crate::post::DagDelivery
+            ]);
+            self.run_post(post);
+            return Ok(Admission::Admitted(handle));
+        }
+        let mut prepared = Some(self.prepare_dag(dag, &order, run));
+        loop {
+            let seen = self.progress.epoch();
+            let admitted = self.transact(|locked, post| {
+                if self.backpressured(locked) {
+                    return false;
+                }
+                self.admit_sent(locked, post);
+                let PreparedDag {
+                    nodes,
+                    edges,
+                    failed,
+                } = prepared.take().expect("admitted once");
+                locked.dags.insert(Arc::clone(&shared), nodes, &edges);
+                for (node, error) in failed {
+                    let done = locked.dags.answer(NodeRef { run, node }, Err(error));
+                    post.dags_answered(done);
+                }
+                true
+            });
+            if admitted {
+                return Ok(Admission::Admitted(DagHandle { shared }));
+            }
+            if blocking == Blocking::Refuse {
+                return Ok(Admission::Backpressured);
+            }
+            // Wait for room: run work where this caller may, else park until
+            // something progresses.
+            if self.is_inline() || CallerKind::current().drives_while_waiting() {
+                if !self.pump_pass() {
+                    self.progress.park(seen, self.config.wait_backstop);
+                }
+            } else {
+                self.progress.park(seen, self.config.wait_backstop);
+            }
+        }
+    }
+
+    /// A run id no other DAG of this process had.
+    fn next_dag_run(&self) -> u64 {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The dedupe identity a node names now: a cache node's own; a file
+    /// stage's at its file's published version, if it has one.
+    fn identity_of(&self, task: &Task) -> Option<WorkNodeIdentity> {
+        match task {
+            Task::Cache(task) => Some(task.identity()),
+            Task::File(request) => {
+                let canonical = match &request.path {
+                    crate::traits::DepPath::Path(path) => self.canonicalize(path).ok()?,
+                    crate::traits::DepPath::Canonical(canonical) => *canonical,
+                };
+                let node = self.nodes.get(&canonical)?;
+                let file = FileIdentity::new(canonical, node.incarnation(), node.generation());
+                Some(WorkNodeIdentity::file_stage(file, request.stage))
+            }
+        }
+    }
+
+    /// Outside the lock: each node's effective priority (its own raised to
+    /// that of every node after it), and each file node's request prepared
+    /// like any request's, with a slot that answers the DAG.
+    fn prepare_dag(&self, dag: Dag, order: &[u32], run: u64) -> PreparedDag<E> {
+        let Dag { nodes, edges } = dag;
+        let mut priority: Vec<Priority> = nodes
+            .iter()
+            .map(|node| node.options.priority.unwrap_or_default())
+            .collect();
+        let mut pending = vec![0u32; nodes.len()];
+        let mut downstream: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
+        for &(from, to, _) in &edges {
+            pending[to as usize] += 1;
+            downstream[from as usize].push(to);
+        }
+        // Later nodes first: a node inherits from everything after it.
+        for &node in order.iter().rev() {
+            let inherited = downstream[node as usize]
+                .iter()
+                .map(|&next| priority[next as usize])
+                .max();
+            if let Some(inherited) = inherited {
+                priority[node as usize] = priority[node as usize].max(inherited);
+            }
+        }
+        let mut failed = Vec::new();
+        let nodes = nodes
+            .into_iter()
+            .enumerate()
+            .map(|(index, spec)| {
+                let index = index as u32;
+                let label: Arc<str> = spec.task.label().into();
+                let own = priority[index as usize];
+                let work = match spec.task {
+                    Task::Cache(task) => NodeWork::Cache(task),
+                    Task::File(request) => {
+                        let request = request.priority(own);
+                        let slot = || AnswerSlot::for_dag_node(NodeRef { run, node: index });
+                        match self.prepare(request, false, &slot) {
+                            Ok(Preparation::Queue(prepared)) => NodeWork::File(Some(prepared)),
+                            Ok(Preparation::Answered(_)) => {
+                                unreachable!("a request prepared with may_answer = false is queued")
+                            }
+                            Err(error) => {
+                                failed.push((index, error));
+                                NodeWork::File(None)
+                            }
+                        }
+                    }
+                };
+                RunNode::new(
+                    work,
+                    label,
+                    own,
+                    pending[index as usize],
+                    spec.options.cancel,
+                    spec.options.limit,
+                    spec.options.context,
+                )
+            })
+            .collect();
+        PreparedDag {
+            nodes,
+            edges,
+            failed,
+        }
+    }
+
+    /// Under the lock, at the end of a hold: routes the answers DAG nodes
+    /// got in it, then hands held nodes to the stages while the ready queue
+    /// has room, until neither gives more. What a handed node is answered
+    /// with at once is routed in the same loop.
+    pub(crate) fn settle_dags(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) {
+        loop {
+            let answers = post.take_dag_answers();
+            let routed = !answers.is_empty();
+            for (node, result) in answers {
+                let done = locked.dags.answer(node, result.map(NodeOutput::Stage));
+                post.dags_answered(done);
+            }
+            let handed = self.hand_over(locked, post);
+            if !routed && !handed && !post.has_dag_answers() {
+                return;
+            }
+        }
+    }
+
+    /// Whether `settle_dags` has anything to do at the end of a hold.
+    pub(crate) fn dags_unsettled(&self, locked: &Locked<E>, post: &PostWork<E>) -> bool {
+        post.has_dag_answers()
+            || (locked.dags.has_held() && Self::depth(locked) < self.config.max_ready_queue_depth)
+    }
+
+    /// Hands held nodes to the stages while the ready queue has room;
+    /// returns whether it handed any.
+    fn hand_over(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> bool {
+        let mut handed = false;
+        while Self::depth(locked) < self.config.max_ready_queue_depth {
+            let Some(node) = locked.dags.pop_held() else {
+                break;
+            };
+            let Some(spec) = locked.dags.node(node) else {
+                continue;
+            };
+            if spec
+                .cancel
+                .as_ref()
+                .is_some_and(verter_dag::CancellationToken::is_cancelled)
+            {
+                let done = locked.dags.answer(node, Err(RequestError::Cancelled));
+                post.dags_answered(done);
+                continue;
+            }
+            if !locked.dags.take_permit(node) {
+                continue;
+            }
+            handed = true;
+            let spec = locked.dags.node(node).expect("checked above");
+            match &spec.work {
+                NodeWork::Cache(task) => {
+                    let identity = task.identity();
+                    let priority = spec.priority;
+                    let context = spec.context.clone();
+                    self.hand_cache_node(locked, post, node, identity, priority, context);
+                }
+                NodeWork::File(_) => {
+                    let prepared = locked.dags.take_prepared(node);
+                    locked.dags.handed(node);
+                    match prepared {
+                        Some(prepared) => {
+                            if let Some(registering) =
+                                self.apply(locked, prepared, post, &mut Publish::Own, None)
+                            {
+                                self.register(locked, registering, post);
+                            }
+                        }
+                        None => {
+                            debug_assert!(false, "a held file node has its request");
+                        }
+                    }
+                }
+            }
+        }
+        handed
+    }
+
+    /// Joins `node` to its identity's flight, or starts the flight: a cache
+    /// work node the DAG admits at `priority` (a joiner at a higher one
+    /// raises the flight).
+    fn hand_cache_node(
+        &self,
+        locked: &mut Locked<E>,
+        post: &mut PostWork<E>,
+        node: NodeRef,
+        identity: WorkNodeIdentity,
+        priority: Priority,
+        context: Option<crate::host_dag::RequestContext>,
+    ) {
+        locked.dags.handed(node);
+        if locked.dags.join_flight(&identity, node) {
+            if locked
+                .dag
+                .priority_of(&identity)
+                .is_some_and(|running_at| running_at < priority)
+            {
+                locked.dag.raise_priority(&identity, priority);
+            }
+            return;
+        }
+        // A finished node of an earlier flight the DAG still holds (after
+        // an internal error) would be taken for this one.
+        locked.dag.forget_cache_node(&identity);
+        match locked.dag.submit_cache_node(identity, priority, []) {
+            Ok(effects) => {
+                locked.dags.start_flight(identity, node, context);
+                self.absorb(locked, effects, post);
+            }
+            Err(error) => {
+                debug_assert!(false, "a cache node without dependencies links: {error}");
+                self.counters
+                    .internal_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                let done = locked.dags.answer(
+                    node,
+                    Err(RequestError::Internal {
+                        path: Canonical::from(identity.to_string()),
+                        message: format!("admitting the cache node failed: {error}").into(),
+                    }),
+                );
+                post.dags_answered(done);
+            }
+        }
+    }
+
+    /// Under the lock: the flight of `identity` landed with `outcome`
+    /// (its dispatch was current): the DAG forgets the work node, and every
+    /// member is answered.
+    pub(crate) fn land_flight(
+        &self,
+        locked: &mut Locked<E>,
+        post: &mut PostWork<E>,
+        identity: &WorkNodeIdentity,
+        outcome: Result<NodeOutput<E>, RequestError>,
+    ) {
+        locked.dag.forget_cache_node(identity);
+        let done = locked.dags.land(identity, &outcome);
+        post.dags_answered(done);
+        // The last reference to the host's output may be this one: dropped
+        // after the lock.
+        post.discard(outcome);
+    }
+
+    /// Under the lock: cancels `run`'s unanswered nodes; a flight nobody
+    /// waits for any more is cancelled in the DAG (its token too).
+    fn cancel_run(&self, locked: &mut Locked<E>, post: &mut PostWork<E>, run: u64) {
+        let (orphaned, done) = locked.dags.cancel(run);
+        for identity in orphaned {
+            let effects = locked.dag.cancel(&identity);
+            self.absorb(locked, effects, post);
+        }
+        post.dags_answered(done);
+    }
+
+    /// Under the lock: cancels every DAG (reset, teardown).
+    pub(crate) fn cancel_all_dags(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) {
+        for run in locked.dags.run_ids() {
+            self.cancel_run(locked, post, run);
+        }
+        debug_assert_eq!(locked.dags.flights(), 0, "every flight had a member");
+    }
+}
+
+impl<E: StageExecutor> CancelDag for Scheduler<E> {
+    fn cancel_dag(&self, run: u64) {
+        self.transact(|locked, post| self.cancel_run(locked, post, run));
+    }
+}
