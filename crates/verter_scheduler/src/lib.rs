@@ -150,6 +150,8 @@ pub mod stage;
 mod state;
 #[cfg(test)]
 mod test_support;
+#[cfg(feature = "test-support")]
+pub mod testing;
 mod traits;
 mod typed;
 mod waiters;

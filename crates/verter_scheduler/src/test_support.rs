@@ -39,7 +39,7 @@ impl StageExecutor for Lines {
     type Source = Vec<String>;
     type Analysis = usize;
     type Artifact = String;
-    type CacheOutput = ();
+    type CacheOutput = usize;
     fn execute_source(
         &self,
         input: &SourceInput<'_>,

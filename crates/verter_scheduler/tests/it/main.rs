@@ -18,4 +18,6 @@ mod soak;
 mod stages;
 mod submission;
 mod supersede;
+#[cfg(feature = "test-support")]
+mod testing;
 mod typed;

@@ -1,0 +1,70 @@
+//! A host DAG: "check module m once the analyses of a.rs and b.rs are in",
+//! at most two checks at a time, cancelled if the handle is dropped.
+use std::sync::Arc;
+use verter_scheduler::*;
+
+struct Disk;
+impl SourceLoader for Disk {
+    fn load(&self, p: &Canonical) -> Result<Arc<str>, LoadError> {
+        Ok(format!("fn {p} body").into())
+    }
+}
+
+struct Checker;
+impl StageExecutor for Checker {
+    type Source = usize;
+    type Analysis = usize;
+    type Artifact = ();
+    type CacheOutput = String;
+    fn execute_source(
+        &self,
+        i: &SourceInput<'_>,
+        _: &mut SourceDeps,
+    ) -> Result<usize, ExecutorError> {
+        Ok(i.text.split_whitespace().count())
+    }
+    fn execute_analysis(&self, i: &AnalysisInput<'_, usize>) -> Result<usize, ExecutorError> {
+        Ok(i.source.parsed)
+    }
+    fn execute_artifact(&self, _: &ArtifactInput<'_, usize>) -> Result<(), ExecutorError> {
+        Ok(())
+    }
+    fn execute_cache_node(&self, i: &CacheNodeInput<'_>) -> Result<String, ExecutorError> {
+        let module = i
+            .context
+            .and_then(|c| c.downcast_ref::<&str>())
+            .copied()
+            .unwrap_or("?");
+        Ok(format!("checked {module}"))
+    }
+}
+
+fn main() {
+    let config = SchedulerConfig::with_threads(2, 1);
+    let (cpu, io) = config.build_pools().expect("pools");
+    let scheduler = Scheduler::new(config, Disk, Checker, cpu, io).expect("a valid configuration");
+    let at_most_two = scheduler.cpu_concurrency_semaphore(2);
+    let mut dag = Dag::new();
+    let a = dag.add(stage::Analysis.of("a.rs"));
+    let b = dag.add(stage::Analysis.of("b.rs"));
+    let check = dag.add_with(
+        CacheTask::new(SchedulerCacheId(1), 0x30d),
+        NodeOptions::new()
+            .priority(Priority::High)
+            .limit(&at_most_two)
+            .context(RequestContext::new("m")),
+    );
+    dag.edge(a, check, EdgeGate::ConditionalOnSuccess).edge(
+        b,
+        check,
+        EdgeGate::ConditionalOnSuccess,
+    );
+    let handle = scheduler
+        .submit_dag(dag, &NoDedupeHook)
+        .expect("an acyclic DAG")
+        .admitted()
+        .expect("a blocking submission with no dedupe hook is admitted");
+    let results = scheduler.wait_dag(&handle);
+    println!("a.rs: {} words", results.get(a).expect("analysed").data());
+    println!("{}", results.get(check).expect("checked"));
+}
