@@ -64,7 +64,7 @@ fn main() {
         .expect("an acyclic DAG")
         .admitted()
         .expect("a blocking submission with no dedupe hook is admitted");
-    let results = scheduler.wait_dag(&handle);
+    let results = scheduler.wait(&handle);
     println!("a.rs: {} words", results.get(a).expect("analysed").data());
     println!("{}", results.get(check).expect("checked"));
 }

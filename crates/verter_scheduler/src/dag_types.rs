@@ -170,7 +170,7 @@ impl<E: StageExecutor> fmt::Debug for NodeOutput<E> {
     }
 }
 
-/// A node of a [`Dag`], typed by what its answer is (`NodeId<Analysis>`
+/// A node of a [`crate::Dag`], typed by what its answer is (`NodeId<Analysis>`
 /// answers an analysis, `NodeId<Cache>` the cache output). Valid only in
 /// the DAG that made it.
 pub struct NodeId<K> {

@@ -9,13 +9,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use verter_dag::{Priority, TargetStage};
 
 use crate::language::Language;
 use crate::output::RequestResult;
 use crate::post::{AnswerSlot, Answered, HandleInner, HandleState};
+use crate::state::Scheduler;
 use crate::traits::{DepPath, StageExecutor};
 
 /// A request for one stage of one file.
@@ -169,18 +170,19 @@ impl<E: StageExecutor> Future for CompletionHandle<E> {
 }
 
 /// Something [`crate::Scheduler::wait`] can wait for: an untyped
-/// [`CompletionHandle`] (answered with a [`RequestResult`]) or a typed
-/// [`crate::Handle`] (answered with its stage's output). Sealed: the
-/// scheduler's handles are the only ones.
+/// [`CompletionHandle`] (answered with a [`RequestResult`]), a typed
+/// [`crate::Handle`] (answered with its stage's output), a [`BatchHandle`]
+/// (every item's answer, in input order) or a [`crate::DagHandle`] (every
+/// node's). Sealed: the scheduler's handles are the only ones.
 pub trait Waitable<E: StageExecutor>: sealed::Sealed {
     /// What waiting gives.
     type Output;
 
-    /// The untyped handle underneath.
-    fn completion(&self) -> &CompletionHandle<E>;
-
-    /// The answer, as this handle gives it.
-    fn answer(result: RequestResult<E>) -> Self::Output;
+    /// Waits by the scheduler's one rule ([`crate::Scheduler::wait`]) for
+    /// at most `timeout`, if given. Call [`crate::Scheduler::wait`] or
+    /// [`crate::Scheduler::wait_timeout`] instead.
+    #[doc(hidden)]
+    fn wait_in(&self, scheduler: &Scheduler<E>, timeout: Option<Duration>) -> Option<Self::Output>;
 }
 
 pub(crate) mod sealed {
@@ -190,30 +192,45 @@ pub(crate) mod sealed {
 
 impl<E: StageExecutor> sealed::Sealed for CompletionHandle<E> {}
 
+impl<E: StageExecutor> sealed::Sealed for BatchHandle<E> {}
+
 impl<W: sealed::Sealed> sealed::Sealed for &W {}
 
 /// A reference waits as what it refers to (`handles.iter()` gives `&&H`).
 impl<E: StageExecutor, W: Waitable<E>> Waitable<E> for &W {
     type Output = W::Output;
 
-    fn completion(&self) -> &CompletionHandle<E> {
-        (**self).completion()
-    }
-
-    fn answer(result: RequestResult<E>) -> Self::Output {
-        W::answer(result)
+    fn wait_in(&self, scheduler: &Scheduler<E>, timeout: Option<Duration>) -> Option<Self::Output> {
+        (**self).wait_in(scheduler, timeout)
     }
 }
 
 impl<E: StageExecutor> Waitable<E> for CompletionHandle<E> {
     type Output = RequestResult<E>;
 
-    fn completion(&self) -> &CompletionHandle<E> {
-        self
+    fn wait_in(&self, scheduler: &Scheduler<E>, timeout: Option<Duration>) -> Option<Self::Output> {
+        match self.inner.state() {
+            None => self.inner.given(),
+            Some(state) => scheduler.wait_cell(state.cell(), timeout),
+        }
     }
+}
 
-    fn answer(result: RequestResult<E>) -> Self::Output {
-        result
+impl<E: StageExecutor> Waitable<E> for BatchHandle<E> {
+    type Output = Vec<RequestResult<E>>;
+
+    /// Every item's answer, or `None` if one is still missing at the
+    /// deadline (the whole wait shares one deadline).
+    fn wait_in(&self, scheduler: &Scheduler<E>, timeout: Option<Duration>) -> Option<Self::Output> {
+        let deadline = timeout.and_then(|timeout| Instant::now().checked_add(timeout));
+        self.handles
+            .iter()
+            .map(|handle| {
+                let left =
+                    deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+                handle.wait_in(scheduler, left.or(timeout))
+            })
+            .collect()
     }
 }
 

@@ -24,7 +24,7 @@ pub(crate) use crate::dag_types::{
 };
 use verter_dag::{CancellationToken, Priority, TargetStage, WorkNodeIdentity};
 
-use crate::handle::Request;
+use crate::handle::{Request, Waitable};
 use crate::stage::{self, Ask, Stage, StageKind};
 use crate::traits::{DepPath, StageExecutor};
 
@@ -439,7 +439,7 @@ pub enum DagError {
 
 /// The handle of a submitted [`Dag`]: answered once every node is, with
 /// every node's answer ([`DagResults`]). Waited on with
-/// [`crate::Scheduler::wait_dag`] (which runs work meanwhile, as `wait` does),
+/// [`crate::Scheduler::wait`] (which runs work meanwhile by its one rule),
 /// [`Self::wait_timeout`] or `.await`.
 ///
 /// Dropping an unanswered handle cancels the DAG ([`Self::cancel`]).
@@ -502,5 +502,19 @@ impl<E: StageExecutor> Future for DagHandle<E> {
     /// its own threads; an inline one needs someone to pump it.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.shared.cell.poll_get(cx)
+    }
+}
+
+impl<E: StageExecutor> crate::handle::sealed::Sealed for DagHandle<E> {}
+
+impl<E: StageExecutor> Waitable<E> for DagHandle<E> {
+    type Output = DagResults<E>;
+
+    fn wait_in(
+        &self,
+        scheduler: &crate::Scheduler<E>,
+        timeout: Option<Duration>,
+    ) -> Option<Self::Output> {
+        scheduler.wait_cell(&self.shared.cell, timeout)
     }
 }

@@ -116,11 +116,11 @@ impl<E: StageExecutor, S: Stage<E>> crate::handle::sealed::Sealed for Handle<E, 
 impl<E: StageExecutor, S: Stage<E>> Waitable<E> for Handle<E, S> {
     type Output = Result<S::Output, RequestError>;
 
-    fn completion(&self) -> &CompletionHandle<E> {
-        &self.handle
-    }
-
-    fn answer(result: RequestResult<E>) -> Self::Output {
-        typed::<E, S>(result)
+    fn wait_in(
+        &self,
+        scheduler: &crate::Scheduler<E>,
+        timeout: Option<std::time::Duration>,
+    ) -> Option<Self::Output> {
+        self.handle.wait_in(scheduler, timeout).map(typed::<E, S>)
     }
 }

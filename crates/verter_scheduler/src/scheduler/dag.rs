@@ -82,21 +82,9 @@ impl<E: StageExecutor> Scheduler<E> {
         ConcurrencyLimit::new(permits)
     }
 
-    /// Waits for `handle`'s DAG to be answered whole, running work meanwhile
-    /// by the rule [`Self::wait`] follows.
+    /// [`Self::wait`] on a DAG's handle.
     pub fn wait_dag(&self, handle: &DagHandle<E>) -> DagResults<E> {
-        let cell = &handle.shared.cell;
-        if let Some(results) = cell.try_get() {
-            return results;
-        }
-        let _inline = (self.is_inline() && !CallerKind::current().drives_while_waiting())
-            .then(|| CallerKind::enter(CallerKind::Inline));
-        if self.helps_while_waiting() {
-            return self
-                .wait_helping(cell, None)
-                .expect("a wait without a deadline ends with the answer");
-        }
-        wait_or_drive_with(cell, self, self.config.wait_backstop)
+        self.wait(handle)
     }
 
     fn depth(locked: &Locked<E>) -> usize {

@@ -8,6 +8,7 @@ use crate::handle::Waitable;
 use crate::stage::{Ask, Stage};
 use crate::traits::DepPath;
 use crate::typed::Handle;
+use verter_pools::WaitCell;
 
 impl<E: StageExecutor> Scheduler<E> {
     /// Submits a typed request: the handle's answer is `S`'s output
@@ -158,30 +159,16 @@ impl<E: StageExecutor> Scheduler<E> {
         self.counters.batches.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Waits for `handle`'s answer. A stage worker or an inline caller drives
-    /// the scheduler while it waits; any other thread first runs the queued
-    /// urgent stages itself ([`crate::SchedulerConfig::callers_run_urgent_work`]),
-    /// then parks.
+    /// Waits for `handle`'s answer: a request's ([`CompletionHandle`], a
+    /// typed [`crate::Handle`]), a batch's ([`BatchHandle`], every item in
+    /// input order) or a DAG's ([`crate::DagHandle`]). One rule for all of
+    /// them: a stage worker or an inline caller drives the scheduler while it
+    /// waits; any other thread first runs the queued urgent stages itself
+    /// ([`crate::SchedulerConfig::callers_run_urgent_work`]), then parks.
     pub fn wait<H: Waitable<E>>(&self, handle: &H) -> H::Output {
-        H::answer(self.wait_for(handle.completion()))
-    }
-
-    /// [`Self::wait`] on the untyped handle underneath.
-    fn wait_for(&self, handle: &CompletionHandle<E>) -> RequestResult<E> {
-        if let Some(result) = handle.try_result() {
-            return result;
-        }
-        let _inline = (self.is_inline() && !CallerKind::current().drives_while_waiting())
-            .then(|| CallerKind::enter(CallerKind::Inline));
-        let state = handle
-            .pending()
-            .expect("a handle answered at submission has its answer");
-        if self.helps_while_waiting() {
-            return self
-                .wait_helping(state.cell(), None)
-                .expect("a wait without a deadline ends with the answer");
-        }
-        wait_or_drive_with(state.cell(), self, self.config.wait_backstop)
+        handle
+            .wait_in(self, None)
+            .expect("a wait without a deadline ends with the answer")
     }
 
     /// [`Self::wait`] for at most `timeout`: `None` if the answer is still
@@ -190,24 +177,43 @@ impl<E: StageExecutor> Scheduler<E> {
     /// a stage worker or an inline caller parks instead of driving
     /// ([`CompletionHandle::wait_timeout`]).
     pub fn wait_timeout<H: Waitable<E>>(&self, handle: &H, timeout: Duration) -> Option<H::Output> {
-        let handle = handle.completion();
-        let result = match handle.pending() {
-            Some(state) if self.helps_while_waiting() && !state.cell().is_set() => {
-                self.wait_helping(state.cell(), Instant::now().checked_add(timeout))
-            }
-            _ => handle.wait_timeout(timeout),
-        };
-        result.map(H::answer)
+        handle.wait_in(self, Some(timeout))
     }
 
     /// Waits for every handle of `batch`; results in input order, never
-    /// partial.
+    /// partial. The same as [`Self::wait`] on the batch.
     pub fn wait_batch(&self, batch: &BatchHandle<E>) -> Vec<RequestResult<E>> {
-        batch
-            .handles
-            .iter()
-            .map(|handle| self.wait_for(handle))
-            .collect()
+        self.wait(batch)
+    }
+
+    /// The one waiting rule ([`Self::wait`]) on one answer cell, for at
+    /// most `timeout` when there is one.
+    pub(crate) fn wait_cell<T: Clone>(
+        &self,
+        cell: &WaitCell<T>,
+        timeout: Option<Duration>,
+    ) -> Option<T> {
+        if let Some(answer) = cell.try_get() {
+            return Some(answer);
+        }
+        let helps = self.helps_while_waiting();
+        match timeout {
+            None => {
+                let _inline = (self.is_inline() && !CallerKind::current().drives_while_waiting())
+                    .then(|| CallerKind::enter(CallerKind::Inline));
+                if helps {
+                    return self.wait_helping(cell, None);
+                }
+                Some(wait_or_drive_with(cell, self, self.config.wait_backstop))
+            }
+            Some(timeout) if helps => self.wait_helping(cell, Instant::now().checked_add(timeout)),
+            Some(timeout) => {
+                // Called from inside a stage, the answer may be a stage this
+                // thread finished and has not committed yet.
+                crate::exec::flush_deferred();
+                cell.wait_timeout(timeout)
+            }
+        }
     }
 
     /// Blocks until the scheduler is idle — nothing waiting for admission,

@@ -225,7 +225,7 @@ fn a_cache_node_gated_on_file_analyses_runs_after_them_with_its_context() {
         EdgeGate::ConditionalOnSuccess,
     );
     let handle = submit(&scheduler, dag);
-    let results = scheduler.wait_dag(&handle);
+    let results = scheduler.wait(&handle);
     assert_eq!(*results.get(a).expect("a's analysis").data(), 2);
     assert_eq!(*results.get(b).expect("b's analysis").data(), 1);
     assert_eq!(*results.get(check).expect("the cache node"), 105);
@@ -245,7 +245,7 @@ fn a_cache_node_gated_on_a_failed_analysis_is_skipped_without_running() {
     let a = dag.add(Analysis.of("a.rs"));
     let check = dag.add(cache(1));
     dag.edge(a, check, EdgeGate::ConditionalOnSuccess);
-    let results = scheduler.wait_dag(&submit(&scheduler, dag));
+    let results = scheduler.wait(&submit(&scheduler, dag));
     assert!(matches!(
         results.get(a),
         Err(RequestError::ExecutorFailed { .. })
@@ -294,7 +294,7 @@ fn each_gate_treats_an_upstream_error_as_documented() {
             after_skipped_admission,
             EdgeGate::ConditionalOnAdmission,
         );
-    let results = scheduler.wait_dag(&submit(&scheduler, dag));
+    let results = scheduler.wait(&submit(&scheduler, dag));
     assert!(matches!(
         results.get(failing),
         Err(RequestError::ExecutorFailed { .. })
@@ -359,7 +359,7 @@ fn dedupe_inside_a_dag_and_across_dags_runs_one_flight() {
     let y = second.add(cache(7));
     let one = submit(&scheduler, first);
     let two = submit(&scheduler, second);
-    let (one, two) = (scheduler.wait_dag(&one), scheduler.wait_dag(&two));
+    let (one, two) = (scheduler.wait(&one), scheduler.wait(&two));
     assert_eq!(*one.get(x).expect("x"), 7);
     assert_eq!(*one.get(x_again).expect("x again"), 7);
     assert_eq!(*two.get(y).expect("y"), 7);
@@ -369,7 +369,7 @@ fn dedupe_inside_a_dag_and_across_dags_runs_one_flight() {
     let z = third.add(cache(7));
     assert_eq!(
         *scheduler
-            .wait_dag(&submit(&scheduler, third))
+            .wait(&submit(&scheduler, third))
             .get(z)
             .expect("z"),
         7
@@ -415,7 +415,7 @@ fn a_dedupe_hook_that_holds_the_flight_joins_it_and_nothing_is_submitted() {
     let mut dag = Dag::new();
     let other = dag.add(cache(4));
     let handle = admitted(scheduler.submit_dag(dag, &hook));
-    assert_eq!(*scheduler.wait_dag(&handle).get(other).expect("ran"), 4);
+    assert_eq!(*scheduler.wait(&handle).get(other).expect("ran"), 4);
     assert_quiet(&scheduler);
 }
 
@@ -476,12 +476,12 @@ fn backpressure_admits_nothing_and_leaves_the_ready_queue_as_it_was() {
         (scheduler.counters(), scheduler.quiescence_report()),
         before
     );
-    let results = scheduler.wait_dag(&first);
+    let results = scheduler.wait(&first);
     for node in nodes {
         assert!(results.get(node).is_ok());
     }
     let handle = admitted(scheduler.try_submit_dag(second, &NoDedupeHook));
-    assert_eq!(*scheduler.wait_dag(&handle).get(late).expect("ran"), 50);
+    assert_eq!(*scheduler.wait(&handle).get(late).expect("ran"), 50);
     assert_quiet(&scheduler);
 }
 
@@ -499,7 +499,7 @@ fn blocking_submission_waits_for_room_by_running_work() {
     let mut dag = Dag::new();
     let next = dag.add(cache(10));
     let second = submit(&scheduler, dag);
-    let (first, second) = (scheduler.wait_dag(&first), scheduler.wait_dag(&second));
+    let (first, second) = (scheduler.wait(&first), scheduler.wait(&second));
     for node in held {
         assert!(first.get(node).is_ok());
     }
@@ -557,7 +557,7 @@ fn a_cancelled_node_token_keeps_the_node_from_running_and_skips_what_needs_it() 
     let anyway = dag.add(cache(3));
     dag.edge(gone, after, EdgeGate::ConditionalOnSuccess)
         .edge(gone, anyway, EdgeGate::Sequential);
-    let results = scheduler.wait_dag(&submit(&scheduler, dag));
+    let results = scheduler.wait(&submit(&scheduler, dag));
     assert!(matches!(results.get(gone), Err(RequestError::Cancelled)));
     assert!(upstream_failed(&results, after.index()));
     assert_eq!(*results.get(anyway).expect("sequential goes"), 3);
@@ -583,7 +583,7 @@ fn the_per_call_limit_caps_a_hundred_node_dag_even_when_nodes_panic() {
         let nodes: Vec<_> = (0..100)
             .map(|key| dag.add_with(cache(key), NodeOptions::new().limit(&limit)))
             .collect();
-        let results = scheduler.wait_dag(&submit(&scheduler, dag));
+        let results = scheduler.wait(&submit(&scheduler, dag));
         for (key, node) in nodes.into_iter().enumerate() {
             match results.get(node) {
                 Ok(value) => assert_eq!(*value, key as u64),
@@ -618,10 +618,10 @@ fn a_higher_priority_dag_raises_a_node_it_shares() {
     let mut urgent = Dag::new();
     urgent.add_with(cache(2), NodeOptions::new().priority(Priority::High));
     let urgent = submit(&scheduler, urgent);
-    scheduler.wait_dag(&busy);
-    scheduler.wait_dag(&urgent);
-    scheduler.wait_dag(&earlier);
-    scheduler.wait_dag(&shared);
+    scheduler.wait(&busy);
+    scheduler.wait(&urgent);
+    scheduler.wait(&earlier);
+    scheduler.wait(&shared);
     assert_eq!(exec.runs(), vec![0, 2, 1], "the shared node was raised");
     assert_quiet(&scheduler);
 }
@@ -643,9 +643,9 @@ fn a_node_inherits_the_priority_of_the_nodes_after_it() {
     let urgent = dag.add_with(cache(3), NodeOptions::new().priority(Priority::Critical));
     dag.edge(feeder, urgent, EdgeGate::ConditionalOnSuccess);
     let dag = submit(&scheduler, dag);
-    scheduler.wait_dag(&busy);
-    scheduler.wait_dag(&dag);
-    scheduler.wait_dag(&plain);
+    scheduler.wait(&busy);
+    scheduler.wait(&dag);
+    scheduler.wait(&plain);
     assert_eq!(exec.runs(), vec![0, 2, 3, 1]);
     assert_quiet(&scheduler);
 }

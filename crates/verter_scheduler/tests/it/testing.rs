@@ -32,7 +32,7 @@ fn a_recording_executor_sees_every_stage_and_cache_node_in_order() {
         .expect("acyclic")
         .admitted()
         .expect("admitted");
-    let results = scheduler.wait_dag(&handle);
+    let results = scheduler.wait(&handle);
     assert_eq!(*results.get(a).expect("analysed").data(), 2);
     // LineExecutor runs no cache nodes: the default refuses, typed.
     assert!(matches!(
