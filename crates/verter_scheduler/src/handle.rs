@@ -253,6 +253,25 @@ impl<E: StageExecutor> std::fmt::Debug for BatchHandle<E> {
     }
 }
 
+impl<E: StageExecutor> Future for BatchHandle<E> {
+    type Output = Vec<RequestResult<E>>;
+
+    /// Ready once every item is answered, with every answer in input
+    /// order. As for one handle: a threaded scheduler answers on its own
+    /// threads; an inline one needs someone to pump it.
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut answers = Vec::with_capacity(self.handles.len());
+        for handle in &self.handles {
+            let mut handle = handle.clone();
+            match Pin::new(&mut handle).poll(cx) {
+                Poll::Ready(answer) => answers.push(answer),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(answers)
+    }
+}
+
 impl<E: StageExecutor> BatchHandle<E> {
     /// One handle per input, in input order.
     pub fn handles(&self) -> &[CompletionHandle<E>] {

@@ -21,3 +21,4 @@ mod supersede;
 #[cfg(feature = "test-support")]
 mod testing;
 mod typed;
+mod waiting;
