@@ -20,15 +20,14 @@ use std::sync::Arc;
 
 use divan::counter::ItemsCount;
 use rayon::prelude::*;
-use verter_dag::{
-    CancellationToken, Canonical, Generation, Incarnation, SourceVersion, TargetStage,
-};
+use verter_dag::{CancellationToken, Canonical, Generation, Incarnation, SourceVersion};
 use verter_index::{
     FileIndex, FsLoader, INDEX_PROFILE, RustIndexer, RustSource, index_roots, package_roots,
 };
+use verter_scheduler::stage::{Analysis, Source};
 use verter_scheduler::{
-    AnalysisInput, AnalysisSnapshot, ArtifactInput, Canonicals, Language, Request, Revision,
-    Scheduler, SchedulerConfig, SourceDeps, SourceInput, SourceSnapshot, SourceText, StageExecutor,
+    AnalysisInput, AnalysisSnapshot, ArtifactInput, Canonicals, Language, Revision, Scheduler,
+    SchedulerConfig, SourceDeps, SourceInput, SourceSnapshot, SourceText, StageExecutor, StageKind,
     content_hash,
 };
 
@@ -124,10 +123,8 @@ fn scheduler_analyses(scheduler: &Scheduler<RustIndexer>, roots: &[PathBuf]) -> 
     let mut analyses = Vec::new();
     let mut submit = |path: String, sources: &mut VecDeque<_>| {
         if seen.insert(path.clone()) {
-            sources.push_back(
-                scheduler.submit_request(Request::new(path.clone(), TargetStage::Source)),
-            );
-            analyses.push(scheduler.submit_request(Request::new(path, TargetStage::Analysis)));
+            sources.push_back(scheduler.ask(Source.of(path.clone())));
+            analyses.push(scheduler.ask(Analysis.of(path)));
         }
     };
     for root in roots {
@@ -137,7 +134,7 @@ fn scheduler_analyses(scheduler: &Scheduler<RustIndexer>, roots: &[PathBuf]) -> 
         let Ok(output) = scheduler.wait(&source) else {
             continue;
         };
-        for child in &output.as_source().expect("a source").forward_deps {
+        for child in &output.forward_deps {
             submit(child.to_string(), &mut sources);
         }
     }

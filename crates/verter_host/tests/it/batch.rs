@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use verter_dag::TargetStage;
 use verter_host::{HostError, VerterHost};
 use verter_pools::CallerKind;
-use verter_scheduler::{HookPoint, Request, SchedulerEvent};
+use verter_scheduler::{HookPoint, Request, SchedulerEvent, StageOutput};
 
 use crate::support::{
     GateHooks, LineExecutor, MemFiles, PATIENCE, PROFILE, assert_quiescent, inline, record_spans,
@@ -61,13 +61,12 @@ fn results_are_in_input_order_when_completion_order_differs() {
         let parsed: Vec<String> = results
             .iter()
             .map(|result| {
-                let output = result.as_ref().expect("both files parse");
-                output
-                    .as_source()
-                    .expect("a Source output")
-                    .text
-                    .text
-                    .to_string()
+                // `request_many` is the host's untyped batch: its answers
+                // are `StageOutput`s, matched by kind.
+                match result.as_ref().expect("both files parse") {
+                    StageOutput::Source(source) => source.text.text.to_string(),
+                    other => panic!("a Source request answered {other:?}"),
+                }
             })
             .collect();
         assert_eq!(parsed, ["alpha", "beta"]);

@@ -34,26 +34,21 @@ fn a_path_attribute_gives_its_file_the_declared_module_path() {
 #[test]
 fn a_files_item_table_is_shared_by_its_stages_not_copied() {
     use std::sync::Arc;
-    use verter_dag::TargetStage;
     use verter_index::INDEX_PROFILE;
-    use verter_scheduler::Request;
+    use verter_scheduler::StageKind;
+    use verter_scheduler::stage::{Analysis, Artifact, Source};
 
     let dir = fixture("tree");
     let scheduler = inline_scheduler();
     let lib = verter_index::realpath(&dir.join("src/lib.rs")).expect("lib.rs");
     let lib = lib.to_str().expect("utf-8 path").to_owned();
-    let answer = |stage| {
-        let handle = scheduler.submit_request(Request::new(lib.clone(), stage));
-        scheduler.wait(&handle).expect("answered")
-    };
-    let source = answer(TargetStage::Source);
-    let analysis = answer(TargetStage::Analysis);
-    let artifact = answer(TargetStage::Artifact(INDEX_PROFILE));
-    let (source, analysis, artifact) = (
-        &source.as_source().expect("a source").parsed,
-        &analysis.as_analysis().expect("an analysis").data(),
-        &artifact.as_artifact().expect("an artifact").data(),
-    );
+    let source = scheduler.ask(Source.of(lib.clone()));
+    let source = scheduler.wait(&source).expect("answered");
+    let analysis = scheduler.ask(Analysis.of(lib.clone()));
+    let analysis = scheduler.wait(&analysis).expect("answered");
+    let artifact = scheduler.ask(Artifact(INDEX_PROFILE).of(lib.clone()));
+    let artifact = scheduler.wait(&artifact).expect("answered");
+    let (source, analysis, artifact) = (&source.parsed, analysis.data(), artifact.data());
     assert!(!source.items.is_empty() && !source.uses.is_empty());
     assert!(Arc::ptr_eq(&source.items, &analysis.items));
     assert!(Arc::ptr_eq(&source.uses, &analysis.uses));

@@ -9,6 +9,7 @@ use super::*;
 use crate::error::ExecutorError;
 use crate::handle::Request;
 use crate::scheduler::QuiescenceReport;
+use crate::stage::StageKind;
 use crate::test_support::{Echo, Lines, config};
 use crate::traits::{AnalysisInput, ArtifactInput, SourceDeps, SourceInput};
 
@@ -57,15 +58,13 @@ fn an_artifact_gets_its_blockers_sorted_by_path_not_by_first_sight() {
     );
     assert!(z < a, "z.rs was seen first, so it orders first");
     let scheduler = Scheduler::new_inline(config(), Echo, BlockerOrder).unwrap();
-    let handle = scheduler.submit_request(
-        Request::new("blocker_order/owner.rs", TargetStage::Artifact(PROFILE))
+    let handle = scheduler.ask(
+        crate::stage::Artifact(PROFILE)
+            .of("blocker_order/owner.rs")
             .text("use blocker_order/z.rs\nuse blocker_order/a.rs"),
     );
     let output = scheduler.wait(&handle).expect("builds");
-    assert_eq!(
-        *output.as_artifact().expect("an artifact").data(),
-        "blocker_order/a.rs,blocker_order/z.rs"
-    );
+    assert_eq!(*output.data(), "blocker_order/a.rs,blocker_order/z.rs");
     assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
 }
 

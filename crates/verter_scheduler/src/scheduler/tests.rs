@@ -251,12 +251,11 @@ fn a_request_answered_at_submission_holds_its_answer_and_shares_no_cell() {
         answers_before + 2
     );
 
-    let source = |result: RequestResult<Lines>| {
-        result
-            .expect("committed")
-            .as_source()
-            .cloned()
-            .expect("a Source")
+    // The untyped handle's answer, matched by kind: this test is of the
+    // untyped handle (its cell, its clones, its poll), not the typed one.
+    let source = |result: RequestResult<Lines>| match result.expect("committed") {
+        crate::output::StageOutput::Source(source) => source,
+        other => panic!("a Source request answered {other:?}"),
     };
     let expected = source(Ok(built));
     for handle in [&again, &again.clone(), &batch.handles()[0]] {

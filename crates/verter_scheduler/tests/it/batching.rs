@@ -29,22 +29,21 @@ fn build(config: SchedulerConfig, n: usize) -> (Vec<String>, verter_scheduler::S
     let files = MemFiles::default();
     let executor = LineExecutor::default();
     let scheduler = threaded_with(&files, &executor, config);
-    let requests = (0..n)
+    let asks = (0..n)
         .map(|i| {
             let text = format!("file {i}\nuse f{}.rs", (i + 1) % n);
-            Request::new(format!("f{i}.rs"), ARTIFACT).text(text)
+            Artifact(PROFILE).of(format!("f{i}.rs")).text(text)
         })
         .collect();
-    let batch = scheduler.submit_batch_atomic(requests);
-    let answers = scheduler
-        .wait_batch(&batch)
-        .into_iter()
-        .map(|result| {
-            let output = result.expect("built");
-            output.as_artifact().expect("an artifact").data().clone()
-        })
+    let handles = scheduler.ask_batch_atomic(asks);
+    let answers = handles
+        .iter()
+        .map(|handle| scheduler.wait(handle).expect("built").data().clone())
         .collect();
-    assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+    assert_quiescent(
+        &scheduler,
+        &handles.iter().map(|h| h.untyped()).collect::<Vec<_>>(),
+    );
     (answers, scheduler.counters())
 }
 

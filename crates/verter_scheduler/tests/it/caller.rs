@@ -10,6 +10,7 @@ use std::thread::{self, ThreadId};
 
 use parking_lot::Mutex;
 use verter_dag::{Priority, TargetStage};
+use verter_scheduler::stage::Source;
 use verter_scheduler::{HookPoint, Request, SchedulerConfig};
 
 use crate::support::*;
@@ -62,14 +63,15 @@ fn a_waiting_host_thread_runs_its_urgent_stage_while_the_stage_threads_are_busy(
         // Queued behind the busy stage thread; not urgent, so the host
         // thread must leave it alone.
         let c = scheduler.submit_request(Request::new("c.rs", TargetStage::Source));
-        let b = scheduler.submit_request(
-            Request::new("b.rs", ARTIFACT)
+        let b = scheduler.ask(
+            Artifact(PROFILE)
+                .of("b.rs")
                 .text("b b")
                 .priority(Priority::High),
         );
 
         let answer = scheduler.wait(&b).expect("built");
-        let artifact = &answer.as_artifact().expect("an artifact").data();
+        let artifact = answer.data();
         assert!(artifact.ends_with("b.rs=2"), "{artifact}");
         let me = thread::current().id();
         assert_eq!(parser_of(&parsers, "b.rs"), Some(me));
@@ -90,7 +92,7 @@ fn a_waiting_host_thread_runs_its_urgent_stage_while_the_stage_threads_are_busy(
         scheduler.wait(&c).expect("parsed");
         assert_ne!(parser_of(&parsers, "c.rs"), Some(me));
         assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
-        assert_quiescent(&scheduler, &[&a, &b, &c]);
+        assert_quiescent(&scheduler, &[&a, b.untyped(), &c]);
     });
 }
 
@@ -107,9 +109,7 @@ fn urgent_work_queued_after_the_caller_parked_wakes_it() {
         busy.wait_arrival();
         // b's parse is queued only once its load (held here) finishes.
         let loading = hooks.hold("b.rs", "Load", HookPoint::AfterDispatch);
-        let b = Arc::new(
-            scheduler.submit_request(Request::new("b.rs", ARTIFACT).priority(Priority::High)),
-        );
+        let b = Arc::new(scheduler.ask(Artifact(PROFILE).of("b.rs").priority(Priority::High)));
         loading.wait_arrival();
 
         let (ran_on, ran_on_rx) = mpsc::channel();
@@ -129,7 +129,7 @@ fn urgent_work_queued_after_the_caller_parked_wakes_it() {
             .join()
             .expect("the waiter did not panic")
             .expect("built");
-        let artifact = &answer.as_artifact().expect("an artifact").data();
+        let artifact = answer.data();
         assert!(artifact.ends_with("b.rs=3"), "{artifact}");
         assert_eq!(parser_of(&parsers, "b.rs"), Some(waiter_id));
         assert!(!a.is_answered(), "the stage thread is still held");
@@ -137,7 +137,7 @@ fn urgent_work_queued_after_the_caller_parked_wakes_it() {
         busy.open();
         scheduler.wait(&a).expect("parsed");
         assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
-        assert_quiescent(&scheduler, &[&a, &b]);
+        assert_quiescent(&scheduler, &[&a, b.untyped()]);
     });
 }
 
@@ -178,8 +178,7 @@ fn a_helping_wait_with_a_deadline_returns_none_while_the_answer_is_held() {
         let executor = LineExecutor::default();
         let scheduler = threaded_with(&files, &executor, one_stage_thread(&hooks, 2, true));
         let loading = hooks.hold("a.rs", "Load", HookPoint::AfterDispatch);
-        let a = scheduler
-            .submit_request(Request::new("a.rs", TargetStage::Source).priority(Priority::High));
+        let a = scheduler.ask(Source.of("a.rs").priority(Priority::High));
         loading.wait_arrival();
         // The load is held: no deadline can see the answer.
         let timeout = std::time::Duration::from_millis(5);
@@ -190,8 +189,8 @@ fn a_helping_wait_with_a_deadline_returns_none_while_the_answer_is_held() {
             .wait_timeout(&a, std::time::Duration::from_secs(60))
             .expect("answered once the load goes on")
             .expect("parsed");
-        assert_eq!(answer.as_source().expect("a source").parsed, ["a a"]);
+        assert_eq!(answer.parsed, ["a a"]);
         assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
-        assert_quiescent(&scheduler, &[&a]);
+        assert_quiescent(&scheduler, &[a.untyped()]);
     });
 }

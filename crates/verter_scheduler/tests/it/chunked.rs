@@ -9,6 +9,7 @@ use std::sync::Arc;
 use verter_dag::TargetStage;
 use verter_scheduler::{
     BatchHandle, CompletionHandle, Language, Request, RequestResult, Scheduler, SchedulerConfig,
+    StageOutput,
 };
 
 use crate::support::*;
@@ -28,19 +29,20 @@ type Scenario = dyn Fn(&Sched) -> Asked;
 fn render(result: &RequestResult<LineExecutor>) -> String {
     match result {
         Ok(output) => {
+            // The batches mix stages, so each answer is matched by kind.
             let generation = output.version().generation.get();
-            if let Some(source) = output.as_source() {
-                format!(
+            match output {
+                StageOutput::Source(source) => format!(
                     "source g{generation} {} {:?}",
                     source.language.as_str(),
                     source.parsed
-                )
-            } else if let Some(analysis) = output.as_analysis() {
-                format!("analysis g{generation} {}", analysis.data())
-            } else if let Some(artifact) = output.as_artifact() {
-                format!("artifact g{generation} {}", artifact.data())
-            } else {
-                unreachable!("a stage output is one of the three")
+                ),
+                StageOutput::Analysis(analysis) => {
+                    format!("analysis g{generation} {}", analysis.data())
+                }
+                StageOutput::Artifact(artifact) => {
+                    format!("artifact g{generation} {}", artifact.data())
+                }
             }
         }
         Err(error) => without_incarnations(&format!("error {error}")),

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::sync::mpsc;
 
 use verter_dag::{Canonical, TargetStage};
+use verter_scheduler::stage::Source;
 use verter_scheduler::{
     ConfigError, HookPoint, Language, LoadError, Request, RequestError, Scheduler, SchedulerConfig,
-    SourceLoader,
+    SourceLoader, StageOutput,
 };
 use verter_source_root::SourceState;
 
@@ -112,29 +113,22 @@ fn an_atomic_batch_reads_its_own_writes() {
         } else {
             inline(&files, &executor, &hooks)
         };
-        let built = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
-        assert_eq!(
-            *scheduler
-                .wait(&built)
-                .unwrap()
-                .as_analysis()
-                .unwrap()
-                .data(),
-            2
-        );
+        let built = scheduler.ask(Analysis.of("a.rs"));
+        assert_eq!(*scheduler.wait(&built).unwrap().data(), 2);
+        // One batch of two stages (the upsert, then the read of it), so its
+        // answers are matched by kind.
         let batch = scheduler.submit_batch_atomic(vec![
             Request::new("a.rs", TargetStage::Source).text("a new longer text"),
             Request::new("a.rs", TargetStage::Analysis),
         ]);
         let results = scheduler.wait_batch(&batch);
-        assert_eq!(
-            *results[1].as_ref().unwrap().as_analysis().unwrap().data(),
-            4,
-            "threaded: {threaded_mode}"
-        );
+        let Ok(StageOutput::Analysis(analysis)) = &results[1] else {
+            panic!("the batch's Analysis item: {:?}", results[1]);
+        };
+        assert_eq!(*analysis.data(), 4, "threaded: {threaded_mode}");
         assert_eq!(scheduler.counters().answered_without_admission, 0);
         let mut handles: Vec<_> = batch.handles().iter().collect();
-        handles.push(&built);
+        handles.push(built.untyped());
         assert_quiescent(&scheduler, &handles);
     }
 }
@@ -150,11 +144,13 @@ fn an_atomic_batch_item_reads_an_earlier_items_edit_of_its_blocker() {
         Request::new("m.rs", TargetStage::Source).text("one two"),
         Request::new("a.rs", ARTIFACT),
     ]);
+    // One batch of two stages (the blocker's edit, then the importer's
+    // artifact), so its answers are matched by kind.
     let results = scheduler.wait_batch(&batch);
-    assert_eq!(
-        *results[1].as_ref().unwrap().as_artifact().unwrap().data(),
-        "p7:a.rs=2,m.rs@g1=2"
-    );
+    let Ok(StageOutput::Artifact(built)) = &results[1] else {
+        panic!("the batch's Artifact item: {:?}", results[1]);
+    };
+    assert_eq!(*built.data(), "p7:a.rs=2,m.rs@g1=2");
     assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
 }
 
@@ -169,15 +165,8 @@ fn a_lifecycle_call_is_ordered_after_the_callers_earlier_submissions() {
     // must see the upsert, so the file ends up back on the loader's text.
     let upsert = scheduler.upsert("a.rs", "an overlay of four", Default::default());
     scheduler.invalidate("a.rs").unwrap();
-    let source = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
-    let text = scheduler
-        .wait(&source)
-        .unwrap()
-        .as_source()
-        .unwrap()
-        .text
-        .text
-        .clone();
+    let source = scheduler.ask(Source.of("a.rs"));
+    let text = scheduler.wait(&source).unwrap().text.text.clone();
     assert_eq!(&*text, "on disk");
     assert!(matches!(
         scheduler.wait(&upsert),
@@ -195,7 +184,7 @@ fn a_lifecycle_call_is_ordered_after_the_callers_earlier_submissions() {
         "read me"
     );
     scheduler.wait(&again).unwrap();
-    assert_quiescent(&scheduler, &[&upsert, &source, &again]);
+    assert_quiescent(&scheduler, &[&upsert, source.untyped(), &again]);
 }
 
 #[test]

@@ -5,18 +5,18 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use verter_dag::{Canonical, ProfileHash, TargetStage};
+use verter_dag::{Canonical, ProfileHash};
 use verter_scheduler::{
-    AnalysisInput, ArtifactInput, CutOff, ExecutorError, Invalidation, Request, RequestResult,
-    Scheduler, SchedulerEvent, SourceDeps, SourceInput, StageExecutor,
+    AnalysisInput, ArtifactInput, ArtifactSnapshot, CutOff, ExecutorError, Invalidation, Request,
+    RequestError, Scheduler, SchedulerEvent, SourceDeps, SourceInput, StageExecutor,
 };
 
 use crate::support::*;
 
 /// The Artifact profile that spells out every input.
-const FULL: TargetStage = TargetStage::Artifact(ProfileHash(1));
+const FULL: Artifact = Artifact(ProfileHash(1));
 /// The Artifact profile that counts its blockers and nothing more of them.
-const COUNT: TargetStage = TargetStage::Artifact(ProfileHash(2));
+const COUNT: Artifact = Artifact(ProfileHash(2));
 
 /// A language where `#` lines are comments (not in the parse), `use X`
 /// names a blocker, `import X` a forward dependency, and an Analysis counts
@@ -125,24 +125,21 @@ fn threaded_words(
     Scheduler::new(config, files.clone(), words.clone(), cpu, io).expect("a valid configuration")
 }
 
-/// The artifact text `scheduler` answers for `path` at `stage`.
-fn built(scheduler: &Scheduler<Words>, path: &str, stage: TargetStage) -> RequestResult<Words> {
-    let handle = scheduler.submit_request(Request::new(path, stage));
+/// An Artifact request's answer for `Words`.
+type Built = Result<Arc<ArtifactSnapshot<String>>, RequestError>;
+
+/// The artifact `scheduler` answers for `path` at `stage`.
+fn built(scheduler: &Scheduler<Words>, path: &str, stage: Artifact) -> Built {
+    let handle = scheduler.ask(stage.of(path));
     scheduler.wait(&handle)
 }
 
-fn text_of(result: &RequestResult<Words>) -> String {
-    result
-        .as_ref()
-        .expect("built")
-        .as_artifact()
-        .expect("an artifact")
-        .data()
-        .clone()
+fn text_of(result: &Built) -> String {
+    result.as_ref().expect("built").data().clone()
 }
 
 /// What a fresh scheduler over `files` answers for `path` at `stage`.
-fn fresh(files: &MemFiles, path: &str, stage: TargetStage) -> String {
+fn fresh(files: &MemFiles, path: &str, stage: Artifact) -> String {
     text_of(&built(&inline_words(files, &Words::default()), path, stage))
 }
 
@@ -168,15 +165,12 @@ fn the_door_cuts_off_an_invalidate_or_upsert_of_unchanged_bytes() {
     scheduler.wait(&upsert).expect("parsed");
     assert_eq!(node.generation(), generation, "no new generation");
     // The committed artifact still answers, at submission: the same value.
-    let again = scheduler.submit_request(Request::new("a.rs", FULL));
+    let again = scheduler.ask(FULL.of("a.rs"));
     let answer = again
         .try_result()
         .expect("answered at submission")
         .expect("ok");
-    assert!(Arc::ptr_eq(
-        answer.as_artifact().unwrap(),
-        first.as_ref().unwrap().as_artifact().unwrap()
-    ));
+    assert!(Arc::ptr_eq(&answer, first.as_ref().unwrap()));
     assert_eq!(words.runs.lock().len(), 3, "no stage ran again");
     assert_eq!(scheduler.counters().unchanged_texts, 3);
     // Untracked paths are still ignored, and changed bytes still change.
@@ -187,7 +181,7 @@ fn the_door_cuts_off_an_invalidate_or_upsert_of_unchanged_bytes() {
     files.write("a.rs", "x y z");
     assert_eq!(scheduler.invalidate("a.rs").unwrap(), Invalidation::Changed);
     assert_eq!(text_of(&built(&scheduler, "a.rs", FULL)), "a.rs=3");
-    assert_quiescent(&scheduler, &[&upsert, &again]);
+    assert_quiescent(&scheduler, &[&upsert, again.untyped()]);
 }
 
 /// The door compares bytes outside the lock against the file's parsed
@@ -220,10 +214,7 @@ fn an_unchanged_source_verifies_its_analysis_and_artifact() {
     files.write("a.rs", "# second\nx y");
     assert_eq!(scheduler.invalidate("a.rs").unwrap(), Invalidation::Changed);
     let second = built(&scheduler, "a.rs", FULL);
-    let (old, new) = (
-        first.as_ref().unwrap().as_artifact().unwrap(),
-        second.as_ref().unwrap().as_artifact().unwrap(),
-    );
+    let (old, new) = (first.as_ref().unwrap(), second.as_ref().unwrap());
     assert_eq!(words.runs_of("a.rs", "Source"), 2);
     assert_eq!(words.runs_of("a.rs", "Analysis"), 1, "verified, not run");
     assert_eq!(words.runs_of("a.rs", "Artifact"), 1, "verified, not run");
@@ -259,7 +250,7 @@ fn an_unchanged_analysis_stops_the_wave_at_the_files_that_block_on_it() {
         let events = hooks.subscribe();
         for path in ["a.rs", "b.rs"] {
             let answer = built(&scheduler, path, FULL);
-            let artifact = answer.as_ref().unwrap().as_artifact().unwrap();
+            let artifact = answer.as_ref().unwrap();
             assert!(artifact.is_verified_copy(), "{path} verified");
             assert_eq!(*artifact.data(), fresh(&files, path, FULL));
         }
@@ -294,10 +285,7 @@ fn an_artifact_that_runs_again_to_an_equal_output_keeps_its_revision() {
     files.write("m.rs", "one two");
     assert_eq!(scheduler.invalidate("m.rs").unwrap(), Invalidation::Changed);
     let second = built(&scheduler, "a.rs", COUNT);
-    let (old, new) = (
-        first.as_ref().unwrap().as_artifact().unwrap(),
-        second.as_ref().unwrap().as_artifact().unwrap(),
-    );
+    let (old, new) = (first.as_ref().unwrap(), second.as_ref().unwrap());
     assert_eq!(words.runs_of("a.rs", "Artifact"), 2, "it ran");
     assert!(!new.is_verified_copy());
     assert_eq!(new.data(), old.data());

@@ -100,9 +100,9 @@ fn chain_and_diamond_graphs_build_in_dependency_order_once_each() {
             "right.rs",
             "bottom.rs",
         ];
-        let batch = scheduler
-            .submit_batch_atomic(names.iter().map(|n| Request::new(*n, ARTIFACT)).collect());
-        let results = scheduler.wait_batch(&batch);
+        let handles =
+            scheduler.ask_batch_atomic(names.iter().map(|n| Artifact(PROFILE).of(*n)).collect());
+        let results: Vec<_> = handles.iter().map(|h| scheduler.wait(h)).collect();
         for result in &results {
             result.as_ref().expect("built");
         }
@@ -126,15 +126,12 @@ fn chain_and_diamond_graphs_build_in_dependency_order_once_each() {
                 "{consumer}'s Artifact ran before {blocker}'s Analysis"
             );
         }
-        let top = results[3]
-            .as_ref()
-            .unwrap()
-            .as_artifact()
-            .unwrap()
-            .data()
-            .clone();
+        let top = results[3].as_ref().unwrap().data().clone();
         assert_eq!(top, "p7:top.rs=4,left.rs@g0=2,right.rs@g0=2");
-        assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+        assert_quiescent(
+            &scheduler,
+            &handles.iter().map(|h| h.untyped()).collect::<Vec<_>>(),
+        );
     });
 }
 
@@ -285,17 +282,17 @@ fn a_blocker_edit_supersedes_the_artifacts_built_on_it() {
         // The bytes did not change: only a forced invalidation makes a new
         // generation (a plain one is cut off at the door).
         scheduler.invalidate_always("a.rs").expect("known");
-        let waiting = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+        let waiting = scheduler.ask(Artifact(PROFILE).of("a.rs"));
         gate.wait_arrival();
         let edit = scheduler.upsert("m.rs", "one two three", Default::default());
         scheduler.wait(&edit).expect("parsed");
         let events = hooks.subscribe();
         gate.open();
         let output = scheduler.wait(&waiting).expect("rebuilt");
-        assert_eq!(*output.as_artifact().unwrap().data(), "p7:a.rs=2,m.rs@g2=3");
+        assert_eq!(*output.data(), "p7:a.rs=2,m.rs@g2=3");
         await_event(&events, is_refusal);
         assert_eq!(scheduler.counters().stale_completion_refusals, 1);
-        assert_quiescent(&scheduler, &[&edit, &waiting]);
+        assert_quiescent(&scheduler, &[&edit, waiting.untyped()]);
     });
 }
 
@@ -315,7 +312,7 @@ fn a_blocker_removal_rebuilds_the_artifacts_gated_on_it_from_the_loader() {
         let hooks = Arc::new(GateHooks::default());
         let scheduler = threaded(&files, &executor, &hooks);
         let gate = hooks.hold("m.rs", "Load", HookPoint::AfterDispatch);
-        let waiting = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+        let waiting = scheduler.ask(Artifact(PROFILE).of("a.rs"));
         gate.wait_arrival();
         files.write("m.rs", "one two");
         scheduler.remove("m.rs").expect("removed");
@@ -324,9 +321,9 @@ fn a_blocker_removal_rebuilds_the_artifacts_gated_on_it_from_the_loader() {
         let output = scheduler
             .wait(&waiting)
             .expect("rebuilt on m.rs's successor");
-        assert_eq!(*output.as_artifact().unwrap().data(), "p7:a.rs=2,m.rs@g0=2");
+        assert_eq!(*output.data(), "p7:a.rs=2,m.rs@g0=2");
         await_event(&events, is_refusal);
-        assert_quiescent(&scheduler, &[&waiting]);
+        assert_quiescent(&scheduler, &[waiting.untyped()]);
     });
 }
 
@@ -409,13 +406,13 @@ fn removing_an_artifact_not_newer_than_a_witness_leaves_a_newer_one_alone() {
         scheduler.remove_artifact_not_newer_than(&live, PROFILE),
         Ok(true)
     );
-    let rebuilt = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+    let rebuilt = scheduler.ask(Artifact(PROFILE).of("a.rs"));
     let output = scheduler
         .wait(&rebuilt)
         .expect("rebuilt, not answered empty");
-    assert_eq!(*output.as_artifact().unwrap().data(), "p7:a.rs=1");
+    assert_eq!(*output.data(), "p7:a.rs=1");
     assert_eq!(executor.runs_of("a.rs", "Artifact"), 2);
-    assert_quiescent(&scheduler, &[&first, &edit, &built, &rebuilt]);
+    assert_quiescent(&scheduler, &[&first, &edit, &built, rebuilt.untyped()]);
 }
 
 #[test]

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use verter_dag::{Canonical, Generation, TargetStage};
+use verter_scheduler::stage::Source;
 use verter_scheduler::{HookPoint, Language, Request, RequestError};
 use verter_source_root::SourceState;
 
@@ -87,11 +88,11 @@ fn an_update_queued_behind_a_rehome_reaches_the_replacement() {
     let original = scheduler.wait(&created).expect("parsed").version();
     let rehome = scheduler
         .submit_request(Request::new("a.rs", TargetStage::Source).language(Language::new("text")));
-    let update = scheduler.upsert("a.rs", "new text", Default::default());
+    // The upsert, typed: a Source request carrying the new text.
+    let update = scheduler.ask(Source.of("a.rs").text("new text"));
     let updated = scheduler
         .wait(&update)
         .expect("the update reaches the replacement");
-    let updated = updated.as_source().expect("source");
     assert!(updated.version().incarnation > original.incarnation);
     assert_eq!(updated.language, Language::new("text"));
     assert_eq!(&*updated.text.text, "new text");
@@ -100,7 +101,7 @@ fn an_update_queued_behind_a_rehome_reaches_the_replacement() {
     assert_eq!(rehomed.version(), updated.version());
     let node = scheduler.node(&Canonical::from("a.rs")).expect("published");
     assert_eq!(node.incarnation(), updated.version().incarnation);
-    assert_quiescent(&scheduler, &[&created, &rehome, &update]);
+    assert_quiescent(&scheduler, &[&created, &rehome, update.untyped()]);
 }
 
 #[test]

@@ -320,19 +320,16 @@ fn a_request_for_committed_output_is_answered_at_submission() {
     let executor = LineExecutor::default();
     let hooks = Arc::new(GateHooks::default());
     let scheduler = inline(&files, &executor, &hooks);
-    let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    let first = scheduler.ask(Analysis.of("a.rs"));
     let built = scheduler.wait(&first).expect("analysed");
     // Inline: nothing pumps between submission and the check, so an answer
     // here can only come from submission itself.
-    let again = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    let again = scheduler.ask(Analysis.of("a.rs"));
     let answer = again
         .try_result()
         .expect("answered at submission")
         .expect("ok");
-    assert!(Arc::ptr_eq(
-        answer.as_analysis().unwrap(),
-        built.as_analysis().unwrap()
-    ));
+    assert!(Arc::ptr_eq(&answer, &built));
     assert_eq!(scheduler.counters().answered_without_admission, 1);
     // After an edit the committed output is gone: the request is queued.
     files.write("a.rs", "a b c");
@@ -343,7 +340,7 @@ fn a_request_for_committed_output_is_answered_at_submission() {
     let after_edit = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
     assert!(after_edit.try_result().is_none());
     scheduler.wait(&after_edit).expect("rebuilt");
-    assert_quiescent(&scheduler, &[&first, &again, &after_edit]);
+    assert_quiescent(&scheduler, &[first.untyped(), again.untyped(), &after_edit]);
 }
 
 #[test]
@@ -357,15 +354,15 @@ fn a_request_after_a_queued_upsert_sees_the_upsert() {
     // The upsert is queued, not admitted (nothing pumps in between); the
     // request that follows it must not be answered from the older output.
     let edit = scheduler.upsert("a.rs", "one two three", Default::default());
-    let after = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+    let after = scheduler.ask(Analysis.of("a.rs"));
     assert!(
         after.try_result().is_none(),
         "answered from output the upsert replaces"
     );
     let output = scheduler.wait(&after).expect("analysed");
-    assert_eq!(*output.as_analysis().unwrap().data(), 3);
+    assert_eq!(*output.data(), 3);
     assert_eq!(scheduler.counters().answered_without_admission, 0);
-    assert_quiescent(&scheduler, &[&first, &edit, &after]);
+    assert_quiescent(&scheduler, &[&first, &edit, after.untyped()]);
 }
 
 /// A read may overtake a read: while only reads wait for admission (here one

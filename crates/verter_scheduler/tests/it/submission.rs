@@ -4,9 +4,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 
 use verter_dag::{Canonical, TargetStage};
-use verter_scheduler::{
-    CompletionHandle, HookPoint, Request, Scheduler, SchedulerConfig, SchedulerEvent,
-};
+use verter_scheduler::stage::Source;
+use verter_scheduler::{Handle, HookPoint, Request, Scheduler, SchedulerConfig, SchedulerEvent};
 
 use crate::support::*;
 
@@ -29,9 +28,7 @@ fn identical_concurrent_requests_run_each_stage_once() {
                 std::thread::spawn(move || {
                     start.wait();
                     (0..CALLERS / 8 + usize::from(t < CALLERS % 8))
-                        .map(|_| {
-                            scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis))
-                        })
+                        .map(|_| scheduler.ask(Analysis.of("a.rs")))
                         .collect::<Vec<_>>()
                 })
             })
@@ -54,17 +51,16 @@ fn identical_concurrent_requests_run_each_stage_once() {
             .iter()
             .map(|h| scheduler.wait(h).expect("analysed"))
             .collect();
-        let first = outputs[0].as_analysis().expect("analysis").clone();
-        assert!(
-            outputs
-                .iter()
-                .all(|o| Arc::ptr_eq(o.as_analysis().unwrap(), &first))
-        );
+        let first = outputs[0].clone();
+        assert!(outputs.iter().all(|o| Arc::ptr_eq(o, &first)));
         assert_eq!(*first.data(), 3);
         assert_eq!(executor.runs_of("a.rs", "Source"), 1);
         assert_eq!(executor.runs_of("a.rs", "Analysis"), 1);
         assert_eq!(scheduler.counters().dedupe_joins, (CALLERS - 1) as u64);
-        assert_quiescent(&scheduler, &handles.iter().collect::<Vec<_>>());
+        assert_quiescent(
+            &scheduler,
+            &handles.iter().map(|h| h.untyped()).collect::<Vec<_>>(),
+        );
     });
 }
 
@@ -94,26 +90,21 @@ fn an_atomic_batch_is_never_seen_half_admitted() {
                 seen.lock().push(published);
             }));
         }
-        let batch = scheduler.submit_batch_atomic(
-            names
-                .iter()
-                .map(|n| Request::new(n.as_str(), TargetStage::Source))
-                .collect(),
-        );
-        let results = scheduler.wait_batch(&batch);
+        let handles =
+            scheduler.ask_batch_atomic(names.iter().map(|n| Source.of(n.as_str())).collect());
+        let results: Vec<_> = handles.iter().map(|h| scheduler.wait(h)).collect();
         assert_eq!(results.len(), names.len());
         for (result, name) in results.iter().zip(&names) {
             let source = result.as_ref().expect("parsed");
-            assert_eq!(
-                source.as_source().unwrap().canonical().as_str(),
-                name,
-                "input order"
-            );
+            assert_eq!(source.canonical().as_str(), name, "input order");
         }
         let seen = seen.lock();
         assert_eq!(seen.len(), names.len());
         assert!(seen.iter().all(|n| *n == names.len()), "{seen:?}");
-        assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
+        assert_quiescent(
+            &scheduler,
+            &handles.iter().map(|h| h.untyped()).collect::<Vec<_>>(),
+        );
     });
 }
 
@@ -286,12 +277,12 @@ fn a_request_named_by_canonical_skips_realpath_and_joins_the_same_work() {
     let executor = LineExecutor::default();
     let hooks = Arc::new(GateHooks::default());
     let scheduler = inline(&files, &executor, &hooks);
-    let by_canonical = scheduler.submit_request(Request::new(Canonical::from("a.rs"), ARTIFACT));
-    let by_path = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
-    let text = |handle: &CompletionHandle<LineExecutor>| {
+    let by_canonical = scheduler.ask(Artifact(PROFILE).of(Canonical::from("a.rs")));
+    let by_path = scheduler.ask(Artifact(PROFILE).of("a.rs"));
+    let text = |handle: &Handle<LineExecutor, Artifact>| {
         scheduler
             .wait(handle)
-            .map(|output| output.as_artifact().expect("artifact").data().clone())
+            .map(|output| output.data().clone())
             .expect("builds")
     };
     assert_eq!(text(&by_canonical), text(&by_path));
@@ -313,7 +304,7 @@ fn a_request_named_by_canonical_skips_realpath_and_joins_the_same_work() {
         assert_eq!(count, 1, "{stage} of a.rs ran {count} times");
     }
     drop(runs);
-    assert_quiescent(&scheduler, &[&by_canonical, &by_path]);
+    assert_quiescent(&scheduler, &[by_canonical.untyped(), by_path.untyped()]);
 }
 
 /// The read path: committed outputs come back without a handle; a file not

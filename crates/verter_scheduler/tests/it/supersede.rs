@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use verter_dag::{Canonical, TargetStage};
+use verter_scheduler::stage::Source;
 use verter_scheduler::{HookPoint, Request, RequestError, SchedulerEvent};
 
 use crate::support::*;
@@ -26,9 +27,10 @@ fn an_upsert_while_source_runs_refuses_the_stale_completion() {
         let scheduler = threaded(&files, &executor, &hooks);
         let gate = hooks.hold("a.rs", "Source", HookPoint::BeforeCompletion);
         let v1 = scheduler.upsert("a.rs", "one", Default::default());
-        let plain = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
+        let plain = scheduler.ask(Analysis.of("a.rs"));
         let stale = gate.wait_arrival();
-        let v2 = scheduler.upsert("a.rs", "two words", Default::default());
+        // The second upsert, typed: a Source request carrying the text.
+        let v2 = scheduler.ask(Source.of("a.rs").text("two words"));
         assert!(matches!(
             scheduler.wait(&v1),
             Err(RequestError::Superseded { .. })
@@ -37,11 +39,10 @@ fn an_upsert_while_source_runs_refuses_the_stale_completion() {
         gate.open();
         await_event(&events, is_refusal);
         let analysis = scheduler.wait(&plain).expect("follows to g1");
-        let analysis = analysis.as_analysis().expect("analysis");
         assert_eq!(analysis.version.generation.get(), 1);
         assert_eq!(*analysis.data(), 2, "built from the newer text");
         let source = scheduler.wait(&v2).expect("parsed");
-        assert_eq!(&*source.as_source().unwrap().text.text, "two words");
+        assert_eq!(&*source.text.text, "two words");
         let counters = scheduler.counters();
         assert_eq!(counters.stale_completion_refusals, 1);
         assert!(
@@ -59,7 +60,7 @@ fn an_upsert_while_source_runs_refuses_the_stale_completion() {
             Some(1)
         );
         assert_eq!(executor.runs_of("a.rs", "Analysis"), 1);
-        assert_quiescent(&scheduler, &[&v1, &v2, &plain]);
+        assert_quiescent(&scheduler, &[&v1, v2.untyped(), plain.untyped()]);
     });
 }
 
@@ -80,9 +81,9 @@ fn a_request_in_the_readiness_window_joins_the_live_source() {
         let scheduler = threaded(&files, &executor, &hooks);
         let events = hooks.subscribe();
         let gate = hooks.hold("a.rs", "Source", HookPoint::BeforeCompletion);
-        let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+        let first = scheduler.ask(Source.of("a.rs"));
         gate.wait_arrival();
-        let second = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+        let second = scheduler.ask(Source.of("a.rs"));
         loop {
             if let SchedulerEvent::DidJoin(key) = events.recv().expect("events flow") {
                 assert_eq!(key.file.canonical.as_str(), "a.rs");
@@ -93,9 +94,8 @@ fn a_request_in_the_readiness_window_joins_the_live_source() {
         assert!(!first.is_answered());
         gate.open();
         let first = scheduler.wait(&first).expect("parsed");
-        let second = scheduler.wait(&second).expect("parsed");
-        let source = second.as_source().expect("source");
-        assert!(Arc::ptr_eq(first.as_source().unwrap(), source));
+        let source = scheduler.wait(&second).expect("parsed");
+        assert!(Arc::ptr_eq(&first, &source));
         // Integrated with it: the forward dependency was ingested.
         assert_eq!(source.forward_deps, [Canonical::from("b.rs")]);
         assert!(scheduler.node(&Canonical::from("b.rs")).is_some());
@@ -286,10 +286,10 @@ fn an_evicted_artifact_is_dropped_after_the_lock_never_under_it() {
         let edit = scheduler.upsert("b.rs", "a longer text", Default::default());
         drop(scheduler.wait(&edit).expect("parsed"));
         drop(edit);
-        let rebuilt = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+        let rebuilt = scheduler.ask(Artifact(PROFILE).of("a.rs"));
         let output = scheduler.wait(&rebuilt).expect("rebuilt");
         assert!(
-            !output.as_artifact().unwrap().is_verified_copy(),
+            !output.is_verified_copy(),
             "b.rs's Analysis changed: the Artifact ran again"
         );
         drop((output, rebuilt));
