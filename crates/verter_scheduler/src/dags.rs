@@ -270,37 +270,56 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         true
     }
 
-    /// Gives `node`'s permit back, if it holds one: the oldest node waiting
-    /// for one is held again.
+    /// Gives `node`'s permit back, if it holds one, and wakes the nodes
+    /// waiting on its limit for every permit free ([`Self::wake`]). Called
+    /// for every node answered that names a limit, holding a permit or not:
+    /// a node woken for a permit and then answered without taking it
+    /// (cancelled) must not take that wake-up with it.
     fn release_permit(&mut self, node: NodeRef) {
         let Some(n) = self.node_mut(node) else {
             return;
         };
-        if !std::mem::take(&mut n.holds_permit) {
-            return;
-        }
-        let id = n.limit.as_ref().expect("a permit has its limit").id();
-        let Some(limit) = self.limits.get_mut(&id) else {
-            debug_assert!(false, "a permit's limit is counted");
+        let Some(id) = n.limit.as_ref().map(ConcurrencyLimit::id) else {
             return;
         };
-        limit.taken -= 1;
-        let mut next = None;
-        while let Some(waiting) = limit.waiting.pop_front() {
+        if std::mem::take(&mut n.holds_permit) {
+            match self.limits.get_mut(&id) {
+                Some(limit) => limit.taken -= 1,
+                None => debug_assert!(false, "a permit's limit is counted"),
+            }
+        }
+        self.wake(id);
+    }
+
+    /// Holds again, oldest first, as many nodes waiting on limit `id` as it
+    /// has free permits (nodes answered meanwhile are dropped from its
+    /// queue). Waking more than will get a permit is harmless — one that
+    /// finds none waits again — but waking fewer would strand a node with a
+    /// permit free, so every permit given back and every waiting node
+    /// answered comes through here.
+    fn wake(&mut self, id: u64) {
+        let Some(limit) = self.limits.get_mut(&id) else {
+            return;
+        };
+        let mut free = limit.permits - limit.taken;
+        let mut woken: SmallVec<[NodeRef; 2]> = SmallVec::new();
+        while free > 0
+            && let Some(waiting) = limit.waiting.pop_front()
+        {
             let still = self
                 .runs
                 .get(&waiting.run)
                 .is_some_and(|run| run.nodes[waiting.node as usize].state == State::Held);
             if still {
-                next = Some(waiting);
-                break;
+                woken.push(waiting);
+                free -= 1;
             }
         }
         if limit.taken == 0 && limit.waiting.is_empty() {
             self.limits.remove(&id);
         }
-        if let Some(waiting) = next {
-            self.unpop(waiting);
+        for node in woken {
+            self.unpop(node);
         }
     }
 
@@ -532,7 +551,9 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
                 (index as u32, flight)
             })
             .collect();
-        for (index, flight) in open {
+        // Every node is answered before any permit is given back, so the
+        // wake-ups go to other runs' nodes, not to this run's.
+        for &(index, flight) in &open {
             let node = NodeRef { run, node: index };
             if let Some(identity) = flight
                 && let Some(entry) = self.flights.get_mut(&identity)
@@ -543,12 +564,14 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
                     orphaned.push(identity);
                 }
             }
-            self.release_permit(node);
             let entry = self.runs.get_mut(&run).expect("the run is here");
             let n = &mut entry.nodes[index as usize];
             n.state = State::Answered;
             n.outcome = Some(Err(RequestError::Cancelled));
             entry.open -= 1;
+        }
+        for &(index, _) in &open {
+            self.release_permit(NodeRef { run, node: index });
         }
         (orphaned, self.finish(run))
     }

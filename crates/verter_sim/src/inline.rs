@@ -24,12 +24,26 @@
 //!    version per file it tracks.
 //! 5. Every answer equals the oracle's, and the oracle's equals a fresh
 //!    scheduler's.
+//! 6. Every kept host DAG is answered and judged (`oracle/dag.rs`); no cache
+//!    run was handed another node's context, and the executor ran as many
+//!    cache nodes as the scheduler counts.
+//!
+//! # Host DAGs
+//! [`Op::Dag`] submits a DAG of file reads and cache nodes; its answer is
+//! judged when observed: each file node as a request in the window from the
+//! DAG's submission to then, each cache node against the executor's pure
+//! function of its key, and the answers against the gates between them. A
+//! DAG with a cycle must be refused and change nothing; a non-blocking
+//! submission may be backpressured and must then change nothing (a run
+//! whose trace names [`Op::ReadyQueueBound`] has a small ready queue, so it
+//! is).
 //!
 //! # Parts
 //! - this file: the run, its shared state and its hooks;
 //! - `exec.rs`: one operation, and the judgement of each answer;
 //! - `check.rs`: the quiescent checks and the comparison with a fresh
 //!   scheduler;
+//! - `dag.rs`: host DAG submissions, their handles and their judgement;
 //! - `shrink.rs`: shrinking a failing trace;
 //! - `host.rs`: the scheduler calls the threaded simulator makes too.
 
@@ -41,20 +55,23 @@ use std::sync::{Arc, OnceLock, Weak};
 use parking_lot::Mutex;
 use verter_dag::{ResourceClass, TargetStage, WorkNodeIdentity};
 use verter_scheduler::{
-    CompletionHandle, HookPoint, Hooks, Scheduler, SchedulerEvent, SourceWitness,
+    CompletionHandle, ConcurrencyLimit, HookPoint, Hooks, Scheduler, SchedulerEvent, SourceWitness,
 };
 use verter_source_root::SchedulerSourceRoot;
 
 use crate::fs::{Entry, SimFs, canonical_name};
 use crate::lang::SimExecutor;
-use crate::ops::{Generator, Op, ReqSpec, SimConfig, StageLabel};
+use crate::ops::{DagTask, Generator, Op, ReqSpec, SimConfig, StageLabel};
 use crate::oracle::{Asked, Change, OPEN, Oracle, Tick};
 use crate::rng::{fnv1a, mix};
 
 mod check;
+mod dag;
 mod exec;
 mod host;
 mod shrink;
+
+pub use dag::DagStats;
 
 pub(crate) use check::fresh_disagreement;
 pub use host::sim_config;
@@ -84,6 +101,8 @@ pub struct RunReport {
     /// (`SchedulerCounters::stages_verified`, `outputs_unchanged`,
     /// `unchanged_texts`).
     pub cut_off: [u64; 3],
+    /// What the run's host DAGs came to.
+    pub dags: DagStats,
 }
 
 /// A run that found a violation: the trace (shrunk when it could be) and
@@ -173,6 +192,7 @@ pub fn run_trace(trace: &[Op]) -> Result<RunReport, String> {
         digest: state.digest,
         deferred_registrations,
         cut_off,
+        dags: state.dag_stats,
     })
 }
 /// The text of a panic payload.
@@ -218,6 +238,14 @@ struct State {
     armed: Vec<Armed>,
     /// Records whose effect is in place once the inbox is next drained.
     open_records: Vec<(String, usize)>,
+    /// Kept DAG handles not judged yet.
+    dags: Vec<dag::TrackedDag>,
+    dag_stats: DagStats,
+    /// When each reset ran (a reset cancels every DAG).
+    resets: Vec<(Tick, Tick)>,
+    /// `committed_outputs` reads that found an output (the scheduler counts
+    /// them as answered without admission).
+    committed_hits: u64,
     seq: u64,
     violation: Option<String>,
     ops: u64,
@@ -233,7 +261,12 @@ pub(crate) struct Shared {
     clock: AtomicU64,
     state: Mutex<State>,
     scheduler: OnceLock<Arc<SimScheduler>>,
+    /// The concurrency limit `limited` DAG nodes count against.
+    limit: OnceLock<ConcurrencyLimit>,
 }
+
+/// The permits of an inline run's DAG concurrency limit.
+const DAG_PERMITS: usize = 2;
 
 /// The simulated host is one thread in inline mode.
 const HOST: usize = 0;
@@ -249,19 +282,25 @@ impl Hooks for InlineHooks {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
-        let Some(key) = work.as_dep_key() else { return };
-        let label = match (key.stage, class) {
-            (TargetStage::Source, ResourceClass::Io) => StageLabel::Load,
-            (TargetStage::Source, ResourceClass::Cpu) => StageLabel::Parse,
-            (TargetStage::Analysis, _) => StageLabel::Analysis,
-            (TargetStage::Artifact(_), _) => StageLabel::Artifact,
+        let (label, path) = match work {
+            WorkNodeIdentity::CacheNode { key_hash, .. } => {
+                (StageLabel::Cache, format!("#{key_hash}"))
+            }
+            _ => {
+                let Some(key) = work.as_dep_key() else { return };
+                let label = match (key.stage, class) {
+                    (TargetStage::Source, ResourceClass::Io) => StageLabel::Load,
+                    (TargetStage::Source, ResourceClass::Cpu) => StageLabel::Parse,
+                    (TargetStage::Analysis, _) => StageLabel::Analysis,
+                    (TargetStage::Artifact(_), _) => StageLabel::Artifact,
+                };
+                (label, key.file.canonical.as_str().to_owned())
+            }
         };
         let armed = {
             let mut state = shared.state.lock();
             let found = state.armed.iter().position(|armed| {
-                armed.point == point
-                    && armed.stage == label
-                    && armed.path == key.file.canonical.as_str()
+                armed.point == point && armed.stage == label && armed.path == path
             });
             found.map(|i| state.armed.remove(i))
         };
@@ -296,18 +335,29 @@ impl Shared {
             clock: AtomicU64::new(1),
             state: Mutex::new(State::default()),
             scheduler: OnceLock::new(),
+            limit: OnceLock::new(),
         });
         let hooks = Arc::new(InlineHooks {
             shared: Arc::downgrade(&shared),
         });
-        let scheduler = Scheduler::new_inline(
-            sim_config(hooks),
-            shared.fs.loader(),
-            SimExecutor::default(),
-        )
-        .expect("a valid scheduler configuration");
+        let mut config = sim_config(hooks);
+        if let Some(bound) = trace.iter().find_map(|op| match op {
+            Op::ReadyQueueBound(bound) => Some(*bound),
+            _ => None,
+        }) {
+            config.max_ready_queue_depth = bound.max(1);
+        }
+        let scheduler = Scheduler::new_inline(config, shared.fs.loader(), SimExecutor::default())
+            .expect("a valid scheduler configuration");
+        let _ = shared
+            .limit
+            .set(scheduler.cpu_concurrency_semaphore(DAG_PERMITS));
         let _ = shared.scheduler.set(scheduler);
         shared
+    }
+
+    fn limit(&self) -> &ConcurrencyLimit {
+        self.limit.get().expect("set at construction")
     }
 
     fn scheduler(&self) -> &SimScheduler {
@@ -398,9 +448,21 @@ fn trace_paths(trace: &[Op]) -> Vec<String> {
                 }
                 Op::Request { req, .. } => req_paths(req, out),
                 Op::Batch { reqs, .. } => reqs.iter().for_each(|req| req_paths(req, out)),
-                Op::Within { path, ops, .. } => {
-                    out.push(canonical_name(path).to_owned());
+                Op::Within {
+                    path, ops, stage, ..
+                } => {
+                    // A cache node's window names its key, not a file.
+                    if *stage != StageLabel::Cache {
+                        out.push(canonical_name(path).to_owned());
+                    }
                     walk(ops, out);
+                }
+                Op::Dag { nodes, .. } => {
+                    for node in nodes {
+                        if let DagTask::File { path, .. } = &node.task {
+                            out.push(canonical_name(path).to_owned());
+                        }
+                    }
                 }
                 _ => {}
             }

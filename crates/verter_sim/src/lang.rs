@@ -16,12 +16,20 @@
 //! an Artifact joins its profile, the file's summary and the summary of each
 //! blocker, sorted by path. So an answer names every input it was built from,
 //! and the oracle recomputes it from the inputs it expects.
+//!
+//! # Cache nodes
+//! A host DAG's cache node of key `k` computes [`cache_value`]: `3k + 1`,
+//! except that it fails for `k % 7 == 3` and panics for `k % 13 == 6`, so
+//! the gates after a failing node are exercised. A node may carry a
+//! [`SimCacheContext`] naming its own key; a run handed another key's
+//! context counts a misrouted context (checked zero at quiescence).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use verter_dag::{Canonical, ProfileHash};
+use verter_dag::{Canonical, ProfileHash, WorkNodeIdentity};
 use verter_scheduler::{
-    AnalysisInput, ArtifactInput, DepPath, ExecutorError, SourceDeps, SourceInput, StageExecutor,
+    AnalysisInput, ArtifactInput, CacheNodeInput, DepPath, ExecutorError, SourceDeps, SourceInput,
+    StageExecutor,
 };
 
 use crate::rng::fnv1a;
@@ -134,6 +142,23 @@ pub fn build(
     Ok(out)
 }
 
+/// What the cache node of `key` computes, or how it misbehaves: a pure
+/// function of the key, which the oracle recomputes.
+pub fn cache_value(key: u64) -> Result<u64, Fault> {
+    if key % 7 == 3 {
+        Err(Fault::Fail)
+    } else if key % 13 == 6 {
+        Err(Fault::Panic)
+    } else {
+        Ok(key.wrapping_mul(3).wrapping_add(1))
+    }
+}
+
+/// The context a simulated DAG attaches to a cache node: the node's own key.
+/// The run that receives it checks it names the key it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimCacheContext(pub u64);
+
 /// How a fault surfaces from a stage.
 fn misbehave<T>(fault: Fault, stage: &str, path: &str) -> Result<T, ExecutorError> {
     match fault {
@@ -155,6 +180,11 @@ pub struct SimExecutor {
     pub runs: AtomicU64,
     /// Waits made from inside an Analysis.
     pub nested_waits: AtomicU64,
+    /// Cache node runs.
+    pub cache_runs: AtomicU64,
+    /// Cache node runs handed a context that is not a [`SimCacheContext`]
+    /// of their own key: always zero unless the scheduler misroutes one.
+    pub misrouted_contexts: AtomicU64,
     scheduler: std::sync::OnceLock<std::sync::Weak<verter_scheduler::Scheduler<SimExecutor>>>,
 }
 
@@ -206,7 +236,7 @@ impl StageExecutor for SimExecutor {
     type Source = Parsed;
     type Analysis = SimAnalysis;
     type Artifact = String;
-    type CacheOutput = ();
+    type CacheOutput = u64;
 
     fn execute_source(
         &self,
@@ -259,6 +289,21 @@ impl StageExecutor for SimExecutor {
         .or_else(|fault| misbehave(fault, "Artifact", analysis.canonical.as_str()))
     }
 
+    fn execute_cache_node(&self, input: &CacheNodeInput<'_>) -> Result<u64, ExecutorError> {
+        self.cache_runs.fetch_add(1, Ordering::Relaxed);
+        let WorkNodeIdentity::CacheNode { key_hash, .. } = input.identity else {
+            self.misrouted_contexts.fetch_add(1, Ordering::Relaxed);
+            return Err(ExecutorError::msg("a cache run of a file stage"));
+        };
+        if let Some(context) = input.context
+            && context.downcast_ref::<SimCacheContext>() != Some(&SimCacheContext(key_hash))
+        {
+            self.misrouted_contexts.fetch_add(1, Ordering::Relaxed);
+        }
+        let label = input.identity.to_string();
+        cache_value(key_hash).or_else(|fault| misbehave(fault, "CacheNode", &label))
+    }
+
     // Early cutoff: every output compares by value, so the simulator
     // judges verified and unchanged stages against the oracle's fresh
     // answers like any other.
@@ -295,6 +340,15 @@ mod tests {
         let b = analyse(&parse("# note\na b").unwrap(), "rust").unwrap();
         assert_eq!(a, b);
         assert_ne!(a, analyse(&parse("a b").unwrap(), "text").unwrap());
+    }
+
+    #[test]
+    fn cache_values_fail_and_panic_for_fixed_keys() {
+        assert_eq!(cache_value(0), Ok(1));
+        assert_eq!(cache_value(5), Ok(16));
+        assert_eq!(cache_value(3), Err(Fault::Fail));
+        assert_eq!(cache_value(10), Err(Fault::Fail));
+        assert_eq!(cache_value(6), Err(Fault::Panic));
     }
 
     #[test]

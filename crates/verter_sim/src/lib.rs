@@ -10,9 +10,11 @@
 //!   files, read errors, non-UTF-8 bytes, a panicking load).
 //! - [`lang`]: what a file's text means — blockers, forward dependencies,
 //!   stage faults — as pure functions the executor and the oracle share.
-//! - [`ops`]: the operations a host performs, drawn by seed.
+//! - [`ops`]: the operations a host performs, drawn by seed (host DAG
+//!   submissions of file reads and cache nodes among them).
 //! - [`oracle`]: per-file state histories, the candidate states of a
-//!   request's window, and the judgement of every answer.
+//!   request's window, and the judgement of every answer (a host DAG's:
+//!   each node's, and the gates between them).
 //! - [`inline`]: one trace on an inline scheduler: fully deterministic,
 //!   operations placed inside hook windows, quiescent checks, shrinking.
 //! - [`threaded`]: the same operation mix from many threads on real pools,

@@ -2,7 +2,8 @@
 //!
 //! An operation is data: a run is a list of them, so a failing run can be
 //! printed, shrunk (operations removed while it still fails) and replayed.
-//! This module draws and prints operations; it never runs them.
+//! This module draws and prints operations; it never runs them. Host DAG
+//! submissions and their nodes are in `dag.rs`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -12,6 +13,12 @@ use verter_scheduler::HookPoint;
 
 use crate::fs::Entry;
 use crate::rng::SimRng;
+
+mod dag;
+
+pub use dag::{
+    CACHE_ID, CACHE_KEYS, DagEdge, DagNodeSpec, DagTask, TokenSpec, gate_name, has_cycle,
+};
 
 /// The artifact profiles the simulator asks for.
 pub const PROFILES: [ProfileHash; 2] = [ProfileHash(1), ProfileHash(2)];
@@ -54,6 +61,8 @@ pub enum StageLabel {
     Analysis,
     /// Any Artifact.
     Artifact,
+    /// A host DAG's cache node (its `path` is `#key`).
+    Cache,
 }
 
 /// One thing the simulated host does.
@@ -146,6 +155,33 @@ pub enum Op {
     /// A quiescent point: settle, wait for idle, compare everything with the
     /// oracle exactly, check the invariants.
     Check,
+    /// `submit_dag` (or `try_submit_dag`) of a host DAG; every node's answer
+    /// is judged, and a DAG with a cycle must be refused.
+    Dag {
+        /// The nodes, in the order they are added.
+        nodes: Vec<DagNodeSpec>,
+        /// The gated edges between node indices.
+        edges: Vec<DagEdge>,
+        /// Whether the host keeps the handle (`false` drops it at once,
+        /// which cancels the DAG).
+        keep: bool,
+        /// `try_submit_dag`, which may answer `Backpressured` (inside a
+        /// hook every submission is non-blocking).
+        nonblocking: bool,
+    },
+    /// Drops one kept DAG handle (chosen by index modulo their number),
+    /// which cancels what of it is unanswered.
+    DropDag(usize),
+    /// `cancel()` on one kept DAG handle: it must be answered at once.
+    CancelDag(usize),
+    /// Cancels the live node tokens of one kept DAG.
+    CancelNodes(usize),
+    /// Waits for one kept DAG handle (`wait_dag`, inline: after pumping
+    /// until it is answered).
+    WaitDag(usize),
+    /// The run's `max_ready_queue_depth`, read before the run starts (where
+    /// it is in the trace does not matter; it does nothing when run).
+    ReadyQueueBound(usize),
 }
 
 /// How big a simulated world is and how it misbehaves.
@@ -187,6 +223,8 @@ pub struct Generator {
     /// changes have one order).
     owned: Vec<String>,
     recent: Vec<Arc<str>>,
+    /// Whether it draws host DAG operations (inline mode).
+    dags: bool,
 }
 
 const WORDS: [&str; 6] = ["alpha", "beta", "gamma", "delta", "eps", "zeta"];
@@ -202,7 +240,15 @@ impl Generator {
             paths,
             owned,
             recent: Vec::new(),
+            dags: true,
         }
+    }
+
+    /// The same generator, drawing no host DAG operation (the threaded
+    /// simulator's mix).
+    pub fn without_dags(mut self) -> Self {
+        self.dags = false;
+        self
     }
 
     /// The same generator, changing only `owned` (each non-empty).
@@ -379,6 +425,9 @@ impl Generator {
 
     /// One operation that never pumps (allowed inside a hook).
     pub fn plain_op(&mut self) -> Vec<Op> {
+        if self.dags && self.rng.chance(9) {
+            return vec![self.dag_op()];
+        }
         match self.rng.below(100) {
             0..=19 => vec![Op::Request {
                 req: self.request(true),
@@ -453,6 +502,12 @@ impl Generator {
     /// One top-level operation (inline mode): plain, or a pump, a wait, an
     /// operation inside a hook window, or a quiescent check.
     pub fn op(&mut self) -> Vec<Op> {
+        if self.dags && self.rng.chance(3) {
+            return vec![Op::WaitDag(self.rng.below(8))];
+        }
+        if self.dags && self.rng.chance(3) {
+            return self.dag_with_window();
+        }
         match self.rng.below(100) {
             0..=11 => vec![Op::Wait(self.rng.below(64))],
             12..=15 => vec![Op::Pump],
@@ -463,13 +518,18 @@ impl Generator {
                 } else {
                     HookPoint::BeforeCompletion
                 };
-                let stage = *self.rng.pick(&[
-                    StageLabel::Load,
-                    StageLabel::Parse,
-                    StageLabel::Analysis,
-                    StageLabel::Artifact,
-                ]);
-                let path = self.file();
+                let (stage, path) = if self.dags && self.rng.chance(12) {
+                    let key = self.rng.below(CACHE_KEYS);
+                    (StageLabel::Cache, format!("#{key}"))
+                } else {
+                    let stage = *self.rng.pick(&[
+                        StageLabel::Load,
+                        StageLabel::Parse,
+                        StageLabel::Analysis,
+                        StageLabel::Artifact,
+                    ]);
+                    (stage, self.file())
+                };
                 let ops = (0..1 + self.rng.below(2))
                     .flat_map(|_| self.plain_op())
                     .collect();
@@ -487,8 +547,13 @@ impl Generator {
 
     /// A whole inline run: the initial tree, the operations, a final check.
     pub fn run(mut self) -> Vec<Op> {
+        let bound = (self.dags && self.rng.chance(35)).then(|| 1 + self.rng.below(4));
         let mut ops = self.initial_tree();
+        if let Some(bound) = bound {
+            ops.insert(0, Op::ReadyQueueBound(bound));
+        }
         let n = self.config.ops;
+        let n = n + usize::from(bound.is_some());
         while ops.len() < n + self.config.files {
             let drawn = self.op();
             ops.extend(drawn);
@@ -564,6 +629,28 @@ impl fmt::Display for Op {
                 )
             }
             Self::Check => f.write_str("check"),
+            Self::Dag {
+                nodes,
+                edges,
+                keep,
+                nonblocking,
+            } => {
+                f.write_str(if *nonblocking {
+                    "try_submit_dag "
+                } else {
+                    "submit_dag "
+                })?;
+                dag::fmt_dag(f, nodes, edges)?;
+                if !keep {
+                    f.write_str(" (handle dropped)")?;
+                }
+                Ok(())
+            }
+            Self::DropDag(i) => write!(f, "drop dag #{i}"),
+            Self::CancelDag(i) => write!(f, "cancel dag #{i}"),
+            Self::CancelNodes(i) => write!(f, "cancel node tokens of dag #{i}"),
+            Self::WaitDag(i) => write!(f, "wait_dag #{i}"),
+            Self::ReadyQueueBound(n) => write!(f, "max_ready_queue_depth {n}"),
         }
     }
 }

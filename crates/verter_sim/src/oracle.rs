@@ -33,6 +33,7 @@
 //!   window.
 //! - `outcome`: answers as the oracle compares them, and their rendering.
 //! - `fresh`: what a fresh scheduler answers over given states.
+//! - `dag`: a host DAG's answer: each node's, and the gates between them.
 //! - this file: the [`Oracle`] over every file's history, and the judgement.
 
 use std::collections::BTreeMap;
@@ -45,13 +46,15 @@ use crate::fs::{Entry, canonical_name};
 use crate::lang::SimExecutor;
 use crate::ops::ReqSpec;
 
+mod dag;
 mod fresh;
 mod history;
 mod outcome;
 
+pub use dag::{DagAsked, cache_outcome};
 pub use fresh::{admits, analysis_of, blockers_of, committable_artifact, outcomes, source_of};
 pub use history::{Change, ChangeKind, FileState, History, Reader, Record};
-pub use outcome::{Outcome, Sig, render, stage_name};
+pub use outcome::{Outcome, Sig, render, render_cache, render_node, stage_name};
 
 /// A logical time: the simulator's clock ticks once per event.
 pub type Tick = u64;

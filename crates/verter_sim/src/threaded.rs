@@ -164,6 +164,9 @@ struct World {
     stop: AtomicBool,
     ops: AtomicU64,
     answers: AtomicU64,
+    /// `committed_outputs` reads that found an output (counted by the
+    /// scheduler as answered without admission).
+    committed_hits: AtomicU64,
     /// Requests the hosts submitted (what `SchedulerCounters::submits` must
     /// say at a checkpoint).
     submitted: AtomicU64,
@@ -268,6 +271,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         ops: AtomicU64::new(0),
         answers: AtomicU64::new(0),
         submitted: AtomicU64::new(0),
+        committed_hits: AtomicU64::new(0),
         checkpoints: AtomicU64::new(0),
         barrier: Barrier::new(config.threads),
         config: config.clone(),
@@ -284,7 +288,9 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
             if id == 0 {
                 owned.push("ghost.txt".into());
             }
-            let generator = Generator::new(rng.next_u64(), sim.clone()).owning(owned.clone());
+            let generator = Generator::new(rng.next_u64(), sim.clone())
+                .owning(owned.clone())
+                .without_dags();
             std::thread::Builder::new()
                 .name(format!("sim-host-{id}"))
                 .spawn(move || {

@@ -246,3 +246,64 @@ fn held_nodes_leave_most_urgent_first() {
     runs.unpop(last);
     assert_eq!(runs.pop_held(), Some(last), "put back at the front");
 }
+
+/// The simulator's seed 518809: a cancelled run gave its permits back
+/// before it answered its own waiting nodes, so each wake-up went to a node
+/// about to be cancelled, and another run's node waited forever.
+#[test]
+fn a_cancelled_run_passes_its_permits_to_another_runs_waiting_node() {
+    let mut runs = Runs::default();
+    let limit = ConcurrencyLimit::new(1);
+    let other = shared(9);
+    runs.insert(
+        shared(8),
+        vec![
+            cache_node(0, 0, Some(limit.clone())),
+            cache_node(1, 0, Some(limit.clone())),
+        ],
+        &[],
+    );
+    runs.insert(
+        Arc::clone(&other),
+        vec![cache_node(2, 0, Some(limit.clone()))],
+        &[],
+    );
+    let first = runs.pop_held().expect("held");
+    assert!(runs.take_permit(first));
+    runs.handed(first);
+    // Run 8's second node, then run 9's node, wait for the one permit.
+    while let Some(node) = runs.pop_held() {
+        assert!(!runs.take_permit(node));
+    }
+    let (_, done) = runs.cancel(8);
+    assert_eq!(deliver(done.into_iter().collect()), 1);
+    assert_eq!(runs.pop_held(), Some(at(9, 0)), "run 9's node is woken");
+    assert!(runs.take_permit(at(9, 0)));
+}
+
+/// A node woken for a permit and answered without taking it (its token was
+/// cancelled) passes the wake-up on.
+#[test]
+fn a_woken_node_answered_without_its_permit_wakes_the_next() {
+    let mut runs = Runs::default();
+    let limit = ConcurrencyLimit::new(1);
+    runs.insert(
+        shared(10),
+        (0..3)
+            .map(|key| cache_node(key, 0, Some(limit.clone())))
+            .collect(),
+        &[],
+    );
+    let first = runs.pop_held().expect("held");
+    assert!(runs.take_permit(first));
+    runs.handed(first);
+    while let Some(node) = runs.pop_held() {
+        assert!(!runs.take_permit(node));
+    }
+    assert!(runs.answer(first, value(0)).is_empty());
+    let woken = runs.pop_held().expect("one node is woken");
+    // Answered (say, cancelled) before it takes the permit.
+    assert!(runs.answer(woken, Err(RequestError::Cancelled)).is_empty());
+    let next = runs.pop_held().expect("the wake-up passed on");
+    assert!(runs.take_permit(next));
+}

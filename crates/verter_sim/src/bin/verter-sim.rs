@@ -12,6 +12,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use verter_sim::inline::DagStats;
 use verter_sim::threaded::{SoakConfig, soak};
 use verter_sim::{SimConfig, replay, run_seed};
 
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
                         "seed {seed}: {} operations, {} answers judged, {} quiescent checks, digest {:016x}",
                         report.ops, report.answers, report.checks, report.digest
                     );
+                    println!("{}", report.dags);
                     println!("0 violations");
                     ExitCode::SUCCESS
                 }
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
             let mut answers = 0u64;
             let mut deferred = 0u64;
             let mut cut_off = [0u64; 3];
+            let mut dags = DagStats::default();
             for seed in from..from + count {
                 match run_seed(seed, &config) {
                     Ok(report) => {
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
                         for (sum, n) in cut_off.iter_mut().zip(report.cut_off) {
                             *sum += n;
                         }
+                        dags.add(&report.dags);
                     }
                     Err(failure) => {
                         failures += 1;
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
                 "early cutoff judged: {} stages verified without running, {} outputs unchanged, {} texts unchanged at the door",
                 cut_off[0], cut_off[1], cut_off[2]
             );
+            println!("{dags}");
             println!("{failures} violations");
             if failures == 0 {
                 ExitCode::SUCCESS

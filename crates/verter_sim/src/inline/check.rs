@@ -8,6 +8,7 @@
 //! fresh scheduler it builds never shares state with the run's.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use verter_dag::TargetStage;
 use verter_scheduler::{Language, QuiescenceReport, Request, Scheduler};
@@ -96,6 +97,7 @@ impl Shared {
         let state = self.state.lock();
         let unanswered = state.every_handle.iter().position(|h| !h.is_answered());
         let submitted = state.every_handle.len() as u64;
+        let committed_hits = state.committed_hits;
         drop(state);
         if let Some(unanswered) = unanswered {
             self.violate(format!(
@@ -103,9 +105,29 @@ impl Shared {
             ));
         }
         let counters = scheduler.counters();
-        if !super::counters_agree(&counters, submitted) {
+        if !super::counters_agree(&counters, submitted, committed_hits) {
             self.violate(format!(
                 "counters disagree with the host at quiescence ({when}): {submitted} requests submitted, {counters:?}"
+            ));
+        }
+        let unanswered = self.unanswered_dags();
+        if unanswered > 0 {
+            self.violate(format!(
+                "{unanswered} kept DAG handles are unanswered at quiescence ({when})"
+            ));
+        }
+        let executor = scheduler.executor();
+        let misrouted = executor.misrouted_contexts.load(Ordering::Relaxed);
+        if misrouted > 0 {
+            self.violate(format!(
+                "{misrouted} cache runs were handed a context that is not their node's ({when})"
+            ));
+        }
+        let cache_runs = executor.cache_runs.load(Ordering::Relaxed);
+        if cache_runs != counters.cache_runs {
+            self.violate(format!(
+                "the executor ran {cache_runs} cache nodes, the scheduler counts {} ({when})",
+                counters.cache_runs
             ));
         }
     }

@@ -53,6 +53,7 @@ impl Shared {
                     .collect();
                 scheduler.reset();
                 let end = self.tick();
+                self.state.lock().resets.push((start, end));
                 self.close_open_records(end);
                 for (path, index) in paths.iter().zip(records) {
                     self.oracle.close(path, index, end);
@@ -201,6 +202,7 @@ impl Shared {
                 if let Some((answer, verdict)) = judged {
                     let mut state = self.state.lock();
                     state.answers += 1;
+                    state.committed_hits += 1;
                     state.digest = mix(state.digest ^ fnv1a(answer.to_string().as_bytes()));
                     if let Err(message) = verdict
                         && state.violation.is_none()
@@ -227,6 +229,22 @@ impl Shared {
                     self.check();
                 }
             }
+            Op::Dag {
+                nodes,
+                edges,
+                keep,
+                nonblocking,
+            } => self.submit_dag(nodes, edges, *keep, *nonblocking, in_hook),
+            Op::DropDag(which) => self.drop_dag(*which),
+            Op::CancelDag(which) => self.cancel_dag(*which),
+            Op::CancelNodes(which) => self.cancel_nodes(*which),
+            Op::WaitDag(which) => {
+                if !in_hook {
+                    self.wait_dag(*which);
+                }
+            }
+            // Read before the run starts.
+            Op::ReadyQueueBound(_) => {}
         }
     }
 
@@ -264,9 +282,10 @@ impl Shared {
         }
     }
 
-    /// Judges every tracked request that has its answer now.
+    /// Judges every tracked request and kept DAG that has its answer now.
     pub(super) fn judge_answered(&self) {
         let end = self.tick();
+        self.judge_dags(end);
         let mut state = self.state.lock();
         let mut verdicts = Vec::new();
         for tracked in state.tracked.iter_mut().filter(|t| !t.judged) {

@@ -96,12 +96,18 @@ pub(crate) fn to_request(req: &ReqSpec) -> Request {
 }
 
 /// Whether the scheduler's counters agree with a host that `submitted`
-/// requests, at quiescence: every request counted once, no more answered
-/// without admission than were submitted, no second answer, no internal
-/// error and no capacity held.
-pub(crate) fn counters_agree(counters: &SchedulerCounters, submitted: u64) -> bool {
+/// requests and whose `committed_outputs` reads found `committed_hits`
+/// outputs, at quiescence: every request counted once, no more answered
+/// without admission than were submitted or read committed (the read path
+/// counts its hits there too, and a host DAG builds outputs without a
+/// request), no second answer, no internal error and no capacity held.
+pub(crate) fn counters_agree(
+    counters: &SchedulerCounters,
+    submitted: u64,
+    committed_hits: u64,
+) -> bool {
     counters.submits == submitted
-        && counters.answered_without_admission <= counters.submits
+        && counters.answered_without_admission <= counters.submits + committed_hits
         && counters.duplicate_answers == 0
         && counters.internal_errors == 0
         && counters.ledger_in_use == 0

@@ -1,11 +1,12 @@
 //! Shrinking a failing trace: operations are removed, in halving chunks and
-//! then one by one inside hook windows, while the trace still fails.
+//! then one by one inside hook windows, then a host DAG's edges and nodes
+//! one by one, while the trace still fails.
 //!
 //! This module owns the search for a smaller failing trace only; it never
 //! judges an answer itself (it reruns [`run_trace`]) and never changes the
 //! operations it keeps.
 
-use crate::ops::Op;
+use crate::ops::{DagEdge, DagNodeSpec, Op};
 
 use super::run_trace;
 
@@ -64,5 +65,68 @@ pub fn shrink(mut trace: Vec<Op>, mut violation: String) -> (Vec<Op>, String) {
             }
         }
     }
+    // Inside host DAGs (top level and in windows): edges, then nodes.
+    for path in dag_paths(&trace) {
+        let mut part = 0;
+        while budget > 0 {
+            let mut candidate = trace.clone();
+            let Some(Op::Dag { nodes, edges, .. }) = dag_at(&mut candidate, &path) else {
+                break;
+            };
+            if part < edges.len() {
+                edges.remove(part);
+            } else if part - edges.len() < nodes.len() && nodes.len() > 1 {
+                remove_node(nodes, edges, (part - edges.len()) as u32);
+            } else {
+                break;
+            }
+            if let Some(found) = still_fails(&candidate, &mut budget) {
+                trace = candidate;
+                violation = found;
+            } else {
+                part += 1;
+            }
+        }
+    }
     (trace, violation)
+}
+
+/// Where each DAG submission of `trace` is: its index, and its index in
+/// the window's operations when it is inside one.
+fn dag_paths(trace: &[Op]) -> Vec<(usize, Option<usize>)> {
+    let mut out = Vec::new();
+    for (i, op) in trace.iter().enumerate() {
+        match op {
+            Op::Dag { .. } => out.push((i, None)),
+            Op::Within { ops, .. } => out.extend(
+                ops.iter()
+                    .enumerate()
+                    .filter(|(_, op)| matches!(op, Op::Dag { .. }))
+                    .map(|(j, _)| (i, Some(j))),
+            ),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn dag_at<'a>(trace: &'a mut [Op], &(i, inner): &(usize, Option<usize>)) -> Option<&'a mut Op> {
+    match (trace.get_mut(i)?, inner) {
+        (op @ Op::Dag { .. }, None) => Some(op),
+        (Op::Within { ops, .. }, Some(j)) => ops.get_mut(j),
+        _ => None,
+    }
+}
+
+/// Removes node `gone` and the edges that name it; later nodes move down.
+fn remove_node(nodes: &mut Vec<DagNodeSpec>, edges: &mut Vec<DagEdge>, gone: u32) {
+    nodes.remove(gone as usize);
+    edges.retain(|&(from, to, _)| from != gone && to != gone);
+    for (from, to, _) in edges.iter_mut() {
+        for end in [from, to] {
+            if *end > gone {
+                *end -= 1;
+            }
+        }
+    }
 }

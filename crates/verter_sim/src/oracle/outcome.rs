@@ -8,7 +8,7 @@
 use std::fmt;
 
 use verter_dag::TargetStage;
-use verter_scheduler::{RequestError, RequestResult};
+use verter_scheduler::{NodeOutput, RequestError, RequestResult};
 
 use crate::lang::{SimAnalysis, SimExecutor};
 
@@ -32,6 +32,9 @@ pub enum Sig {
     Panicked(String, String),
     /// `DependencyFailed` on a dependency's stage.
     Dependency(String, String, Box<Sig>),
+    /// `UpstreamFailed`: a DAG node skipped because of the upstream node
+    /// (its label) that gave this answer.
+    Upstream(String, Box<Sig>),
     /// Anything else (a violation wherever it appears).
     Other(String),
 }
@@ -55,6 +58,9 @@ impl From<&RequestError> for Sig {
                 stage_name(dep.stage).to_owned(),
                 Box::new(Self::from(&**cause)),
             ),
+            RequestError::UpstreamFailed { node, cause } => {
+                Self::Upstream(node.to_string(), Box::new(Self::from(&**cause)))
+            }
             other => Self::Other(format!("{other:?}")),
         }
     }
@@ -71,6 +77,7 @@ impl fmt::Display for Sig {
             Self::Failed(p, s) => write!(f, "Failed({s} {p})"),
             Self::Panicked(p, s) => write!(f, "Panicked({s} {p})"),
             Self::Dependency(p, s, cause) => write!(f, "DependencyFailed({s} {p}: {cause})"),
+            Self::Upstream(node, cause) => write!(f, "UpstreamFailed({node}: {cause})"),
             Self::Other(text) => write!(f, "Other({text})"),
         }
     }
@@ -122,6 +129,21 @@ pub fn render(result: &RequestResult<SimExecutor>) -> Outcome {
         }
         Err(error) => Outcome::Error(Sig::from(error)),
     }
+}
+
+/// Renders one DAG node's answer: a file stage's as [`render`] does, a
+/// cache node's value as `cache[v]`.
+pub fn render_node(result: &Result<NodeOutput<SimExecutor>, RequestError>) -> Outcome {
+    match result {
+        Ok(NodeOutput::Stage(output)) => render(&Ok(output.clone())),
+        Ok(NodeOutput::Cache(value)) => render_cache(**value),
+        Err(error) => Outcome::Error(Sig::from(error)),
+    }
+}
+
+/// A cache node's value as the oracle compares it.
+pub fn render_cache(value: u64) -> Outcome {
+    Outcome::Value(format!("cache[{value}]"))
 }
 
 pub(super) fn render_source(language: &str, text: &str) -> String {

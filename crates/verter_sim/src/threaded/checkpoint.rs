@@ -143,7 +143,8 @@ fn check_quiescent(world: &World, checkpoint: u64, when: &str) {
             .executor()
             .nested_waits
             .load(Ordering::SeqCst);
-    if !counters_agree(&counters, submitted) {
+    let committed_hits = world.committed_hits.load(Ordering::SeqCst);
+    if !counters_agree(&counters, submitted, committed_hits) {
         world.violate(format!(
             "checkpoint {checkpoint}: counters disagree with the hosts {when}: {submitted} requests submitted, {counters:?}"
         ));

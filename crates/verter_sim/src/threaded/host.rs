@@ -256,6 +256,7 @@ impl HostThread {
                 );
                 if let Some((_, verdict)) = judged {
                     world.answers.fetch_add(1, Ordering::Relaxed);
+                    world.committed_hits.fetch_add(1, Ordering::Relaxed);
                     if let Err(message) = verdict {
                         world.violate(format!(
                             "{message}\n  read from host thread {}: {op}",
@@ -264,7 +265,18 @@ impl HostThread {
                     }
                 }
             }
-            Op::Reset | Op::Pump | Op::Step(_) | Op::Within { .. } | Op::Check => {}
+            // Inline-only operations (its generator draws no host DAG).
+            Op::Reset
+            | Op::Pump
+            | Op::Step(_)
+            | Op::Within { .. }
+            | Op::Check
+            | Op::Dag { .. }
+            | Op::DropDag(_)
+            | Op::CancelDag(_)
+            | Op::CancelNodes(_)
+            | Op::WaitDag(_)
+            | Op::ReadyQueueBound(_) => {}
         }
     }
 

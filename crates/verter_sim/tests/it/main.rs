@@ -1,5 +1,6 @@
 //! The simulator's public behaviour: seeds pass, runs are deterministic,
-//! and a bounded threaded soak finds nothing.
+//! host DAGs are judged, and a bounded threaded soak finds nothing.
 
+mod dag;
 mod inline;
 mod threaded;
