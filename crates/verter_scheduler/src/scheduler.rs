@@ -117,7 +117,8 @@ pub struct SchedulerCounters {
     /// Panics caught in host code (loader and executor).
     pub executor_panics: u64,
     /// Requests answered from committed output at submission, without
-    /// admission.
+    /// admission, plus the items [`Scheduler::committed_outputs`] answered
+    /// from committed output (reads of the same kind, counted together).
     pub answered_without_admission: u64,
     /// Answers refused because their request was already answered: always
     /// zero unless an invariant broke.
