@@ -116,7 +116,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     }
     if instructions::available() {
         eprintln!(
-            "bench: callgrind of w1 at c = 0, one thread, per system ({} pairs of runs)",
+            "bench: callgrind of w1 at c = 0, one thread, per system, and of the host DAG ({} pairs of runs each)",
             instructions::RUNS
         );
         records.extend(instructions::measure(root)?);
@@ -178,13 +178,30 @@ fn full_plan() -> Vec<Vec<String>> {
             ));
         }
     }
+    // verter's W4 runs again with non-blocking submission (one-node DAGs
+    // through `try_submit_dag`), under each retry policy.
     for n in [1_000, 10_000] {
         for c in [0, 10] {
-            for system in ["verter", "tokio"] {
+            for (system, extra) in [
+                ("verter", ""),
+                ("verter", " --submit try-dag --retry answer"),
+                ("verter", " --submit try-dag --retry yield"),
+                ("tokio", ""),
+            ] {
                 plan.push(format!(
-                    "w4 --system {system} --threads 2 --n {n} --c {c} --factor 10"
+                    "w4 --system {system} --threads 2 --n {n} --c {c} --factor 10{extra}"
                 ));
             }
+        }
+    }
+    // The host DAG: 10k nodes at c = 0 on one and two threads, cache nodes
+    // only and with a first layer of 1000 file Analyses (each process runs
+    // verter, the serial loop and rayon).
+    for files in [0, 1_000] {
+        for threads in [1, 2] {
+            plan.push(format!(
+                "dag --threads {threads} --n 10000 --c 0 --iterations 11 --files {files}"
+            ));
         }
     }
     plan.iter()

@@ -62,6 +62,9 @@ pub struct KernelStats {
     pub analyses: AtomicU64,
     /// Artifact kernels run.
     pub artifacts: AtomicU64,
+    /// Cache-node kernels run (the host DAG workload's; not in
+    /// [`Self::executions`], which counts the file kernels).
+    pub cache_nodes: AtomicU64,
 }
 
 impl KernelStats {
@@ -132,6 +135,23 @@ impl Kernels {
         self.stats.artifacts.fetch_add(1, Ordering::Relaxed);
         hash
     }
+}
+
+impl Kernels {
+    /// The cache-node kernel of the host DAG workload: [`cache_value`] of
+    /// `key`; spins; counts one cache node.
+    pub fn cache_node(&self, key: u64) -> u64 {
+        let value = cache_value(key);
+        spin(self.spin);
+        self.stats.cache_nodes.fetch_add(1, Ordering::Relaxed);
+        value
+    }
+}
+
+/// What the cache node of `key` answers: a deterministic function of the
+/// key alone (a cache node receives no upstream values).
+pub fn cache_value(key: u64) -> u64 {
+    mix(key ^ 0xcac4e)
 }
 
 /// The artifact hash without spinning or counting.

@@ -8,8 +8,18 @@
 //! verter_bench w3 --system verter --threads 2 --n 10000 --c 0 --edits 2000
 //! verter_bench w3 --system verter --threads 2 --n 10000 --c 0 --edits 2000 --no-cutoff
 //! verter_bench w4 --system tokio --threads 2 --n 10000 --c 10 --factor 10
+//! verter_bench w4 --system verter --threads 2 --n 10000 --c 0 --factor 10 --submit try-dag --retry answer
+//! verter_bench dag --threads 2 --n 10000 --c 0 --iterations 5 [--files 0] [--ready-depth 64]
 //! verter_bench quick [--n 1000] [--edits 200]
 //! ```
+//!
+//! `dag` runs one host DAG of `--n` nodes through verter, a serial
+//! topological loop and rayon in one process (three result lines);
+//! `--files F` makes its first layer the Analysis of F generated files.
+//! `w4 --submit try-dag` (verter only) submits each request as a one-node
+//! DAG through `try_submit_dag`, retrying when backpressured as `--retry`
+//! says (`answer`: park until another answer lands; `yield`: yield the
+//! thread and try again).
 //!
 //! `--no-cutoff` (verter only, W1–W3) turns verter's early cutoff off: the
 //! executor never calls two outputs equal, and the result lines say
@@ -23,7 +33,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use verter_bench::alloc_count::Counting;
-use verter_bench::overload::{OverloadShape, w4};
+use verter_bench::dag::{DagShape, dag};
+use verter_bench::overload::{OverloadShape, Retry, Submission, w4};
 use verter_bench::quick;
 use verter_bench::storm::{StormShape, w3};
 use verter_bench::workloads::{Shape, SystemKind, w1, w2};
@@ -34,7 +45,9 @@ use verter_bench::workloads::{Shape, SystemKind, w1, w2};
 static ALLOCATOR: Counting = Counting::new(System);
 
 const USAGE: &str = "usage: verter_bench (w1|w2|w3|w4) --system (verter|salsa|rayon|tokio) \
-[--threads 2] [--n 1000] [--c 0] [--iterations 3] [--edits 2000] [--factor 10] [--no-cutoff]
+[--threads 2] [--n 1000] [--c 0] [--iterations 3] [--edits 2000] [--factor 10] [--no-cutoff] \
+[--submit (request|try-dag)] [--retry (answer|yield)]
+       verter_bench dag [--threads 2] [--n 10000] [--c 0] [--iterations 3] [--files 0] [--ready-depth 64]
        verter_bench quick [--n 1000] [--edits 200]
 --no-cutoff: verter only, w1 to w3: early cutoff off (the `before` measurement)";
 
@@ -108,13 +121,50 @@ fn run() -> ExitCode {
             edits: number("edits", 2_000),
             cutoff,
         })],
-        ("w4", Some(system)) => vec![w4(OverloadShape {
-            system,
-            threads: number("threads", 2),
-            files: number("n", 1_000),
-            spin_us: number("c", 0) as u64,
-            factor: number("factor", 10),
-        })],
+        ("w4", Some(system)) => {
+            let submission = match options.get("submit").map(String::as_str) {
+                None | Some("request") if options.contains_key("retry") => {
+                    eprintln!("--retry goes with --submit try-dag\n{USAGE}");
+                    return ExitCode::from(2);
+                }
+                None | Some("request") => Submission::Request,
+                Some("try-dag") => {
+                    match Retry::parse(options.get("retry").map_or("answer", String::as_str)) {
+                        Some(retry) => Submission::TryDag(retry),
+                        None => {
+                            eprintln!("--retry is answer or yield\n{USAGE}");
+                            return ExitCode::from(2);
+                        }
+                    }
+                }
+                Some(other) => {
+                    eprintln!("unknown --submit `{other}`\n{USAGE}");
+                    return ExitCode::from(2);
+                }
+            };
+            if submission != Submission::Request && system != SystemKind::Verter {
+                eprintln!("--submit try-dag is for verter only\n{USAGE}");
+                return ExitCode::from(2);
+            }
+            vec![w4(OverloadShape {
+                system,
+                threads: number("threads", 2),
+                files: number("n", 1_000),
+                spin_us: number("c", 0) as u64,
+                factor: number("factor", 10),
+                submission,
+            })]
+        }
+        ("dag", None) => dag(DagShape {
+            files: number("files", 0),
+            ready_depth: number("ready-depth", verter_scheduler::MAX_READY_QUEUE_DEPTH),
+            ..DagShape::new(
+                number("threads", 2),
+                number("n", 10_000),
+                number("c", 0) as u64,
+                number("iterations", 3),
+            )
+        }),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);

@@ -8,14 +8,18 @@
 
 use std::time::Duration;
 
-use crate::overload::{OverloadShape, w4};
+use crate::dag::{DagShape, dag};
+use crate::overload::{OverloadShape, Retry, Submission, w4};
 use crate::report::Record;
 use crate::storm::{StormShape, w3};
 use crate::workloads::{Shape, SystemKind, w1, w2};
 
 /// Runs every system through W1, W2, W3 and W4 on `files` files (W3 with
-/// `edits` edits), and verter through W2 and W3 again without early
-/// cutoff, and returns their records. Panics on any wrong answer.
+/// `edits` edits), verter through W2 and W3 again without early cutoff and
+/// through W4 again with non-blocking DAG submission (both retry
+/// policies), and the host DAG workload on `10 × files` nodes (on one and
+/// two threads; then with `files / 10` file nodes), and returns their
+/// records. Panics on any wrong answer.
 pub fn run(files: usize, edits: usize) -> Vec<Record> {
     let mut records = Vec::new();
     for system in SystemKind::ALL {
@@ -44,13 +48,25 @@ pub fn run(files: usize, edits: usize) -> Vec<Record> {
             cutoff,
         }));
     }
-    for system in [SystemKind::Verter, SystemKind::Tokio] {
+    for (system, submission) in [
+        (SystemKind::Verter, Submission::Request),
+        (SystemKind::Verter, Submission::TryDag(Retry::Answer)),
+        (SystemKind::Verter, Submission::TryDag(Retry::Yield)),
+        (SystemKind::Tokio, Submission::Request),
+    ] {
         records.push(w4(OverloadShape {
             system,
             threads: 2,
             files,
             spin_us: 0,
             factor: 10,
+            submission,
+        }));
+    }
+    for (threads, dag_files) in [(1, 0), (2, 0), (2, files / 10)] {
+        records.extend(dag(DagShape {
+            files: dag_files,
+            ..DagShape::new(threads, 10 * files, 0, 1)
         }));
     }
     records

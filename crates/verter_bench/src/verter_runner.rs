@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 use parking_lot::RwLock;
 use verter_dag::{Canonical, Priority, ProfileHash, TargetStage};
 use verter_scheduler::{
-    AnalysisInput, ArtifactInput, DepPath, ExecutorError, Language, LoadError, Request,
-    RequestResult, Scheduler, SchedulerConfig, SchedulerCounters, SourceDeps, SourceInput,
-    SourceLoader, StageExecutor,
+    AnalysisInput, ArtifactInput, CacheNodeInput, DepPath, ExecutorError, Language, LoadError,
+    Request, RequestResult, Scheduler, SchedulerConfig, SchedulerCounters, SourceDeps, SourceInput,
+    SourceLoader, StageExecutor, WorkNodeIdentity,
 };
 
 use crate::alloc_count;
@@ -75,7 +75,7 @@ impl StageExecutor for BenchExecutor {
     type Source = Scan;
     type Analysis = u64;
     type Artifact = u64;
-    type CacheOutput = ();
+    type CacheOutput = u64;
 
     fn execute_source(
         &self,
@@ -107,6 +107,15 @@ impl StageExecutor for BenchExecutor {
                 .iter()
                 .map(|blocker| (blocker.canonical.as_str(), *blocker.data())),
         ))
+    }
+
+    /// The host DAG workload's cache nodes: [`Kernels::cache_node`] of the
+    /// node's key (the kernel's spin included).
+    fn execute_cache_node(&self, input: &CacheNodeInput<'_>) -> Result<u64, ExecutorError> {
+        match input.identity {
+            WorkNodeIdentity::CacheNode { key_hash, .. } => Ok(self.kernels.cache_node(key_hash)),
+            _ => Err(ExecutorError::msg("a cache node run for another identity")),
+        }
     }
 
     fn same_source(&self, previous: &Scan, next: &Scan) -> bool {
@@ -149,7 +158,29 @@ impl VerterSystem {
     /// # Panics
     /// If the pools cannot be built (the machine refuses threads).
     pub fn with_cutoff(threads: usize, spin_us: u64, cutoff: bool) -> Self {
-        let config = SchedulerConfig::with_threads(threads, 1);
+        Self::configured(threads, spin_us, cutoff, |_| {})
+    }
+
+    /// [`Self::new`] whose ready queue bounds DAG admission at `depth`
+    /// stages instead of the default
+    /// ([`SchedulerConfig::max_ready_queue_depth`]).
+    ///
+    /// # Panics
+    /// If the pools cannot be built, or `depth` is zero.
+    pub fn with_ready_queue_depth(threads: usize, spin_us: u64, depth: usize) -> Self {
+        Self::configured(threads, spin_us, true, |config| {
+            config.max_ready_queue_depth = depth;
+        })
+    }
+
+    fn configured(
+        threads: usize,
+        spin_us: u64,
+        cutoff: bool,
+        tweak: impl FnOnce(&mut SchedulerConfig),
+    ) -> Self {
+        let mut config = SchedulerConfig::with_threads(threads, 1);
+        tweak(&mut config);
         let (cpu, io) = config.build_pools().expect("building verter's pools");
         let world = World {
             language: Some(Language::new("generated")),

@@ -10,8 +10,9 @@
 //! valgrind's default scheduler one binary moved by ±3–5k instructions per
 //! file between runs. `--fair-sched=yes` hands the threads the CPU in turn,
 //! which brings three runs within about 0.6k of each other, and each figure
-//! is still the median of [`RUNS`] pairs. Without `valgrind` on the `PATH`
-//! the step is skipped and says so.
+//! is still the median of [`RUNS`] pairs. The host DAG workload is counted
+//! the same way, per node (`dag --threads 1` at 1k and 10k nodes). Without
+//! `valgrind` on the `PATH` the step is skipped and says so.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -47,7 +48,8 @@ fn bench_binary(root: &Path) -> PathBuf {
 }
 
 /// One `instructions` record per system: the median per-file count and
-/// every run's.
+/// every run's; and one `instructions_dag` record, per node of the host
+/// DAG.
 pub(super) fn measure(root: &Path) -> Result<Vec<Record>> {
     let binary = bench_binary(root);
     if !binary.exists() {
@@ -55,44 +57,64 @@ pub(super) fn measure(root: &Path) -> Result<Vec<Record>> {
     }
     let mut records = Vec::new();
     for system in SYSTEMS {
-        let mut per_file = Vec::with_capacity(RUNS);
-        for _ in 0..RUNS {
-            let small = total(&binary, system, SMALL)?;
-            let large = total(&binary, system, LARGE)?;
-            per_file.push(large.saturating_sub(small) / (LARGE - SMALL));
-        }
-        let runs = per_file
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
-        per_file.sort_unstable();
-        records.push(Record(vec![
-            ("workload".into(), "instructions".into()),
-            ("system".into(), system.into()),
-            ("per_file".into(), per_file[per_file.len() / 2].to_string()),
-            ("runs".into(), runs),
-        ]));
+        let w1 = |n: u64| {
+            let n = n.to_string();
+            let args = ["w1", "--system", system, "--threads", "1", "--n", &n];
+            total(&binary, &args, &format!("w1-{system}-{n}"))
+        };
+        records.push(marginal("instructions", system, w1)?);
     }
+    let dag = |n: u64| {
+        let n = n.to_string();
+        total(
+            &binary,
+            &["dag", "--threads", "1", "--n", &n],
+            &format!("dag-{n}"),
+        )
+    };
+    records.push(marginal("instructions_dag", "verter", dag)?);
     Ok(records)
 }
 
-/// callgrind's instruction total for one W1 run of `system` at `n` files.
-fn total(binary: &Path, system: &str, n: u64) -> Result<u64> {
+/// [`RUNS`] pairs of `run` at [`SMALL`] and [`LARGE`]: the median of the
+/// per-unit differences, as a `workload` record (`per_file` holds it).
+fn marginal(workload: &str, system: &str, run: impl Fn(u64) -> Result<u64>) -> Result<Record> {
+    let mut per_unit = Vec::with_capacity(RUNS);
+    for _ in 0..RUNS {
+        let small = run(SMALL)?;
+        let large = run(LARGE)?;
+        per_unit.push(large.saturating_sub(small) / (LARGE - SMALL));
+    }
+    let runs = per_unit
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    per_unit.sort_unstable();
+    Ok(Record(vec![
+        ("workload".into(), workload.into()),
+        ("system".into(), system.into()),
+        ("per_file".into(), per_unit[per_unit.len() / 2].to_string()),
+        ("runs".into(), runs),
+    ]))
+}
+
+/// callgrind's instruction total for one run of the benchmark binary with
+/// `args` (then `--c 0 --iterations 1`); `name` names its profile file.
+fn total(binary: &Path, args: &[&str], name: &str) -> Result<u64> {
     let out = std::env::temp_dir().join(format!(
-        "verter-callgrind-{}-{system}-{n}.out",
+        "verter-callgrind-{}-{name}.out",
         std::process::id()
     ));
-    let n = n.to_string();
     super::run_to_success(
         Command::new("valgrind")
             .arg("--tool=callgrind")
             .arg("--fair-sched=yes")
             .arg(format!("--callgrind-out-file={}", out.display()))
             .arg(binary)
-            .args(["w1", "--system", system, "--threads", "1", "--n", &n])
+            .args(args)
             .args(["--c", "0", "--iterations", "1"]),
-        &format!("callgrind of verter_bench w1 --system {system} --n {n}"),
+        &format!("callgrind of verter_bench {}", args.join(" ")),
     )?;
     let profile =
         std::fs::read_to_string(&out).with_context(|| format!("reading {}", out.display()))?;
@@ -151,6 +173,20 @@ pub(super) fn render(out: &mut String, records: &[Record]) {
         );
     }
     let _ = writeln!(out);
+    if let Some(dag) = records
+        .iter()
+        .find(|r| r.is(&[("workload", "instructions_dag")]))
+    {
+        let _ = writeln!(
+            out,
+            "Host DAG, the same way per node (`verter_bench dag --threads 1 --n <N> --c 0 --iterations 1`, \
+             N = {LARGE} minus N = {SMALL} nodes; the process also builds the DAG and runs the serial loop and \
+             rayon on one thread over it): **{} instructions per node** (runs: {}).\n",
+            dag.num("per_file")
+                .map_or_else(|| "—".into(), |v| format!("{:.1}k", v / 1e3)),
+            dag.get("runs").unwrap_or("").replace(',', ", "),
+        );
+    }
 }
 
 #[cfg(test)]

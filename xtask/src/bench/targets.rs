@@ -1,6 +1,7 @@
 //! The "Targets of issue 9" table: each target of the issue, what was
 //! measured for it, and whether it was met; and, at its end, the targets
-//! of issue 14 (early cutoff) on W2(f).
+//! of issue 14 (early cutoff) on W2(f) and those of the host DAG
+//! benchmark (admission and overhead per node of a 10k-node DAG).
 //!
 //! This module owns those verdicts only; it never runs a measurement and
 //! never changes a target's threshold or the table's format.
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Record;
-use super::tables::{ms, w1_rows};
+use super::tables::{dag_rows, ms, w1_rows};
 
 /// A divan time (`110.8 ns`, `2.8 µs`) in nanoseconds.
 pub(super) fn divan_ns(text: &str) -> Option<f64> {
@@ -123,7 +124,43 @@ pub(super) fn render_targets(
     for (target, measured, met) in issue_14(records) {
         row(target, measured, met);
     }
+    for (target, measured, met) in host_dag(records) {
+        row(&target, measured, met);
+    }
     let _ = writeln!(out);
+}
+
+/// The host DAG benchmark's targets: on the 10k-node DAG of cache nodes
+/// at c = 0, admission (the `submit_dag` call) and overhead (wall time to
+/// answer the whole DAG) each ≤ 1 µs per node, on one and on two threads.
+fn host_dag(records: &[Record]) -> Vec<(String, String, Option<bool>)> {
+    let mut rows = Vec::new();
+    for threads in ["1", "2"] {
+        let verter = dag_rows(records).find(|r| {
+            r.is(&[
+                ("system", "verter"),
+                ("threads", threads),
+                ("n", "10000"),
+                ("files", "0"),
+                ("c", "0"),
+            ])
+        });
+        for (what, key) in [
+            ("admission (`submit_dag`)", "admission_ns_per_node"),
+            ("overhead (wall to every answer)", "wall_ns_per_node"),
+        ] {
+            let ns = verter.and_then(|r| r.num(key));
+            rows.push((
+                format!(
+                    "host DAG of 10k nodes, c = 0, {threads} thread{}: {what} ≤ 1 µs per node",
+                    if threads == "1" { "" } else { "s" }
+                ),
+                ns.map_or_else(|| "—".to_owned(), |ns| format!("{ns:.0} ns per node")),
+                ns.map(|ns| ns <= 1_000.0),
+            ));
+        }
+    }
+    rows
 }
 
 /// The rows of issue 14's targets on W2(f) at 100k (a body-line edit that

@@ -1,8 +1,8 @@
 //! Unit tests of the bench task: the document's marked section, result
-//! lines, divan rows, the W1 and W2 tables, the plan and issue 14's
-//! targets.
+//! lines, divan rows, the W1, W2, W4 and host DAG tables, the plan, and
+//! issue 14's and the host DAG's targets.
 
-use super::tables::{W2_CASES, render_w1, render_w2};
+use super::tables::{W2_CASES, render_dag, render_w1, render_w2, render_w4};
 use super::targets::{divan_ns, render_targets};
 use super::*;
 
@@ -212,5 +212,143 @@ fn the_full_plan_runs_verter_without_cutoff_beside_the_rest() {
         plan.iter()
             .filter(|line| line.ends_with("--no-cutoff"))
             .all(|line| line.contains("--system verter"))
+    );
+}
+
+#[test]
+fn the_full_plan_runs_the_host_dag_and_w4_with_non_blocking_submission() {
+    let plan: Vec<String> = full_plan().iter().map(|args| args.join(" ")).collect();
+    for threads in ["1", "2"] {
+        assert!(
+            plan.iter().any(|line| line
+                == &format!("dag --threads {threads} --n 10000 --c 0 --iterations 11 --files 0")),
+            "{plan:?}"
+        );
+    }
+    for n in ["1000", "10000"] {
+        for retry in ["answer", "yield"] {
+            assert!(
+                plan.iter()
+                    .any(|line| line.starts_with("w4 --system verter")
+                        && line.contains(&format!("--n {n} "))
+                        && line.ends_with(&format!("--submit try-dag --retry {retry}"))),
+                "{n} {retry}: {plan:?}"
+            );
+        }
+    }
+    assert!(
+        plan.iter()
+            .filter(|line| line.contains("--submit"))
+            .all(|line| line.starts_with("w4 --system verter"))
+    );
+}
+
+#[test]
+fn w4_rows_label_the_non_blocking_client_and_compare_with_submit_request() {
+    let records = parse_all(&[
+        "result workload=w4 system=verter threads=2 n=1000 c=0 requests=10000 wall_us=20000.0 \
+         p50_us=3000.0 p99_us=12000.0 max_queue=1024 coalesced=2469 peak_rss_kib=13312",
+        "result workload=w4 system=verter threads=2 n=1000 c=0 requests=10000 wall_us=30000.0 \
+         p50_us=2000.0 p99_us=6000.0 max_queue=63 coalesced=200 peak_rss_kib=13312 submit=try_dag \
+         retry=answer backpressured=91 backpressured_requests=15 admitted_all_us=29000.0",
+        "result workload=w4 system=tokio threads=2 n=1000 c=0 requests=10000 wall_us=10000.0 \
+         p50_us=2000.0 p99_us=2400.0 max_queue=2 coalesced=9000 peak_rss_kib=13312",
+        "result workload=w4 system=verter threads=2 n=1000 c=0 requests=10000 wall_us=30000.0 \
+         p50_us=20.0 p99_us=30.0 max_queue=7 coalesced=6 peak_rss_kib=13312 submit=try_dag \
+         retry=yield backpressured=0 backpressured_requests=0 admitted_all_us=29000.0",
+    ]);
+    let mut out = String::new();
+    render_w4(&mut out, &records);
+    assert!(
+        row_of(&out, "| 1000 | 0 | verter | 10000 |")
+            .ends_with("| 12.0 ms | 1.00x | — | 1024 | 2469 | 13 MiB |"),
+        "{out}"
+    );
+    assert!(
+        row_of(
+            &out,
+            "| 1000 | 0 | verter (try_submit_dag, retry: answer) | 10000 |"
+        )
+        .ends_with("| 6.0 ms | 0.50x | 91 (15) | 63 | 200 | 13 MiB |"),
+        "{out}"
+    );
+    assert!(
+        row_of(&out, "| 1000 | 0 | tokio |").ends_with("| 0.20x | — | 2 | 9000 | 13 MiB |"),
+        "{out}"
+    );
+    // A p99 far below the blocking row's keeps a figure.
+    assert!(
+        row_of(&out, "| 1000 | 0 | verter (try_submit_dag, retry: yield) |")
+            .ends_with("| 30 µs | 0.003x | 0 (0) | 7 | 6 | 13 MiB |"),
+        "{out}"
+    );
+    let separator = row_of(&out, "|---");
+    for prefix in [
+        "| N |",
+        "| 1000 | 0 | verter |",
+        "| 1000 | 0 | verter (",
+        "| 1000 | 0 | tokio |",
+    ] {
+        assert_eq!(
+            row_of(&out, prefix).matches('|').count(),
+            separator.matches('|').count(),
+            "{prefix}"
+        );
+    }
+}
+
+const DAG_LINES: [&str; 3] = [
+    "result workload=dag system=verter threads=2 n=10000 files=0 c=0 edges=19800 iterations=11 \
+     ready_depth=64 build_ns_per_node=45.7 admission_ns_per_node=412.4 wall_us=14391.900 \
+     wall_ns_per_node=1439.2 overhead_ns=2867.3 vs_serial=54.73 vs_rayon=60.12 allocs_per_node=12.91 \
+     retained_bytes_per_node=106.6",
+    "result workload=dag system=serial threads=1 n=10000 files=0 c=0 edges=19800 iterations=11 \
+     wall_us=263.000 wall_ns_per_node=26.3 overhead_ns=20.0",
+    "result workload=dag system=rayon threads=2 n=10000 files=0 c=0 edges=19800 iterations=11 \
+     wall_us=239.400 wall_ns_per_node=23.9 overhead_ns=38.0",
+];
+
+#[test]
+fn the_host_dag_table_shows_verter_beside_its_baselines() {
+    let records = parse_all(&DAG_LINES);
+    let mut out = String::new();
+    render_dag(&mut out, &records);
+    assert!(out.contains("Times are medians of 11 rounds."), "{out}");
+    assert_eq!(
+        row_of(&out, "| 10000 | 0 | 0 | verter | 2 |"),
+        "| 10000 | 0 | 0 | verter | 2 | 46 ns | 412 ns | 14.4 ms | 1.44 µs | 2.87 µs | 54.73x | 60.12x | 12.91 | 107 B |"
+    );
+    assert!(
+        row_of(&out, "| 10000 | 0 | 0 | serial loop | 1 |")
+            .ends_with("| — | — | 263 µs | 26 ns | 20 ns | — | — | — | — |"),
+        "{out}"
+    );
+    assert!(row_of(&out, "| 10000 | 0 | 0 | rayon | 2 |").contains("| 239 µs | 24 ns |"));
+    let separator = row_of(&out, "|---");
+    assert_eq!(
+        row_of(&out, "| N |").matches('|').count(),
+        separator.matches('|').count()
+    );
+}
+
+#[test]
+fn the_host_dag_targets_read_the_10k_cache_node_runs() {
+    let records = parse_all(&DAG_LINES);
+    let mut out = String::new();
+    render_targets(&mut out, &records, &BTreeMap::new());
+    assert!(
+        row_of(&out, "| host DAG of 10k nodes, c = 0, 2 threads: admission")
+            .ends_with("| 412 ns per node | yes |"),
+        "{out}"
+    );
+    assert!(
+        row_of(&out, "| host DAG of 10k nodes, c = 0, 2 threads: overhead")
+            .ends_with("| 1439 ns per node | **no** |"),
+        "{out}"
+    );
+    assert!(
+        row_of(&out, "| host DAG of 10k nodes, c = 0, 1 thread: overhead")
+            .ends_with("| — | not measured |"),
+        "{out}"
     );
 }
