@@ -14,12 +14,12 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use verter_dag::{SchedulerCacheId, WorkNodeIdentity};
+use verter_dag::{Canonical, SchedulerCacheId, TargetStage, WorkNodeIdentity};
 use verter_pools::WaitCell;
 
 use crate::error::RequestError;
 use crate::output::StageOutput;
-use crate::traits::StageExecutor;
+use crate::traits::{DepPath, StageExecutor};
 
 /// An opaque value a host attaches to a DAG node: its cache node's run
 /// receives it ([`crate::CacheNodeInput::context`]).
@@ -299,4 +299,53 @@ pub(crate) struct DagShared<E: StageExecutor> {
     pub(crate) cell: WaitCell<DagResults<E>>,
     pub(crate) run: u64,
     pub(crate) scheduler: Weak<dyn CancelDag>,
+}
+
+/// What a DAG node is called in messages (`Analysis(a.rs)`,
+/// `CacheNode 3:1f`), formatted only when a message needs it: a skipped
+/// node's `UpstreamFailed`, a cycle.
+#[derive(Debug, Clone)]
+pub(crate) enum NodeLabel {
+    /// A file stage.
+    File {
+        /// The file.
+        path: DepPath,
+        /// The stage.
+        stage: TargetStage,
+    },
+    /// A cache node.
+    Cache(CacheTask),
+}
+
+impl fmt::Display for NodeLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::File { path, stage } => {
+                let path = match path {
+                    DepPath::Path(path) => path.as_str(),
+                    DepPath::Canonical(canonical) => canonical.as_str(),
+                };
+                match stage {
+                    TargetStage::Source => write!(f, "Source({path})"),
+                    TargetStage::Analysis => write!(f, "Analysis({path})"),
+                    TargetStage::Artifact(profile) => write!(f, "Artifact[{profile}]({path})"),
+                }
+            }
+            Self::Cache(task) => fmt::Display::fmt(&task.identity(), f),
+        }
+    }
+}
+
+/// The path and stage name a failed cache node's error carries: the path
+/// names its cache (`<cache 3>`), so the canonical table, which never
+/// forgets a name, grows by one entry per cache, not per key.
+pub(crate) fn cache_error_names(identity: &WorkNodeIdentity) -> (Canonical, String) {
+    let cache = match identity {
+        WorkNodeIdentity::CacheNode { cache_id, .. } => cache_id.0,
+        WorkNodeIdentity::File(_) => u64::MAX,
+    };
+    (
+        Canonical::from(format!("<cache {cache}>")),
+        identity.to_string(),
+    )
 }

@@ -20,7 +20,8 @@ use smallvec::SmallVec;
 use verter_dag::{CancellationToken, Priority, WorkNodeIdentity};
 
 use crate::dag_types::{
-    CacheTask, ConcurrencyLimit, DagResults, DagShared, EdgeGate, NodeOutput, RequestContext,
+    CacheTask, ConcurrencyLimit, DagResults, DagShared, EdgeGate, NodeLabel, NodeOutput,
+    RequestContext,
 };
 use crate::error::RequestError;
 use crate::post::{DagDelivery, NodeRef};
@@ -52,6 +53,18 @@ enum State {
     Answered,
 }
 
+/// The edges leaving one node: the nodes they enter, with their gates.
+pub(crate) type Downstream = SmallVec<[(u32, EdgeGate); 2]>;
+
+/// The edges of `len` nodes, by the node they leave.
+pub(crate) fn downstream_of(len: usize, edges: &[(u32, u32, EdgeGate)]) -> Vec<Downstream> {
+    let mut downstream: Vec<Downstream> = (0..len).map(|_| SmallVec::new()).collect();
+    for &(from, to, gate) in edges {
+        downstream[from as usize].push((to, gate));
+    }
+    downstream
+}
+
 /// A node as a run keeps it.
 pub(crate) struct RunNode<E: StageExecutor, F> {
     state: State,
@@ -62,7 +75,7 @@ pub(crate) struct RunNode<E: StageExecutor, F> {
     pub(crate) priority: Priority,
     pub(crate) work: NodeWork<F>,
     /// For messages: `Analysis(a.rs)`, `CacheNode 3:1f`.
-    label: Arc<str>,
+    label: NodeLabel,
     pub(crate) cancel: Option<CancellationToken>,
     limit: Option<ConcurrencyLimit>,
     holds_permit: bool,
@@ -74,7 +87,7 @@ impl<E: StageExecutor, F> RunNode<E, F> {
     /// A node waiting on `pending` edges.
     pub(crate) fn new(
         work: NodeWork<F>,
-        label: Arc<str>,
+        label: NodeLabel,
         priority: Priority,
         pending: u32,
         cancel: Option<CancellationToken>,
@@ -101,7 +114,7 @@ struct Run<E: StageExecutor, F> {
     shared: Arc<DagShared<E>>,
     nodes: Vec<RunNode<E, F>>,
     /// The edges leaving each node.
-    downstream: Vec<SmallVec<[(u32, EdgeGate); 2]>>,
+    downstream: Vec<Downstream>,
     /// Nodes not answered yet.
     open: usize,
 }
@@ -157,21 +170,18 @@ fn lane(priority: Priority) -> usize {
 }
 
 impl<E: StageExecutor, F> DagRuns<E, F> {
-    /// Adds a run of `nodes` joined by `edges` (checked acyclic). The nodes
+    /// Adds a run of `nodes` joined by the edges `downstream` lists
+    /// ([`downstream_of`]; checked acyclic). The nodes
     /// no edge enters are held at once. The caller sets `shared.run` to the
     /// returned id before anything reads it (it is the id `shared` names).
     pub(crate) fn insert(
         &mut self,
         shared: Arc<DagShared<E>>,
         nodes: Vec<RunNode<E, F>>,
-        edges: &[(u32, u32, EdgeGate)],
+        downstream: Vec<Downstream>,
     ) {
+        debug_assert_eq!(nodes.len(), downstream.len());
         let run = shared.run;
-        let mut downstream: Vec<SmallVec<[(u32, EdgeGate); 2]>> =
-            (0..nodes.len()).map(|_| SmallVec::new()).collect();
-        for &(from, to, gate) in edges {
-            downstream[from as usize].push((to, gate));
-        }
         let mut entry = Run {
             shared,
             open: nodes.len(),
@@ -342,30 +352,20 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
             return;
         }
         n.state = State::Handed;
-        let edges = run.downstream[node.node as usize].clone();
-        for (next, gate) in edges {
+        for &(next, gate) in &run.downstream[node.node as usize] {
             if gate == EdgeGate::ConditionalOnAdmission {
-                self.let_go(NodeRef {
-                    run: node.run,
-                    node: next,
-                });
+                let n = &mut run.nodes[next as usize];
+                if n.state == State::Waiting {
+                    n.pending -= 1;
+                    if n.pending == 0 {
+                        n.state = State::Held;
+                        self.held[lane(n.priority)].push_back(NodeRef {
+                            run: node.run,
+                            node: next,
+                        });
+                    }
+                }
             }
-        }
-    }
-
-    /// One edge into `node` let it go.
-    fn let_go(&mut self, node: NodeRef) {
-        let Some(n) = self.node_mut(node) else {
-            return;
-        };
-        if n.state != State::Waiting {
-            return;
-        }
-        n.pending -= 1;
-        if n.pending == 0 {
-            n.state = State::Held;
-            let priority = n.priority;
-            self.held[lane(priority)].push_back(node);
         }
     }
 
@@ -466,7 +466,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         };
         let failure = outcome.as_ref().err().map(|error| {
             Arc::new(RequestError::UpstreamFailed {
-                node: Arc::clone(&n.label),
+                node: n.label.to_string().into(),
                 cause: Arc::new(error.clone()),
             })
         });
@@ -502,7 +502,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
             } else {
                 let cause = failure.clone().unwrap_or_else(|| {
                     Arc::new(RequestError::UpstreamFailed {
-                        node: Arc::clone(&run.nodes[node.node as usize].label),
+                        node: run.nodes[node.node as usize].label.to_string().into(),
                         cause: Arc::new(RequestError::Cancelled),
                     })
                 });

@@ -20,13 +20,13 @@ use std::time::Duration;
 
 pub(crate) use crate::dag_types::{
     Cache, CacheTask, CancelDag, ConcurrencyLimit, DagResults, DagShared, EdgeGate, NodeId,
-    NodeKind, NodeOutput, RequestContext,
+    NodeKind, NodeLabel, NodeOutput, RequestContext,
 };
-use verter_dag::{CancellationToken, Priority, TargetStage, WorkNodeIdentity};
+use verter_dag::{CancellationToken, Priority, WorkNodeIdentity};
 
 use crate::handle::{Request, Waitable};
 use crate::stage::{self, Ask, Stage, StageKind};
-use crate::traits::{DepPath, StageExecutor};
+use crate::traits::StageExecutor;
 
 /// The result of a submission attempt.
 #[derive(Debug)]
@@ -65,6 +65,12 @@ pub trait DedupeHook: Send + Sync {
     /// Whether the caller already has a flight for `identity`, the DAG's
     /// one output ([`Dag::output`]): `Some` skips the submission.
     fn probe(&self, identity: &WorkNodeIdentity) -> Option<DedupeJoiner>;
+
+    /// Whether [`Self::probe`] can ever answer `Some`; a hook that says
+    /// `false` is not asked (the scheduler skips finding the DAG's output).
+    fn probes(&self) -> bool {
+        true
+    }
 }
 
 /// The hook of a caller with no in-flight table: it never deduplicates.
@@ -74,6 +80,10 @@ pub struct NoDedupeHook;
 impl DedupeHook for NoDedupeHook {
     fn probe(&self, _: &WorkNodeIdentity) -> Option<DedupeJoiner> {
         None
+    }
+
+    fn probes(&self) -> bool {
+        false
     }
 }
 
@@ -174,22 +184,14 @@ pub(crate) enum Task {
 }
 
 impl Task {
-    /// A short name for messages (`Analysis(a.rs)`, `CacheNode 3:1f`).
-    pub(crate) fn label(&self) -> String {
+    /// What the node is called in messages.
+    pub(crate) fn label(&self) -> NodeLabel {
         match self {
-            Self::File(request) => {
-                let path = match &request.path {
-                    DepPath::Path(path) => path.clone(),
-                    DepPath::Canonical(canonical) => canonical.as_str().to_owned(),
-                };
-                let stage = match request.stage {
-                    TargetStage::Source => "Source".to_owned(),
-                    TargetStage::Analysis => "Analysis".to_owned(),
-                    TargetStage::Artifact(profile) => format!("Artifact[{profile}]"),
-                };
-                format!("{stage}({path})")
-            }
-            Self::Cache(task) => task.identity().to_string(),
+            Self::File(request) => NodeLabel::File {
+                path: request.path.clone(),
+                stage: request.stage,
+            },
+            Self::Cache(task) => NodeLabel::Cache(*task),
         }
     }
 }
@@ -341,7 +343,7 @@ impl Dag {
                 && (request.text.is_some() || request.language.is_some())
             {
                 return Err(DagError::EditInDag {
-                    node: node.task.label(),
+                    node: node.task.label().to_string(),
                 });
             }
         }
@@ -405,7 +407,7 @@ impl Dag {
         cycle.push(cycle[0]);
         cycle
             .iter()
-            .map(|&n| self.nodes[n as usize].task.label())
+            .map(|&n| self.nodes[n as usize].task.label().to_string())
             .collect()
     }
 }

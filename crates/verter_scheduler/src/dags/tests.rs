@@ -30,13 +30,24 @@ fn shared(run: u64) -> Arc<DagShared<Lines>> {
 fn cache_node(key: u64, pending: u32, limit: Option<ConcurrencyLimit>) -> RunNode<Lines, ()> {
     RunNode::new(
         NodeWork::Cache(CacheTask::new(SchedulerCacheId(1), key)),
-        format!("node {key}").into(),
+        NodeLabel::Cache(CacheTask::new(SchedulerCacheId(1), key)),
         Priority::Normal,
         pending,
         None,
         limit,
         None,
     )
+}
+
+/// Inserts a run of `nodes` joined by `edges`.
+fn insert(
+    runs: &mut Runs,
+    shared: Arc<DagShared<Lines>>,
+    nodes: Vec<RunNode<Lines, ()>>,
+    edges: &[(u32, u32, EdgeGate)],
+) {
+    let downstream = downstream_of(nodes.len(), edges);
+    runs.insert(shared, nodes, downstream);
 }
 
 fn value(key: u64) -> Result<NodeOutput<Lines>, RequestError> {
@@ -61,7 +72,8 @@ fn edges_let_nodes_go_and_skip_them_as_their_gates_say() {
     let mut runs = Runs::default();
     let handle = shared(1);
     // 0 → 1 (success), 0 → 2 (sequential), 1 → 3 (admission).
-    runs.insert(
+    insert(
+        &mut runs,
         Arc::clone(&handle),
         vec![
             cache_node(0, 0, None),
@@ -108,7 +120,8 @@ fn edges_let_nodes_go_and_skip_them_as_their_gates_say() {
 fn an_admission_edge_lets_its_node_go_when_the_upstream_is_handed_over() {
     let mut runs = Runs::default();
     let handle = shared(2);
-    runs.insert(
+    insert(
+        &mut runs,
         Arc::clone(&handle),
         vec![cache_node(0, 0, None), cache_node(1, 1, None)],
         &[(0, 1, EdgeGate::ConditionalOnAdmission)],
@@ -130,7 +143,8 @@ fn an_admission_edge_lets_its_node_go_when_the_upstream_is_handed_over() {
 fn a_second_answer_to_a_node_is_ignored() {
     let mut runs = Runs::default();
     let handle = shared(3);
-    runs.insert(
+    insert(
+        &mut runs,
         Arc::clone(&handle),
         vec![cache_node(0, 0, None), cache_node(1, 0, None)],
         &[],
@@ -153,7 +167,8 @@ fn a_second_answer_to_a_node_is_ignored() {
 fn a_limit_holds_back_nodes_until_a_permit_is_given_back() {
     let mut runs = Runs::default();
     let limit = ConcurrencyLimit::new(1);
-    runs.insert(
+    insert(
+        &mut runs,
         shared(4),
         vec![
             cache_node(0, 0, Some(limit.clone())),
@@ -182,7 +197,8 @@ fn cancelling_a_run_answers_it_and_orphans_only_flights_nobody_else_shares() {
     let mut runs = Runs::default();
     let (one, two) = (shared(5), shared(6));
     let limit = ConcurrencyLimit::new(4);
-    runs.insert(
+    insert(
+        &mut runs,
         Arc::clone(&one),
         vec![
             cache_node(0, 0, Some(limit.clone())),
@@ -191,7 +207,12 @@ fn cancelling_a_run_answers_it_and_orphans_only_flights_nobody_else_shares() {
         ],
         &[(0, 2, EdgeGate::Sequential)],
     );
-    runs.insert(Arc::clone(&two), vec![cache_node(1, 0, None)], &[]);
+    insert(
+        &mut runs,
+        Arc::clone(&two),
+        vec![cache_node(1, 0, None)],
+        &[],
+    );
     let shared_key = CacheTask::new(SchedulerCacheId(1), 1).identity();
     let own_key = CacheTask::new(SchedulerCacheId(1), 0).identity();
     while let Some(node) = runs.pop_held() {
@@ -239,7 +260,12 @@ fn held_nodes_leave_most_urgent_first() {
     low.priority = Priority::Low;
     let mut critical = cache_node(1, 0, None);
     critical.priority = Priority::Critical;
-    runs.insert(shared(7), vec![low, cache_node(2, 0, None), critical], &[]);
+    insert(
+        &mut runs,
+        shared(7),
+        vec![low, cache_node(2, 0, None), critical],
+        &[],
+    );
     assert_eq!(runs.pop_held(), Some(at(7, 2)));
     assert_eq!(runs.pop_held(), Some(at(7, 1)));
     let last = runs.pop_held().expect("held");
@@ -255,7 +281,8 @@ fn a_cancelled_run_passes_its_permits_to_another_runs_waiting_node() {
     let mut runs = Runs::default();
     let limit = ConcurrencyLimit::new(1);
     let other = shared(9);
-    runs.insert(
+    insert(
+        &mut runs,
         shared(8),
         vec![
             cache_node(0, 0, Some(limit.clone())),
@@ -263,7 +290,8 @@ fn a_cancelled_run_passes_its_permits_to_another_runs_waiting_node() {
         ],
         &[],
     );
-    runs.insert(
+    insert(
+        &mut runs,
         Arc::clone(&other),
         vec![cache_node(2, 0, Some(limit.clone()))],
         &[],
@@ -287,7 +315,8 @@ fn a_cancelled_run_passes_its_permits_to_another_runs_waiting_node() {
 fn a_woken_node_answered_without_its_permit_wakes_the_next() {
     let mut runs = Runs::default();
     let limit = ConcurrencyLimit::new(1);
-    runs.insert(
+    insert(
+        &mut runs,
         shared(10),
         (0..3)
             .map(|key| cache_node(key, 0, Some(limit.clone())))

@@ -238,10 +238,14 @@ impl<E: StageExecutor> Scheduler<E> {
         let result = catch_unwind(AssertUnwindSafe(|| {
             self.executor.execute_cache_node(&input)
         }));
-        let path = Canonical::from(identity.to_string());
-        let result = self
-            .stage_result_at(path, "CacheNode", result)
-            .map(Arc::new);
+        let result = match result {
+            Ok(Ok(output)) => Ok(Arc::new(output)),
+            // Names are made only for an error (`cache_error_names`).
+            failed => {
+                let (path, stage) = crate::dag_types::cache_error_names(&identity);
+                self.stage_result_at(path, &stage, failed).map(Arc::new)
+            }
+        };
         self.finished(dispatch, Outcome::Cached { result })
     }
 

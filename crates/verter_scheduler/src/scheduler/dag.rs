@@ -16,12 +16,14 @@ use std::sync::Weak;
 
 use super::publication::Publish;
 use super::*;
-use crate::dags::{NodeWork, RunNode};
+use crate::dag_types::NodeLabel;
+use crate::dags::{Downstream, NodeWork, RunNode, downstream_of};
 use crate::host_dag::{
     Admission, CancelDag, ConcurrencyLimit, Dag, DagError, DagHandle, DagResults, DagShared,
     DedupeHook, NodeOutput, Task,
 };
 use crate::post::NodeRef;
+use crate::traits::DepPath;
 
 /// How a DAG submission waits for room in the ready queue.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -35,7 +37,7 @@ enum Blocking {
 /// A DAG checked and prepared outside the lock, ready for its hold.
 struct PreparedDag<E: StageExecutor> {
     nodes: Vec<RunNode<E, Prepared<E>>>,
-    edges: Vec<(u32, u32, crate::host_dag::EdgeGate)>,
+    downstream: Vec<Downstream>,
     /// Nodes answered at preparation (a path the loader refused).
     failed: Vec<(u32, RequestError)>,
 }
@@ -103,7 +105,13 @@ impl<E: StageExecutor> Scheduler<E> {
         blocking: Blocking,
     ) -> Result<Admission<DagHandle<E>>, DagError> {
         let order = dag.check()?;
-        if let Some(output) = dag.output()
+        // A refusal changes nothing, so it is decided before the DAG is
+        // prepared (the hold below decides again).
+        if blocking == Blocking::Refuse && self.read_locked(|locked| self.backpressured(locked)) {
+            return Ok(Admission::Backpressured);
+        }
+        if hook.probes()
+            && let Some(output) = dag.output()
             && let Some(identity) = self.identity_of(&dag.nodes[output].task)
             && let Some(joiner) = hook.probe(&identity)
         {
@@ -137,10 +145,10 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.admit_sent(locked, post);
                 let PreparedDag {
                     nodes,
-                    edges,
+                    downstream,
                     failed,
                 } = prepared.take().expect("admitted once");
-                locked.dags.insert(Arc::clone(&shared), nodes, &edges);
+                locked.dags.insert(Arc::clone(&shared), nodes, downstream);
                 for (node, error) in failed {
                     let done = locked.dags.answer(NodeRef { run, node }, Err(error));
                     post.dags_answered(done);
@@ -198,16 +206,15 @@ impl<E: StageExecutor> Scheduler<E> {
             .map(|node| node.options.priority.unwrap_or_default())
             .collect();
         let mut pending = vec![0u32; nodes.len()];
-        let mut downstream: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
-        for &(from, to, _) in &edges {
+        for &(_, to, _) in &edges {
             pending[to as usize] += 1;
-            downstream[from as usize].push(to);
         }
+        let downstream = downstream_of(nodes.len(), &edges);
         // Later nodes first: a node inherits from everything after it.
         for &node in order.iter().rev() {
             let inherited = downstream[node as usize]
                 .iter()
-                .map(|&next| priority[next as usize])
+                .map(|&(next, _)| priority[next as usize])
                 .max();
             if let Some(inherited) = inherited {
                 priority[node as usize] = priority[node as usize].max(inherited);
@@ -219,21 +226,27 @@ impl<E: StageExecutor> Scheduler<E> {
             .enumerate()
             .map(|(index, spec)| {
                 let index = index as u32;
-                let label: Arc<str> = spec.task.label().into();
                 let own = priority[index as usize];
-                let work = match spec.task {
-                    Task::Cache(task) => NodeWork::Cache(task),
+                let (work, label) = match spec.task {
+                    Task::Cache(task) => (NodeWork::Cache(task), NodeLabel::Cache(task)),
                     Task::File(request) => {
+                        let stage = request.stage;
                         let request = request.priority(own);
                         let slot = || AnswerSlot::for_dag_node(NodeRef { run, node: index });
+                        let label = |path| NodeLabel::File { path, stage };
+                        // Kept for the label of a node that fails here.
+                        let path = request.path.clone();
                         match self.prepare(request, false, &slot) {
-                            Ok(Preparation::Queue(prepared)) => NodeWork::File(Some(prepared)),
+                            Ok(Preparation::Queue(prepared)) => {
+                                let path = DepPath::Canonical(prepared.canonical);
+                                (NodeWork::File(Some(prepared)), label(path))
+                            }
                             Ok(Preparation::Answered(_)) => {
                                 unreachable!("a request prepared with may_answer = false is queued")
                             }
                             Err(error) => {
                                 failed.push((index, error));
-                                NodeWork::File(None)
+                                (NodeWork::File(None), label(path))
                             }
                         }
                     }
@@ -251,7 +264,7 @@ impl<E: StageExecutor> Scheduler<E> {
             .collect();
         PreparedDag {
             nodes,
-            edges,
+            downstream,
             failed,
         }
     }
@@ -370,10 +383,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.counters
                     .internal_errors
                     .fetch_add(1, Ordering::Relaxed);
+                let (path, _) = crate::dag_types::cache_error_names(&identity);
                 let done = locked.dags.answer(
                     node,
                     Err(RequestError::Internal {
-                        path: Canonical::from(identity.to_string()),
+                        path,
                         message: format!("admitting the cache node failed: {error}").into(),
                     }),
                 );

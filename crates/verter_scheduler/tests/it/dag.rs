@@ -295,10 +295,15 @@ fn each_gate_treats_an_upstream_error_as_documented() {
             EdgeGate::ConditionalOnAdmission,
         );
     let results = scheduler.wait(&submit(&scheduler, dag));
-    assert!(matches!(
-        results.get(failing),
-        Err(RequestError::ExecutorFailed { .. })
-    ));
+    // The error names the cache as its path (one interned name per cache,
+    // not per key) and the node as its stage.
+    match results.get(failing) {
+        Err(RequestError::ExecutorFailed { path, stage, .. }) => {
+            assert_eq!(path.as_str(), "<cache 9>");
+            assert_eq!(&*stage, "CacheNode 9:1");
+        }
+        other => panic!("expected ExecutorFailed, got {other:?}"),
+    }
     assert_eq!(results.get(seq).ok().as_deref(), Some(&2));
     assert!(upstream_failed(&results, success.index()));
     assert_eq!(results.get(admission).ok().as_deref(), Some(&4));

@@ -55,15 +55,18 @@ pub struct DagAsked<'a> {
 
 /// What the cache node of `key` answers when it runs.
 pub fn cache_outcome(key: u64) -> Outcome {
-    let label = WorkNodeIdentity::CacheNode {
+    // A failed cache node's error names its cache as the path and the
+    // node as the stage (the scheduler interns one name per cache).
+    let node = WorkNodeIdentity::CacheNode {
         cache_id: CACHE_ID,
         key_hash: key,
     }
     .to_string();
+    let cache = format!("<cache {}>", CACHE_ID.0);
     match cache_value(key) {
         Ok(value) => render_cache(value),
-        Err(Fault::Fail) => Outcome::Error(Sig::Failed(label, "CacheNode".into())),
-        Err(Fault::Panic) => Outcome::Error(Sig::Panicked(label, "CacheNode".into())),
+        Err(Fault::Fail) => Outcome::Error(Sig::Failed(cache, node)),
+        Err(Fault::Panic) => Outcome::Error(Sig::Panicked(cache, node)),
     }
 }
 
