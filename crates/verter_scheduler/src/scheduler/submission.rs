@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::handle::Waitable;
+use crate::host_dag::Admission;
 use crate::stage::{Ask, Stage};
 use crate::traits::DepPath;
 use crate::typed::Handle;
@@ -57,6 +58,44 @@ impl<E: StageExecutor> Scheduler<E> {
             Next::Nothing => {}
         }
         handle
+    }
+
+    /// [`Self::submit_request`] without waiting for room in the inbox:
+    /// `Backpressured` when the request would have to wait for it. Then
+    /// nothing was sent and no state changed (no counter either); retry
+    /// later, or submit blocking. A request answered at submission (from
+    /// committed output, or with an error) is `Admitted` with its answer.
+    pub fn try_submit_request(&self, request: Request) -> Admission<CompletionHandle<E>> {
+        let (handle, next) = Self::handle_for(
+            self.prepare(request, true, &AnswerSlot::new),
+            &AnswerSlot::new,
+        );
+        match next {
+            Next::Queue(prepared) => {
+                if !self.try_enqueue(Submission::One(prepared)) {
+                    return Admission::Backpressured;
+                }
+            }
+            Next::Answer(slot, error) => {
+                let mut post = self.post_work();
+                post.answer(slot, Err(error));
+                self.run_post(post);
+            }
+            Next::Nothing => {}
+        }
+        self.counters.submits.fetch_add(1, Ordering::Relaxed);
+        Admission::Admitted(handle)
+    }
+
+    /// [`Self::ask`] without waiting for room in the inbox; see
+    /// [`Self::try_submit_request`].
+    pub fn try_ask<S: Stage<E>>(&self, ask: Ask<S>) -> Admission<Handle<E, S>> {
+        let stage = ask.stage();
+        match self.try_submit_request(ask.into_request()) {
+            Admission::Admitted(handle) => Admission::Admitted(Handle::new(handle, stage)),
+            Admission::DedupeJoined(joiner) => Admission::DedupeJoined(joiner),
+            Admission::Backpressured => Admission::Backpressured,
+        }
     }
 
     /// The handle of one prepared request, and what its submitter must
@@ -410,22 +449,7 @@ impl<E: StageExecutor> Scheduler<E> {
         loop {
             match self.inbox.try_send(envelope, lane) {
                 Ok(()) => {
-                    self.counters
-                        .inbox_depth_max
-                        .fetch_max(self.inbox.len(), Ordering::Relaxed);
-                    if lane == Lane::Urgent
-                        && !write
-                        && !self.is_inline()
-                        && CallerKind::current() == CallerKind::External
-                    {
-                        // An urgent request is admitted by its own thread
-                        // (with the urgent writes before it), not whenever
-                        // the driver thread next gets a core: on a busy
-                        // machine that can be milliseconds. An urgent write
-                        // (an editor's upsert) returns at once, as before.
-                        self.admit_urgent_here();
-                    }
-                    self.progress.notify();
+                    self.sent(lane, write);
                     return;
                 }
                 Err(SendError::Full(back)) => {
@@ -451,6 +475,59 @@ impl<E: StageExecutor> Scheduler<E> {
                     self.refuse_envelope(back);
                     return;
                 }
+            }
+        }
+    }
+
+    /// After an item went into `lane`: records the depth, admits an urgent
+    /// read on its own thread, and signals progress.
+    fn sent(&self, lane: Lane, write: bool) {
+        self.counters
+            .inbox_depth_max
+            .fetch_max(self.inbox.len(), Ordering::Relaxed);
+        if lane == Lane::Urgent
+            && !write
+            && !self.is_inline()
+            && CallerKind::current() == CallerKind::External
+        {
+            // An urgent request is admitted by its own thread (with the
+            // urgent writes before it), not whenever the driver thread next
+            // gets a core: on a busy machine that can be milliseconds. An
+            // urgent write (an editor's upsert) returns at once, as before.
+            self.admit_urgent_here();
+        }
+        self.progress.notify();
+    }
+
+    /// [`Self::enqueue`] without waiting: `false` when the item's lane is
+    /// full, and then nothing was sent and nothing changed (the item is
+    /// dropped unanswered: its slot was never handed out).
+    fn try_enqueue(&self, item: Submission<E>) -> bool {
+        let len = item.len();
+        self.counters
+            .pending_admissions
+            .fetch_add(len, Ordering::AcqRel);
+        let urgent =
+            matches!(&item, Submission::One(prepared) if prepared.priority >= Priority::High);
+        let write = item.is_write();
+        let (envelope, lane) = self.inbox.seal(item, urgent, write);
+        match self.inbox.try_send(envelope, lane) {
+            Ok(()) => {
+                self.sent(lane, write);
+                true
+            }
+            Err(SendError::Full(back)) => {
+                // Unseal: a write gives its lane back, as if never sent.
+                let (_item, receipt) = back.open();
+                self.inbox.admitted(receipt);
+                self.counters
+                    .pending_admissions
+                    .fetch_sub(len, Ordering::AcqRel);
+                false
+            }
+            Err(SendError::Disconnected(back)) => {
+                self.refuse_envelope(back);
+                true
             }
         }
     }

@@ -404,3 +404,48 @@ fn an_urgent_request_is_admitted_by_its_own_thread() {
         assert_quiescent(&scheduler, &handles);
     });
 }
+
+#[test]
+fn a_non_blocking_request_is_backpressured_by_a_full_inbox_and_changes_nothing() {
+    let files = MemFiles::with(&[("a.rs", "one two"), ("b.rs", "three")]);
+    let executor = LineExecutor::default();
+    let mut config = test_config(Arc::new(GateHooks::default()));
+    config.inbox_capacity = 1;
+    let scheduler = Scheduler::new_inline(config, files.clone(), executor.clone())
+        .expect("a valid configuration");
+    // Inline, nothing admits the first request until someone pumps: the
+    // inbox is full.
+    let first = scheduler.ask(Source.of("a.rs"));
+    let before = (scheduler.counters(), scheduler.quiescence_report());
+    for request in [
+        verter_scheduler::Ask::new("b.rs", Source),
+        verter_scheduler::Ask::new("b.rs", Source).text("four five"),
+    ] {
+        let refused = scheduler.try_ask(request);
+        assert!(refused.is_backpressured(), "{refused:?}");
+        assert_eq!(
+            (scheduler.counters(), scheduler.quiescence_report()),
+            before
+        );
+    }
+    // The refused write left no trace in the lanes: a later read is not
+    // held behind it, and the first request is answered as before.
+    assert_eq!(scheduler.wait(&first).expect("parsed").parsed.len(), 1);
+    let admitted = scheduler
+        .try_ask(Source.of("b.rs"))
+        .admitted()
+        .expect("room in the inbox");
+    assert_eq!(
+        scheduler
+            .wait(&admitted)
+            .expect("parsed")
+            .text
+            .text
+            .as_ref(),
+        "three"
+    );
+    assert_eq!(
+        scheduler.quiescence_report(),
+        verter_scheduler::QuiescenceReport::clean()
+    );
+}
