@@ -113,6 +113,22 @@ fn request_order(sources: &Sources, factor: usize) -> Vec<Arc<str>> {
     order
 }
 
+/// Each answer's latency, in order, after checking its hash against the
+/// reference build (`what` names the run in a failure).
+fn checked_latencies(
+    answers: Vec<(Duration, Arc<str>, u64)>,
+    reference: &HashMap<Arc<str>, u64>,
+    what: &str,
+) -> Vec<Duration> {
+    answers
+        .into_iter()
+        .map(|(latency, path, hash)| {
+            assert_eq!(Some(&hash), reference.get(&path), "{what}: {path}");
+            latency
+        })
+        .collect()
+}
+
 /// What one overload run measured.
 struct Measured {
     latencies: Vec<Duration>,
@@ -238,11 +254,7 @@ fn verter_overload(
     let answers = waiter.join().expect("the waiter thread panicked");
     let wall = start.elapsed();
     let counters = system.counters();
-    let mut latencies = Vec::with_capacity(answers.len());
-    for (latency, path, hash) in answers {
-        assert_eq!(Some(&hash), reference.get(&path), "verter W4: {path}");
-        latencies.push(latency);
-    }
+    let latencies = checked_latencies(answers, reference, "verter W4");
     Measured {
         latencies,
         wall,
@@ -382,11 +394,7 @@ fn verter_dag_overload(
     let answers = waiter.join().expect("the waiter thread panicked");
     let wall = start.elapsed();
     let counters = system.counters();
-    let mut latencies = Vec::with_capacity(answers.len());
-    for (latency, path, hash) in answers {
-        assert_eq!(Some(&hash), reference.get(&path), "verter W4 (DAG): {path}");
-        latencies.push(latency);
-    }
+    let latencies = checked_latencies(answers, reference, "verter W4 (DAG)");
     Measured {
         latencies,
         wall,
@@ -502,11 +510,7 @@ fn tokio_overload(
         answers
     });
     let wall = start.elapsed();
-    let mut latencies = Vec::with_capacity(answers.len());
-    for (latency, path, hash) in answers {
-        assert_eq!(Some(&hash), reference.get(&path), "tokio W4: {path}");
-        latencies.push(latency);
-    }
+    let latencies = checked_latencies(answers, reference, "tokio W4");
     Measured {
         latencies,
         wall,

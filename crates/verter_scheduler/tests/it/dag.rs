@@ -158,6 +158,13 @@ fn inline(files: &MemFiles, exec: &DagExec) -> Arc<Scheduler<DagExec>> {
     inline_with(files, exec, test_config(Arc::new(GateHooks::default())))
 }
 
+/// An inline scheduler whose ready queue holds `depth` stages for DAGs.
+fn inline_bounded(files: &MemFiles, exec: &DagExec, depth: usize) -> Arc<Scheduler<DagExec>> {
+    let mut config = test_config(Arc::new(GateHooks::default()));
+    config.max_ready_queue_depth = depth;
+    inline_with(files, exec, config)
+}
+
 /// An inline scheduler that runs one CPU stage at a time: what is
 /// dispatched is fixed when it takes the slot, so priorities decide the
 /// order of the rest.
@@ -460,9 +467,7 @@ fn a_cycle_is_refused_before_anything_is_admitted() {
 fn backpressure_admits_nothing_and_leaves_the_ready_queue_as_it_was() {
     let files = MemFiles::default();
     let exec = DagExec::default();
-    let mut config = test_config(Arc::new(GateHooks::default()));
-    config.max_ready_queue_depth = 2;
-    let scheduler = inline_with(&files, &exec, config);
+    let scheduler = inline_bounded(&files, &exec, 2);
     // Five independent nodes: two are handed to the stages (the bound),
     // three are held.
     let mut dag = Dag::new();
@@ -494,9 +499,7 @@ fn backpressure_admits_nothing_and_leaves_the_ready_queue_as_it_was() {
 fn blocking_submission_waits_for_room_by_running_work() {
     let files = MemFiles::default();
     let exec = DagExec::default();
-    let mut config = test_config(Arc::new(GateHooks::default()));
-    config.max_ready_queue_depth = 1;
-    let scheduler = inline_with(&files, &exec, config);
+    let scheduler = inline_bounded(&files, &exec, 1);
     let mut dag = Dag::new();
     let held: Vec<_> = (0..3).map(|key| dag.add(cache(key))).collect();
     let first = submit(&scheduler, dag);
