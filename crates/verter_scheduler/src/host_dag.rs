@@ -30,7 +30,7 @@ use crate::traits::StageExecutor;
 
 /// The result of a submission attempt.
 #[derive(Debug)]
-#[must_use = "an admitted DAG is cancelled when its handle is dropped"]
+#[must_use = "an admission holds the submission's handle (dropping a DAG's cancels it)"]
 pub enum Admission<T> {
     /// Admitted; here is its handle.
     Admitted(T),
