@@ -295,10 +295,44 @@ pub(crate) trait CancelDag: Send + Sync {
 
 /// What a DAG's handle shares with the scheduler.
 pub(crate) struct DagShared<E: StageExecutor> {
-    /// Set once, by post-lock work only.
+    /// Set once, never under the DAG lock: from [`Self::stash`] by
+    /// [`Self::deliver`].
     pub(crate) cell: WaitCell<DagResults<E>>,
     pub(crate) run: u64,
     pub(crate) scheduler: Weak<dyn CancelDag>,
+    /// The run's answers, kept here by the hold that answered its last
+    /// node until someone delivers them: the post-work of that hold, or a
+    /// `cancel` that found the run already answered and must not return
+    /// before the handle is.
+    stash: parking_lot::Mutex<Option<DagResults<E>>>,
+}
+
+impl<E: StageExecutor> DagShared<E> {
+    /// A handle's shared state for run `run`, not answered yet.
+    pub(crate) fn new(run: u64, scheduler: Weak<dyn CancelDag>) -> Self {
+        Self {
+            cell: WaitCell::new(),
+            run,
+            scheduler,
+            stash: parking_lot::Mutex::new(None),
+        }
+    }
+
+    /// Keeps the run's answers for [`Self::deliver`] (under the DAG lock:
+    /// a store, no wake).
+    pub(crate) fn stash(&self, results: DagResults<E>) {
+        let previous = self.stash.lock().replace(results);
+        debug_assert!(previous.is_none(), "a run is answered once");
+    }
+
+    /// Sets the cell from the stash if the answers are there (never under
+    /// the DAG lock). Whoever takes them sets the cell: a delivery that
+    /// finds the stash empty was beaten to it, which is not a second
+    /// answer. Returns `false` only if the cell was somehow set already.
+    pub(crate) fn deliver(&self) -> bool {
+        let results = self.stash.lock().take();
+        results.is_none_or(|results| self.cell.set(results).is_ok())
+    }
 }
 
 /// What a DAG node is called in messages (`Analysis(a.rs)`,

@@ -525,8 +525,9 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
                     .expect("a finished run has every node answered")
             })
             .collect();
-        let (shared, results) = (run.shared, DagResults::new(outcomes));
-        Some(Box::new(move || shared.cell.set(results).is_ok()))
+        run.shared.stash(DagResults::new(outcomes));
+        let shared = run.shared;
+        Some(Box::new(move || shared.deliver()))
     }
 
     /// Cancels every unanswered node of `run`: each is answered

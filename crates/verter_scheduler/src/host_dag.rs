@@ -453,15 +453,25 @@ impl<E: StageExecutor> DagHandle<E> {
     /// Cancels every node not answered yet: a node not handed to the
     /// stages never is; a cache run nobody else waits for sees its token
     /// cancelled and its result is dropped; each node's permit goes back
-    /// exactly once. The handle is answered at once (those nodes
-    /// `Cancelled`). File work another request shares runs on; a no-op on
-    /// an answered DAG.
+    /// exactly once. The handle is answered when this returns: those nodes
+    /// `Cancelled` — or, if the DAG's last node was answered in another
+    /// thread just before, with every real answer. File work another
+    /// request shares runs on; a no-op on an answered DAG.
     pub fn cancel(&self) {
         if self.is_answered() {
             return;
         }
         if let Some(scheduler) = self.shared.scheduler.upgrade() {
             scheduler.cancel_dag(self.shared.run);
+        }
+        // The run may have been answered whole in another thread's hold
+        // whose delivery has not run yet: its answers (real values, not
+        // `Cancelled`) wait in the stash. Deliver them here; if that thread
+        // took them first, it is between taking and setting, and the wait
+        // is that long.
+        if !self.is_answered() {
+            self.shared.deliver();
+            self.shared.cell.wait();
         }
     }
 

@@ -12,7 +12,6 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 use verter_dag::{Canonical, WorkNodeIdentity};
-use verter_pools::WaitCell;
 
 use crate::dag_types::{CancelDag, DagResults, DagShared, NodeOutput};
 use crate::error::{ExecutorError, LoadError, RequestError};
@@ -181,12 +180,12 @@ impl CancelDag for Detached {
 pub fn answered_dag<E: StageExecutor>(
     outcomes: Vec<Result<NodeOutput<E>, RequestError>>,
 ) -> DagHandle<E> {
-    let shared = Arc::new(DagShared {
-        cell: WaitCell::new(),
-        run: 0,
-        scheduler: Weak::<Detached>::new() as Weak<dyn CancelDag>,
-    });
-    let unset = shared.cell.set(DagResults::new(outcomes)).is_ok();
+    let shared = Arc::new(DagShared::new(
+        0,
+        Weak::<Detached>::new() as Weak<dyn CancelDag>,
+    ));
+    shared.stash(DagResults::new(outcomes));
+    let unset = shared.deliver();
     debug_assert!(unset, "a new cell is unset");
     DagHandle { shared }
 }

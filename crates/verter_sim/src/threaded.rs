@@ -28,7 +28,9 @@
 //! # Parts
 //! - this file: the configuration, the shared world and the run;
 //! - `host.rs`: one host thread's operations and judgements;
-//! - `checkpoint.rs`: the leader's checks at a quiescent checkpoint.
+//! - `checkpoint.rs`: the leader's checks at a quiescent checkpoint;
+//! - `dag.rs`: host DAGs (submitted, waited, dropped, cancelled or handed
+//!   to another thread, and judged).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -36,7 +38,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use verter_dag::{ResourceClass, WorkNodeIdentity};
-use verter_scheduler::{CompletionHandle, HookPoint, Hooks, Scheduler, SchedulerConfig};
+use verter_scheduler::{
+    CompletionHandle, ConcurrencyLimit, HookPoint, Hooks, Scheduler, SchedulerConfig,
+};
 use verter_source_root::SchedulerSourceRoot;
 
 use crate::fs::{Entry, SimFs};
@@ -47,7 +51,10 @@ use crate::oracle::{Asked, Oracle, Tick};
 use crate::rng::{SimRng, fnv1a, mix};
 
 mod checkpoint;
+mod dag;
 mod host;
+
+pub use dag::SoakDagStats;
 
 /// How a soak runs.
 #[derive(Debug, Clone)]
@@ -116,6 +123,8 @@ pub struct SoakReport {
     /// Early cutoff the soak judged: stages verified without running,
     /// outputs found unchanged, texts cut off at the door.
     pub cut_off: [u64; 3],
+    /// What the host DAGs came to.
+    pub dags: SoakDagStats,
 }
 
 impl SoakReport {
@@ -135,10 +144,17 @@ struct PauseHooks {
 
 impl Hooks for PauseHooks {
     fn pause(&self, point: HookPoint, work: &WorkNodeIdentity, class: ResourceClass) {
-        let Some(key) = work.as_dep_key() else { return };
-        let mut hash = self.seed ^ fnv1a(key.file.canonical.as_str().as_bytes());
-        hash = mix(hash ^ key.file.generation.get());
-        hash = mix(hash ^ fnv1a(key.stage.to_string().as_bytes()));
+        let mut hash = match work {
+            WorkNodeIdentity::File(key) => {
+                let hash = self.seed ^ fnv1a(key.file.canonical.as_str().as_bytes());
+                let hash = mix(hash ^ key.file.generation.get());
+                mix(hash ^ fnv1a(key.stage.to_string().as_bytes()))
+            }
+            // A host DAG's cache node: by its key.
+            WorkNodeIdentity::CacheNode { key_hash, .. } => {
+                mix(self.seed ^ fnv1a(b"cache") ^ mix(*key_hash))
+            }
+        };
         hash = mix(hash ^ (point as u64) ^ ((class as u64) << 8));
         if hash % 100 < u64::from(self.percent) {
             for _ in 0..(hash >> 8) % 64 {
@@ -171,6 +187,14 @@ struct World {
     /// say at a checkpoint).
     submitted: AtomicU64,
     checkpoints: AtomicU64,
+    /// Resets the leader made (a DAG whose window holds one may be
+    /// cancelled by it).
+    resets: AtomicU64,
+    /// The concurrency limit every host thread's `limited` DAG nodes share.
+    dag_limit: ConcurrencyLimit,
+    /// DAG handles handed to each host thread by another.
+    dag_mail: Vec<Mutex<Vec<dag::TrackedDag>>>,
+    dag_counts: dag::DagCounters,
     barrier: Barrier,
     config: SoakConfig,
     /// Every file, canonical.
@@ -208,6 +232,8 @@ struct HostThread {
     seq: u64,
     generator: Generator,
     pending: Vec<Pending>,
+    /// The DAG handles this thread keeps.
+    dags: Vec<dag::TrackedDag>,
     /// Records in effect once this thread's next lock-taking call returns.
     open_records: Vec<(String, usize)>,
     /// Captured roots, each with the window it was captured in (ticks
@@ -244,6 +270,9 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     }));
     scheduler_config.cpu_threads = config.cpu_threads;
     scheduler_config.dag.cpu_budget = config.cpu_threads;
+    // A shallow bound on the ready queue, so host DAGs are held for room,
+    // non-blocking submissions are backpressured and blocking ones wait.
+    scheduler_config.max_ready_queue_depth = 4 + (config.seed % 9) as usize;
     // Even seeds admit every batch in chunks of one registration, odd
     // seeds batches of up to the default whole.
     if config.seed % 2 == 1 {
@@ -261,6 +290,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     )
     .expect("the simulator's configuration is valid");
     scheduler.executor().wait_from(&scheduler);
+    let dag_limit = scheduler.cpu_concurrency_semaphore(2);
     let world = Arc::new(World {
         scheduler,
         fs,
@@ -273,6 +303,12 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         submitted: AtomicU64::new(0),
         committed_hits: AtomicU64::new(0),
         checkpoints: AtomicU64::new(0),
+        resets: AtomicU64::new(0),
+        dag_limit,
+        dag_mail: (0..config.threads)
+            .map(|_| Mutex::new(Vec::new()))
+            .collect(),
+        dag_counts: dag::DagCounters::default(),
         barrier: Barrier::new(config.threads),
         config: config.clone(),
         paths: paths.clone(),
@@ -288,9 +324,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
             if id == 0 {
                 owned.push("ghost.txt".into());
             }
-            let generator = Generator::new(rng.next_u64(), sim.clone())
-                .owning(owned.clone())
-                .without_dags();
+            let generator = Generator::new(rng.next_u64(), sim.clone()).owning(owned.clone());
             std::thread::Builder::new()
                 .name(format!("sim-host-{id}"))
                 .spawn(move || {
@@ -300,6 +334,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
                         seq: 0,
                         generator,
                         pending: Vec::new(),
+                        dags: Vec::new(),
                         open_records: Vec::new(),
                         roots: Vec::new(),
                         witnesses: Vec::new(),
@@ -337,5 +372,6 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
             .executor()
             .nested_waits
             .load(Ordering::Relaxed),
+        dags: world.dag_counts.stats(),
     }
 }

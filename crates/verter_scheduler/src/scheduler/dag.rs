@@ -118,20 +118,17 @@ impl<E: StageExecutor> Scheduler<E> {
             return Ok(Admission::DedupeJoined(joiner));
         }
         let run = self.next_dag_run();
-        let shared = Arc::new(DagShared {
-            cell: verter_pools::WaitCell::new(),
+        let shared = Arc::new(DagShared::new(
             run,
-            scheduler: self.me.clone() as Weak<dyn CancelDag>,
-        });
+            self.me.clone() as Weak<dyn CancelDag>,
+        ));
         if dag.is_empty() {
             let handle = DagHandle {
                 shared: Arc::clone(&shared),
             };
             let mut post = self.post_work();
-            let results = DagResults::new(Vec::new());
-            post.dags_answered([
-                Box::new(move || shared.cell.set(results).is_ok()) as crate::post::DagDelivery
-            ]);
+            shared.stash(DagResults::new(Vec::new()));
+            post.dags_answered([Box::new(move || shared.deliver()) as crate::post::DagDelivery]);
             self.run_post(post);
             return Ok(Admission::Admitted(handle));
         }

@@ -152,6 +152,7 @@ fn main() -> ExitCode {
                 "early cutoff judged: {} stages verified without running, {} outputs unchanged, {} texts unchanged at the door",
                 report.cut_off[0], report.cut_off[1], report.cut_off[2]
             );
+            println!("{}", report.dags);
             println!("{} violations", report.violations.len());
             if report.violations.is_empty() {
                 ExitCode::SUCCESS

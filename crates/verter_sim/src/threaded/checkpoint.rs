@@ -100,6 +100,7 @@ pub(super) fn leader_check(world: &World) {
             })
             .collect();
         scheduler.reset();
+        world.resets.fetch_add(1, Ordering::SeqCst);
         let end = world.tick();
         for (path, index) in world.paths.iter().zip(records) {
             world.oracle.close(path, index, end);
@@ -133,6 +134,15 @@ fn check_quiescent(world: &World, checkpoint: u64, when: &str) {
     if report != QuiescenceReport::clean() {
         world.violate(format!(
             "checkpoint {checkpoint}: not quiescent {when}: {report:?}"
+        ));
+    }
+    let misrouted = scheduler
+        .executor()
+        .misrouted_contexts
+        .load(Ordering::SeqCst);
+    if misrouted != 0 {
+        world.violate(format!(
+            "checkpoint {checkpoint}: {misrouted} cache runs were handed another key's context"
         ));
     }
     let counters = scheduler.counters();

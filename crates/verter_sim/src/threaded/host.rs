@@ -16,6 +16,7 @@ use crate::ops::{Op, ReqSpec};
 use crate::oracle::{Asked, Change, OPEN, Reader, Tick, render};
 
 use super::checkpoint::leader_check;
+use super::dag::settle_mail;
 use super::{HostThread, MAX_PENDING, Pending, WATCHDOG, World};
 
 impl HostThread {
@@ -49,6 +50,9 @@ impl HostThread {
         let rng = self.generator.rng();
         if rng.chance(12) {
             let which = rng.below(64);
+            if rng.chance(20) {
+                return vec![Op::WaitDag(which)];
+            }
             return vec![Op::Wait(which)];
         }
         self.generator
@@ -58,12 +62,12 @@ impl HostThread {
             .collect()
     }
 
-    fn next_seq(&mut self) -> u64 {
+    pub(super) fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
     }
 
-    fn reader(&self, seq: u64) -> Reader {
+    pub(super) fn reader(&self, seq: u64) -> Reader {
         Reader {
             thread: self.id,
             seq,
@@ -265,17 +269,22 @@ impl HostThread {
                     }
                 }
             }
-            // Inline-only operations (its generator draws no host DAG).
+            Op::Dag {
+                nodes,
+                edges,
+                keep,
+                nonblocking,
+            } => self.submit_dag(world, nodes, edges, *keep, *nonblocking),
+            Op::DropDag(which) => self.drop_dag(world, *which),
+            Op::CancelDag(which) => self.cancel_dag(world, *which),
+            Op::CancelNodes(which) => self.cancel_nodes(world, *which),
+            Op::WaitDag(which) => self.wait_dag(world, *which),
+            // Inline-only operations.
             Op::Reset
             | Op::Pump
             | Op::Step(_)
             | Op::Within { .. }
             | Op::Check
-            | Op::Dag { .. }
-            | Op::DropDag(_)
-            | Op::CancelDag(_)
-            | Op::CancelNodes(_)
-            | Op::WaitDag(_)
             | Op::ReadyQueueBound(_) => {}
         }
     }
@@ -352,10 +361,13 @@ impl HostThread {
         for pending in std::mem::take(&mut self.pending) {
             self.judge(world, pending);
         }
+        self.settle_dags(world);
         self.close_open_records(world, world.tick());
         self.roots.clear();
         world.barrier.wait();
         if self.id == 0 {
+            // What other threads handed this one after it settled its own.
+            settle_mail(world);
             leader_check(world);
         }
         world.barrier.wait();

@@ -2,5 +2,6 @@
 //! host DAGs are judged, and a bounded threaded soak finds nothing.
 
 mod dag;
+mod dag_cancel_race;
 mod inline;
 mod threaded;

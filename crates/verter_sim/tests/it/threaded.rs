@@ -1,4 +1,5 @@
-//! A short threaded soak: 8 host threads on real pools find nothing.
+//! A short threaded soak: 8 host threads on real pools (host DAGs
+//! among their operations) find nothing.
 
 use verter_sim::threaded::{SoakConfig, soak};
 
@@ -12,4 +13,7 @@ fn a_short_threaded_soak_finds_no_violation() {
     assert!(report.violations.is_empty(), "{:#?}", report.violations);
     assert!(report.checkpoints >= 4);
     assert!(report.answers > 1_000);
+    // Host DAGs ran from every thread and were judged.
+    assert!(report.dags.submitted > 0, "{}", report.dags);
+    assert!(report.dags.nodes_judged > 0, "{}", report.dags);
 }
