@@ -118,10 +118,7 @@ impl<E: StageExecutor> Scheduler<E> {
             return Ok(Admission::DedupeJoined(joiner));
         }
         let run = self.next_dag_run();
-        let shared = Arc::new(DagShared::new(
-            run,
-            self.me.clone() as Weak<dyn CancelDag>,
-        ));
+        let shared = Arc::new(DagShared::new(run, self.me.clone() as Weak<dyn CancelDag>));
         if dag.is_empty() {
             let handle = DagHandle {
                 shared: Arc::clone(&shared),
