@@ -4,7 +4,6 @@
 use std::sync::{Arc, Weak};
 
 use verter_dag::{Priority, SchedulerCacheId};
-use verter_pools::WaitCell;
 
 use super::*;
 use crate::dag_types::{CancelDag, ConcurrencyLimit};
@@ -20,11 +19,10 @@ impl CancelDag for NoScheduler {
 type Runs = DagRuns<Lines, ()>;
 
 fn shared(run: u64) -> Arc<DagShared<Lines>> {
-    Arc::new(DagShared {
-        cell: WaitCell::new(),
+    Arc::new(DagShared::new(
         run,
-        scheduler: Weak::<NoScheduler>::new() as Weak<dyn CancelDag>,
-    })
+        Weak::<NoScheduler>::new() as Weak<dyn CancelDag>,
+    ))
 }
 
 fn cache_node(key: u64, pending: u32, limit: Option<ConcurrencyLimit>) -> RunNode<Lines, ()> {
