@@ -145,6 +145,11 @@ pub(crate) struct DagRuns<E: StageExecutor, F> {
     held: [VecDeque<NodeRef>; 4],
     /// Answers to route: an answered node's skipped successors.
     cascade: Vec<(NodeRef, Result<NodeOutput<E>, RequestError>)>,
+    /// Answers let go without being kept (a node answered already, a value
+    /// a cancelled token replaced): they may hold the host's outputs or
+    /// errors, so the scheduler drops them after the lock
+    /// ([`Self::take_released`]), never here.
+    released: Vec<Result<NodeOutput<E>, RequestError>>,
 }
 
 impl<E: StageExecutor, F> Default for DagRuns<E, F> {
@@ -156,6 +161,7 @@ impl<E: StageExecutor, F> Default for DagRuns<E, F> {
             limits: HashMap::default(),
             held: Default::default(),
             cascade: Vec::new(),
+            released: Vec::new(),
         }
     }
 }
@@ -426,8 +432,8 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
     /// it `Cancelled`), gives its permit back, and lets the edges after it
     /// go or skips the nodes they gate, transitively. Returns the runs this
     /// answered whole, for post-lock delivery. A node answered already, or
-    /// of a run answered already, is left alone: its outcome is dropped
-    /// (the caller passes it to post-work if it holds host values).
+    /// of a run answered already, is left alone: its outcome joins the
+    /// released answers ([`Self::take_released`]).
     pub(crate) fn answer(
         &mut self,
         node: NodeRef,
@@ -447,19 +453,23 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         outcome: Result<NodeOutput<E>, RequestError>,
         done: &mut Vec<DagDelivery>,
     ) {
-        let Some(n) = self.node_mut(node) else {
+        let Some(n) = self
+            .runs
+            .get_mut(&node.run)
+            .and_then(|run| run.nodes.get_mut(node.node as usize))
+            .filter(|n| n.state != State::Answered)
+        else {
+            self.released.push(outcome);
             return;
         };
-        if n.state == State::Answered {
-            return;
-        }
         let was_handed = n.state == State::Handed;
         let outcome = match outcome {
-            Ok(_)
+            Ok(value)
                 if n.cancel
                     .as_ref()
                     .is_some_and(CancellationToken::is_cancelled) =>
             {
+                self.released.push(Ok(value));
                 Err(RequestError::Cancelled)
             }
             outcome => outcome,
@@ -575,6 +585,17 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
             self.release_permit(NodeRef { run, node: index });
         }
         (orphaned, self.finish(run))
+    }
+
+    /// Whether answers were let go that the caller must drop after the
+    /// lock.
+    pub(crate) fn has_released(&self) -> bool {
+        !self.released.is_empty()
+    }
+
+    /// The answers let go since the last call, to drop after the lock.
+    pub(crate) fn take_released(&mut self) -> Vec<Result<NodeOutput<E>, RequestError>> {
+        std::mem::take(&mut self.released)
     }
 
     /// Every run's id, to cancel them all (reset, shutdown).

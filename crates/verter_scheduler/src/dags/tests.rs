@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Weak};
 
-use verter_dag::{Priority, SchedulerCacheId};
+use verter_dag::{CancellationToken, Priority, SchedulerCacheId};
 
 use super::*;
 use crate::dag_types::{CancelDag, ConcurrencyLimit};
@@ -333,4 +333,38 @@ fn a_woken_node_answered_without_its_permit_wakes_the_next() {
     assert!(runs.answer(woken, Err(RequestError::Cancelled)).is_empty());
     let next = runs.pop_held().expect("the wake-up passed on");
     assert!(runs.take_permit(next));
+}
+
+/// Nothing the DAG state lets go of is dropped under the lock: an answer to
+/// a node answered already, and a value its cancelled token replaced, are
+/// handed back for the post-work.
+#[test]
+fn answers_let_go_are_handed_back_not_dropped() {
+    let mut runs = Runs::default();
+    let token = CancellationToken::new();
+    let mut cancelled = cache_node(1, 0, None);
+    cancelled.cancel = Some(token.clone());
+    insert(
+        &mut runs,
+        shared(11),
+        vec![cache_node(0, 0, None), cancelled],
+        &[],
+    );
+    assert!(runs.answer(at(11, 0), value(0)).is_empty());
+    assert!(!runs.has_released());
+    // A second answer to node 0.
+    assert!(runs.answer(at(11, 0), value(7)).is_empty());
+    // Node 1's value arrives after its token was cancelled.
+    token.cancel();
+    assert_eq!(deliver(runs.answer(at(11, 1), value(1))), 1);
+    let released = runs.take_released();
+    let values: Vec<usize> = released
+        .iter()
+        .map(|outcome| match outcome {
+            Ok(NodeOutput::Cache(output)) => **output,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(values, [7, 1]);
+    assert!(!runs.has_released());
 }

@@ -277,6 +277,7 @@ impl<E: StageExecutor> Scheduler<E> {
             }
             let handed = self.hand_over(locked, post);
             if !routed && !handed && !post.has_dag_answers() {
+                Self::release_answers(locked, post);
                 return;
             }
         }
@@ -285,7 +286,16 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Whether `settle_dags` has anything to do at the end of a hold.
     pub(crate) fn dags_unsettled(&self, locked: &Locked<E>, post: &PostWork<E>) -> bool {
         post.has_dag_answers()
+            || locked.dags.has_released()
             || (locked.dags.has_held() && Self::depth(locked) < self.config.max_ready_queue_depth)
+    }
+
+    /// Hands the answers the DAG state let go of to the post-work, which
+    /// drops them after the lock: they may hold the host's outputs.
+    fn release_answers(locked: &mut Locked<E>, post: &mut PostWork<E>) {
+        if locked.dags.has_released() {
+            post.discard(locked.dags.take_released());
+        }
     }
 
     /// Hands held nodes to the stages while the ready queue has room;
@@ -424,6 +434,7 @@ impl<E: StageExecutor> Scheduler<E> {
         for run in locked.dags.run_ids() {
             self.cancel_run(locked, post, run);
         }
+        Self::release_answers(locked, post);
         debug_assert_eq!(locked.dags.flights(), 0, "every flight had a member");
     }
 }
