@@ -297,6 +297,16 @@ impl Dag {
         self
     }
 
+    /// Adds the edge from the node added `upstream`-th to the node added
+    /// `downstream`-th ([`NodeId::index`]), for a host that keeps its
+    /// graph by position. An index out of range is refused at submission
+    /// ([`DagError::UnknownNode`]).
+    pub fn edge_at(&mut self, upstream: usize, downstream: usize, gate: EdgeGate) -> &mut Self {
+        let index = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+        self.edges.push((index(upstream), index(downstream), gate));
+        self
+    }
+
     /// How many nodes it has.
     pub fn len(&self) -> usize {
         self.nodes.len()

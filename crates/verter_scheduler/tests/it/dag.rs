@@ -720,3 +720,27 @@ fn malformed_dags_are_refused_with_typed_errors() {
     );
     assert_quiet(&scheduler);
 }
+
+#[test]
+fn edges_by_position_gate_like_typed_ones_and_a_bad_position_is_refused() {
+    let files = MemFiles::default();
+    let exec = DagExec::default();
+    exec.behave(1, Behaviour::Fail);
+    let scheduler = inline(&files, &exec);
+    let mut dag = Dag::new();
+    let keys = [1, 2, 3];
+    let nodes: Vec<_> = keys.iter().map(|&key| dag.add(cache(key))).collect();
+    dag.edge_at(0, 1, EdgeGate::ConditionalOnSuccess)
+        .edge_at(0, 2, EdgeGate::Sequential);
+    let results = scheduler.wait(&submit(&scheduler, dag));
+    assert!(upstream_failed(&results, nodes[1].index()));
+    assert_eq!(*results.get(nodes[2]).expect("sequential goes"), 3);
+    let mut dag = Dag::new();
+    dag.add(cache(4));
+    dag.edge_at(0, usize::MAX, EdgeGate::Sequential);
+    assert!(matches!(
+        scheduler.submit_dag(dag, &NoDedupeHook),
+        Err(DagError::UnknownNode { len: 1, .. })
+    ));
+    assert_quiet(&scheduler);
+}
