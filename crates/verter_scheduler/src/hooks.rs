@@ -22,6 +22,28 @@ pub(crate) fn guarded(panics: &AtomicU64, hook: impl FnOnce()) {
     }
 }
 
+/// Reports `event`: to the hooks (their panics caught and counted in
+/// `panics`), and as a `tracing` event at debug level on the target
+/// `verter::events`, with the fields `kind` ([`SchedulerEvent::kind`]),
+/// `work` (the identity it is about) and, for a cutoff, `cut_off`. The one
+/// place an event leaves the scheduler.
+pub(crate) fn emit(hooks: &dyn Hooks, panics: &AtomicU64, event: &SchedulerEvent) {
+    guarded(panics, || hooks.on_event(event));
+    let kind = event.kind();
+    match event {
+        SchedulerEvent::DidCutOff(work, how) => {
+            tracing::debug!(target: "verter::events", kind, work = %work, cut_off = ?how);
+        }
+        _ => tracing::debug!(target: "verter::events", kind, work = %event.work()),
+    }
+}
+
+/// Whether a `tracing` subscriber wants the scheduler's events (debug level
+/// on `verter::events`), asked once, when a scheduler is built.
+pub(crate) fn traced() -> bool {
+    tracing::enabled!(target: "verter::events", tracing::Level::DEBUG)
+}
+
 /// How a stage was cut off: what [`SchedulerEvent::DidCutOff`] reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CutOff {
@@ -65,6 +87,35 @@ pub enum SchedulerEvent {
     DidRefuseStale(WorkNodeIdentity),
 }
 
+impl SchedulerEvent {
+    /// Its kind, as the `kind` field of its `tracing` event says it
+    /// (`"DidComplete"`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::DidJoin(_) => "DidJoin",
+            Self::WillLoad(_) => "WillLoad",
+            Self::WillExecute(_) => "WillExecute",
+            Self::DidComplete(_) => "DidComplete",
+            Self::DidCutOff(..) => "DidCutOff",
+            Self::DidFail(_) => "DidFail",
+            Self::DidRefuseStale(_) => "DidRefuseStale",
+        }
+    }
+
+    /// The work it is about (for a join, the stage the request joined).
+    pub fn work(&self) -> WorkNodeIdentity {
+        match self {
+            Self::DidJoin(key) => WorkNodeIdentity::File(*key),
+            Self::WillLoad(work)
+            | Self::WillExecute(work)
+            | Self::DidComplete(work)
+            | Self::DidCutOff(work, _)
+            | Self::DidFail(work)
+            | Self::DidRefuseStale(work) => *work,
+        }
+    }
+}
+
 /// Test seams. Every method has a no-op default.
 pub trait Hooks: Send + Sync + 'static {
     /// Called at `point` for `work` running in `class` (a Source is loaded
@@ -80,8 +131,9 @@ pub trait Hooks: Send + Sync + 'static {
 
     /// Whether [`Hooks::on_event`] does anything. When `false`, the
     /// scheduler does not build events at all (the production default: no
-    /// allocation or identity clone per stage for nobody). Read once, when
-    /// the scheduler is built.
+    /// allocation or identity clone per stage for nobody) — unless a
+    /// `tracing` subscriber wants them (debug level on the target
+    /// `verter::events`). Both are read once, when the scheduler is built.
     fn observes_events(&self) -> bool {
         true
     }

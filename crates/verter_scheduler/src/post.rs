@@ -420,7 +420,7 @@ impl<E: StageExecutor> PostWork<E> {
             "answers and events are delivered only after the DAG lock is released"
         );
         for event in &self.events {
-            crate::hooks::guarded(hook_panics, || hooks.on_event(event));
+            crate::hooks::emit(hooks, hook_panics, event);
         }
         for (slot, result) in self.answers {
             let state = slot.state();

@@ -281,7 +281,9 @@ pub struct Scheduler<E: StageExecutor> {
     /// Raised after every post-work delivery and every enqueue: wakes idle
     /// driving waiters and `wait_idle` instead of a clock.
     pub(crate) progress: ProgressSignal,
-    /// Whether the hooks observe events (`Hooks::observes_events`, read once).
+    /// Whether anyone observes events: the hooks (`Hooks::observes_events`)
+    /// or a `tracing` subscriber at debug level on `verter::events`; read
+    /// once.
     pub(crate) observes_events: bool,
     /// Whether the hooks pause (`Hooks::pauses`, read once).
     pub(crate) pauses: bool,
@@ -299,7 +301,7 @@ impl<E: StageExecutor> Scheduler<E> {
         teardown_tx: Sender<()>,
     ) -> Arc<Self> {
         let inbox = Inbox::new(config.inbox_capacity, config.inbox_capacity);
-        let observes_events = config.hooks.observes_events();
+        let observes_events = config.hooks.observes_events() || crate::hooks::traced();
         let pauses = config.hooks.pauses();
         Arc::new_cyclic(|me| Self {
             me: me.clone(),

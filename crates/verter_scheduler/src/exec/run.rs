@@ -114,7 +114,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 Work::Load => SchedulerEvent::WillLoad(identity),
                 _ => SchedulerEvent::WillExecute(identity),
             };
-            guarded(panics, || hooks.on_event(&event));
+            crate::hooks::emit(&**hooks, panics, &event);
         }
         let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
         let _span = span.enter();
@@ -225,7 +225,7 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         if self.observes_events {
             let event = SchedulerEvent::WillExecute(identity);
-            guarded(panics, || hooks.on_event(&event));
+            crate::hooks::emit(&**hooks, panics, &event);
         }
         let _span = tracing::debug_span!("cache node", node = %identity, generation).entered();
         self.counters.cache_runs.fetch_add(1, Ordering::Relaxed);
