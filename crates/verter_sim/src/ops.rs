@@ -17,7 +17,7 @@ use crate::rng::SimRng;
 mod dag;
 
 pub use dag::{
-    CACHE_ID, CACHE_KEYS, DagEdge, DagNodeSpec, DagTask, TokenSpec, gate_name, has_cycle,
+    CACHE_ID, CACHE_KEYS, DagEdge, DagNodeSpec, DagTask, TokenSpec, build_dag, gate_name, has_cycle,
 };
 
 /// The artifact profiles the simulator asks for.

@@ -10,15 +10,12 @@
 
 use std::sync::Arc;
 
-use verter_dag::{CancellationToken, TargetStage};
+use verter_dag::CancellationToken;
 use verter_pools::{PumpDriver, PumpOutcome};
-use verter_scheduler::{
-    Admission, Cache, CacheTask, Dag, DagError, DagHandle, EdgeGate, NoDedupeHook, NodeId,
-    NodeOptions, RequestContext, stage,
-};
+use verter_scheduler::{Admission, DagError, DagHandle, NoDedupeHook};
 
-use crate::lang::{SimCacheContext, SimExecutor};
-use crate::ops::{CACHE_ID, DagEdge, DagNodeSpec, DagTask, Op, TokenSpec, has_cycle};
+use crate::lang::SimExecutor;
+use crate::ops::{DagEdge, DagNodeSpec, Op, build_dag, has_cycle};
 use crate::oracle::{DagAsked, Reader, Tick, render_node};
 use crate::rng::{fnv1a, mix};
 
@@ -82,95 +79,7 @@ pub(super) struct TrackedDag {
     nonblocking: bool,
 }
 
-/// A node id of any kind, so edges can join nodes of different kinds.
-#[derive(Clone, Copy)]
-enum AnyId {
-    Source(NodeId<stage::Source>),
-    Analysis(NodeId<stage::Analysis>),
-    Artifact(NodeId<stage::Artifact>),
-    Cache(NodeId<Cache>),
-}
-
-fn edge_from<A>(dag: &mut Dag, from: NodeId<A>, to: AnyId, gate: EdgeGate) {
-    match to {
-        AnyId::Source(to) => dag.edge(from, to, gate),
-        AnyId::Analysis(to) => dag.edge(from, to, gate),
-        AnyId::Artifact(to) => dag.edge(from, to, gate),
-        AnyId::Cache(to) => dag.edge(from, to, gate),
-    };
-}
-
-fn edge(dag: &mut Dag, from: AnyId, to: AnyId, gate: EdgeGate) {
-    match from {
-        AnyId::Source(from) => edge_from(dag, from, to, gate),
-        AnyId::Analysis(from) => edge_from(dag, from, to, gate),
-        AnyId::Artifact(from) => edge_from(dag, from, to, gate),
-        AnyId::Cache(from) => edge_from(dag, from, to, gate),
-    }
-}
-
 impl Shared {
-    /// The scheduler `Dag` of a spec, and the live tokens of its nodes.
-    fn build_dag(&self, nodes: &[DagNodeSpec], edges: &[DagEdge]) -> (Dag, Vec<CancellationToken>) {
-        let mut dag = Dag::new();
-        let mut tokens = Vec::new();
-        let mut ids = Vec::with_capacity(nodes.len());
-        for node in nodes {
-            let mut options = NodeOptions::new();
-            if let Some(priority) = node.priority {
-                options = options.priority(priority);
-            }
-            match node.token {
-                TokenSpec::None => {}
-                TokenSpec::Cancelled => {
-                    let token = CancellationToken::new();
-                    token.cancel();
-                    options = options.cancel(token);
-                }
-                TokenSpec::Live => {
-                    let token = CancellationToken::new();
-                    tokens.push(token.clone());
-                    options = options.cancel(token);
-                }
-            }
-            if node.limited {
-                options = options.limit(self.limit());
-            }
-            let id = match &node.task {
-                DagTask::File { path, stage } => {
-                    let path = path.as_str();
-                    match *stage {
-                        TargetStage::Source => AnyId::Source(
-                            dag.add_with(stage::StageKind::of(stage::Source, path), options),
-                        ),
-                        TargetStage::Analysis => AnyId::Analysis(
-                            dag.add_with(stage::StageKind::of(stage::Analysis, path), options),
-                        ),
-                        TargetStage::Artifact(profile) => AnyId::Artifact(dag.add_with(
-                            stage::StageKind::of(stage::Artifact(profile), path),
-                            options,
-                        )),
-                    }
-                }
-                DagTask::Cache(key) => {
-                    if node.context {
-                        options = options.context(RequestContext::new(SimCacheContext(*key)));
-                    }
-                    AnyId::Cache(dag.add_with(CacheTask::new(CACHE_ID, *key), options))
-                }
-            };
-            ids.push(id);
-        }
-        for &(from, to, gate) in edges {
-            // An edge naming a node the DAG does not have is skipped (the
-            // shrinker re-indexes edges, so none is drawn or left).
-            if let (Some(&from), Some(&to)) = (ids.get(from as usize), ids.get(to as usize)) {
-                edge(&mut dag, from, to, gate);
-            }
-        }
-        (dag, tokens)
-    }
-
     /// `Op::Dag`: submits, checks what a refusal or backpressure left, and
     /// keeps (or drops) the handle.
     pub(super) fn submit_dag(
@@ -183,7 +92,7 @@ impl Shared {
     ) {
         let scheduler = self.scheduler();
         let cyclic = has_cycle(nodes.len(), edges);
-        let (dag, tokens) = self.build_dag(nodes, edges);
+        let (dag, tokens) = build_dag(nodes, edges, self.limit());
         // Inside a hook nothing may pump: a blocking submission could.
         let nonblocking = nonblocking || in_hook;
         let snapshot = || {

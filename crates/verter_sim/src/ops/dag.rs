@@ -8,7 +8,12 @@
 use std::fmt;
 
 use verter_dag::{Priority, SchedulerCacheId, TargetStage};
-use verter_scheduler::EdgeGate;
+use verter_scheduler::stage::{self, StageKind};
+use verter_scheduler::{
+    CacheTask, CancellationToken, ConcurrencyLimit, Dag, EdgeGate, NodeOptions, RequestContext,
+};
+
+use crate::lang::SimCacheContext;
 
 use super::{Generator, Op, STAGES};
 
@@ -277,6 +282,69 @@ pub(super) fn fmt_dag(
         .map(|&(from, to, gate)| format!("{from}->{to} {}", gate_name(gate)))
         .collect();
     write!(f, "[{}] edges [{}]", nodes.join("; "), edges.join(", "))
+}
+
+/// The scheduler `Dag` of a spec, its limited nodes on `limit`, and the
+/// live tokens of its nodes (what `CancelNodes` cancels). An edge naming a
+/// node the DAG does not have is skipped (the shrinker re-indexes edges, so
+/// none is drawn or left). Shared by the inline and the threaded driver.
+pub fn build_dag(
+    nodes: &[DagNodeSpec],
+    edges: &[DagEdge],
+    limit: &ConcurrencyLimit,
+) -> (Dag, Vec<CancellationToken>) {
+    let mut dag = Dag::new();
+    let mut tokens = Vec::new();
+    for node in nodes {
+        let mut options = NodeOptions::new();
+        if let Some(priority) = node.priority {
+            options = options.priority(priority);
+        }
+        match node.token {
+            TokenSpec::None => {}
+            TokenSpec::Cancelled => {
+                let token = CancellationToken::new();
+                token.cancel();
+                options = options.cancel(token);
+            }
+            TokenSpec::Live => {
+                let token = CancellationToken::new();
+                tokens.push(token.clone());
+                options = options.cancel(token);
+            }
+        }
+        if node.limited {
+            options = options.limit(limit);
+        }
+        match &node.task {
+            DagTask::File { path, stage } => {
+                let path = path.as_str();
+                match *stage {
+                    TargetStage::Source => {
+                        dag.add_with(stage::Source.of(path), options);
+                    }
+                    TargetStage::Analysis => {
+                        dag.add_with(stage::Analysis.of(path), options);
+                    }
+                    TargetStage::Artifact(profile) => {
+                        dag.add_with(stage::Artifact(profile).of(path), options);
+                    }
+                }
+            }
+            DagTask::Cache(key) => {
+                if node.context {
+                    options = options.context(RequestContext::new(SimCacheContext(*key)));
+                }
+                dag.add_with(CacheTask::new(CACHE_ID, *key), options);
+            }
+        }
+    }
+    for &(from, to, gate) in edges {
+        if (from as usize) < nodes.len() && (to as usize) < nodes.len() {
+            dag.edge_at(from as usize, to as usize, gate);
+        }
+    }
+    (dag, tokens)
 }
 
 #[cfg(test)]

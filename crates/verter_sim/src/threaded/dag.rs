@@ -19,14 +19,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use verter_scheduler::{
-    Admission, Cache, CacheTask, CancellationToken, ConcurrencyLimit, Dag, DagHandle, DagResults,
-    DedupeHook, DedupeJoiner, EdgeGate, NoDedupeHook, NodeId, NodeOptions, RequestContext,
-    TargetStage, WorkNodeIdentity, stage,
+    Admission, CancellationToken, DagHandle, DagResults, DedupeHook, DedupeJoiner, NoDedupeHook,
+    WorkNodeIdentity,
 };
 
 use crate::fs::canonical_name;
-use crate::lang::{SimCacheContext, SimExecutor};
-use crate::ops::{CACHE_ID, DagEdge, DagNodeSpec, DagTask, Op, TokenSpec};
+use crate::lang::SimExecutor;
+use crate::ops::{CACHE_ID, DagEdge, DagNodeSpec, DagTask, Op, build_dag};
 use crate::oracle::{DagAsked, Reader, Tick, render_node};
 
 use super::{HostThread, WATCHDOG, World};
@@ -136,97 +135,6 @@ impl DedupeHook for SoakHook {
         *self.probed.lock() = Some(*identity);
         self.join.then(|| DedupeJoiner::new(*identity))
     }
-}
-
-/// A node id of any kind, so edges can join nodes of different kinds.
-#[derive(Clone, Copy)]
-enum AnyId {
-    Source(NodeId<stage::Source>),
-    Analysis(NodeId<stage::Analysis>),
-    Artifact(NodeId<stage::Artifact>),
-    Cache(NodeId<Cache>),
-}
-
-fn edge_from<A>(dag: &mut Dag, from: NodeId<A>, to: AnyId, gate: EdgeGate) {
-    match to {
-        AnyId::Source(to) => dag.edge(from, to, gate),
-        AnyId::Analysis(to) => dag.edge(from, to, gate),
-        AnyId::Artifact(to) => dag.edge(from, to, gate),
-        AnyId::Cache(to) => dag.edge(from, to, gate),
-    };
-}
-
-fn edge(dag: &mut Dag, from: AnyId, to: AnyId, gate: EdgeGate) {
-    match from {
-        AnyId::Source(from) => edge_from(dag, from, to, gate),
-        AnyId::Analysis(from) => edge_from(dag, from, to, gate),
-        AnyId::Artifact(from) => edge_from(dag, from, to, gate),
-        AnyId::Cache(from) => edge_from(dag, from, to, gate),
-    }
-}
-
-/// The scheduler `Dag` of a spec (as the inline simulator builds it), and
-/// the live tokens of its nodes.
-fn build_dag(
-    nodes: &[DagNodeSpec],
-    edges: &[DagEdge],
-    limit: &ConcurrencyLimit,
-) -> (Dag, Vec<CancellationToken>) {
-    let mut dag = Dag::new();
-    let mut tokens = Vec::new();
-    let mut ids = Vec::with_capacity(nodes.len());
-    for node in nodes {
-        let mut options = NodeOptions::new();
-        if let Some(priority) = node.priority {
-            options = options.priority(priority);
-        }
-        match node.token {
-            TokenSpec::None => {}
-            TokenSpec::Cancelled => {
-                let token = CancellationToken::new();
-                token.cancel();
-                options = options.cancel(token);
-            }
-            TokenSpec::Live => {
-                let token = CancellationToken::new();
-                tokens.push(token.clone());
-                options = options.cancel(token);
-            }
-        }
-        if node.limited {
-            options = options.limit(limit);
-        }
-        let id = match &node.task {
-            DagTask::File { path, stage } => {
-                let path = path.as_str();
-                match *stage {
-                    TargetStage::Source => AnyId::Source(
-                        dag.add_with(stage::StageKind::of(stage::Source, path), options),
-                    ),
-                    TargetStage::Analysis => AnyId::Analysis(
-                        dag.add_with(stage::StageKind::of(stage::Analysis, path), options),
-                    ),
-                    TargetStage::Artifact(profile) => AnyId::Artifact(dag.add_with(
-                        stage::StageKind::of(stage::Artifact(profile), path),
-                        options,
-                    )),
-                }
-            }
-            DagTask::Cache(key) => {
-                if node.context {
-                    options = options.context(RequestContext::new(SimCacheContext(*key)));
-                }
-                AnyId::Cache(dag.add_with(CacheTask::new(CACHE_ID, *key), options))
-            }
-        };
-        ids.push(id);
-    }
-    for &(from, to, gate) in edges {
-        if let (Some(&from), Some(&to)) = (ids.get(from as usize), ids.get(to as usize)) {
-            edge(&mut dag, from, to, gate);
-        }
-    }
-    (dag, tokens)
 }
 
 /// The DAG's one output (its only node no edge leaves), as `Dag::output`
