@@ -17,7 +17,7 @@
 //! **What is measured** (median of `iterations` runs, each on a fresh
 //! scheduler whose threads are up before the clock starts):
 //! *build*, the host building the [`Dag`] (`add`, `edge`); *admission*,
-//! the `submit_dag` call; *wall*, from `submit_dag` until `wait_dag`
+//! the `submit_dag` call; *wall*, from `submit_dag` until `wait`
 //! returns every answer; per node, each over the DAG's nodes. *overhead*
 //! is W1's: (wall × threads − Σ kernel time) / nodes, Σ kernel time being
 //! one serial run of every node's kernel in a plain loop. The ready queue
@@ -310,13 +310,13 @@ struct VerterRun {
     cache_runs: u64,
     completion_holds: u64,
     caller_stages: u64,
-    /// Allocations from `submit_dag` until `wait_dag` returned, every
+    /// Allocations from `submit_dag` until `wait` returned, every
     /// thread's.
     allocs: u64,
 }
 
 /// verter: a fresh scheduler (its threads up before the clock starts)
-/// builds the DAG, submits it with `submit_dag` and waits with `wait_dag`;
+/// builds the DAG, submits it with `submit_dag` and waits with `wait`;
 /// every answer is compared with `expected`.
 fn verter_once(shape: DagShape, plan: &Plan, sources: &Sources, expected: &[u64]) -> VerterRun {
     let system =
@@ -336,7 +336,7 @@ fn verter_once(shape: DagShape, plan: &Plan, sources: &Sources, expected: &[u64]
         Err(error) => panic!("the workload's DAG is well formed: {error}"),
     };
     let admission = submitted.elapsed();
-    let results = scheduler.wait_dag(&handle);
+    let results = scheduler.wait(&handle);
     let wall = submitted.elapsed();
     let allocs = alloc_count::global().since(allocs_before).allocs;
     assert_eq!(results.outcomes().len(), expected.len());

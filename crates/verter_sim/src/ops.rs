@@ -176,7 +176,7 @@ pub enum Op {
     CancelDag(usize),
     /// Cancels the live node tokens of one kept DAG.
     CancelNodes(usize),
-    /// Waits for one kept DAG handle (`wait_dag`, inline: after pumping
+    /// Waits for one kept DAG handle (`Scheduler::wait`, inline: after pumping
     /// until it is answered).
     WaitDag(usize),
     /// The run's `max_ready_queue_depth`, read before the run starts (where

@@ -429,7 +429,7 @@ pub(super) fn render_dag(out: &mut String, records: &[Record]) {
          the DAG with new keys and runs it on a fresh scheduler (its threads started before the clock) with the \
          default `max_ready_queue_depth` of 64: at most 64 ready stages are queued, and the DAG's other \
          ready nodes are held. *build*: the host's `Dag::add` and `Dag::edge` calls; *admission*: the \
-         `submit_dag` call; *wall*: from `submit_dag` until `wait_dag` returned every answer (admission \
+         `submit_dag` call; *wall*: from `submit_dag` until `wait` returned every answer (admission \
          included); per node, over the N nodes. *overhead* as W1's: (wall × threads − Σ kernel time) / N. \
          Baselines in the same process, on the same DAG: *serial loop*, Kahn's algorithm on one thread (its \
          adjacency built inside its time); *rayon*, one `par_iter` per level on the same number of threads. \

@@ -84,11 +84,6 @@ impl<E: StageExecutor> Scheduler<E> {
         ConcurrencyLimit::new(permits)
     }
 
-    /// [`Self::wait`] on a DAG's handle.
-    pub fn wait_dag(&self, handle: &DagHandle<E>) -> DagResults<E> {
-        self.wait(handle)
-    }
-
     fn depth(locked: &Locked<E>) -> usize {
         locked.dag.ready_len(ResourceClass::Cpu) + locked.dag.ready_len(ResourceClass::Io)
     }

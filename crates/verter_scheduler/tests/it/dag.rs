@@ -199,6 +199,17 @@ fn submit(scheduler: &Scheduler<DagExec>, dag: Dag) -> DagHandle<DagExec> {
     admitted(scheduler.submit_dag(dag, &NoDedupeHook))
 }
 
+/// Submits a DAG of the one cache node `task`, run as `options` say.
+fn submit_one(
+    scheduler: &Scheduler<DagExec>,
+    task: CacheTask,
+    options: NodeOptions,
+) -> DagHandle<DagExec> {
+    let mut dag = Dag::new();
+    dag.add_with(task, options);
+    submit(scheduler, dag)
+}
+
 fn assert_quiet(scheduler: &Scheduler<DagExec>) {
     assert!(
         scheduler.wait_idle(Duration::from_secs(30)),
@@ -612,20 +623,16 @@ fn a_higher_priority_dag_raises_a_node_it_shares() {
     let scheduler = one_at_a_time(&files, &exec);
     // Node 0 takes the one CPU slot; then, at Low, `earlier` and `shared`
     // wait in the ready queue, in that order.
-    let mut busy = Dag::new();
-    busy.add(cache(0));
-    let busy = submit(&scheduler, busy);
+    let busy = submit_one(&scheduler, cache(0), NodeOptions::new());
     let low = || NodeOptions::new().priority(Priority::Low);
-    let mut first = Dag::new();
-    first.add_with(cache(1), low());
-    let mut second = Dag::new();
-    second.add_with(cache(2), low());
-    let earlier = submit(&scheduler, first);
-    let shared = submit(&scheduler, second);
+    let earlier = submit_one(&scheduler, cache(1), low());
+    let shared = submit_one(&scheduler, cache(2), low());
     // A High DAG shares node 2: it runs first.
-    let mut urgent = Dag::new();
-    urgent.add_with(cache(2), NodeOptions::new().priority(Priority::High));
-    let urgent = submit(&scheduler, urgent);
+    let urgent = submit_one(
+        &scheduler,
+        cache(2),
+        NodeOptions::new().priority(Priority::High),
+    );
     scheduler.wait(&busy);
     scheduler.wait(&urgent);
     scheduler.wait(&earlier);
@@ -639,12 +646,8 @@ fn a_node_inherits_the_priority_of_the_nodes_after_it() {
     let files = MemFiles::default();
     let exec = DagExec::default();
     let scheduler = one_at_a_time(&files, &exec);
-    let mut busy = Dag::new();
-    busy.add(cache(0));
-    let busy = submit(&scheduler, busy);
-    let mut plain = Dag::new();
-    plain.add(cache(1));
-    let plain = submit(&scheduler, plain);
+    let busy = submit_one(&scheduler, cache(0), NodeOptions::new());
+    let plain = submit_one(&scheduler, cache(1), NodeOptions::new());
     // `feeder` asks for Low, but feeds a Critical node.
     let mut dag = Dag::new();
     let feeder = dag.add_with(cache(2), NodeOptions::new().priority(Priority::Low));

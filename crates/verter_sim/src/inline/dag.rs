@@ -260,7 +260,7 @@ impl Shared {
 
     /// `Op::WaitDag`: pumps until the DAG is answered (a DAG left
     /// unanswered by an idle inline scheduler is a violation), then
-    /// `wait_dag`, which must return its answer at once.
+    /// `wait`, which must return its answer at once.
     pub(super) fn wait_dag(&self, which: usize) {
         let handle = {
             let state = self.state.lock();
@@ -277,11 +277,11 @@ impl Shared {
                 }
             }
             if handle.is_answered() {
-                let waited = scheduler.wait_dag(&handle);
+                let waited = scheduler.wait(&*handle);
                 let answered = handle.try_results().map(|r| r.outcomes().len());
                 if answered != Some(waited.outcomes().len()) {
                     self.violate(format!(
-                        "wait_dag answered {} nodes, the handle {answered:?}",
+                        "wait answered {} nodes, the handle {answered:?}",
                         waited.outcomes().len()
                     ));
                 }
