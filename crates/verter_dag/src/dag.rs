@@ -79,6 +79,8 @@ use crate::ready::{
 };
 use slots::VersionSlot;
 
+pub use demand::{Demand, DemandRoot, MAX_DEMAND_DEPTH};
+
 /// Budgets and fairness settings of a [`SchedulerDag`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DagConfig {
@@ -580,6 +582,7 @@ impl<P> SchedulerDag<P> {
 }
 
 mod completion;
+mod demand;
 mod internals;
 mod links;
 mod objects;

@@ -101,6 +101,18 @@ pub struct Dispatch {
     /// The capacity reservation it holds, handed back to the ledger by
     /// whatever consumes it (private: only the DAG makes a dispatch).
     pub(crate) reserved: crate::ready::Reserved,
+    /// The ticket of the ready-queue entry it was taken from.
+    pub(crate) ticket: u64,
+}
+
+impl Dispatch {
+    /// The ticket of the ready-queue entry it was taken from: issued when
+    /// the work was made ready (or moved lanes) and counting up, so with
+    /// [`crate::SchedulerDag::tickets_issued`] read at the end of each lock
+    /// hold a caller can tell in which hold the work became ready.
+    pub fn ready_ticket(&self) -> u64 {
+        self.ticket
+    }
 }
 
 /// The effects of one DAG operation, for the caller to run after unlocking.

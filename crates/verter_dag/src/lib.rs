@@ -104,8 +104,8 @@ mod waiter_ids;
 pub use blockers::BlockerOccupancy;
 pub use canonical_map::CanonicalMap;
 pub use dag::{
-    DagConfig, DagCounters, DependencyOccupancy, LinkOutcome, ObjectError, Registration,
-    SchedulerDag,
+    DagConfig, DagCounters, Demand, DemandRoot, DependencyOccupancy, LinkOutcome, MAX_DEMAND_DEPTH,
+    ObjectError, Registration, SchedulerDag,
 };
 pub use edges::EdgeOccupancy;
 pub use effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, WaiterId};

@@ -122,6 +122,11 @@ impl ReadyQueue {
         }
     }
 
+    /// How many tickets were issued so far.
+    pub(crate) fn tickets_issued(&self) -> Ticket {
+        self.next_ticket
+    }
+
     /// A fresh ticket, for a member to keep before it is inserted with it
     /// (an unused one is harmless).
     #[inline]

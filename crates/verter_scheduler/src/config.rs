@@ -83,6 +83,16 @@ pub struct SchedulerConfig {
     /// requests are not bounded by it. Default:
     /// [`MAX_READY_QUEUE_DEPTH`].
     pub max_ready_queue_depth: usize,
+    /// How many events the causal log keeps (docs/design.md, "Causes"):
+    /// the newest this many, for [`crate::Scheduler::explain`] and
+    /// [`crate::Scheduler::causal_log`]. `0` keeps none and records
+    /// nothing. Default: `0` (off; [`crate::DEFAULT_CAUSAL_LOG`] is a
+    /// size for a host that turns it on).
+    pub causal_log: usize,
+    /// Whether [`crate::Scheduler::stats`] keeps per-stage histograms of
+    /// queue wait and run time (two clock reads and a short lock per
+    /// stage). Its counters are kept either way. Default: `false`.
+    pub stage_stats: bool,
     /// Pause points and events for tests; a no-op by default.
     pub hooks: Arc<dyn Hooks>,
 }
@@ -106,6 +116,8 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("registrations_per_hold", &self.registrations_per_hold)
             .field("callers_run_urgent_work", &self.callers_run_urgent_work)
             .field("max_ready_queue_depth", &self.max_ready_queue_depth)
+            .field("causal_log", &self.causal_log)
+            .field("stage_stats", &self.stage_stats)
             .finish_non_exhaustive()
     }
 }
@@ -149,6 +161,8 @@ impl SchedulerConfig {
             registrations_per_hold: Self::REGISTRATIONS_PER_HOLD,
             callers_run_urgent_work: true,
             max_ready_queue_depth: MAX_READY_QUEUE_DEPTH,
+            causal_log: 0,
+            stage_stats: false,
             hooks: Arc::new(NoHooks),
         }
     }

@@ -289,8 +289,9 @@ impl<E: StageExecutor> DagResults<E> {
 /// What a DAG handle calls to cancel its run: the scheduler, which this
 /// module does not name (it builds on this one).
 pub(crate) trait CancelDag: Send + Sync {
-    /// Cancels run `run` ([`DagHandle::cancel`]).
-    fn cancel_dag(&self, run: u64);
+    /// Cancels run `run` ([`DagHandle::cancel`]; `dropped` when its
+    /// handle is dropped).
+    fn cancel_dag(&self, run: u64, dropped: bool);
 }
 
 /// What a DAG's handle shares with the scheduler.

@@ -126,6 +126,13 @@ pub(crate) struct Flight {
     pub(crate) context: Option<RequestContext>,
 }
 
+impl Flight {
+    /// The run of its first member: the DAG that asked first.
+    pub(crate) fn first_run(&self) -> Option<u64> {
+        self.members.first().map(|member| member.run)
+    }
+}
+
 /// One concurrency limit's count.
 struct Limit {
     permits: usize,

@@ -213,6 +213,35 @@ impl ExecutorError {
 }
 
 impl RequestError {
+    /// This error without the executor's own error values (an
+    /// `ExecutorFailed` cause, at any depth): what an event carries, so
+    /// that a recorded event never keeps a host value alive (dropping one
+    /// is host code, and the scheduler decides where that runs).
+    pub(crate) fn detached(&self) -> Self {
+        match self {
+            Self::ExecutorFailed {
+                path,
+                stage,
+                message,
+                ..
+            } => Self::ExecutorFailed {
+                path: *path,
+                stage: Arc::clone(stage),
+                message: Arc::clone(message),
+                cause: None,
+            },
+            Self::DependencyFailed { dep, cause } => Self::DependencyFailed {
+                dep: *dep,
+                cause: Arc::new(cause.detached()),
+            },
+            Self::UpstreamFailed { node, cause } => Self::UpstreamFailed {
+                node: Arc::clone(node),
+                cause: Arc::new(cause.detached()),
+            },
+            other => other.clone(),
+        }
+    }
+
     /// The loader's typed error behind a `LoadFailed` (a dependency's failure
     /// is looked up through `DependencyFailed` too).
     pub fn load_cause(&self) -> Option<&LoadError> {

@@ -34,6 +34,7 @@ use verter_dag::{
 };
 use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
 
+use crate::causes::{Demand, DemandRoot, Run, RunReason};
 use crate::cutoff::Priors;
 use crate::error::RequestError;
 use crate::error::panic_message;
@@ -219,6 +220,7 @@ impl<E: StageExecutor> Scheduler<E> {
         loop {
             let mut progressed = false;
             if let Some(dispatch) = locked.dag.dequeue_ready(ResourceClass::Io) {
+                self.report_dispatch(locked, &dispatch, post);
                 progressed = true;
                 let file = dispatch
                     .identity
@@ -246,6 +248,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
             if let Some(dispatch) = locked.dag.dequeue_ready(ResourceClass::Cpu) {
+                self.report_dispatch(locked, &dispatch, post);
                 progressed = true;
                 match self.cpu_job(locked, dispatch) {
                     Ok(job) => jobs.push(job),
@@ -259,6 +262,38 @@ impl<E: StageExecutor> Scheduler<E> {
                 return jobs;
             }
         }
+    }
+
+    /// Under the lock, right after `dispatch` left the ready queue (by
+    /// each of the three ways it can: budgeted, batched, lent;
+    /// docs/design.md, "Causes"): reports what wants it, when events are
+    /// observed.
+    fn report_dispatch(&self, locked: &Locked<E>, dispatch: &Dispatch, post: &mut PostWork<E>) {
+        if !post.observed() {
+            return;
+        }
+        let demand = locked.dag.demand_of(&dispatch.identity);
+        let by = match demand.root {
+            verter_dag::DemandRoot::Waiter(waiter) => DemandRoot::Request {
+                waiter: waiter.get(),
+            },
+            verter_dag::DemandRoot::CacheNode(node) => locked
+                .dags
+                .flight(&node)
+                .and_then(crate::dags::Flight::first_run)
+                .map_or(DemandRoot::Nobody, |dag| DemandRoot::Dag { dag }),
+            verter_dag::DemandRoot::Nobody => DemandRoot::Nobody,
+        };
+        let identity = dispatch.identity;
+        post.event(|| {
+            SchedulerEvent::Dispatched(
+                identity,
+                Demand {
+                    through: demand.through.into_vec(),
+                    by,
+                },
+            )
+        });
     }
 
     /// The published node of `file`'s object, if it is still that object,
@@ -429,6 +464,7 @@ impl<E: StageExecutor> Scheduler<E> {
             let Some(dispatch) = locked.dag.dequeue_ready_batched(ResourceClass::Cpu) else {
                 return;
             };
+            self.report_dispatch(locked, &dispatch, post);
             self.counters.batched_stages.fetch_add(1, Ordering::Relaxed);
             match self.cpu_job(locked, dispatch) {
                 Ok(job) => into.push(job),
@@ -556,9 +592,10 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Runs one ready piece of work of `class` on this (blocked) thread's
     /// lent slot, beyond the budget. Returns whether it ran anything.
     fn run_lent(&self, class: ResourceClass) -> bool {
-        let job = self.transact(|locked, post| match locked.dag.dequeue_ready_lent(class) {
-            None => None,
-            Some(dispatch) => match class {
+        let job = self.transact(|locked, post| {
+            let dispatch = locked.dag.dequeue_ready_lent(class)?;
+            self.report_dispatch(locked, &dispatch, post);
+            match class {
                 ResourceClass::Cpu => match self.cpu_job(locked, dispatch) {
                     Ok(job) => Some(job),
                     Err(refused) => {
@@ -585,7 +622,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         }
                     }
                 }
-            },
+            }
         });
         match job {
             Some(job) => {

@@ -12,7 +12,11 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use verter_dag::{DepKey, ResourceClass, WorkNodeIdentity};
+use verter_dag::{DepKey, FileIdentity, ResourceClass, TargetStage, WorkNodeIdentity};
+
+use crate::causal_log::CausalLog;
+use crate::causes::{Backpressure, Demand, HostAction, Run, Step};
+use crate::error::RequestError;
 
 /// Calls a hook, catching a panic and counting it in `panics`.
 pub(crate) fn guarded(panics: &AtomicU64, hook: impl FnOnce()) {
@@ -22,19 +26,36 @@ pub(crate) fn guarded(panics: &AtomicU64, hook: impl FnOnce()) {
     }
 }
 
-/// Reports `event`: to the hooks (their panics caught and counted in
-/// `panics`), and as a `tracing` event at debug level on the target
+/// Where events go: the hooks (their panics counted in `panics`) and the
+/// causal log, when there is one.
+pub(crate) struct Sink<'a> {
+    pub(crate) hooks: &'a dyn Hooks,
+    pub(crate) panics: &'a AtomicU64,
+    pub(crate) log: Option<&'a CausalLog>,
+}
+
+/// Reports `event`: to the hooks (their panics caught and counted), to the
+/// causal log (when the scheduler keeps one), and as a `tracing` event at debug level on the target
 /// `verter::events`, with the fields `kind` ([`SchedulerEvent::kind`]),
-/// `work` (the identity it is about) and, for a cutoff, `cut_off`. The one
-/// place an event leaves the scheduler.
-pub(crate) fn emit(hooks: &dyn Hooks, panics: &AtomicU64, event: &SchedulerEvent) {
-    guarded(panics, || hooks.on_event(event));
+/// `work` (the identity it is about, when it is about one) and `cause`
+/// (its cause or detail, when it has one: a cutoff's kind, a run's reason,
+/// a demand, a host action). The one place an event leaves the scheduler.
+pub(crate) fn emit(sink: &Sink<'_>, event: &SchedulerEvent) {
+    guarded(sink.panics, || sink.hooks.on_event(event));
+    if let Some(log) = sink.log {
+        log.record(event);
+    }
+    if !tracing::enabled!(target: "verter::events", tracing::Level::DEBUG) {
+        return;
+    }
     let kind = event.kind();
-    match event {
-        SchedulerEvent::DidCutOff(work, how) => {
-            tracing::debug!(target: "verter::events", kind, work = %work, cut_off = ?how);
+    match (event.work(), event.cause()) {
+        (Some(work), Some(cause)) => {
+            tracing::debug!(target: "verter::events", kind, work = %work, cause = %cause);
         }
-        _ => tracing::debug!(target: "verter::events", kind, work = %event.work()),
+        (Some(work), None) => tracing::debug!(target: "verter::events", kind, work = %work),
+        (None, Some(cause)) => tracing::debug!(target: "verter::events", kind, cause = %cause),
+        (None, None) => tracing::debug!(target: "verter::events", kind),
     }
 }
 
@@ -65,15 +86,30 @@ pub enum HookPoint {
     BeforeCompletion,
 }
 
-/// What the scheduler reports to hooks.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the scheduler reports to hooks: every scheduling decision, with
+/// its cause where it has one (docs/design.md, "Events" and "Causes").
+/// Every chain of causes ends at an [`SchedulerEvent::Acted`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum SchedulerEvent {
-    /// A request joined an existing waiter group.
+    /// The host did something: an edit, a request admitted, a removal, a
+    /// reset, a DAG submitted or cancelled.
+    Acted(HostAction),
+    /// A request joined the flight of work already admitted for this key
+    /// (deduplicated onto it).
     DidJoin(DepKey),
+    /// A file's Source was admitted because the parse of a Source (the
+    /// key) named the file, which the scheduler had not seen.
+    Ingested(FileIdentity, DepKey),
+    /// Work left the ready queue for a thread, wanted by [`Demand`].
+    Dispatched(WorkNodeIdentity, Demand),
     /// A Source is about to be loaded (the I/O half of the stage).
     WillLoad(WorkNodeIdentity),
     /// A stage's executor is about to run (for Source: the parse).
     WillExecute(WorkNodeIdentity),
+    /// A stage ran (its executor or loader returned, or panicked): why,
+    /// where and for how long. Its commit reports what became of it.
+    Ran(Run),
     /// Work completed and was published.
     DidComplete(WorkNodeIdentity),
     /// A stage completed and was published, cut off (docs/design.md,
@@ -81,10 +117,21 @@ pub enum SchedulerEvent {
     /// run with an output equal to its previous one
     /// ([`CutOff::Unchanged`]). In place of `DidComplete`.
     DidCutOff(WorkNodeIdentity, CutOff),
-    /// Work failed.
-    DidFail(WorkNodeIdentity),
+    /// Work failed, with the error its waiters are answered (without the
+    /// executor's own error value, which only the waiters get).
+    DidFail(WorkNodeIdentity, RequestError),
     /// A completion was refused as stale: nothing was published.
     DidRefuseStale(WorkNodeIdentity),
+    /// Running work was cancelled (its token cancelled, its result to be
+    /// refused), because of the host action, when one caused it (`None`:
+    /// a cancellation token the host cancelled itself).
+    Cancelled(WorkNodeIdentity, Option<HostAction>),
+    /// A request that carried text for this key was answered `Superseded`:
+    /// a newer edit (the host action) made another version.
+    Superseded(DepKey, Option<HostAction>),
+    /// A non-blocking submission was refused because a bound was reached;
+    /// nothing changed.
+    Backpressured(Backpressure),
 }
 
 impl SchedulerEvent {
@@ -92,26 +139,89 @@ impl SchedulerEvent {
     /// (`"DidComplete"`, ...).
     pub fn kind(&self) -> &'static str {
         match self {
+            Self::Acted(_) => "Acted",
             Self::DidJoin(_) => "DidJoin",
+            Self::Ingested(..) => "Ingested",
+            Self::Dispatched(..) => "Dispatched",
             Self::WillLoad(_) => "WillLoad",
             Self::WillExecute(_) => "WillExecute",
+            Self::Ran(_) => "Ran",
             Self::DidComplete(_) => "DidComplete",
             Self::DidCutOff(..) => "DidCutOff",
-            Self::DidFail(_) => "DidFail",
+            Self::DidFail(..) => "DidFail",
             Self::DidRefuseStale(_) => "DidRefuseStale",
+            Self::Cancelled(..) => "Cancelled",
+            Self::Superseded(..) => "Superseded",
+            Self::Backpressured(_) => "Backpressured",
         }
     }
 
-    /// The work it is about (for a join, the stage the request joined).
-    pub fn work(&self) -> WorkNodeIdentity {
+    /// The work it is about (for a join or a supersession, the stage the
+    /// request waited on); `None` for a host action and a refused
+    /// submission.
+    pub fn work(&self) -> Option<WorkNodeIdentity> {
         match self {
-            Self::DidJoin(key) => WorkNodeIdentity::File(*key),
-            Self::WillLoad(work)
+            Self::Acted(_) | Self::Backpressured(_) => None,
+            Self::DidJoin(key) | Self::Superseded(key, _) => Some(WorkNodeIdentity::File(*key)),
+            Self::Ran(run) => Some(run.work),
+            Self::Ingested(file, _) => Some(WorkNodeIdentity::File(file.at(TargetStage::Source))),
+            Self::Dispatched(work, _)
+            | Self::WillLoad(work)
             | Self::WillExecute(work)
             | Self::DidComplete(work)
             | Self::DidCutOff(work, _)
-            | Self::DidFail(work)
-            | Self::DidRefuseStale(work) => *work,
+            | Self::DidFail(work, _)
+            | Self::DidRefuseStale(work)
+            | Self::Cancelled(work, _) => Some(*work),
+        }
+    }
+
+    /// Its cause or detail, for display (the `cause` field of its
+    /// `tracing` event): what the host did, what wanted the work, why it
+    /// ran, how it was cut off, why it failed or was cancelled.
+    pub fn cause(&self) -> Option<String> {
+        match self {
+            Self::Acted(action) => Some(action.to_string()),
+            Self::Dispatched(work, demand) => Some(
+                Step::Demanded {
+                    work: *work,
+                    through: demand.through.clone(),
+                    by: demand.by,
+                }
+                .to_string(),
+            ),
+            Self::Ran(run) => Some(
+                Step::Ran {
+                    work: run.work,
+                    because: run.because,
+                }
+                .to_string(),
+            ),
+            Self::DidCutOff(_, how) => Some(format!("{how:?}")),
+            Self::Ingested(file, by) => Some(
+                Step::Named {
+                    file: *file,
+                    by: *by,
+                }
+                .to_string(),
+            ),
+            Self::DidFail(_, error) => Some(error.to_string()),
+            Self::Cancelled(_, Some(action)) | Self::Superseded(_, Some(action)) => {
+                Some(action.to_string())
+            }
+            Self::Cancelled(_, None) => Some("a cancellation token".into()),
+            Self::Backpressured(Backpressure::Request { path, stage }) => {
+                Some(format!("request for {stage} of {path}: inbox lane full"))
+            }
+            Self::Backpressured(Backpressure::Dag { nodes }) => {
+                Some(format!("DAG of {nodes} nodes: ready queue full"))
+            }
+            Self::DidJoin(_)
+            | Self::WillLoad(_)
+            | Self::WillExecute(_)
+            | Self::DidComplete(_)
+            | Self::DidRefuseStale(_)
+            | Self::Superseded(_, None) => None,
         }
     }
 }

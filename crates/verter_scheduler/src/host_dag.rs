@@ -468,11 +468,17 @@ impl<E: StageExecutor> DagHandle<E> {
     /// thread just before, with every real answer. File work another
     /// request shares runs on; a no-op on an answered DAG.
     pub fn cancel(&self) {
+        self.cancel_as(false);
+    }
+
+    /// [`Self::cancel`]; `dropped` when the handle is being dropped (what
+    /// the cancellation's [`crate::HostAction::CancelledDag`] says).
+    fn cancel_as(&self, dropped: bool) {
         if self.is_answered() {
             return;
         }
         if let Some(scheduler) = self.shared.scheduler.upgrade() {
-            scheduler.cancel_dag(self.shared.run);
+            scheduler.cancel_dag(self.shared.run, dropped);
         }
         // The run may have been answered whole in another thread's hold
         // whose delivery has not run yet: its answers (real values, not
@@ -504,7 +510,7 @@ impl<E: StageExecutor> DagHandle<E> {
 
 impl<E: StageExecutor> Drop for DagHandle<E> {
     fn drop(&mut self) {
-        self.cancel();
+        self.cancel_as(true);
     }
 }
 

@@ -127,6 +127,8 @@
 //! `.await` needs no runtime (a threaded scheduler answers on its own
 //! threads; an inline one needs someone to pump it).
 
+mod causal_log;
+mod causes;
 mod config;
 mod cutoff;
 mod dag_types;
@@ -148,6 +150,7 @@ mod scheduler;
 mod snapshot;
 pub mod stage;
 mod state;
+mod stats;
 #[cfg(test)]
 mod test_support;
 #[cfg(feature = "test-support")]
@@ -157,6 +160,8 @@ mod typed;
 mod waiters;
 mod witness;
 
+pub use causal_log::{CausalIndex, DEFAULT_CAUSAL_LOG, ExplainError, Explanation, LogRecord};
+pub use causes::{Backpressure, Demand, DemandRoot, HostAction, Run, RunReason, Step};
 pub use config::{ConfigError, MAX_READY_QUEUE_DEPTH, SchedulerConfig};
 // What a host names to embed the scheduler, from the layers below, so that
 // the common case depends on this crate alone.
@@ -181,6 +186,7 @@ pub use snapshot::{
 };
 pub use stage::{Ask, Stage, StageKind};
 pub use state::Scheduler;
+pub use stats::{Latencies, SchedulerStats, StageStats};
 pub use traits::{
     AnalysisInput, ArtifactInput, CacheNodeInput, DepPath, SourceDeps, SourceInput, SourceLoader,
     StageExecutor,

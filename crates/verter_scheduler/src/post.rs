@@ -29,7 +29,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use verter_pools::WaitCell;
 
-use crate::hooks::{Hooks, SchedulerEvent};
+use crate::causes::HostAction;
+use crate::hooks::{SchedulerEvent, Sink};
 use crate::node::NodeView;
 use crate::output::{RequestResult, StageOutput};
 use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot};
@@ -219,6 +220,14 @@ pub(crate) struct AnswerSlot<E: StageExecutor> {
 }
 
 impl<E: StageExecutor> AnswerSlot<E> {
+    /// The DAG node it answers, when it is a DAG node's slot.
+    pub(crate) fn dag_node(&self) -> Option<NodeRef> {
+        match &*self.cells {
+            Cells::Dag(_, node) => Some(*node),
+            _ => None,
+        }
+    }
+
     /// A new, unanswered slot of its own.
     pub(crate) fn new() -> Self {
         Self {
@@ -321,6 +330,10 @@ pub(crate) struct PostWork<E: StageExecutor> {
     dags_done: Vec<DagDelivery>,
     /// Whether events are recorded (the hooks observe them).
     observed: bool,
+    /// The host action this hold carries out, once it said so
+    /// ([`Self::act`]): the cause of the cancellations and supersessions
+    /// it decides. Only when events are recorded.
+    acting: Option<HostAction>,
     pub(crate) dispatch: bool,
 }
 
@@ -341,8 +354,37 @@ impl<E: StageExecutor> PostWork<E> {
             dag_answers: Vec::new(),
             dags_done: Vec::new(),
             observed,
+            acting: None,
             dispatch: false,
         }
+    }
+
+    /// Whether events are recorded: a caller that must clone something
+    /// to build one asks first.
+    pub(crate) fn observed(&self) -> bool {
+        self.observed
+    }
+
+    /// Records the host action `make` builds (if anyone observes events),
+    /// as an event and as the cause of what the rest of this hold
+    /// cancels or supersedes.
+    pub(crate) fn act(&mut self, make: impl FnOnce() -> HostAction) {
+        if self.observed {
+            let action = make();
+            self.acting = Some(action);
+            self.events.push(SchedulerEvent::Acted(action));
+        }
+    }
+
+    /// Ends the host action [`Self::act`] began: what the hold does next
+    /// is not its doing.
+    pub(crate) fn end_act(&mut self) {
+        self.acting = None;
+    }
+
+    /// The host action this hold carries out, if it said so.
+    pub(crate) fn acting(&self) -> Option<HostAction> {
+        self.acting
     }
 
     /// Records the event `make` builds, if anyone observes events.
@@ -409,18 +451,13 @@ impl<E: StageExecutor> PostWork<E> {
     ///
     /// # Panics
     /// In debug builds, if the calling thread holds the DAG lock.
-    pub(crate) fn deliver(
-        self,
-        hooks: &dyn Hooks,
-        duplicates: &AtomicU64,
-        hook_panics: &AtomicU64,
-    ) -> bool {
+    pub(crate) fn deliver(self, sink: &Sink<'_>, duplicates: &AtomicU64) -> bool {
         debug_assert!(
             !holds_dag_lock(),
             "answers and events are delivered only after the DAG lock is released"
         );
         for event in &self.events {
-            crate::hooks::emit(hooks, hook_panics, event);
+            crate::hooks::emit(sink, event);
         }
         for (slot, result) in self.answers {
             let state = slot.state();

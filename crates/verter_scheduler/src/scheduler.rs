@@ -51,6 +51,7 @@ use verter_source_root::{
     ContentHash, GcReport, SchedulerSourceRoot, SourceRootStats, SourceState,
 };
 
+use crate::causes::{Backpressure, HostAction};
 use crate::config::{ConfigError, SchedulerConfig};
 use crate::error::{RequestError, panic_message};
 use crate::handle::{BatchHandle, CompletionHandle, Request};

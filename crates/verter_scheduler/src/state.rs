@@ -34,17 +34,20 @@ use verter_dag::{
 use verter_pools::{ProgressSignal, SchedulerCpuPool, SchedulerIoPool};
 use verter_source_root::{ContentHash, SchedulerSourceDirectory};
 
+use crate::causal_log::CausalLog;
 use crate::config::SchedulerConfig;
 use crate::cutoff::{PriorSlot, RevisionClock};
 use crate::dags::DagRuns;
 use crate::error::RequestError;
 use crate::helpers::Helpers;
+use crate::hooks::Sink;
 use crate::inbox::Inbox;
 use crate::job::Job;
 use crate::language::Language;
 use crate::node::FileNode;
 use crate::post::{AnswerSlot, LockMark, PostWork};
 use crate::snapshot::SourceText;
+use crate::stats::{ReadyClock, StatsRecorder};
 use crate::traits::{SourceLoader, StageExecutor};
 use crate::waiters::Waiters;
 
@@ -287,6 +290,16 @@ pub struct Scheduler<E: StageExecutor> {
     pub(crate) observes_events: bool,
     /// Whether the hooks pause (`Hooks::pauses`, read once).
     pub(crate) pauses: bool,
+    /// The causal log, when `SchedulerConfig::causal_log` asks for one.
+    pub(crate) log: Option<CausalLog>,
+    /// The stage histograms, when `SchedulerConfig::stage_stats` is on.
+    pub(crate) stats: Option<StatsRecorder>,
+    /// Whether stage runs are timed: for the events or the histograms.
+    pub(crate) timed: bool,
+    /// At the end of each hold that made work ready, when runs are timed:
+    /// how many ready-queue tickets were issued by then, and when (see
+    /// `ReadyClock`).
+    pub(crate) ready_clock: Mutex<ReadyClock>,
     /// The object identity a [`Fresh`] node carries until it is bound:
     /// allocated once, never any object's.
     pub(crate) placeholder: (Incarnation, SubmissionLifetime),
@@ -301,7 +314,11 @@ impl<E: StageExecutor> Scheduler<E> {
         teardown_tx: Sender<()>,
     ) -> Arc<Self> {
         let inbox = Inbox::new(config.inbox_capacity, config.inbox_capacity);
-        let observes_events = config.hooks.observes_events() || crate::hooks::traced();
+        let log = CausalLog::new(config.causal_log);
+        let stats = config.stage_stats.then(StatsRecorder::new);
+        let observes_events =
+            config.hooks.observes_events() || crate::hooks::traced() || log.is_some();
+        let timed = observes_events || stats.is_some();
         let pauses = config.hooks.pauses();
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
@@ -330,6 +347,10 @@ impl<E: StageExecutor> Scheduler<E> {
             progress: ProgressSignal::new(),
             observes_events,
             pauses,
+            log,
+            stats,
+            timed,
+            ready_clock: Mutex::new(ReadyClock::default()),
         })
     }
 
@@ -383,6 +404,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let (result, jobs, made_ready) = {
             let mut locked = self.lock();
             let _mark = LockMark::set();
+            let began = self.timed.then(std::time::Instant::now);
             let result = f(&mut locked, &mut post);
             // Host DAGs: answers their nodes got in this hold, and held
             // nodes the ready queue has room for.
@@ -422,6 +444,11 @@ impl<E: StageExecutor> Scheduler<E> {
             if jobs.is_empty() {
                 Self::release_idle_capacity(&mut locked);
             }
+            if let Some(began) = began {
+                self.ready_clock
+                    .lock()
+                    .mark(locked.dag.tickets_issued(), began);
+            }
             (result, jobs, made_ready)
         };
         self.run_post(post);
@@ -445,6 +472,15 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         locked.dag.release_idle_capacity();
         locked.waiters.release_idle();
+    }
+
+    /// Where this scheduler's events go.
+    pub(crate) fn sink(&self) -> Sink<'_> {
+        Sink {
+            hooks: &*self.config.hooks,
+            panics: &self.counters.hook_panics,
+            log: self.log.as_ref(),
+        }
     }
 
     /// Empty post-work that records events only if the hooks observe them.
@@ -474,11 +510,7 @@ impl<E: StageExecutor> Scheduler<E> {
         if post.is_empty() {
             return;
         }
-        let dispatch = post.deliver(
-            &*self.config.hooks,
-            &self.counters.duplicate_answers,
-            &self.counters.hook_panics,
-        );
+        let dispatch = post.deliver(&self.sink(), &self.counters.duplicate_answers);
         if dispatch {
             self.dispatch_ready();
         }
@@ -547,11 +579,7 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
             slots
         };
         post.dispatch = false;
-        let _ = post.deliver(
-            &*self.config.hooks,
-            &self.counters.duplicate_answers,
-            &self.counters.hook_panics,
-        );
+        let _ = post.deliver(&self.sink(), &self.counters.duplicate_answers);
     }
 }
 

@@ -172,7 +172,7 @@ impl<E: StageExecutor> StageExecutor for Recording<E> {
 struct Detached;
 
 impl CancelDag for Detached {
-    fn cancel_dag(&self, _: u64) {}
+    fn cancel_dag(&self, _: u64, _: bool) {}
 }
 
 /// A DAG handle already answered with `outcomes` (one per node, in the

@@ -317,7 +317,7 @@ impl Hooks for InlineHooks {
         };
         // Incarnations come from a process-wide counter: leave them out, so
         // two runs of one trace in one process digest alike.
-        let text = without_incarnations(&format!("{event:?}"));
+        let text = without_incarnations(&stable_text(event));
         let mut state = shared.state.lock();
         state.digest = mix(state.digest ^ fnv1a(text.as_bytes()));
     }
@@ -402,6 +402,36 @@ impl Shared {
 }
 
 /// `text` with every `Incarnation(n)` replaced by `Incarnation`.
+/// What of `event` is the same on every run of a trace: not a run's
+/// durations or thread, and not a DAG run's id (drawn from a process-wide
+/// counter, like incarnations).
+fn stable_text(event: &SchedulerEvent) -> String {
+    use verter_scheduler::{DemandRoot, HostAction};
+    let action = |action: &HostAction| match action {
+        HostAction::SubmittedDag { nodes, .. } => format!("SubmittedDag({nodes})"),
+        HostAction::CancelledDag { dropped, .. } => format!("CancelledDag({dropped})"),
+        HostAction::Requested { key, waiter, dag } => {
+            format!("Requested({key:?}, {waiter}, {})", dag.is_some())
+        }
+        other => format!("{other:?}"),
+    };
+    match event {
+        SchedulerEvent::Ran(run) => format!("Ran({:?}, {:?})", run.work, run.because),
+        SchedulerEvent::Acted(acted) => format!("Acted({})", action(acted)),
+        SchedulerEvent::Cancelled(work, by) => {
+            format!("Cancelled({work:?}, {:?})", by.as_ref().map(action))
+        }
+        SchedulerEvent::Superseded(key, by) => {
+            format!("Superseded({key:?}, {:?})", by.as_ref().map(action))
+        }
+        SchedulerEvent::Dispatched(work, demand) => match demand.by {
+            DemandRoot::Dag { .. } => format!("Dispatched({work:?}, {:?}, Dag)", demand.through),
+            _ => format!("{event:?}"),
+        },
+        _ => format!("{event:?}"),
+    }
+}
+
 fn without_incarnations(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

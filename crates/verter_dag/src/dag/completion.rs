@@ -58,7 +58,7 @@ impl<P> SchedulerDag<P> {
         let priority = pick.priority();
         let mut spare = self.spare_tokens.pop();
         // Entries whose work left the queue or moved lanes are skipped.
-        let (identity, admission, cancel) = loop {
+        let (identity, admission, cancel, ticket) = loop {
             let (ticket, identity) = self.ready.next_entry(pick);
             let Some(node) = self.node_mut_opt(&identity) else {
                 continue;
@@ -72,7 +72,7 @@ impl<P> SchedulerDag<P> {
                 .cancel
                 .get_or_insert_with(|| spare.take().unwrap_or_default())
                 .clone();
-            break (identity, admission, cancel);
+            break (identity, admission, cancel, ticket);
         };
         self.ready.taken(pick);
         // A node that already has one (none does today: a move to the other
@@ -93,6 +93,7 @@ impl<P> SchedulerDag<P> {
             priority,
             cancel,
             reserved,
+            ticket,
         })
     }
 

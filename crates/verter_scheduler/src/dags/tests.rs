@@ -13,7 +13,7 @@ use crate::test_support::Lines;
 struct NoScheduler;
 
 impl CancelDag for NoScheduler {
-    fn cancel_dag(&self, _: u64) {}
+    fn cancel_dag(&self, _: u64, _: bool) {}
 }
 
 type Runs = DagRuns<Lines, ()>;

@@ -9,6 +9,26 @@ use super::verify::{Cut, Verified, artifact_inputs_changed_at};
 use super::*;
 use crate::node::Replaced;
 use crate::snapshot::Stamped;
+use std::time::Instant;
+
+thread_local! {
+    /// This thread's name for [`Run::worker`], made on its first timed run.
+    static WORKER_NAME: std::cell::OnceCell<Arc<str>> = const { std::cell::OnceCell::new() };
+}
+
+/// The calling thread's name (or its id, for an unnamed thread), for the
+/// runs it reports.
+fn worker_name() -> Arc<str> {
+    WORKER_NAME.with(|name| {
+        Arc::clone(name.get_or_init(|| {
+            let thread = std::thread::current();
+            match thread.name() {
+                Some(name) => name.into(),
+                None => format!("{:?}", thread.id()).into(),
+            }
+        }))
+    })
+}
 
 /// A job that ran, or was refused before running, and waits for its
 /// completion hold. Data only: what the run produced, with the dispatch
@@ -114,8 +134,14 @@ impl<E: StageExecutor> Scheduler<E> {
                 Work::Load => SchedulerEvent::WillLoad(identity),
                 _ => SchedulerEvent::WillExecute(identity),
             };
-            crate::hooks::emit(&**hooks, panics, &event);
+            crate::hooks::emit(&self.sink(), &event);
         }
+        // Why it runs is read before the work is taken apart, and only for
+        // someone who records it.
+        let because = self
+            .observes_events
+            .then(|| super::verify::run_reason(&file, &work));
+        let started = self.timed.then(Instant::now);
         let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
         let _span = span.enter();
         let outcome = match work {
@@ -192,7 +218,34 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         };
+        if let Some(started) = started {
+            self.ran(&dispatch, because, started);
+        }
         self.finished(dispatch, outcome)
+    }
+
+    /// After a run that was timed (`started`): its histograms, and its
+    /// [`SchedulerEvent::Ran`] with `because` (when events are observed).
+    fn ran(&self, dispatch: &Dispatch, because: Option<RunReason>, started: Instant) {
+        let run_time = started.elapsed();
+        let queue_wait = self
+            .ready_clock
+            .lock()
+            .issued_at(dispatch.ready_ticket())
+            .map(|ready| started.saturating_duration_since(ready));
+        if let Some(stats) = &self.stats {
+            stats.record(&dispatch.identity, queue_wait, run_time);
+        }
+        if let Some(because) = because {
+            let event = SchedulerEvent::Ran(Run {
+                work: dispatch.identity,
+                because,
+                worker: worker_name(),
+                queue_wait,
+                run_time,
+            });
+            crate::hooks::emit(&self.sink(), &event);
+        }
     }
 
     /// Runs a host cache node's flight outside the lock, inside a panic
@@ -225,8 +278,9 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         if self.observes_events {
             let event = SchedulerEvent::WillExecute(identity);
-            crate::hooks::emit(&**hooks, panics, &event);
+            crate::hooks::emit(&self.sink(), &event);
         }
+        let started = self.timed.then(Instant::now);
         let _span = tracing::debug_span!("cache node", node = %identity, generation).entered();
         self.counters.cache_runs.fetch_add(1, Ordering::Relaxed);
         let input = crate::traits::CacheNodeInput {
@@ -246,6 +300,10 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.stage_result_at(path, &stage, failed).map(Arc::new)
             }
         };
+        if let Some(started) = started {
+            let because = self.observes_events.then_some(RunReason::CacheNode);
+            self.ran(&dispatch, because, started);
+        }
         self.finished(dispatch, Outcome::Cached { result })
     }
 
@@ -430,8 +488,11 @@ impl<E: StageExecutor> Scheduler<E> {
         post: &mut PostWork<E>,
     ) {
         let identity = dispatch.identity;
+        if post.observed() {
+            let error = error.detached();
+            post.event(|| SchedulerEvent::DidFail(identity, error));
+        }
         let (_, effects) = locked.dag.fail(dispatch, Arc::new(error));
-        post.event(|| SchedulerEvent::DidFail(identity));
         self.absorb(locked, effects, post);
     }
 

@@ -224,7 +224,7 @@ impl<E: StageExecutor> Scheduler<E> {
         // nodes and groups) only if some dependency is new.
         let mut inherited = None;
         for dep in deps.forward() {
-            if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file) {
+            if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file, post) {
                 self.absorb(locked, effects, post);
             }
             name_language(locked, dep);
@@ -238,7 +238,7 @@ impl<E: StageExecutor> Scheduler<E> {
             let live = match locked.dag.live_file(dep.0) {
                 Some(live) => live,
                 None => {
-                    if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file) {
+                    if let Some(effects) = self.ingest(locked, dep, &mut inherited, &file, post) {
                         self.absorb(locked, effects, post);
                     }
                     match locked.dag.live_file(dep.0) {
@@ -278,13 +278,15 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Under the lock: ensures `dep`'s object and node exist (entry-or-insert)
     /// and, for a new one, admits its Source at the priority it inherits
     /// from `consumer` (read once per commit, into `inherited`, and only
-    /// when some dependency is new). `None` when it already existed.
+    /// when some dependency is new), reporting it as named by `consumer`'s
+    /// parse. `None` when it already existed.
     pub(super) fn ingest(
         &self,
         locked: &mut Locked<E>,
         (canonical, language): (&Canonical, &Language),
         inherited: &mut Option<Option<Priority>>,
         consumer: &FileIdentity,
+        post: &mut PostWork<E>,
     ) -> Option<Effects> {
         if locked.dag.payload(canonical).is_some() {
             return None;
@@ -295,6 +297,7 @@ impl<E: StageExecutor> Scheduler<E> {
         debug_assert!(created, "an unpublished canonical has no live object");
         self.publish_node(locked, canonical, object, language.clone());
         let live = locked.dag.live_file(canonical)?;
+        post.event(|| SchedulerEvent::Ingested(live, consumer.at(TargetStage::Source)));
         let identity = WorkNodeIdentity::File(live.at(TargetStage::Source));
         let effects = locked.dag.submit_file(&live, &identity);
         // Priority inheritance, read from the consumer's own index.

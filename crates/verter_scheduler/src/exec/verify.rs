@@ -123,3 +123,42 @@ pub(super) enum Verified<E: StageExecutor> {
     Analysis(Arc<AnalysisSnapshot<E::Analysis>>),
     Artifact(Arc<ArtifactSnapshot<E::Artifact>>),
 }
+
+/// Why `work` of `file` runs rather than being verified (docs/design.md,
+/// "Causes"): asked only for work [`Scheduler::verified`] did not verify,
+/// and only when someone records causes. For an Artifact, the newest of
+/// the inputs that changed since its prior was verified (its blocker list
+/// named by its file's Source key).
+pub(super) fn run_reason<E: StageExecutor>(file: &FileIdentity, work: &Work<E>) -> RunReason {
+    match work {
+        Work::Load | Work::Parse { .. } => RunReason::NewVersion,
+        Work::Cache { .. } => RunReason::CacheNode,
+        Work::Analysis { prior: None, .. } | Work::Artifact { prior: None, .. } => {
+            RunReason::NoPrior
+        }
+        Work::Analysis { .. } => RunReason::InputChanged(file.at(TargetStage::Source)),
+        Work::Artifact {
+            analysis,
+            blockers,
+            blockers_changed_at,
+            ..
+        } => {
+            let mut newest = (analysis.changed_at(), file.at(TargetStage::Analysis));
+            if *blockers_changed_at > newest.0 {
+                newest = (*blockers_changed_at, file.at(TargetStage::Source));
+            }
+            for blocker in blockers {
+                if blocker.changed_at() > newest.0 {
+                    let version = blocker.version;
+                    let owner = FileIdentity::new(
+                        blocker.canonical,
+                        version.incarnation,
+                        version.generation,
+                    );
+                    newest = (blocker.changed_at(), owner.at(TargetStage::Analysis));
+                }
+            }
+            RunReason::InputChanged(newest.1)
+        }
+    }
+}

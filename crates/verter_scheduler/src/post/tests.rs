@@ -15,7 +15,7 @@ fn a_second_answer_to_one_slot_is_refused_and_counted() {
     post.answer(slot.share(), Err(crate::RequestError::Cancelled));
     post.answer(slot, Err(crate::RequestError::Cancelled));
     let duplicates = AtomicU64::new(0);
-    let _ = post.deliver(&NoHooks, &duplicates, &AtomicU64::new(0));
+    let _ = post.deliver(&sink(&NoHooks), &duplicates);
     assert_eq!(duplicates.load(Ordering::Relaxed), 1);
     assert!(state.cell().is_set());
     assert!(
@@ -31,7 +31,7 @@ fn answers_are_only_delivered_with_the_lock_released() {
     post.answer(AnswerSlot::new(), Err(crate::RequestError::Cancelled));
     let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _mark = LockMark::set();
-        post.deliver(&NoHooks, &AtomicU64::new(0), &AtomicU64::new(0))
+        post.deliver(&sink(&NoHooks), &AtomicU64::new(0))
     }));
     assert!(
         delivered.is_err(),
@@ -71,7 +71,7 @@ fn events_are_built_only_when_the_hooks_observe_them() {
     let mut observed = PostWork::<Lines>::observing(true);
     observed.event(|| SchedulerEvent::DidComplete(identity));
     assert!(!observed.is_empty());
-    let _ = observed.deliver(&hooks, &AtomicU64::new(0), &AtomicU64::new(0));
+    let _ = observed.deliver(&sink(&hooks), &AtomicU64::new(0));
     assert_eq!(hooks.0.load(Ordering::Relaxed), 1);
 }
 
@@ -121,7 +121,7 @@ fn a_batch_answers_each_item_through_its_own_cell_of_one_allocation() {
     post.answer(slots.slot(0), Err(crate::RequestError::Cancelled));
     post.answer(slots.slot(2), Err(crate::RequestError::Cancelled));
     let duplicates = AtomicU64::new(0);
-    let _ = post.deliver(&NoHooks, &duplicates, &AtomicU64::new(0));
+    let _ = post.deliver(&sink(&NoHooks), &duplicates);
     assert_eq!(duplicates.load(Ordering::Relaxed), 1);
     let answered: Vec<bool> = handles
         .iter()
@@ -134,4 +134,14 @@ fn a_batch_answers_each_item_through_its_own_cell_of_one_allocation() {
     assert!(
         std::mem::size_of::<crate::CompletionHandle<Lines>>() <= 2 * std::mem::size_of::<usize>()
     );
+}
+
+/// A sink to `hooks` alone, with no causal log.
+fn sink(hooks: &dyn crate::hooks::Hooks) -> crate::hooks::Sink<'_> {
+    static PANICS: AtomicU64 = AtomicU64::new(0);
+    crate::hooks::Sink {
+        hooks,
+        panics: &PANICS,
+        log: None,
+    }
 }

@@ -417,11 +417,13 @@ impl<E: StageExecutor> Scheduler<E> {
                 } else if let Some(replaced) = replaced {
                     post.discard_view(replaced);
                 }
+                post.act(|| HostAction::NewText { file: live });
                 // Its Source needs no load: it starts on the CPU budget.
                 locked.dag.note_text_known(&live);
                 if let Some(effects) = swept {
                     self.absorb(locked, effects, post);
                 }
+                post.end_act();
             } else if let Some(known) = locked
                 .dag
                 .payload_mut(&canonical)
@@ -473,6 +475,16 @@ impl<E: StageExecutor> Scheduler<E> {
         let registration = locked
             .dag
             .register_request(live.at(stage), policy, priority);
+        if post.observed() {
+            let dag = slot.dag_node().map(|node| node.run);
+            post.event(|| {
+                SchedulerEvent::Acted(HostAction::Requested {
+                    key: registration.key,
+                    waiter: registration.waiter.get(),
+                    dag,
+                })
+            });
+        }
         locked.waiters.insert(registration.waiter, slot);
         if let Some(joiner) = registration.joiner {
             post.event(|| SchedulerEvent::DidJoin(joiner.key));
@@ -507,6 +519,17 @@ impl<E: StageExecutor> Scheduler<E> {
             );
             let language = language.unwrap_or_else(|| Language::new("unknown"));
             self.publish_node(locked, &canonical, object, language);
+        }
+        if post.observed() {
+            let acting = post.acting();
+            for work in &effects.abandoned_running {
+                post.event(|| SchedulerEvent::Cancelled(*work, acting));
+            }
+            for answer in &effects.answers {
+                if let Err(DagFailure::Superseded { .. }) = answer.outcome {
+                    post.event(|| SchedulerEvent::Superseded(answer.key, acting));
+                }
+            }
         }
         for answer in effects.answers {
             let Some(slot) = locked.take_waiter(answer.waiter) else {

@@ -102,7 +102,9 @@ impl<E: StageExecutor> Scheduler<E> {
         let order = dag.check()?;
         // A refusal changes nothing, so it is decided before the DAG is
         // prepared (the hold below decides again).
+        let nodes = dag.nodes.len();
         if blocking == Blocking::Refuse && self.read_locked(|locked| self.backpressured(locked)) {
+            self.report_backpressure(Backpressure::Dag { nodes });
             return Ok(Admission::Backpressured);
         }
         if hook.probes()
@@ -132,6 +134,8 @@ impl<E: StageExecutor> Scheduler<E> {
                     return false;
                 }
                 self.admit_sent(locked, post);
+                post.act(|| HostAction::SubmittedDag { dag: run, nodes });
+                post.end_act();
                 let PreparedDag {
                     nodes,
                     downstream,
@@ -148,6 +152,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 return Ok(Admission::Admitted(DagHandle { shared }));
             }
             if blocking == Blocking::Refuse {
+                self.report_backpressure(Backpressure::Dag { nodes });
                 return Ok(Admission::Backpressured);
             }
             // Wait for room: run work where this caller may, else park until
@@ -435,7 +440,10 @@ impl<E: StageExecutor> Scheduler<E> {
 }
 
 impl<E: StageExecutor> CancelDag for Scheduler<E> {
-    fn cancel_dag(&self, run: u64) {
-        self.transact(|locked, post| self.cancel_run(locked, post, run));
+    fn cancel_dag(&self, run: u64, dropped: bool) {
+        self.transact(|locked, post| {
+            post.act(|| HostAction::CancelledDag { dag: run, dropped });
+            self.cancel_run(locked, post, run);
+        });
     }
 }

@@ -89,12 +89,16 @@ impl<E: StageExecutor> Scheduler<E> {
                         text,
                         hash,
                     });
-                    let replaced = self.source_root.publish_transition(|tx| {
+                    let (replaced, epoch) = self.source_root.publish_transition(|tx| {
                         match &source {
                             Some(source) => present(tx, source),
                             None => tx.pending(canonical, live.version()),
                         }
-                        node.reset_view(live.generation)
+                        (node.reset_view(live.generation), tx.epoch())
+                    });
+                    post.act(|| HostAction::Invalidated {
+                        file: live,
+                        epoch: epoch.get(),
                     });
                     if let Some(slot) = locked.dag.payload_mut(&canonical) {
                         // What the old generation served is what the new
@@ -167,6 +171,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 .payload(&canonical)
                 .map(|slot| Arc::clone(&slot.node))?;
             let version = node.version();
+            post.act(|| HostAction::Removed { path: canonical });
             let effects = locked.dag.remove_object(&canonical);
             // The slot (this node and its text) leaves with the node map's
             // entry, in the same hold.
@@ -200,6 +205,7 @@ impl<E: StageExecutor> Scheduler<E> {
         // are the host's values, dropped after the lock.
         let _retired = self.transact(|locked, post| {
             self.admit_sent(locked, post);
+            post.act(|| HostAction::Reset);
             // Host DAGs are answered whole (their unanswered nodes
             // `Cancelled`) and their cache flights cancelled, before the
             // DAG forgets every work node.

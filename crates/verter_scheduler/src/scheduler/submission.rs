@@ -72,7 +72,9 @@ impl<E: StageExecutor> Scheduler<E> {
         );
         match next {
             Next::Queue(prepared) => {
+                let (path, stage) = (prepared.canonical, prepared.stage);
                 if !self.try_enqueue(Submission::One(prepared)) {
+                    self.report_backpressure(Backpressure::Request { path, stage });
                     return Admission::Backpressured;
                 }
             }
@@ -191,6 +193,14 @@ impl<E: StageExecutor> Scheduler<E> {
                 .text(text)
                 .priority(priority),
         )
+    }
+
+    /// Reports a refused non-blocking submission as an event (after any
+    /// lock: on the submitting thread).
+    pub(crate) fn report_backpressure(&self, what: Backpressure) {
+        if self.observes_events {
+            crate::hooks::emit(&self.sink(), &SchedulerEvent::Backpressured(what));
+        }
     }
 
     /// Records that a host layer submitted one non-empty batch.

@@ -23,7 +23,7 @@ const COUNT: Artifact = Artifact(ProfileHash(2));
 /// the words of the other lines. Outputs compare with `==`. Every run is
 /// recorded as (path, stage).
 #[derive(Clone, Default)]
-struct Words {
+pub(crate) struct Words {
     runs: Arc<Mutex<Vec<(String, &'static str)>>>,
 }
 
@@ -109,7 +109,7 @@ impl StageExecutor for Words {
     }
 }
 
-fn inline_words(files: &MemFiles, words: &Words) -> Arc<Scheduler<Words>> {
+pub(crate) fn inline_words(files: &MemFiles, words: &Words) -> Arc<Scheduler<Words>> {
     let hooks = Arc::new(GateHooks::default());
     Scheduler::new_inline(test_config(hooks), files.clone(), words.clone())
         .expect("a valid configuration")

@@ -7,11 +7,13 @@ use verter_scheduler::{Request, SchedulerEvent};
 
 use crate::support::*;
 
-/// Renders events without incarnation numbers (they are process-global).
+/// Renders the stage events (joins, runs, completions) without
+/// incarnation numbers (they are process-global); the causes are rendered
+/// by the causal log's own tests.
 fn render(events: &[SchedulerEvent]) -> String {
     events
         .iter()
-        .map(|event| {
+        .filter_map(|event| {
             let (verb, work) = match event {
                 SchedulerEvent::DidJoin(key) => (
                     "DidJoin",
@@ -26,10 +28,11 @@ fn render(events: &[SchedulerEvent]) -> String {
                 SchedulerEvent::WillExecute(w) => ("WillExecute", label(w)),
                 SchedulerEvent::DidComplete(w) => ("DidComplete", label(w)),
                 SchedulerEvent::DidCutOff(w, _) => ("DidCutOff", label(w)),
-                SchedulerEvent::DidFail(w) => ("DidFail", label(w)),
+                SchedulerEvent::DidFail(w, _) => ("DidFail", label(w)),
                 SchedulerEvent::DidRefuseStale(w) => ("DidRefuseStale", label(w)),
+                _ => return None,
             };
-            format!("{verb:<14} {work}")
+            Some(format!("{verb:<14} {work}"))
         })
         .collect::<Vec<_>>()
         .join("\n")

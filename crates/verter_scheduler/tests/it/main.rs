@@ -7,6 +7,7 @@ mod support;
 
 mod batching;
 mod caller;
+mod causes;
 mod chunked;
 mod consistency;
 mod cutoff;

@@ -638,3 +638,55 @@ fn a_built_versions_done_stages_are_packed_and_still_read_as_done() {
     h.assert_quiescent();
     assert_eq!(h.dag.dependency_occupancy().nodes, 6);
 }
+
+#[test]
+fn demand_follows_consumers_to_the_first_request_waiter() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let m = h.add("m.rs");
+    let waiter = h.request(&a, P, WaitPolicy::Follow);
+    // a's Artifact waits on m's Analysis through its blocker record.
+    h.block(&a, [m.at(TargetStage::Analysis)]);
+    let source = WorkNodeIdentity::File(a.at(TargetStage::Source));
+    let demand = h.dag.demand_of(&source);
+    assert_eq!(
+        demand.through.as_slice(),
+        [work(&a, TargetStage::Analysis), work(&a, P),]
+    );
+    assert_eq!(demand.root, DemandRoot::Waiter(waiter));
+    let blocker = h.dag.demand_of(&work(&m, TargetStage::Analysis));
+    assert_eq!(blocker.through.as_slice(), [work(&a, P)]);
+    assert_eq!(blocker.root, DemandRoot::Waiter(waiter));
+    // Once every waiter is answered, nothing wants the work any more.
+    h.run();
+    assert_eq!(
+        h.dag.demand_of(&source),
+        Demand {
+            through: SmallVec::new(),
+            root: DemandRoot::Nobody,
+        }
+    );
+    let cache = WorkNodeIdentity::CacheNode {
+        cache_id: crate::identity::SchedulerCacheId(1),
+        key_hash: 2,
+    };
+    assert_eq!(h.dag.demand_of(&cache).root, DemandRoot::CacheNode(cache));
+}
+
+#[test]
+fn a_dispatch_carries_a_ticket_issued_before_it() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    let before = h.dag.tickets_issued();
+    h.request(&a, TargetStage::Source, WaitPolicy::Follow);
+    let issued = h.dag.tickets_issued();
+    assert!(issued > before, "admitting ready work issued a ticket");
+    let dispatch = h.dequeue(ResourceClass::Io).expect("the load is ready");
+    assert!((before..issued).contains(&dispatch.ready_ticket()));
+    let effects = h.dag.continue_on(dispatch, ResourceClass::Cpu);
+    h.absorb(effects);
+    let parse = h.dequeue(ResourceClass::Cpu).expect("the parse is ready");
+    assert!(parse.ready_ticket() >= issued, "a move takes a new ticket");
+    let (_, effects) = h.dag.complete(parse);
+    h.absorb(effects);
+}

@@ -1,0 +1,391 @@
+//! The causal log (docs/design.md, "Causes"): a bounded ring of the
+//! scheduler's events, off by default ([`crate::SchedulerConfig::causal_log`]),
+//! and the chains of causes read from it ([`CausalIndex`], [`Explanation`]).
+//!
+//! The ring owns its records and nothing else. It is written after the DAG
+//! lock, by `hooks::emit` (the one place an event leaves the scheduler),
+//! under its own mutex, a leaf: nothing is called while it is held. Reading
+//! it (a snapshot, an explanation) never takes the DAG lock.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use verter_dag::{Canonical, FileIdentity, TargetStage, WorkNodeIdentity};
+
+use crate::causes::{DemandRoot, HostAction, RunReason, Step};
+use crate::hooks::{CutOff, SchedulerEvent};
+use crate::state::Scheduler;
+use crate::traits::StageExecutor;
+
+/// The causal log's default size when a host turns it on without choosing
+/// one (the CLI's `--explain`): a few thousand stages' events.
+pub const DEFAULT_CAUSAL_LOG: usize = 16_384;
+
+/// One event in the causal log.
+#[derive(Debug, Clone)]
+pub struct LogRecord {
+    /// Its place in the log: counts up from 0 over the scheduler's life,
+    /// so a gap at the front means older records were dropped.
+    pub seq: u64,
+    /// When it was recorded, from the scheduler's creation.
+    pub at: Duration,
+    /// The event.
+    pub event: SchedulerEvent,
+}
+
+/// The ring: the newest `capacity` events.
+pub(crate) struct CausalLog {
+    capacity: usize,
+    started: Instant,
+    ring: Mutex<Ring>,
+}
+
+struct Ring {
+    next: u64,
+    records: VecDeque<LogRecord>,
+}
+
+impl CausalLog {
+    /// A log of `capacity` records; `None` (no log) for 0.
+    pub(crate) fn new(capacity: usize) -> Option<Self> {
+        (capacity > 0).then(|| Self {
+            capacity,
+            started: Instant::now(),
+            ring: Mutex::new(Ring {
+                next: 0,
+                records: VecDeque::with_capacity(capacity.min(4096)),
+            }),
+        })
+    }
+
+    /// Appends `event`, dropping the oldest record when full.
+    pub(crate) fn record(&self, event: &SchedulerEvent) {
+        let at = self.started.elapsed();
+        let event = event.clone();
+        let mut ring = self.ring.lock();
+        if ring.records.len() == self.capacity {
+            ring.records.pop_front();
+        }
+        let seq = ring.next;
+        ring.next += 1;
+        ring.records.push_back(LogRecord { seq, at, event });
+    }
+
+    /// The records it holds, oldest first.
+    pub(crate) fn snapshot(&self) -> Vec<LogRecord> {
+        self.ring.lock().records.iter().cloned().collect()
+    }
+}
+
+/// Why [`crate::Scheduler::explain`] has no explanation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExplainError {
+    /// The scheduler keeps no causal log ([`crate::SchedulerConfig::causal_log`] is 0).
+    #[error("the scheduler keeps no causal log: set `SchedulerConfig::causal_log`")]
+    LogDisabled,
+    /// The path could not be named (the loader refused it).
+    #[error("cannot name {path}: {message}")]
+    UnknownPath {
+        /// The path asked about.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// The log holds no run or verification of that stage.
+    #[error("the causal log holds no run of {stage} of {path}")]
+    NotRun {
+        /// The file.
+        path: Canonical,
+        /// The stage.
+        stage: TargetStage,
+    },
+}
+
+/// The chain of causes of one stage's latest run (or verification): its
+/// first step is that stage, each next step is why the one before
+/// happened, and the last is, when the log still holds it, a host action.
+/// Its `Display` is what `verter explain` prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explanation {
+    /// The steps, effect first.
+    pub steps: Vec<Step>,
+}
+
+impl Explanation {
+    /// Whether the chain ends at something the host did.
+    pub fn ends_at_host_action(&self) -> bool {
+        self.steps.last().is_some_and(Step::is_host_action)
+    }
+
+    /// The host action the chain ends at.
+    pub fn host_action(&self) -> Option<&HostAction> {
+        match self.steps.last() {
+            Some(Step::Acted(action)) => Some(action),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, step) in self.steps.iter().enumerate() {
+            if i == 0 {
+                write!(f, "{step}")?;
+            } else {
+                write!(f, "\n  because {step}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The longest chain an explanation follows: far beyond any real one.
+const MAX_STEPS: usize = 64;
+
+/// A causal log's records, indexed for explanations: each lookup is "the
+/// latest record of this kind about this, before that one".
+pub struct CausalIndex<'a> {
+    records: &'a [LogRecord],
+    /// Per work: the records of its runs and verifications, in order.
+    runs: crate::state::HashMap<WorkNodeIdentity, Vec<usize>>,
+    /// Per work: the records of its dispatches.
+    dispatches: crate::state::HashMap<WorkNodeIdentity, Vec<usize>>,
+    /// Per file version: the host action that made it.
+    versions: crate::state::HashMap<FileIdentity, Vec<usize>>,
+    /// Per file version: the Source whose parse named it first.
+    named: crate::state::HashMap<FileIdentity, Vec<usize>>,
+    /// Per waiter id: its request.
+    requests: crate::state::HashMap<u64, Vec<usize>>,
+    /// Per DAG run: its submission.
+    dags: crate::state::HashMap<u64, Vec<usize>>,
+}
+
+impl<'a> CausalIndex<'a> {
+    /// Indexes `records` (oldest first, as [`crate::Scheduler::causal_log`]
+    /// returns them).
+    pub fn new(records: &'a [LogRecord]) -> Self {
+        let mut index = Self {
+            records,
+            runs: Default::default(),
+            dispatches: Default::default(),
+            versions: Default::default(),
+            named: Default::default(),
+            requests: Default::default(),
+            dags: Default::default(),
+        };
+        for (i, record) in records.iter().enumerate() {
+            match &record.event {
+                SchedulerEvent::Ran(run) => index.runs.entry(run.work).or_default().push(i),
+                SchedulerEvent::DidCutOff(work, CutOff::Verified) => {
+                    index.runs.entry(*work).or_default().push(i);
+                }
+                SchedulerEvent::Dispatched(work, _) => {
+                    index.dispatches.entry(*work).or_default().push(i);
+                }
+                SchedulerEvent::Ingested(file, _) => index.named.entry(*file).or_default().push(i),
+                SchedulerEvent::Acted(action) => match action {
+                    HostAction::NewText { file } | HostAction::Invalidated { file, .. } => {
+                        index.versions.entry(*file).or_default().push(i);
+                    }
+                    HostAction::Requested { waiter, .. } => {
+                        index.requests.entry(*waiter).or_default().push(i);
+                    }
+                    HostAction::SubmittedDag { dag, .. } => {
+                        index.dags.entry(*dag).or_default().push(i);
+                    }
+                    HostAction::Removed { .. }
+                    | HostAction::Reset
+                    | HostAction::CancelledDag { .. } => {}
+                },
+                _ => {}
+            }
+        }
+        index
+    }
+
+    /// The records it indexes.
+    pub fn records(&self) -> &'a [LogRecord] {
+        self.records
+    }
+
+    /// The chain of the latest run or verification of `stage` of `path`
+    /// (any version of it).
+    pub fn explain(&self, path: Canonical, stage: TargetStage) -> Option<Explanation> {
+        let latest = self
+            .runs
+            .iter()
+            .filter(|(work, _)| {
+                matches!(work, WorkNodeIdentity::File(key)
+                    if key.file.canonical == path && key.stage == stage)
+            })
+            .filter_map(|(_, at)| at.last().copied())
+            .max()?;
+        Some(self.explain_record(latest))
+    }
+
+    /// The chain of the record at `index` (into [`Self::records`]): a
+    /// run, a verification or a dispatch; for any other record, just that
+    /// record's host action, or nothing.
+    pub fn explain_record(&self, index: usize) -> Explanation {
+        let mut steps = Vec::new();
+        let mut next = Some(index);
+        while let Some(at) = next.take() {
+            if steps.len() >= MAX_STEPS {
+                break;
+            }
+            next = self.step(at, &mut steps);
+        }
+        Explanation { steps }
+    }
+
+    /// Pushes the step of the record at `at`, and returns the record that
+    /// explains it, if the chain goes on.
+    fn step(&self, at: usize, steps: &mut Vec<Step>) -> Option<usize> {
+        match &self.records[at].event {
+            SchedulerEvent::Ran(run) => {
+                steps.push(Step::Ran {
+                    work: run.work,
+                    because: run.because,
+                });
+                match (run.because, run.work) {
+                    (RunReason::InputChanged(input), _) => {
+                        let input = WorkNodeIdentity::File(input);
+                        self.before(&self.runs, &input, at).or_else(|| {
+                            steps.push(Step::Forgotten {
+                                missing: format!("the run of {}", Step::work_label(&input)),
+                            });
+                            None
+                        })
+                    }
+                    (RunReason::NewVersion, WorkNodeIdentity::File(key)) => {
+                        match self.before(&self.versions, &key.file, at) {
+                            Some(acted) => Some(acted),
+                            // Generation 0: the file's first text, read
+                            // because someone asked for it or a parse named it.
+                            None => self.demand(&run.work, at, steps),
+                        }
+                    }
+                    _ => self.demand(&run.work, at, steps),
+                }
+            }
+            SchedulerEvent::DidCutOff(work, CutOff::Verified) => {
+                steps.push(Step::Verified { work: *work });
+                self.demand(work, at, steps)
+            }
+            SchedulerEvent::Dispatched(work, _) => self.demand(work, at + 1, steps),
+            SchedulerEvent::Ingested(file, by) => {
+                steps.push(Step::Named {
+                    file: *file,
+                    by: *by,
+                });
+                let by = WorkNodeIdentity::File(*by);
+                self.before(&self.runs, &by, at).or_else(|| {
+                    steps.push(Step::Forgotten {
+                        missing: format!("the run of {}", Step::work_label(&by)),
+                    });
+                    None
+                })
+            }
+            SchedulerEvent::Acted(action) => {
+                steps.push(Step::Acted(*action));
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// What wanted `work` at its latest dispatch before `at`: pushes that
+    /// step and returns the record that explains its root.
+    fn demand(&self, work: &WorkNodeIdentity, at: usize, steps: &mut Vec<Step>) -> Option<usize> {
+        let Some(dispatched) = self.before(&self.dispatches, work, at) else {
+            steps.push(Step::Forgotten {
+                missing: format!("the dispatch of {}", Step::work_label(work)),
+            });
+            return None;
+        };
+        let SchedulerEvent::Dispatched(_, demand) = &self.records[dispatched].event else {
+            unreachable!("the dispatch index holds dispatches");
+        };
+        steps.push(Step::Demanded {
+            work: *work,
+            through: demand.through.clone(),
+            by: demand.by,
+        });
+        let found = match demand.by {
+            DemandRoot::Request { waiter } => self
+                .before(&self.requests, &waiter, dispatched + 1)
+                .ok_or_else(|| format!("request {}", crate::causes::waiter_name(waiter))),
+            DemandRoot::Dag { dag } => self
+                .before(&self.dags, &dag, dispatched + 1)
+                .ok_or_else(|| format!("the submission of DAG #{dag}")),
+            DemandRoot::Nobody => {
+                // Nothing waits on it: a Source the parse of another file
+                // named (an ingest), or work whose askers all left.
+                let last = demand.through.last().unwrap_or(work);
+                match last {
+                    WorkNodeIdentity::File(key) => self
+                        .before(&self.named, &key.file, dispatched + 1)
+                        .ok_or_else(|| "what asked for it".to_owned()),
+                    WorkNodeIdentity::CacheNode { .. } => Err("what asked for it".to_owned()),
+                }
+            }
+        };
+        found
+            .map_err(|missing| steps.push(Step::Forgotten { missing }))
+            .ok()
+    }
+
+    /// The latest record in `map[key]` before the record at `at`.
+    fn before<K: std::hash::Hash + Eq>(
+        &self,
+        map: &crate::state::HashMap<K, Vec<usize>>,
+        key: &K,
+        at: usize,
+    ) -> Option<usize> {
+        let list = map.get(key)?;
+        let end = list.partition_point(|&i| i < at);
+        end.checked_sub(1).map(|i| list[i])
+    }
+}
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// The events the causal log holds, oldest first (empty when
+    /// [`crate::SchedulerConfig::causal_log`] is 0). A copy: the log goes
+    /// on recording. [`CausalIndex`] reads chains out of it.
+    pub fn causal_log(&self) -> Vec<LogRecord> {
+        self.log
+            .as_ref()
+            .map(CausalLog::snapshot)
+            .unwrap_or_default()
+    }
+
+    /// Why the latest run (or verification) of `stage` of `path` that the
+    /// causal log holds happened: the chain from that stage back to the
+    /// host action that started it, e.g. "Artifact(a.rs) at g3 ran:
+    /// Analysis(m.rs) at g5 changed, because ... invalidate(m.rs) at epoch
+    /// 41". Its `Display` is what `verter explain` prints.
+    ///
+    /// # Errors
+    /// [`ExplainError::LogDisabled`] when the scheduler keeps no log,
+    /// [`ExplainError::UnknownPath`] when the loader cannot name `path`,
+    /// [`ExplainError::NotRun`] when the log holds no run of that stage.
+    pub fn explain(&self, path: &str, stage: TargetStage) -> Result<Explanation, ExplainError> {
+        let log = self.log.as_ref().ok_or(ExplainError::LogDisabled)?;
+        let canonical = self
+            .canonicalize(path)
+            .map_err(|error| ExplainError::UnknownPath {
+                path: path.to_owned(),
+                message: error.to_string(),
+            })?;
+        let records = log.snapshot();
+        CausalIndex::new(&records)
+            .explain(canonical, stage)
+            .ok_or(ExplainError::NotRun {
+                path: canonical,
+                stage,
+            })
+    }
+}

@@ -1,0 +1,330 @@
+//! Stage statistics (docs/design.md, "Causes"): the scheduler's counters
+//! with, when [`crate::SchedulerConfig::stage_stats`] is on, per-stage
+//! histograms of queue wait and run time ([`Scheduler::stats`]).
+//!
+//! The histograms are recorded by the thread that ran the stage, after the
+//! run and outside the DAG lock, each under its own short mutex (a leaf:
+//! nothing is called while it is held).
+
+use std::fmt;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+use verter_dag::{TargetStage, WorkNodeIdentity};
+
+use crate::scheduler::SchedulerCounters;
+use crate::state::Scheduler;
+use crate::traits::StageExecutor;
+
+/// The kinds of work a [`SchedulerStats`] keeps apart, in its order.
+const KINDS: [&str; 4] = ["Source", "Analysis", "Artifact", "Cache node"];
+
+/// A distribution of durations (nanoseconds, three significant figures).
+#[derive(Clone)]
+pub struct Latencies(Histogram<u64>);
+
+impl Latencies {
+    fn new() -> Self {
+        // Three significant figures, auto-resized: never refuses a value.
+        Self(Histogram::new(3).expect("3 significant figures is a valid precision"))
+    }
+
+    fn record(&mut self, duration: Duration) {
+        let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        // It resizes to take any value; if it cannot grow, the value is
+        // clamped to its range rather than lost.
+        if self.0.record(nanos.max(1)).is_err() {
+            self.0.saturating_record(nanos.max(1));
+        }
+    }
+
+    /// How many durations it holds.
+    pub fn count(&self) -> u64 {
+        self.0.len()
+    }
+
+    /// The duration at quantile `q` (0.0 to 1.0); zero when empty.
+    pub fn quantile(&self, q: f64) -> Duration {
+        Duration::from_nanos(self.0.value_at_quantile(q))
+    }
+
+    /// The longest; zero when empty.
+    pub fn max(&self) -> Duration {
+        Duration::from_nanos(self.0.max())
+    }
+
+    /// The mean; zero when empty.
+    pub fn mean(&self) -> Duration {
+        Duration::from_nanos(self.0.mean() as u64)
+    }
+}
+
+impl fmt::Debug for Latencies {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Latencies")
+            .field("count", &self.count())
+            .field("p50", &self.quantile(0.5))
+            .field("p99", &self.quantile(0.99))
+            .field("max", &self.max())
+            .finish()
+    }
+}
+
+/// One kind of work's distributions.
+#[derive(Debug, Clone)]
+pub struct StageStats {
+    /// `"Source"`, `"Analysis"`, `"Artifact"` or `"Cache node"`.
+    pub stage: &'static str,
+    /// From becoming ready to starting, for the runs whose ready time the
+    /// scheduler still knew.
+    pub queue_wait: Latencies,
+    /// How long the executor (or for a Source, the load and the parse
+    /// each) ran.
+    pub run_time: Latencies,
+}
+
+/// What [`Scheduler::stats`] answers.
+#[derive(Debug, Clone)]
+pub struct SchedulerStats {
+    /// The counters ([`Scheduler::counters`]).
+    pub counters: SchedulerCounters,
+    /// Per kind of work: Source, Analysis, Artifact, cache node. Empty
+    /// distributions unless [`crate::SchedulerConfig::stage_stats`] is on.
+    pub stages: Vec<StageStats>,
+}
+
+impl fmt::Display for SchedulerStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.counters;
+        writeln!(
+            f,
+            "runs: {} sources, {} analyses, {} artifacts, {} cache nodes; {} verified, {} unchanged, {} refused stale, {} cancelled",
+            c.source_runs,
+            c.analysis_runs,
+            c.artifact_runs,
+            c.cache_runs,
+            c.stages_verified,
+            c.outputs_unchanged,
+            c.stale_completion_refusals,
+            c.cancellations
+        )?;
+        writeln!(
+            f,
+            "{:<11} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "stage", "runs", "wait p50", "wait p99", "wait max", "run p50", "run p99", "run max"
+        )?;
+        for stage in &self.stages {
+            if stage.run_time.count() == 0 {
+                continue;
+            }
+            writeln!(
+                f,
+                "{:<11} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                stage.stage,
+                stage.run_time.count(),
+                short(stage.queue_wait.quantile(0.5)),
+                short(stage.queue_wait.quantile(0.99)),
+                short(stage.queue_wait.max()),
+                short(stage.run_time.quantile(0.5)),
+                short(stage.run_time.quantile(0.99)),
+                short(stage.run_time.max()),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A duration in the unit that keeps it short.
+fn short(duration: Duration) -> String {
+    let nanos = duration.as_nanos();
+    if nanos < 10_000 {
+        format!("{nanos}ns")
+    } else if nanos < 10_000_000 {
+        format!("{}µs", nanos / 1_000)
+    } else {
+        format!("{}ms", nanos / 1_000_000)
+    }
+}
+
+/// The histograms, per kind of work.
+pub(crate) struct StatsRecorder {
+    kinds: [Mutex<(Latencies, Latencies)>; 4],
+}
+
+impl StatsRecorder {
+    pub(crate) fn new() -> Self {
+        Self {
+            kinds: std::array::from_fn(|_| Mutex::new((Latencies::new(), Latencies::new()))),
+        }
+    }
+
+    /// Records one run of `work`.
+    pub(crate) fn record(
+        &self,
+        work: &WorkNodeIdentity,
+        queue_wait: Option<Duration>,
+        run_time: Duration,
+    ) {
+        let kind = match work {
+            WorkNodeIdentity::File(key) => match key.stage {
+                TargetStage::Source => 0,
+                TargetStage::Analysis => 1,
+                TargetStage::Artifact(_) => 2,
+            },
+            WorkNodeIdentity::CacheNode { .. } => 3,
+        };
+        let mut histograms = self.kinds[kind].lock();
+        if let Some(wait) = queue_wait {
+            histograms.0.record(wait);
+        }
+        histograms.1.record(run_time);
+    }
+
+    fn stages(&self) -> Vec<StageStats> {
+        self.kinds
+            .iter()
+            .zip(KINDS)
+            .map(|(histograms, stage)| {
+                let (queue_wait, run_time) = histograms.lock().clone();
+                StageStats {
+                    stage,
+                    queue_wait,
+                    run_time,
+                }
+            })
+            .collect()
+    }
+}
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// The counters, and per kind of work the distributions of queue wait
+    /// and run time (empty unless [`crate::SchedulerConfig::stage_stats`] is
+    /// on). Its `Display` is what `verter build --stats` prints.
+    pub fn stats(&self) -> SchedulerStats {
+        let stages = match &self.stats {
+            Some(recorder) => recorder.stages(),
+            None => KINDS
+                .iter()
+                .map(|&stage| StageStats {
+                    stage,
+                    queue_wait: Latencies::new(),
+                    run_time: Latencies::new(),
+                })
+                .collect(),
+        };
+        SchedulerStats {
+            counters: self.counters(),
+            stages,
+        }
+    }
+}
+
+/// When ready-queue tickets were issued, by lock hold: so the thread that
+/// runs a dispatch can tell how long its work waited since it became ready
+/// ([`verter_dag::Dispatch::ready_ticket`]), without a clock read per ready
+/// node under the lock. Kept only while runs are timed; under its own
+/// mutex, a leaf, written at the end of a hold (under the DAG lock) and
+/// read by the thread that runs the work.
+#[derive(Debug, Default)]
+pub(crate) struct ReadyClock {
+    /// Per hold that issued tickets, oldest first: how many tickets were
+    /// issued by its end, and when it began.
+    marks: std::collections::VecDeque<(u64, std::time::Instant)>,
+    /// Tickets below this were issued by holds no longer kept.
+    floor: u64,
+}
+
+impl ReadyClock {
+    /// How many holds it remembers: far more than the holds between a
+    /// stage becoming ready and running, except for work that waits behind
+    /// a long queue (its wait is then unknown, not wrong).
+    const KEPT: usize = 8192;
+
+    /// Records that a hold that began at `began` had issued `issued`
+    /// tickets by its end.
+    pub(crate) fn mark(&mut self, issued: u64, began: std::time::Instant) {
+        if self.marks.back().map_or(self.floor, |last| last.0) >= issued {
+            return;
+        }
+        if self.marks.len() == Self::KEPT
+            && let Some((evicted, _)) = self.marks.pop_front()
+        {
+            self.floor = evicted;
+        }
+        self.marks.push_back((issued, began));
+    }
+
+    /// When the hold that issued `ticket` began; `None` when it is no
+    /// longer kept (or not marked yet).
+    pub(crate) fn issued_at(&self, ticket: u64) -> Option<std::time::Instant> {
+        if ticket < self.floor {
+            return None;
+        }
+        let at = self.marks.partition_point(|(issued, _)| *issued <= ticket);
+        self.marks.get(at).map(|(_, began)| *began)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[test]
+    fn a_ticket_is_dated_by_the_hold_that_issued_it() {
+        let start = Instant::now();
+        let at = |ms| start + Duration::from_millis(ms);
+        let mut clock = ReadyClock::default();
+        clock.mark(3, at(1)); // tickets 0..3
+        clock.mark(3, at(2)); // issued nothing: not a mark
+        clock.mark(5, at(4)); // tickets 3..5
+        assert_eq!(clock.issued_at(0), Some(at(1)));
+        assert_eq!(clock.issued_at(2), Some(at(1)));
+        assert_eq!(clock.issued_at(3), Some(at(4)));
+        assert_eq!(clock.issued_at(4), Some(at(4)));
+        assert_eq!(clock.issued_at(5), None, "not issued yet");
+    }
+
+    #[test]
+    fn a_ticket_older_than_the_kept_holds_has_no_date() {
+        let start = Instant::now();
+        let mut clock = ReadyClock::default();
+        for hold in 0..=ReadyClock::KEPT as u64 {
+            clock.mark(hold + 1, start + Duration::from_nanos(hold));
+        }
+        assert_eq!(clock.issued_at(0), None, "its hold was forgotten");
+        assert_eq!(clock.issued_at(1), Some(start + Duration::from_nanos(1)));
+    }
+
+    #[test]
+    fn latencies_read_back_what_was_recorded() {
+        let recorder = StatsRecorder::new();
+        let work = WorkNodeIdentity::CacheNode {
+            cache_id: verter_dag::SchedulerCacheId(1),
+            key_hash: 1,
+        };
+        for ms in 1..=100 {
+            recorder.record(
+                &work,
+                Some(Duration::from_millis(ms)),
+                Duration::from_millis(2 * ms),
+            );
+        }
+        recorder.record(&work, None, Duration::from_millis(1));
+        let stages = recorder.stages();
+        let cache = &stages[3];
+        assert_eq!(cache.stage, "Cache node");
+        assert_eq!(
+            cache.queue_wait.count(),
+            100,
+            "an unknown wait is not a zero"
+        );
+        assert_eq!(cache.run_time.count(), 101);
+        let p50 = cache.queue_wait.quantile(0.5).as_secs_f64();
+        assert!((0.049..0.051).contains(&p50), "p50 {p50}");
+        assert!(cache.run_time.max() >= Duration::from_millis(200));
+        assert_eq!(stages[0].run_time.count(), 0, "no Source ran");
+    }
+}
