@@ -3,7 +3,7 @@
 //! and the chains of causes read from it ([`CausalIndex`], [`Explanation`]).
 //!
 //! The ring owns its records and nothing else. It is written after the DAG
-//! lock, by `hooks::emit` (the one place an event leaves the scheduler),
+//! lock, by `events::emit` (the one place an event leaves the scheduler),
 //! under its own mutex, a leaf: nothing is called while it is held. Reading
 //! it (a snapshot, an explanation) never takes the DAG lock.
 
@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use verter_dag::{Canonical, FileIdentity, TargetStage, WorkNodeIdentity};
 
+/// The index's tables: foldhash, seeded per process.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 use crate::causes::{DemandRoot, HostAction, RunReason, Step};
 use crate::hooks::{CutOff, SchedulerEvent};
-use crate::state::Scheduler;
-use crate::traits::StageExecutor;
 
 /// The causal log's default size when a host turns it on without choosing
 /// one (the CLI's `--explain`): a few thousand stages' events.
@@ -150,17 +151,17 @@ const MAX_STEPS: usize = 64;
 pub struct CausalIndex<'a> {
     records: &'a [LogRecord],
     /// Per work: the records of its runs and verifications, in order.
-    runs: crate::state::HashMap<WorkNodeIdentity, Vec<usize>>,
+    runs: HashMap<WorkNodeIdentity, Vec<usize>>,
     /// Per work: the records of its dispatches.
-    dispatches: crate::state::HashMap<WorkNodeIdentity, Vec<usize>>,
+    dispatches: HashMap<WorkNodeIdentity, Vec<usize>>,
     /// Per file version: the host action that made it.
-    versions: crate::state::HashMap<FileIdentity, Vec<usize>>,
+    versions: HashMap<FileIdentity, Vec<usize>>,
     /// Per file version: the Source whose parse named it first.
-    named: crate::state::HashMap<FileIdentity, Vec<usize>>,
+    named: HashMap<FileIdentity, Vec<usize>>,
     /// Per waiter id: its request.
-    requests: crate::state::HashMap<u64, Vec<usize>>,
+    requests: HashMap<u64, Vec<usize>>,
     /// Per DAG run: its submission.
-    dags: crate::state::HashMap<u64, Vec<usize>>,
+    dags: HashMap<u64, Vec<usize>>,
 }
 
 impl<'a> CausalIndex<'a> {
@@ -341,51 +342,12 @@ impl<'a> CausalIndex<'a> {
     /// The latest record in `map[key]` before the record at `at`.
     fn before<K: std::hash::Hash + Eq>(
         &self,
-        map: &crate::state::HashMap<K, Vec<usize>>,
+        map: &HashMap<K, Vec<usize>>,
         key: &K,
         at: usize,
     ) -> Option<usize> {
         let list = map.get(key)?;
         let end = list.partition_point(|&i| i < at);
         end.checked_sub(1).map(|i| list[i])
-    }
-}
-
-impl<E: StageExecutor> Scheduler<E> {
-    /// The events the causal log holds, oldest first (empty when
-    /// [`crate::SchedulerConfig::causal_log`] is 0). A copy: the log goes
-    /// on recording. [`CausalIndex`] reads chains out of it.
-    pub fn causal_log(&self) -> Vec<LogRecord> {
-        self.log
-            .as_ref()
-            .map(CausalLog::snapshot)
-            .unwrap_or_default()
-    }
-
-    /// Why the latest run (or verification) of `stage` of `path` that the
-    /// causal log holds happened: the chain from that stage back to the
-    /// host action that started it, e.g. "Artifact(a.rs) at g3 ran:
-    /// Analysis(m.rs) at g5 changed, because ... invalidate(m.rs) at epoch
-    /// 41". Its `Display` is what `verter explain` prints.
-    ///
-    /// # Errors
-    /// [`ExplainError::LogDisabled`] when the scheduler keeps no log,
-    /// [`ExplainError::UnknownPath`] when the loader cannot name `path`,
-    /// [`ExplainError::NotRun`] when the log holds no run of that stage.
-    pub fn explain(&self, path: &str, stage: TargetStage) -> Result<Explanation, ExplainError> {
-        let log = self.log.as_ref().ok_or(ExplainError::LogDisabled)?;
-        let canonical = self
-            .canonicalize(path)
-            .map_err(|error| ExplainError::UnknownPath {
-                path: path.to_owned(),
-                message: error.to_string(),
-            })?;
-        let records = log.snapshot();
-        CausalIndex::new(&records)
-            .explain(canonical, stage)
-            .ok_or(ExplainError::NotRun {
-                path: canonical,
-                stage,
-            })
     }
 }

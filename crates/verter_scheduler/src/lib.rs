@@ -135,6 +135,7 @@ mod dag_types;
 mod dags;
 mod driver;
 mod error;
+mod events;
 mod exec;
 mod handle;
 mod helpers;
@@ -179,14 +180,14 @@ pub use host_dag::{
 pub use language::Language;
 pub use node::{FileNode, NodeView};
 pub use output::{RequestResult, StageOutput};
-pub use scheduler::{Invalidation, QuiescenceReport, SchedulerCounters};
+pub use scheduler::{Invalidation, QuiescenceReport, SchedulerCounters, SchedulerStats};
 pub use snapshot::{
     AnalysisSnapshot, ArtifactSnapshot, Canonicals, Revision, SourceSnapshot, SourceText,
     content_hash,
 };
 pub use stage::{Ask, Stage, StageKind};
 pub use state::Scheduler;
-pub use stats::{Latencies, SchedulerStats, StageStats};
+pub use stats::{Latencies, StageStats};
 pub use traits::{
     AnalysisInput, ArtifactInput, CacheNodeInput, DepPath, SourceDeps, SourceInput, SourceLoader,
     StageExecutor,

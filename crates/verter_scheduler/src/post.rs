@@ -30,7 +30,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use verter_pools::WaitCell;
 
 use crate::causes::HostAction;
-use crate::hooks::{SchedulerEvent, Sink};
+use crate::events::Sink;
+use crate::hooks::SchedulerEvent;
 use crate::node::NodeView;
 use crate::output::{RequestResult, StageOutput};
 use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot};
@@ -457,7 +458,7 @@ impl<E: StageExecutor> PostWork<E> {
             "answers and events are delivered only after the DAG lock is released"
         );
         for event in &self.events {
-            crate::hooks::emit(sink, event);
+            crate::events::emit(sink, event);
         }
         for (slot, result) in self.answers {
             let state = slot.state();

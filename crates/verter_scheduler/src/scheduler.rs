@@ -340,6 +340,8 @@ pub(crate) fn request_error(failure: &DagFailure) -> RequestError {
 }
 
 mod admission;
+mod causes;
+pub use causes::SchedulerStats;
 mod dag;
 mod lifecycle;
 

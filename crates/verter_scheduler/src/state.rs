@@ -39,8 +39,8 @@ use crate::config::SchedulerConfig;
 use crate::cutoff::{PriorSlot, RevisionClock};
 use crate::dags::DagRuns;
 use crate::error::RequestError;
+use crate::events::Sink;
 use crate::helpers::Helpers;
-use crate::hooks::Sink;
 use crate::inbox::Inbox;
 use crate::job::Job;
 use crate::language::Language;
@@ -317,7 +317,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let log = CausalLog::new(config.causal_log);
         let stats = config.stage_stats.then(StatsRecorder::new);
         let observes_events =
-            config.hooks.observes_events() || crate::hooks::traced() || log.is_some();
+            config.hooks.observes_events() || crate::events::traced() || log.is_some();
         let timed = observes_events || stats.is_some();
         let pauses = config.hooks.pauses();
         Arc::new_cyclic(|me| Self {

@@ -1,6 +1,6 @@
 //! Stage statistics (docs/design.md, "Causes"): the scheduler's counters
 //! with, when [`crate::SchedulerConfig::stage_stats`] is on, per-stage
-//! histograms of queue wait and run time ([`Scheduler::stats`]).
+//! histograms of queue wait and run time ([`crate::Scheduler::stats`]).
 //!
 //! The histograms are recorded by the thread that ran the stage, after the
 //! run and outside the DAG lock, each under its own short mutex (a leaf:
@@ -13,19 +13,15 @@ use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 use verter_dag::{TargetStage, WorkNodeIdentity};
 
-use crate::scheduler::SchedulerCounters;
-use crate::state::Scheduler;
-use crate::traits::StageExecutor;
-
 /// The kinds of work a [`SchedulerStats`] keeps apart, in its order.
-const KINDS: [&str; 4] = ["Source", "Analysis", "Artifact", "Cache node"];
+pub(crate) const KINDS: [&str; 4] = ["Source", "Analysis", "Artifact", "Cache node"];
 
 /// A distribution of durations (nanoseconds, three significant figures).
 #[derive(Clone)]
 pub struct Latencies(Histogram<u64>);
 
 impl Latencies {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         // Three significant figures, auto-resized: never refuses a value.
         Self(Histogram::new(3).expect("3 significant figures is a valid precision"))
     }
@@ -84,59 +80,8 @@ pub struct StageStats {
     pub run_time: Latencies,
 }
 
-/// What [`Scheduler::stats`] answers.
-#[derive(Debug, Clone)]
-pub struct SchedulerStats {
-    /// The counters ([`Scheduler::counters`]).
-    pub counters: SchedulerCounters,
-    /// Per kind of work: Source, Analysis, Artifact, cache node. Empty
-    /// distributions unless [`crate::SchedulerConfig::stage_stats`] is on.
-    pub stages: Vec<StageStats>,
-}
-
-impl fmt::Display for SchedulerStats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = &self.counters;
-        writeln!(
-            f,
-            "runs: {} sources, {} analyses, {} artifacts, {} cache nodes; {} verified, {} unchanged, {} refused stale, {} cancelled",
-            c.source_runs,
-            c.analysis_runs,
-            c.artifact_runs,
-            c.cache_runs,
-            c.stages_verified,
-            c.outputs_unchanged,
-            c.stale_completion_refusals,
-            c.cancellations
-        )?;
-        writeln!(
-            f,
-            "{:<11} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            "stage", "runs", "wait p50", "wait p99", "wait max", "run p50", "run p99", "run max"
-        )?;
-        for stage in &self.stages {
-            if stage.run_time.count() == 0 {
-                continue;
-            }
-            writeln!(
-                f,
-                "{:<11} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                stage.stage,
-                stage.run_time.count(),
-                short(stage.queue_wait.quantile(0.5)),
-                short(stage.queue_wait.quantile(0.99)),
-                short(stage.queue_wait.max()),
-                short(stage.run_time.quantile(0.5)),
-                short(stage.run_time.quantile(0.99)),
-                short(stage.run_time.max()),
-            )?;
-        }
-        Ok(())
-    }
-}
-
 /// A duration in the unit that keeps it short.
-fn short(duration: Duration) -> String {
+pub(crate) fn short(duration: Duration) -> String {
     let nanos = duration.as_nanos();
     if nanos < 10_000 {
         format!("{nanos}ns")
@@ -181,7 +126,7 @@ impl StatsRecorder {
         histograms.1.record(run_time);
     }
 
-    fn stages(&self) -> Vec<StageStats> {
+    pub(crate) fn stages(&self) -> Vec<StageStats> {
         self.kinds
             .iter()
             .zip(KINDS)
@@ -194,29 +139,6 @@ impl StatsRecorder {
                 }
             })
             .collect()
-    }
-}
-
-impl<E: StageExecutor> Scheduler<E> {
-    /// The counters, and per kind of work the distributions of queue wait
-    /// and run time (empty unless [`crate::SchedulerConfig::stage_stats`] is
-    /// on). Its `Display` is what `verter build --stats` prints.
-    pub fn stats(&self) -> SchedulerStats {
-        let stages = match &self.stats {
-            Some(recorder) => recorder.stages(),
-            None => KINDS
-                .iter()
-                .map(|&stage| StageStats {
-                    stage,
-                    queue_wait: Latencies::new(),
-                    run_time: Latencies::new(),
-                })
-                .collect(),
-        };
-        SchedulerStats {
-            counters: self.counters(),
-            stages,
-        }
     }
 }
 

@@ -134,7 +134,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 Work::Load => SchedulerEvent::WillLoad(identity),
                 _ => SchedulerEvent::WillExecute(identity),
             };
-            crate::hooks::emit(&self.sink(), &event);
+            crate::events::emit(&self.sink(), &event);
         }
         // Why it runs is read before the work is taken apart, and only for
         // someone who records it.
@@ -244,7 +244,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 queue_wait,
                 run_time,
             });
-            crate::hooks::emit(&self.sink(), &event);
+            crate::events::emit(&self.sink(), &event);
         }
     }
 
@@ -278,7 +278,7 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         if self.observes_events {
             let event = SchedulerEvent::WillExecute(identity);
-            crate::hooks::emit(&self.sink(), &event);
+            crate::events::emit(&self.sink(), &event);
         }
         let started = self.timed.then(Instant::now);
         let _span = tracing::debug_span!("cache node", node = %identity, generation).entered();

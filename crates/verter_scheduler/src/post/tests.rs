@@ -137,9 +137,9 @@ fn a_batch_answers_each_item_through_its_own_cell_of_one_allocation() {
 }
 
 /// A sink to `hooks` alone, with no causal log.
-fn sink(hooks: &dyn crate::hooks::Hooks) -> crate::hooks::Sink<'_> {
+fn sink(hooks: &dyn crate::hooks::Hooks) -> crate::events::Sink<'_> {
     static PANICS: AtomicU64 = AtomicU64::new(0);
-    crate::hooks::Sink {
+    crate::events::Sink {
         hooks,
         panics: &PANICS,
         log: None,
