@@ -39,7 +39,7 @@ pub enum HostAction {
     Requested {
         /// The stage at the version the request waits on.
         key: DepKey,
-        /// The waiter's id: what [`Demand::Request`] names.
+        /// The waiter's id: what [`DemandRoot::Request`] names.
         waiter: u64,
         /// The host DAG run whose node this is, if any.
         dag: Option<u64>,

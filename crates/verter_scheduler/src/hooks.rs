@@ -203,7 +203,9 @@ pub trait Hooks: Send + Sync + 'static {
     /// scheduler does not build events at all (the production default: no
     /// allocation or identity clone per stage for nobody) — unless a
     /// `tracing` subscriber wants them (debug level on the target
-    /// `verter::events`). Both are read once, when the scheduler is built.
+    /// `verter::events`) or the causal log is on
+    /// (`SchedulerConfig::causal_log`). All are read once, when the
+    /// scheduler is built.
     fn observes_events(&self) -> bool {
         true
     }

@@ -50,6 +50,16 @@
 //! everything built on it is verified in turn ([`CutOff::Unchanged`]).
 //! Answers are what a fresh scheduler would give either way.
 //!
+//! # Why did this run?
+//! Every scheduling decision is a [`SchedulerEvent`] with its cause: the
+//! [`HostAction`] that started it, the [`Demand`] that wanted the work
+//! when it was dispatched, the [`RunReason`] a stage ran instead of being
+//! verified. With [`SchedulerConfig::causal_log`] on, the newest events are
+//! kept and [`Scheduler::explain`] follows a stage's chain back to the
+//! host action that started it; [`Scheduler::stats`] has per-stage
+//! histograms of queue wait and run time when
+//! [`SchedulerConfig::stage_stats`] is on.
+//!
 //! # What a waiter gets when the world moves under it
 //!
 //! | while it waits | a request without source text | a request that carried source text |
