@@ -46,3 +46,46 @@ pub(crate) fn emit(sink: &Sink<'_>, event: &SchedulerEvent) {
 pub(crate) fn traced() -> bool {
     tracing::enabled!(target: "verter::events", tracing::Level::DEBUG)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// Every Rust file under `dir`, with its text.
+    fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).expect("the crate's sources are readable") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                let text = std::fs::read_to_string(&path).expect("UTF-8 source");
+                out.push((path.display().to_string(), text));
+            }
+        }
+    }
+
+    /// "Events leave through one function" is pinned: outside `emit`, no
+    /// code of the crate (tests aside) calls a hook's `on_event` or writes
+    /// the causal log.
+    #[test]
+    fn events_leave_the_scheduler_only_through_emit() {
+        let mut files = Vec::new();
+        sources(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        let mut callers = Vec::new();
+        for (path, text) in &files {
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for needle in [".on_event(", "log.record("] {
+                if code.contains(needle) {
+                    callers.push(format!("{path}: {needle}"));
+                }
+            }
+        }
+        assert!(
+            callers.len() == 2 && callers.iter().all(|caller| caller.contains("events.rs")),
+            "events leave through `events::emit` only: {callers:#?}"
+        );
+    }
+}
