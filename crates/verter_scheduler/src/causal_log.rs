@@ -188,7 +188,9 @@ impl<'a> CausalIndex<'a> {
                 }
                 SchedulerEvent::Ingested(file, _) => index.named.entry(*file).or_default().push(i),
                 SchedulerEvent::Acted(action) => match action {
-                    HostAction::NewText { file } | HostAction::Invalidated { file, .. } => {
+                    HostAction::NewText { file }
+                    | HostAction::Invalidated { file, .. }
+                    | HostAction::Rehomed { file } => {
                         index.versions.entry(*file).or_default().push(i);
                     }
                     HostAction::Requested { waiter, .. } => {

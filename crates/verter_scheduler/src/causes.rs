@@ -44,6 +44,13 @@ pub enum HostAction {
         /// The host DAG run whose node this is, if any.
         dag: Option<u64>,
     },
+    /// A request named another language for a file than its object had:
+    /// the file was re-homed into a new object, `file` (its work so far
+    /// is cancelled).
+    Rehomed {
+        /// The new object's version.
+        file: FileIdentity,
+    },
     /// [`crate::Scheduler::remove`] of `path`.
     Removed {
         /// The file.
@@ -97,6 +104,9 @@ impl fmt::Display for HostAction {
                     write!(f, " (a node of DAG #{dag})")?;
                 }
                 Ok(())
+            }
+            Self::Rehomed { file } => {
+                write!(f, "{} re-homed into another language", file.canonical)
             }
             Self::Removed { path } => write!(f, "remove({path})"),
             Self::Reset => f.write_str("reset()"),

@@ -122,6 +122,7 @@ impl<E: StageExecutor> Scheduler<E> {
             .dag
             .rehome_object(&canonical, node.incarnation())
             .expect("the node is published, so its object is live");
+        post.act(|| HostAction::Rehomed { file: live });
         let replacement = Arc::new(FileNode::new(
             canonical,
             live.incarnation,

@@ -429,3 +429,21 @@ fn stats_count_every_run_with_its_wait_and_time_only_when_asked() {
         "counters are kept either way"
     );
 }
+
+#[test]
+fn a_rehome_explains_the_new_objects_source() {
+    let files = MemFiles::with(&[("a.rs", "one two")]);
+    let scheduler = logged(&files);
+    let first = scheduler.ask(verter_scheduler::stage::Source.of("a.rs"));
+    scheduler.wait(&first).expect("parsed");
+    let rehome = scheduler.submit_request(
+        verter_scheduler::Request::new("a.rs", TargetStage::Source)
+            .language(verter_scheduler::Language::new("text")),
+    );
+    scheduler.wait(&rehome).expect("parsed again");
+    insta::assert_snapshot!(explain(&scheduler, "a.rs", TargetStage::Source), @r"
+    Source(a.rs) at g0 ran: its version is new
+      because a.rs re-homed into another language
+    ");
+    assert_every_chain_ends_at_the_host(&scheduler);
+}
