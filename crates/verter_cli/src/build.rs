@@ -1,4 +1,7 @@
-//! `verter build`: index every crate under a path once and print a summary.
+//! `verter build`: index every crate under a path once and print a summary;
+//! with `--stats`, the scheduler's statistics after it (per stage, queue
+//! wait and run time); with `--trace`, a Chrome trace of the build and of
+//! its causes (`trace.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,8 +12,9 @@ use verter_index::{
 };
 
 use crate::error::CliError;
-use crate::host::{self, Progress, ProgressMode, Recorder};
+use crate::host::{self, Insight, Progress, ProgressMode, Recorder};
 use crate::report;
+use crate::trace::Trace;
 
 /// What `verter build` was asked to do.
 pub(crate) struct Options<'a> {
@@ -20,19 +24,31 @@ pub(crate) struct Options<'a> {
     pub(crate) threads: Option<usize>,
     pub(crate) progress: ProgressMode,
     pub(crate) reads: &'a host::ReadPolicy,
+    /// Print the scheduler's statistics (`Scheduler::stats`) after the
+    /// summary.
+    pub(crate) stats: bool,
 }
 
 /// Runs `verter build`.
 pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     // Refuse an output that cannot be written before spending the build.
     let out = options.out.map(OutFile::check).transpose()?;
-    let _trace = options.trace.map(start_trace).transpose()?;
+    let trace = options.trace.map(Trace::start).transpose()?;
     let started = Instant::now();
     let roots = discover_crate_roots(options.path)?;
     let base = tree_base(options.path)?;
     let recorder = Arc::new(Recorder::default());
     let loader = options.reads.loader(&base)?;
-    let host = host::start(options.threads, &recorder, loader.clone())?;
+    let insight = Insight {
+        causal_log: if trace.is_some() {
+            host::causal_log_for(&base)
+        } else {
+            0
+        },
+        stage_stats: options.stats,
+    };
+    let host = host::start(options.threads, &recorder, loader.clone(), insight)?;
+    let host_started = Instant::now();
     let scheduler = host.scheduler();
     let walk = Arc::new(WalkProgress::default());
     let progress = Progress::start(&walk, options.progress);
@@ -63,9 +79,38 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         files as f64 / elapsed.as_secs_f64().max(f64::EPSILON),
     );
     println!("{}", host::describe_reads(&loader));
+    if options.stats {
+        // Its lines end in newlines of their own.
+        print!("{}", scheduler.stats());
+    }
     if let Some(out) = out {
         out.write(&index)?;
         println!("wrote {}", out.path().display());
+    }
+    if let (Some(trace), Some(path)) = (trace, options.trace) {
+        let records = scheduler.causal_log();
+        // Counted from 0 over the scheduler's life: a first record past 0
+        // means the ring dropped the oldest ones.
+        if let Some(dropped) = records
+            .first()
+            .map(|record| record.seq)
+            .filter(|&seq| seq > 0)
+        {
+            eprintln!(
+                "warning: the causal log dropped the build's first {dropped} events: the trace's causes start later"
+            );
+        }
+        // The log's clock started as the scheduler did, inside
+        // `host::start`: `host_started` is a bound, the first host action
+        // pins it.
+        let log_started = recorder.log_started(&records).unwrap_or(host_started);
+        let drawn = trace.finish(&records, log_started, &base)?;
+        println!(
+            "wrote {} ({} runs, {} causes drawn as arrows)",
+            path.display(),
+            drawn.runs,
+            drawn.flows
+        );
     }
     Ok(())
 }
@@ -175,25 +220,4 @@ fn default_permissions(_: &std::fs::File) -> std::io::Result<std::fs::Permission
 #[cfg(not(unix))]
 fn default_permissions(file: &std::fs::File) -> std::io::Result<std::fs::Permissions> {
     Ok(file.metadata()?.permissions())
-}
-
-/// Installs a Chrome-trace subscriber; the guard flushes the file on drop.
-fn start_trace(path: &Path) -> Result<tracing_chrome::FlushGuard, CliError> {
-    use tracing_subscriber::prelude::*;
-    std::fs::File::create(path).map_err(|source| CliError::Write {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
-        .file(path)
-        .include_args(true)
-        .build();
-    tracing_subscriber::registry()
-        .with(layer)
-        .try_init()
-        .map_err(|err| CliError::Trace {
-            path: path.to_path_buf(),
-            message: err.to_string(),
-        })?;
-    Ok(guard)
 }

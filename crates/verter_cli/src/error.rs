@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use verter_index::IndexError;
+use verter_scheduler::ExplainError;
 
 /// Why a command could not do its job.
 #[derive(Debug, thiserror::Error)]
@@ -33,9 +34,21 @@ pub(crate) enum CliError {
         #[source]
         source: notify::Error,
     },
-    /// The trace file could not be set up.
+    /// The trace file could not be set up, or tracing-chrome left it in a
+    /// shape the causal part cannot be added to.
     #[error("cannot trace to {}: {message}", path.display())]
     Trace { path: PathBuf, message: String },
+    /// `verter explain`: the build ran no Artifact of the file (no module
+    /// declares it, or it could not be read or parsed).
+    #[error("{} was not indexed: no module of a crate under {} declares it, or it could not be read or parsed", path.display(), tree.display())]
+    NotIndexed { path: PathBuf, tree: PathBuf },
+    /// `verter explain`: the scheduler could not explain the file.
+    #[error("cannot explain {}: {source}", path.display())]
+    Explain {
+        path: PathBuf,
+        #[source]
+        source: ExplainError,
+    },
 }
 
 impl From<IndexError> for CliError {

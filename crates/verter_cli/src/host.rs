@@ -4,12 +4,16 @@
 //! stage that ran to it, after its lock is released, and the CLI reads the
 //! list to say which files a change rebuilt (a stage verified without
 //! running is not listed; one that ran to an unchanged output is, marked
-//! so). The progress display polls the
+//! so); it also notes when the first host action was reported, which puts
+//! the causal log's times on the trace's clock. [`Insight`] says what else
+//! the scheduler records (its causal log, its stage statistics), off unless
+//! a command asks. The progress display polls the
 //! walk's counters from its own thread, for display only.
 
 use std::io::IsTerminal as _;
-use std::sync::Arc;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -18,7 +22,9 @@ use parking_lot::Mutex;
 use verter_dag::{TargetStage, WorkNodeIdentity};
 use verter_host::{HostConfig, VerterHost};
 use verter_index::{FsLoader, RustIndexer, WalkProgress};
-use verter_scheduler::{CutOff, Hooks, SchedulerConfig, SchedulerEvent};
+use verter_scheduler::{
+    CutOff, DEFAULT_CAUSAL_LOG, Hooks, HostAction, LogRecord, SchedulerConfig, SchedulerEvent,
+};
 
 use crate::error::CliError;
 
@@ -26,16 +32,33 @@ use crate::error::CliError;
 /// its previous one (early cutoff: the stages after it did not run).
 pub(crate) type Ran = (WorkNodeIdentity, bool);
 
-/// Every stage that ran and completed, in completion order.
+/// Every stage that ran and completed, in completion order, and when the
+/// first host action was reported.
 #[derive(Default)]
 pub(crate) struct Recorder {
     completed: Mutex<Vec<Ran>>,
+    /// The first host action reported, and when: the scheduler hands an
+    /// event to the hooks just before it logs it, so this pins the causal
+    /// log's clock to this process's (`--trace` needs both on one).
+    first_action: OnceLock<(Instant, HostAction)>,
 }
 
 impl Recorder {
     /// Takes what completed since the last call.
     pub(crate) fn take(&self) -> Vec<Ran> {
         std::mem::take(&mut *self.completed.lock())
+    }
+
+    /// When the causal log's clock started (`LogRecord::at` is measured
+    /// from it), found from the first host action reported, if `records`
+    /// still hold it: to within the time between the two calls in the
+    /// scheduler's one place events leave it.
+    pub(crate) fn log_started(&self, records: &[LogRecord]) -> Option<Instant> {
+        let (reported, action) = self.first_action.get()?;
+        let logged = records.iter().find(
+            |record| matches!(&record.event, SchedulerEvent::Acted(logged) if logged == action),
+        )?;
+        reported.checked_sub(logged.at)
     }
 }
 
@@ -45,6 +68,9 @@ impl Hooks for Recorder {
             SchedulerEvent::DidComplete(work) => self.completed.lock().push((*work, false)),
             SchedulerEvent::DidCutOff(work, CutOff::Unchanged) => {
                 self.completed.lock().push((*work, true));
+            }
+            SchedulerEvent::Acted(action) if self.first_action.get().is_none() => {
+                let _ = self.first_action.set((Instant::now(), *action));
             }
             _ => {}
         }
@@ -70,7 +96,7 @@ pub(crate) struct ReadPolicy {
 
 impl ReadPolicy {
     /// The loader this policy describes, for a tree rooted at `base`.
-    pub(crate) fn loader(&self, base: &std::path::Path) -> Result<FsLoader, CliError> {
+    pub(crate) fn loader(&self, base: &Path) -> Result<FsLoader, CliError> {
         let loader = if self.allow_outside_root {
             FsLoader::unconfined()
         } else {
@@ -111,19 +137,81 @@ pub(crate) fn describe_reads(loader: &FsLoader) -> String {
     )
 }
 
+/// What the scheduler records about its own work beyond its counters, for
+/// `--trace`, `--stats`, `explain` and `watch --explain`. Both are off by
+/// default: they cost a clock read per stage and a copy of every event.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Insight {
+    /// The causal log's size in events (`SchedulerConfig::causal_log`): 0
+    /// keeps none.
+    pub(crate) causal_log: usize,
+    /// Per-stage histograms of queue wait and run time
+    /// (`SchedulerConfig::stage_stats`).
+    pub(crate) stage_stats: bool,
+}
+
+/// Events a file costs the causal log in one build, with room to spare: a
+/// build of the demo fixture logs about 25 (its requests, dispatches,
+/// two runs of its Source, one of each other stage, their completions).
+const LOGGED_EVENTS_PER_FILE: usize = 64;
+
+/// A causal log large enough to hold a whole build of the tree at `base`:
+/// [`LOGGED_EVENTS_PER_FILE`] per `.rs` file under it (outside `target`
+/// and hidden directories, symbolic links not followed), and never less
+/// than `DEFAULT_CAUSAL_LOG`. The ring grows as it fills, so a large bound
+/// costs nothing until it is used. A build that still overflows it (files
+/// outside the tree, read with `--allow-outside-root`) loses its oldest
+/// events, and the commands that read the log say so.
+pub(crate) fn causal_log_for(base: &Path) -> usize {
+    DEFAULT_CAUSAL_LOG.max(rust_files_under(base).saturating_mul(LOGGED_EVENTS_PER_FILE))
+}
+
+/// How many `.rs` files are under `dir` (1 for a file).
+fn rust_files_under(dir: &Path) -> usize {
+    if dir.is_file() {
+        return 1;
+    }
+    let mut count = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                if name != "target" && !name.to_string_lossy().starts_with('.') {
+                    pending.push(entry.path());
+                }
+            } else if kind.is_file() && Path::new(&name).extension().is_some_and(|ext| ext == "rs")
+            {
+                count += 1;
+            }
+        }
+    }
+    count
+}
+
 /// A threaded host over `loader` with `threads` stage threads, whose stage
 /// threads have the default stage stack (sized for the indexer's nesting
-/// limit: `SchedulerConfig::DEFAULT_STAGE_STACK`, `verter_index::MAX_NESTING`).
+/// limit: `SchedulerConfig::DEFAULT_STAGE_STACK`, `verter_index::MAX_NESTING`),
+/// recording what `insight` asks for.
 pub(crate) fn start(
     threads: Option<usize>,
     recorder: &Arc<Recorder>,
     loader: FsLoader,
+    insight: Insight,
 ) -> Result<VerterHost<RustIndexer>, CliError> {
     let threads = threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
         .max(1);
     let mut scheduler = SchedulerConfig::with_threads(threads, 2);
     scheduler.hooks = Arc::clone(recorder) as Arc<dyn Hooks>;
+    scheduler.causal_log = insight.causal_log;
+    scheduler.stage_stats = insight.stage_stats;
     let config = HostConfig::new(1, scheduler);
     Ok(VerterHost::new(config, loader, RustIndexer::new())?)
 }
@@ -131,13 +219,13 @@ pub(crate) fn start(
 /// Renders what a list of completed stages touched: `file (stages)`, one
 /// entry per file, in first-completion order; a stage whose output was
 /// unchanged reads `Stage unchanged`.
-pub(crate) fn describe(completed: &[Ran], base: &std::path::Path) -> Vec<String> {
+pub(crate) fn describe(completed: &[Ran], base: &Path) -> Vec<String> {
     let mut files: Vec<(String, Vec<&'static str>)> = Vec::new();
     for (work, unchanged) in completed {
         let Some(key) = work.as_dep_key() else {
             continue;
         };
-        let path = std::path::Path::new(key.file.canonical.as_str());
+        let path = Path::new(key.file.canonical.as_str());
         let shown = path
             .strip_prefix(base)
             .unwrap_or(path)

@@ -2,21 +2,35 @@
 //! the verter scheduler — the reference host.
 //!
 //! ```text
-//! verter build [PATH] [--out index.json] [--trace trace.json] [--threads N] [--progress WHEN]
-//! verter watch [PATH] [--out index.json] [--out-dir DIR] [--threads N]
+//! verter build [PATH] [--out index.json] [--trace trace.json] [--stats] [--threads N] [--progress WHEN]
+//! verter watch [PATH] [--out index.json] [--out-dir DIR] [--explain] [--threads N]
+//! verter explain FILE [PATH] [--threads N]
 //! ```
+//!
+//! "Why did this run?" has three answers here, all read from the
+//! scheduler's causal log, which the CLI turns on only when asked:
+//! `explain` prints the chain of causes of one file's Artifact after a
+//! build; `watch --explain` prints, after each change, why each file it
+//! reached was rebuilt or that it was unchanged; and `build --trace` draws
+//! every run and every cause → effect link into the Chrome trace
+//! (`trace.rs`). `build --stats` adds the scheduler's per-stage queue-wait
+//! and run-time distributions to the summary.
 //!
 //! # Exit codes
 //! - `0`: the index was built (files that failed to load or parse are
-//!   reported one per line and do not change the exit code);
+//!   reported one per line and do not change the exit code), and for
+//!   `explain`, the file's Artifact was explained;
 //! - `1`: nothing could be indexed or written: a missing path, a path with
-//!   no Rust crate, an unwritable output, a watcher that cannot start;
+//!   no Rust crate, an unwritable output, a watcher that cannot start, a
+//!   file `explain` cannot explain (the build did not index it);
 //! - `2`: the command line is wrong (from clap).
 
 mod build;
 mod error;
+mod explain;
 mod host;
 mod report;
+mod trace;
 mod watch;
 
 use std::path::PathBuf;
@@ -40,7 +54,9 @@ as rustc does (including those inside macros, `#[path]`, `#[cfg_attr(.., path)]`
 and `include!`), and records every file's items and where each `use` leads.
 A file that cannot be read or parsed is reported once and the rest indexes.
 
-`build` indexes once; `watch` keeps the index current as files change.";
+`build` indexes once; `watch` keeps the index current as files change;
+`explain` says why a file's index entry was built: the chain of causes from
+its run back to what started it.";
 
 /// Index Rust source trees incrementally and concurrently.
 #[derive(Debug, Parser)]
@@ -62,6 +78,9 @@ enum Command {
     Build(BuildArgs),
     /// Index PATH, then keep the index current as files change (Ctrl-C exits).
     Watch(WatchArgs),
+    /// Index PATH as `build` does and print why FILE's entry was built: the
+    /// chain of causes from its run back to what started it.
+    Explain(ExplainArgs),
 }
 
 /// Arguments of `verter build`.
@@ -73,9 +92,16 @@ struct BuildArgs {
     /// Write the index as JSON to this file.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Write a Chrome trace of every stage run (open it in Perfetto).
+    /// Write a Chrome trace (open it in Perfetto): every stage span, and
+    /// from the scheduler's causal log every run on its worker's track,
+    /// its queue wait, and an arrow from each cause to its effect.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// After the summary, print the scheduler's statistics: runs per
+    /// stage, verifications, cutoffs, and per stage the queue wait and run
+    /// time (median, 99th percentile, maximum).
+    #[arg(long)]
+    stats: bool,
     /// Stage CPU threads, at least 1 (default: available parallelism).
     #[arg(long, value_name = "N", value_parser = threads_parser())]
     threads: Option<u16>,
@@ -103,6 +129,28 @@ struct WatchArgs {
     /// change altered.
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
+    /// After each change, print for each file it reached why it was
+    /// rebuilt (the chain of causes back to the edit), or that it was
+    /// unchanged (its rebuild stopped early: same parse, same output).
+    #[arg(long)]
+    explain: bool,
+    /// Stage CPU threads, at least 1 (default: available parallelism).
+    #[arg(long, value_name = "N", value_parser = threads_parser())]
+    threads: Option<u16>,
+    #[command(flatten)]
+    reads: host::ReadPolicy,
+}
+
+/// Arguments of `verter explain`.
+#[derive(Debug, clap::Args)]
+struct ExplainArgs {
+    /// The `.rs` file to explain: relative to PATH when it is there, else
+    /// to the current directory.
+    file: PathBuf,
+    /// A crate, a workspace, a directory of crates, or one `.rs` file:
+    /// what to build, as `verter build` would.
+    #[arg(default_value = ".")]
+    path: PathBuf,
     /// Stage CPU threads, at least 1 (default: available parallelism).
     #[arg(long, value_name = "N", value_parser = threads_parser())]
     threads: Option<u16>,
@@ -125,11 +173,19 @@ fn main() -> ExitCode {
             threads: args.threads.map(usize::from),
             progress: args.progress,
             reads: &args.reads,
+            stats: args.stats,
         }),
         Command::Watch(args) => watch::run(&watch::Options {
             path: &args.path,
             out: args.out.as_deref(),
             out_dir: args.out_dir.as_deref(),
+            threads: args.threads.map(usize::from),
+            reads: &args.reads,
+            explain: args.explain,
+        }),
+        Command::Explain(args) => explain::run(&explain::Options {
+            file: &args.file,
+            path: &args.path,
             threads: args.threads.map(usize::from),
             reads: &args.reads,
         }),

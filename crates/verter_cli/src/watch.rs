@@ -6,7 +6,10 @@
 //! After each batch of changes an [`IndexSession`] asks the scheduler again
 //! about only the files the change reaches, and the files whose stages ran
 //! are printed with the latency; a warning is printed when it first appears
-//! or changes, not after every change.
+//! or changes, not after every change. With `--explain` the scheduler keeps
+//! its causal log, and before each change's line a block per file the
+//! change reached says why it was rebuilt, or that it was unchanged
+//! (`explain::describe_change`).
 //!
 //! Output stays proportional to the change: `--out-dir` holds one JSON
 //! file per source file and rewrites only the entries that changed;
@@ -24,7 +27,8 @@ use verter_scheduler::Invalidation;
 
 use crate::build::{OutFile, tree_base};
 use crate::error::CliError;
-use crate::host::{self, Recorder, describe};
+use crate::explain;
+use crate::host::{self, Insight, Recorder, describe};
 use crate::report::Reported;
 
 enum Message {
@@ -44,6 +48,9 @@ pub(crate) struct Options<'a> {
     pub(crate) out_dir: Option<&'a Path>,
     pub(crate) threads: Option<usize>,
     pub(crate) reads: &'a host::ReadPolicy,
+    /// Print why each file a change reached was rebuilt, or that it was
+    /// not (`explain::describe_change`).
+    pub(crate) explain: bool,
 }
 
 /// Whether a changed path can matter to the index: Rust sources and
@@ -67,7 +74,20 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     let mut roots = discover_crate_roots(path)?;
     let base = tree_base(path)?;
     let recorder = Arc::new(Recorder::default());
-    let host = host::start(options.threads, &recorder, options.reads.loader(&base)?)?;
+    let insight = Insight {
+        causal_log: if options.explain {
+            host::causal_log_for(&base)
+        } else {
+            0
+        },
+        stage_stats: false,
+    };
+    let host = host::start(
+        options.threads,
+        &recorder,
+        options.reads.loader(&base)?,
+        insight,
+    )?;
     let scheduler = host.scheduler();
 
     let started = Instant::now();
@@ -78,6 +98,9 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         eprintln!("{line}");
     }
     recorder.take();
+    // `--explain`: the newest causal-log record already explained (the
+    // first build's are not).
+    let mut explained = scheduler.causal_log().last().map(|record| record.seq);
     let write_all = |session: &IndexSession| -> Result<(), CliError> {
         if let Some(out) = &out {
             let mut index = session.index();
@@ -251,6 +274,19 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
             let rebuilt = describe(&recorder.take(), &base);
             if rescan && refresh.updated.is_empty() && refresh.removed.is_empty() {
                 continue; // a look into a new directory found nothing new
+            }
+            // Before the change line, like the warnings: a reader of the
+            // line has every explanation of it.
+            if options.explain {
+                let records = scheduler.causal_log();
+                let since = records
+                    .iter()
+                    .position(|record| explained.is_none_or(|seen| record.seq > seen))
+                    .unwrap_or(records.len());
+                for line in explain::describe_change(&records, since, &base) {
+                    println!("{line}");
+                }
+                explained = records.last().map(|record| record.seq).or(explained);
             }
             println!(
                 "changed {}: rebuilt {} in {:.1?}",

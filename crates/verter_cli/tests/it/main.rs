@@ -1,5 +1,6 @@
 //! The `verter` binary, run as a user would: exit codes, the summary, the
-//! JSON shape, bad paths, and `watch` reacting to an edit.
+//! JSON shape, bad paths, `watch` reacting to an edit, and why stages ran
+//! (`causes.rs`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -7,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+mod causes;
 mod ux;
 
 fn verter() -> Command {
