@@ -100,6 +100,27 @@ fn a_debug_subscriber_on_verter_events_gets_every_event_with_its_fields() {
             "no {kind} event in:\n{text}"
         );
     }
+    // Decisions with causes carry them in the `cause` field: the request
+    // (a host action), what wanted each dispatch, why each stage ran.
+    for (kind, cause) in [
+        ("Acted", "request #0 for Analysis(a.rs) at g0"),
+        (
+            "Dispatched",
+            "Analysis(a.rs) at g0 was needed by request #0",
+        ),
+        (
+            "Ran",
+            "Analysis(a.rs) at g0 ran: no earlier output to verify against",
+        ),
+    ] {
+        assert!(
+            events
+                .iter()
+                .any(|line| line.contains(&format!("kind=\"{kind}\""))
+                    && line.contains(&format!("cause={cause}"))),
+            "no {kind} event with its cause in:\n{text}"
+        );
+    }
     // The Source (loaded, then parsed) and the Analysis: two completions.
     let completions = events
         .iter()
