@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use verter_dag::{TargetStage, WorkNodeIdentity};
+use verter_dag::{ResourceClass, WorkNodeIdentity};
 use verter_scheduler::{CausalIndex, HostAction, LogRecord, RunReason, SchedulerEvent, Step};
 
 use crate::error::CliError;
@@ -316,9 +316,6 @@ struct Wait {
 /// paths under `base` relative to it.
 fn draw(records: &[LogRecord], offset: Duration, base: &Path) -> (Vec<Value>, Drawn) {
     let mut drawing = Drawing::new(base, offset);
-    // Per work: whether its next run is a Source's load (`WillLoad`) or a
-    // parse or execution (`WillExecute`).
-    let mut loading: HashMap<WorkNodeIdentity, bool> = HashMap::new();
     let mut run_slices: HashMap<usize, Slice> = HashMap::new();
     let mut runs_of: HashMap<WorkNodeIdentity, Vec<usize>> = HashMap::new();
     let mut actions_of: HashMap<HostAction, Vec<usize>> = HashMap::new();
@@ -326,18 +323,12 @@ fn draw(records: &[LogRecord], offset: Duration, base: &Path) -> (Vec<Value>, Dr
     let mut waits = Vec::new();
     for (i, record) in records.iter().enumerate() {
         match &record.event {
-            SchedulerEvent::WillLoad(work) => {
-                loading.insert(*work, true);
-            }
-            SchedulerEvent::WillExecute(work) => {
-                loading.insert(*work, false);
-            }
             SchedulerEvent::Acted(action) => {
                 actions_of.entry(*action).or_default().push(i);
             }
             SchedulerEvent::Ran(run) => {
-                let is_load = matches!(run.work, WorkNodeIdentity::File(key) if key.stage == TargetStage::Source)
-                    && loading.get(&run.work) == Some(&true);
+                // A Source's load runs on the I/O budget, its parse on the CPU's.
+                let is_load = run.class == ResourceClass::Io;
                 let label = drawing.relative(&Step::work_label(&run.work));
                 let name = if is_load {
                     format!("load {label}")
@@ -346,7 +337,7 @@ fn draw(records: &[LogRecord], offset: Duration, base: &Path) -> (Vec<Value>, Dr
                 };
                 let queued = format!("queued {name}");
                 let tid = drawing.track(&run.worker);
-                let start = record.at.saturating_sub(run.run_time);
+                let start = run.started;
                 let mut args = serde_json::Map::new();
                 args.insert("seq".to_owned(), record.seq.into());
                 if let Some(because) = record.event.cause() {

@@ -131,6 +131,16 @@ impl BlockerRegistry {
         self.demand(key) > 0
     }
 
+    /// One owner that names `key`, if any (the first in the index's own
+    /// order).
+    pub(crate) fn an_owner(&self, key: &DepKey) -> Option<FileIdentity> {
+        self.refs
+            .get(&key.file.canonical)
+            .and_then(|versions| versions.get(&key.file.version()))
+            .and_then(|keys| keys.iter().find(|(k, _)| k == key))
+            .and_then(|(_, owners)| owners.iter().next().copied())
+    }
+
     /// How many owners name `key`.
     pub(crate) fn demand(&self, key: &DepKey) -> usize {
         self.refs

@@ -28,15 +28,23 @@ pub const DEFAULT_CAUSAL_LOG: usize = 16_384;
 #[derive(Debug, Clone)]
 pub struct LogRecord {
     /// Its place in the log: counts up from 0 over the scheduler's life,
-    /// so a gap at the front means older records were dropped.
+    /// in the order events reached the log (so a gap at the front means
+    /// older records were dropped).
     pub seq: u64,
+    /// The lock hold that decided it: holds are numbered in the order they
+    /// took the DAG lock, so `(hold, seq)` is the order of decisions, which
+    /// the order events reach the log (after the lock, from any thread) is
+    /// not. An event decided outside any hold (a refused submission, a run
+    /// about to start) carries the number of the last hold begun.
+    pub hold: u64,
     /// When it was recorded, from the scheduler's creation.
     pub at: Duration,
     /// The event.
     pub event: SchedulerEvent,
 }
 
-/// The ring: the newest `capacity` events.
+/// The ring: the newest `capacity` events, kept as the batches their
+/// holds delivered (a hold's events move in whole, without a copy each).
 pub(crate) struct CausalLog {
     capacity: usize,
     started: Instant,
@@ -44,39 +52,108 @@ pub(crate) struct CausalLog {
 }
 
 struct Ring {
+    /// The `seq` of the next event.
     next: u64,
-    records: VecDeque<LogRecord>,
+    /// How many events `batches` hold.
+    len: usize,
+    batches: VecDeque<Batch>,
+}
+
+/// The events one hold decided, as it delivered them.
+struct Batch {
+    /// The `seq` of the first of `events` still kept.
+    first: u64,
+    hold: u64,
+    at: Duration,
+    events: VecDeque<SchedulerEvent>,
 }
 
 impl CausalLog {
-    /// A log of `capacity` records; `None` (no log) for 0.
-    pub(crate) fn new(capacity: usize) -> Option<Self> {
+    /// A log of `capacity` records whose times count from `started`;
+    /// `None` (no log) for 0.
+    pub(crate) fn new(capacity: usize, started: Instant) -> Option<Self> {
         (capacity > 0).then(|| Self {
             capacity,
-            started: Instant::now(),
+            started,
             ring: Mutex::new(Ring {
                 next: 0,
-                records: VecDeque::with_capacity(capacity.min(4096)),
+                len: 0,
+                batches: VecDeque::new(),
             }),
         })
     }
 
-    /// Appends `event`, dropping the oldest record when full.
-    pub(crate) fn record(&self, event: &SchedulerEvent) {
-        let at = self.started.elapsed();
-        let event = event.clone();
-        let mut ring = self.ring.lock();
-        if ring.records.len() == self.capacity {
-            ring.records.pop_front();
+    /// Appends `events`, decided in hold `hold`, in their order, dropping
+    /// the oldest records when full: one lock and one clock read for them
+    /// all, and the vector moves in whole.
+    pub(crate) fn record(&self, hold: u64, events: Vec<SchedulerEvent>) {
+        if events.is_empty() {
+            return;
         }
-        let seq = ring.next;
-        ring.next += 1;
-        ring.records.push_back(LogRecord { seq, at, event });
+        let at = self.started.elapsed();
+        let mut events = events;
+        // A hold makes room for as many events as the last one had: what
+        // it did not use is given back (in place) before the log keeps it.
+        if events.capacity() > 2 * events.len() {
+            events.shrink_to_fit();
+        }
+        let mut events = VecDeque::from(events);
+        // A batch larger than the whole log keeps its newest events.
+        let mut dropped = 0;
+        while events.len() > self.capacity {
+            events.pop_front();
+            dropped += 1;
+        }
+        let mut ring = self.ring.lock();
+        let first = ring.next + dropped;
+        ring.next = first + events.len() as u64;
+        ring.len += events.len();
+        let Ring { len, batches, .. } = &mut *ring;
+        while *len > self.capacity {
+            let over = *len - self.capacity;
+            let Some(oldest) = batches.front_mut() else {
+                break;
+            };
+            if oldest.events.len() <= over {
+                *len -= oldest.events.len();
+                batches.pop_front();
+            } else {
+                oldest.events.drain(..over);
+                oldest.first += over as u64;
+                *len -= over;
+            }
+        }
+        batches.push_back(Batch {
+            first,
+            hold,
+            at,
+            events,
+        });
     }
 
-    /// The records it holds, oldest first.
+    /// The records it holds, in the order of decisions (`hold`, then
+    /// `seq`).
     pub(crate) fn snapshot(&self) -> Vec<LogRecord> {
-        self.ring.lock().records.iter().cloned().collect()
+        let mut records: Vec<LogRecord> = {
+            let ring = self.ring.lock();
+            ring.batches
+                .iter()
+                .flat_map(|batch| {
+                    batch
+                        .events
+                        .iter()
+                        .zip(batch.first..)
+                        .map(|(event, seq)| LogRecord {
+                            seq,
+                            hold: batch.hold,
+                            at: batch.at,
+                            event: event.clone(),
+                        })
+                })
+                .collect()
+        };
+        records.sort_by_key(|record| (record.hold, record.seq));
+        records
     }
 }
 
@@ -160,13 +237,16 @@ pub struct CausalIndex<'a> {
     named: HashMap<FileIdentity, Vec<usize>>,
     /// Per waiter id: its request.
     requests: HashMap<u64, Vec<usize>>,
+    /// Per file version: the requests for any of its stages.
+    requested: HashMap<FileIdentity, Vec<usize>>,
     /// Per DAG run: its submission.
     dags: HashMap<u64, Vec<usize>>,
 }
 
 impl<'a> CausalIndex<'a> {
-    /// Indexes `records` (oldest first, as [`crate::Scheduler::causal_log`]
-    /// returns them).
+    /// Indexes `records`, in the order of decisions (by `hold`, then
+    /// `seq`), as [`crate::Scheduler::causal_log`] returns them: a cause is
+    /// looked for before its effect.
     pub fn new(records: &'a [LogRecord]) -> Self {
         let mut index = Self {
             records,
@@ -175,6 +255,7 @@ impl<'a> CausalIndex<'a> {
             versions: Default::default(),
             named: Default::default(),
             requests: Default::default(),
+            requested: Default::default(),
             dags: Default::default(),
         };
         for (i, record) in records.iter().enumerate() {
@@ -193,8 +274,9 @@ impl<'a> CausalIndex<'a> {
                     | HostAction::Rehomed { file } => {
                         index.versions.entry(*file).or_default().push(i);
                     }
-                    HostAction::Requested { waiter, .. } => {
+                    HostAction::Requested { waiter, key, .. } => {
                         index.requests.entry(*waiter).or_default().push(i);
+                        index.requested.entry(key.file).or_default().push(i);
                     }
                     HostAction::SubmittedDag { dag, .. } => {
                         index.dags.entry(*dag).or_default().push(i);
@@ -324,13 +406,22 @@ impl<'a> CausalIndex<'a> {
             DemandRoot::Dag { dag } => self
                 .before(&self.dags, &dag, dispatched + 1)
                 .ok_or_else(|| format!("the submission of DAG #{dag}")),
+            DemandRoot::Blocker { owner } => {
+                // The run of the owner's Source whose parse named it.
+                let parse = WorkNodeIdentity::File(owner.at(TargetStage::Source));
+                self.before(&self.runs, &parse, dispatched + 1)
+                    .ok_or_else(|| format!("the run of {}", Step::work_label(&parse)))
+            }
             DemandRoot::Nobody => {
                 // Nothing waits on it: a Source the parse of another file
-                // named (an ingest), or work whose askers all left.
+                // named (an ingest), or work whose askers were all answered
+                // (a request of its file that failed on another stage)
+                // before it ran.
                 let last = demand.through.last().unwrap_or(work);
                 match last {
                     WorkNodeIdentity::File(key) => self
                         .before(&self.named, &key.file, dispatched + 1)
+                        .or_else(|| self.before(&self.requested, &key.file, dispatched + 1))
                         .ok_or_else(|| "what asked for it".to_owned()),
                     WorkNodeIdentity::CacheNode { .. } => Err("what asked for it".to_owned()),
                 }

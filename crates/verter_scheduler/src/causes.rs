@@ -13,7 +13,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use verter_dag::{Canonical, DepKey, FileIdentity, TargetStage, WorkNodeIdentity};
+use smallvec::SmallVec;
+
+use verter_dag::{Canonical, DepKey, FileIdentity, ResourceClass, TargetStage, WorkNodeIdentity};
 
 /// Something the host did: where every chain of causes ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -130,8 +132,9 @@ impl fmt::Display for HostAction {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Demand {
     /// The stages between the work and [`Self::by`]: each waits on the one
-    /// before it (the dispatched work first).
-    pub through: Vec<WorkNodeIdentity>,
+    /// before it (the dispatched work first). Two kept inline: a stage's
+    /// chain to a request is rarely longer.
+    pub through: SmallVec<[WorkNodeIdentity; 2]>,
     /// What wants the last of them.
     pub by: DemandRoot,
 }
@@ -148,6 +151,13 @@ pub enum DemandRoot {
     Dag {
         /// The first of those runs.
         dag: u64,
+    },
+    /// An Analysis no request or stage waits on, that the blocker record
+    /// of `owner` names: the parse of `owner`'s Source named it as a
+    /// blocker, which admits its Analysis.
+    Blocker {
+        /// The file version whose blocker record names it.
+        owner: FileIdentity,
     },
     /// Nothing waits on it any more (everyone who asked was answered or
     /// left): it runs because it was admitted.
@@ -179,9 +189,16 @@ pub struct Run {
     pub work: WorkNodeIdentity,
     /// Why it ran.
     pub because: RunReason,
+    /// The budget it ran on: `Io` for a Source's load, `Cpu` for
+    /// everything else (a Source's parse included).
+    pub class: ResourceClass,
     /// The name of the thread that ran it (a pool thread, or a host thread
     /// that ran it while it waited).
     pub worker: Arc<str>,
+    /// When it started, from the scheduler's creation (the clock of
+    /// [`crate::LogRecord::at`]; a run is recorded by the hold that commits
+    /// it, a little after it ends).
+    pub started: Duration,
     /// How long it waited between becoming ready and starting, when known:
     /// `None` when the hold that made it ready is older than the scheduler
     /// remembers.
@@ -229,7 +246,7 @@ pub enum Step {
         /// The work.
         work: WorkNodeIdentity,
         /// The consumers its edges led through.
-        through: Vec<WorkNodeIdentity>,
+        through: SmallVec<[WorkNodeIdentity; 2]>,
         /// What wanted the last of them.
         by: DemandRoot,
     },
@@ -340,6 +357,11 @@ impl fmt::Display for Step {
                         write!(f, ", for request {}", waiter_name(*waiter))
                     }
                     DemandRoot::Dag { dag } => write!(f, ", for DAG #{dag}"),
+                    DemandRoot::Blocker { owner } => write!(
+                        f,
+                        ", named as a blocker by {}",
+                        Self::label(&owner.at(TargetStage::Source))
+                    ),
                     DemandRoot::Nobody => f.write_str(", which nothing waits on any more"),
                 }
             }

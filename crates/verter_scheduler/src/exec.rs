@@ -238,11 +238,9 @@ impl<E: StageExecutor> Scheduler<E> {
                     self.absorb(locked, effects, post);
                 } else {
                     match Self::live_node(locked, &file) {
-                        Some(node) => jobs.push(Job {
-                            dispatch,
-                            node: Some(node),
-                            work: Work::Load,
-                        }),
+                        Some(node) => {
+                            jobs.push(self.job(locked, dispatch, Some(node), Work::Load));
+                        }
                         None => self.refuse(locked, dispatch, post),
                     }
                 }
@@ -264,6 +262,28 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
+    /// Under the lock: the job of `dispatch`, with when its work became
+    /// ready when runs are timed (docs/design.md, "Causes").
+    fn job(
+        &self,
+        locked: &mut Locked<E>,
+        dispatch: Dispatch,
+        node: Option<Arc<FileNode<E>>>,
+        work: Work<E>,
+    ) -> Job<E> {
+        let ready_at = if self.timed {
+            locked.ready_clock.issued_at(dispatch.ready_ticket())
+        } else {
+            None
+        };
+        Job {
+            dispatch,
+            node,
+            work,
+            ready_at,
+        }
+    }
+
     /// Under the lock, right after `dispatch` left the ready queue (by
     /// each of the three ways it can: budgeted, batched, lent;
     /// docs/design.md, "Causes"): reports what wants it, when events are
@@ -282,6 +302,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 .flight(&node)
                 .and_then(crate::dags::Flight::first_run)
                 .map_or(DemandRoot::Nobody, |dag| DemandRoot::Dag { dag }),
+            verter_dag::DemandRoot::Blocker(owner) => DemandRoot::Blocker { owner },
             verter_dag::DemandRoot::Nobody => DemandRoot::Nobody,
         };
         let identity = dispatch.identity;
@@ -289,7 +310,7 @@ impl<E: StageExecutor> Scheduler<E> {
             SchedulerEvent::Dispatched(
                 identity,
                 Demand {
-                    through: demand.through.into_vec(),
+                    through: demand.through,
                     by,
                 },
             )
@@ -356,11 +377,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 generation: flight.generation,
                 context: flight.context.clone(),
             };
-            return Ok(Job {
-                dispatch,
-                node: None,
-                work,
-            });
+            return Ok(self.job(locked, dispatch, None, work));
         };
         let Some(slot) = locked
             .dag
@@ -440,11 +457,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         };
-        Ok(Job {
-            dispatch,
-            node: Some(node),
-            work,
-        })
+        Ok(self.job(locked, dispatch, Some(node), work))
     }
 
     /// Under the lock, in a hold that keeps a CPU job for the calling
@@ -611,11 +624,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         .cloned()
                         .expect("I/O work is file work");
                     match Self::live_node(locked, &file) {
-                        Some(node) => Some(Job {
-                            dispatch,
-                            node: Some(node),
-                            work: Work::Load,
-                        }),
+                        Some(node) => Some(self.job(locked, dispatch, Some(node), Work::Load)),
                         None => {
                             self.refuse(locked, dispatch, post);
                             None

@@ -69,7 +69,9 @@ pub enum SchedulerEvent {
     WillExecute(WorkNodeIdentity),
     /// A stage ran (its executor or loader returned, or panicked): why,
     /// where and for how long. Its commit reports what became of it.
-    Ran(Run),
+    /// (Boxed: it is the largest payload, and the run moves as one
+    /// pointer from the worker to the hold that commits it.)
+    Ran(Box<Run>),
     /// Work completed and was published.
     DidComplete(WorkNodeIdentity),
     /// A stage completed and was published, cut off (docs/design.md,

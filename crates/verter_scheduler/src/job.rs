@@ -19,6 +19,9 @@ pub(crate) struct Job<E: StageExecutor> {
     /// The file's node; `None` for a host cache node, which has no file.
     pub(crate) node: Option<Arc<FileNode<E>>>,
     pub(crate) work: Work<E>,
+    /// When its work became ready, when runs are timed (its queue wait
+    /// ends when it starts).
+    pub(crate) ready_at: Option<std::time::Instant>,
 }
 
 /// What a job does, with the inputs it captured. Each CPU stage also

@@ -331,6 +331,12 @@ pub(crate) struct PostWork<E: StageExecutor> {
     dags_done: Vec<DagDelivery>,
     /// Whether events are recorded (the hooks observe them).
     observed: bool,
+    /// The number of the hold that decides these events (see
+    /// `LogRecord::hold`).
+    pub(crate) hold: u64,
+    /// How many events the last delivered hold had: room to make at the
+    /// first event.
+    pub(crate) events_hint: usize,
     /// The host action this hold carries out, once it said so
     /// ([`Self::act`]): the cause of the cancellations and supersessions
     /// it decides. Only when events are recorded.
@@ -355,6 +361,8 @@ impl<E: StageExecutor> PostWork<E> {
             dag_answers: Vec::new(),
             dags_done: Vec::new(),
             observed,
+            hold: 0,
+            events_hint: 0,
             acting: None,
             dispatch: false,
         }
@@ -373,8 +381,18 @@ impl<E: StageExecutor> PostWork<E> {
         if self.observed {
             let action = make();
             self.acting = Some(action);
-            self.events.push(SchedulerEvent::Acted(action));
+            self.push(SchedulerEvent::Acted(action));
         }
+    }
+
+    /// Keeps `event`; the first one makes room for as many as the last
+    /// hold that delivered events had (`events_hint`), so a hold that
+    /// commits many stages does not grow its vector step by step.
+    fn push(&mut self, event: SchedulerEvent) {
+        if self.events.capacity() == 0 {
+            self.events.reserve(self.events_hint.max(4));
+        }
+        self.events.push(event);
     }
 
     /// Ends the host action [`Self::act`] began: what the hold does next
@@ -391,7 +409,7 @@ impl<E: StageExecutor> PostWork<E> {
     /// Records the event `make` builds, if anyone observes events.
     pub(crate) fn event(&mut self, make: impl FnOnce() -> SchedulerEvent) {
         if self.observed {
-            self.events.push(make());
+            self.push(make());
         }
     }
 
@@ -453,12 +471,15 @@ impl<E: StageExecutor> PostWork<E> {
     /// # Panics
     /// In debug builds, if the calling thread holds the DAG lock.
     pub(crate) fn deliver(self, sink: &Sink<'_>, duplicates: &AtomicU64) -> bool {
+        if !self.events.is_empty() {
+            sink.events_hint.store(self.events.len(), Ordering::Relaxed);
+        }
         debug_assert!(
             !holds_dag_lock(),
             "answers and events are delivered only after the DAG lock is released"
         );
-        for event in &self.events {
-            crate::events::emit(sink, event);
+        if !self.events.is_empty() {
+            crate::events::emit_all(sink, self.hold, self.events);
         }
         for (slot, result) in self.answers {
             let state = slot.state();

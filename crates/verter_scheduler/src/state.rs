@@ -20,7 +20,7 @@
 //! (`scheduler`, `exec`, `driver`, `witness`): they all build on it.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use crossbeam::queue::SegQueue;
@@ -41,6 +41,7 @@ use crate::dags::DagRuns;
 use crate::error::RequestError;
 use crate::events::Sink;
 use crate::helpers::Helpers;
+use crate::hooks::SchedulerEvent;
 use crate::inbox::Inbox;
 use crate::job::Job;
 use crate::language::Language;
@@ -202,6 +203,9 @@ pub(crate) struct Locked<E: StageExecutor> {
     pub(crate) revisions: RevisionClock,
     /// Submitted host DAGs: their nodes, cache flights and limits.
     pub(crate) dags: DagRuns<E, Prepared<E>>,
+    /// When ready-queue tickets were issued, by hold: only while runs are
+    /// timed (docs/design.md, "Causes").
+    pub(crate) ready_clock: ReadyClock,
 }
 
 impl<E: StageExecutor> Locked<E> {
@@ -296,10 +300,17 @@ pub struct Scheduler<E: StageExecutor> {
     pub(crate) stats: Option<StatsRecorder>,
     /// Whether stage runs are timed: for the events or the histograms.
     pub(crate) timed: bool,
-    /// At the end of each hold that made work ready, when runs are timed:
-    /// how many ready-queue tickets were issued by then, and when (see
-    /// `ReadyClock`).
-    pub(crate) ready_clock: Mutex<ReadyClock>,
+    /// Whether the hooks observe events (`Hooks::observes_events`, read
+    /// once).
+    pub(crate) hooks_observe: bool,
+    /// How many lock holds that record events have begun: each numbers its
+    /// events (`LogRecord::hold`). Advanced under the DAG lock only.
+    pub(crate) holds: AtomicU64,
+    /// How many events the last hold that had any delivered (a hint).
+    pub(crate) events_hint: AtomicUsize,
+    /// When it was built: the clock of `Run::started` (and of the causal
+    /// log's records).
+    pub(crate) created: std::time::Instant,
     /// The object identity a [`Fresh`] node carries until it is bound:
     /// allocated once, never any object's.
     pub(crate) placeholder: (Incarnation, SubmissionLifetime),
@@ -314,10 +325,11 @@ impl<E: StageExecutor> Scheduler<E> {
         teardown_tx: Sender<()>,
     ) -> Arc<Self> {
         let inbox = Inbox::new(config.inbox_capacity, config.inbox_capacity);
-        let log = CausalLog::new(config.causal_log);
+        let created = std::time::Instant::now();
+        let log = CausalLog::new(config.causal_log, created);
         let stats = config.stage_stats.then(StatsRecorder::new);
-        let observes_events =
-            config.hooks.observes_events() || crate::events::traced() || log.is_some();
+        let hooks_observe = config.hooks.observes_events();
+        let observes_events = hooks_observe || crate::events::traced() || log.is_some();
         let timed = observes_events || stats.is_some();
         let pauses = config.hooks.pauses();
         Arc::new_cyclic(|me| Self {
@@ -330,6 +342,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 large_batches: 0,
                 revisions: RevisionClock::default(),
                 dags: DagRuns::default(),
+                ready_clock: ReadyClock::default(),
             }),
             config,
             loader,
@@ -350,7 +363,10 @@ impl<E: StageExecutor> Scheduler<E> {
             log,
             stats,
             timed,
-            ready_clock: Mutex::new(ReadyClock::default()),
+            hooks_observe,
+            holds: AtomicU64::new(0),
+            events_hint: AtomicUsize::new(0),
+            created,
         })
     }
 
@@ -404,7 +420,13 @@ impl<E: StageExecutor> Scheduler<E> {
         let (result, jobs, made_ready) = {
             let mut locked = self.lock();
             let _mark = LockMark::set();
-            let began = self.timed.then(std::time::Instant::now);
+            if post.observed() {
+                // Under the lock: holds are numbered in lock order.
+                post.hold = self.holds.fetch_add(1, Ordering::Relaxed) + 1;
+            }
+            if self.timed {
+                locked.ready_clock.begin();
+            }
             let result = f(&mut locked, &mut post);
             // Host DAGs: answers their nodes got in this hold, and held
             // nodes the ready queue has room for.
@@ -444,10 +466,9 @@ impl<E: StageExecutor> Scheduler<E> {
             if jobs.is_empty() {
                 Self::release_idle_capacity(&mut locked);
             }
-            if let Some(began) = began {
-                self.ready_clock
-                    .lock()
-                    .mark(locked.dag.tickets_issued(), began);
+            if self.timed {
+                let issued = locked.dag.tickets_issued();
+                locked.ready_clock.end(issued);
             }
             (result, jobs, made_ready)
         };
@@ -478,14 +499,29 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(crate) fn sink(&self) -> Sink<'_> {
         Sink {
             hooks: &*self.config.hooks,
+            hooks_observe: self.hooks_observe,
             panics: &self.counters.hook_panics,
             log: self.log.as_ref(),
+            events_hint: &self.events_hint,
         }
+    }
+
+    /// Reports `event`, decided outside any lock hold (a run about to
+    /// start, a refused submission).
+    pub(crate) fn emit_now(&self, event: SchedulerEvent) {
+        crate::events::emit(&self.sink(), self.holds.load(Ordering::Relaxed), event);
     }
 
     /// Empty post-work that records events only if the hooks observe them.
     pub(crate) fn post_work(&self) -> PostWork<E> {
-        PostWork::observing(self.observes_events)
+        let mut post = PostWork::observing(self.observes_events);
+        // A hold numbers its own (`transact_batching`); events decided
+        // outside one sort after the holds begun so far.
+        post.hold = self.holds.load(Ordering::Relaxed);
+        if self.observes_events {
+            post.events_hint = self.events_hint.load(Ordering::Relaxed);
+        }
+        post
     }
 
     /// Reads state under the DAG lock; changes nothing and answers no one.

@@ -142,19 +142,21 @@ impl StatsRecorder {
     }
 }
 
-/// When ready-queue tickets were issued, by lock hold: so the thread that
-/// runs a dispatch can tell how long its work waited since it became ready
-/// ([`verter_dag::Dispatch::ready_ticket`]), without a clock read per ready
-/// node under the lock. Kept only while runs are timed; under its own
-/// mutex, a leaf, written at the end of a hold (under the DAG lock) and
-/// read by the thread that runs the work.
+/// When ready-queue tickets were issued, by lock hold: so a dispatch can
+/// tell when its work became ready ([`verter_dag::Dispatch::ready_ticket`])
+/// without a clock read per ready node. Kept under the DAG lock (in
+/// `Locked`), and only while runs are timed: at most one clock read per
+/// hold, the first time the hold needs the time (a dispatch of work it made
+/// ready itself) or at its end if it issued tickets.
 #[derive(Debug, Default)]
 pub(crate) struct ReadyClock {
-    /// Per hold that issued tickets, oldest first: how many tickets were
-    /// issued by its end, and when it began.
+    /// Per past hold that issued tickets, oldest first: how many tickets
+    /// were issued by its end, and when (within the hold) it read the time.
     marks: std::collections::VecDeque<(u64, std::time::Instant)>,
     /// Tickets below this were issued by holds no longer kept.
     floor: u64,
+    /// The current hold's time, once read.
+    current: Option<std::time::Instant>,
 }
 
 impl ReadyClock {
@@ -163,61 +165,104 @@ impl ReadyClock {
     /// a long queue (its wait is then unknown, not wrong).
     const KEPT: usize = 8192;
 
-    /// Records that a hold that began at `began` had issued `issued`
-    /// tickets by its end.
-    pub(crate) fn mark(&mut self, issued: u64, began: std::time::Instant) {
+    /// A hold begins; its time is read when first needed.
+    pub(crate) fn begin(&mut self) {
+        self.current = None;
+    }
+
+    /// The current hold's time.
+    fn now(&mut self) -> std::time::Instant {
+        *self.current.get_or_insert_with(std::time::Instant::now)
+    }
+
+    /// The current hold ends, having issued `issued` tickets by now.
+    pub(crate) fn end(&mut self, issued: u64) {
         if self.marks.back().map_or(self.floor, |last| last.0) >= issued {
+            self.current = None;
             return;
         }
+        let at = self.now();
+        self.current = None;
         if self.marks.len() == Self::KEPT
             && let Some((evicted, _)) = self.marks.pop_front()
         {
             self.floor = evicted;
         }
-        self.marks.push_back((issued, began));
+        self.marks.push_back((issued, at));
     }
 
-    /// When the hold that issued `ticket` began; `None` when it is no
-    /// longer kept (or not marked yet).
-    pub(crate) fn issued_at(&self, ticket: u64) -> Option<std::time::Instant> {
+    /// When the hold that issued `ticket` read the time: a past hold's, or
+    /// the current one's for a ticket issued since the last mark; `None`
+    /// when that hold is no longer kept.
+    pub(crate) fn issued_at(&mut self, ticket: u64) -> Option<std::time::Instant> {
         if ticket < self.floor {
             return None;
         }
+        if self.marks.back().is_none_or(|last| last.0 <= ticket) {
+            return Some(self.now());
+        }
+        // Most work runs within a few holds of becoming ready: look there
+        // first.
+        let len = self.marks.len();
+        for back in 2..=len.min(4) {
+            if self.marks[len - back].0 <= ticket {
+                return Some(self.marks[len - back + 1].1);
+            }
+        }
         let at = self.marks.partition_point(|(issued, _)| *issued <= ticket);
-        self.marks.get(at).map(|(_, began)| *began)
+        self.marks.get(at).map(|(_, time)| *time)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use super::*;
 
     #[test]
     fn a_ticket_is_dated_by_the_hold_that_issued_it() {
-        let start = Instant::now();
-        let at = |ms| start + Duration::from_millis(ms);
         let mut clock = ReadyClock::default();
-        clock.mark(3, at(1)); // tickets 0..3
-        clock.mark(3, at(2)); // issued nothing: not a mark
-        clock.mark(5, at(4)); // tickets 3..5
-        assert_eq!(clock.issued_at(0), Some(at(1)));
-        assert_eq!(clock.issued_at(2), Some(at(1)));
-        assert_eq!(clock.issued_at(3), Some(at(4)));
-        assert_eq!(clock.issued_at(4), Some(at(4)));
-        assert_eq!(clock.issued_at(5), None, "not issued yet");
+        let mut holds = Vec::new();
+        // Hold i issues tickets up to 3 * (i + 1).
+        for hold in 0..10u64 {
+            clock.begin();
+            if hold == 4 {
+                // Issues nothing: not a mark.
+                clock.end(3 * hold);
+                holds.push(None);
+                continue;
+            }
+            let time = clock.issued_at(3 * hold + 1).expect("the current hold's");
+            clock.end(3 * (hold + 1));
+            holds.push(Some(time));
+        }
+        let time_of = |hold: usize| holds[hold].expect("a mark");
+        // Near the newest holds and far behind them alike.
+        for ticket in 0..30u64 {
+            let hold = (ticket / 3) as usize;
+            let hold = if hold == 4 { 5 } else { hold };
+            assert_eq!(
+                clock.issued_at(ticket),
+                Some(time_of(hold)),
+                "ticket {ticket}"
+            );
+        }
+        // A ticket issued in the current hold is dated by it.
+        clock.begin();
+        let now = clock.issued_at(30).expect("the current hold's");
+        assert_eq!(clock.issued_at(31), Some(now));
     }
 
     #[test]
     fn a_ticket_older_than_the_kept_holds_has_no_date() {
-        let start = Instant::now();
         let mut clock = ReadyClock::default();
         for hold in 0..=ReadyClock::KEPT as u64 {
-            clock.mark(hold + 1, start + Duration::from_nanos(hold));
+            clock.begin();
+            clock.end(hold + 1);
         }
         assert_eq!(clock.issued_at(0), None, "its hold was forgotten");
-        assert_eq!(clock.issued_at(1), Some(start + Duration::from_nanos(1)));
+        assert!(clock.issued_at(1).is_some());
     }
 
     #[test]

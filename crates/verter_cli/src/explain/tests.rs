@@ -11,7 +11,8 @@ use verter_dag::{
     Canonical, FileIdentity, Generation, Incarnation, ProfileHash, TargetStage, WorkNodeIdentity,
 };
 use verter_scheduler::{
-    CutOff, Demand, DemandRoot, HostAction, LogRecord, Run, RunReason, SchedulerEvent,
+    CutOff, Demand, DemandRoot, HostAction, LogRecord, ResourceClass, Run, RunReason,
+    SchedulerEvent,
 };
 
 use super::describe_change;
@@ -27,13 +28,15 @@ fn file(name: &str, generation: u64) -> FileIdentity {
 }
 
 fn ran(work: WorkNodeIdentity, because: RunReason) -> SchedulerEvent {
-    SchedulerEvent::Ran(Run {
+    SchedulerEvent::Ran(Box::new(Run {
         work,
         because,
+        class: ResourceClass::Cpu,
         worker: Arc::from("verter-cpu-0"),
+        started: Duration::ZERO,
         queue_wait: None,
         run_time: Duration::from_micros(10),
-    })
+    }))
 }
 
 /// The two edits' records, and where the second one's start.
@@ -64,7 +67,7 @@ fn two_edits() -> (Vec<LogRecord>, usize) {
         SchedulerEvent::Dispatched(
             work(b.at(ARTIFACT)),
             Demand {
-                through: Vec::new(),
+                through: Default::default(),
                 by: DemandRoot::Request { waiter: 5 },
             },
         ),
@@ -80,6 +83,7 @@ fn two_edits() -> (Vec<LogRecord>, usize) {
         .enumerate()
         .map(|(seq, event)| LogRecord {
             seq: seq as u64,
+            hold: seq as u64,
             at: Duration::from_micros(seq as u64),
             event,
         })

@@ -9,7 +9,7 @@ use serde_json::Value;
 use verter_dag::{
     Canonical, FileIdentity, Generation, Incarnation, ProfileHash, TargetStage, WorkNodeIdentity,
 };
-use verter_scheduler::{HostAction, LogRecord, Run, RunReason, SchedulerEvent};
+use verter_scheduler::{HostAction, LogRecord, ResourceClass, Run, RunReason, SchedulerEvent};
 
 use super::draw;
 
@@ -17,8 +17,17 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn record(seq: u64, at: Duration, event: SchedulerEvent) -> LogRecord {
-    LogRecord { seq, at, event }
+/// A record at `at`; a run recorded there ended there.
+fn record(seq: u64, at: Duration, mut event: SchedulerEvent) -> LogRecord {
+    if let SchedulerEvent::Ran(run) = &mut event {
+        run.started = at - run.run_time;
+    }
+    LogRecord {
+        seq,
+        hold: seq,
+        at,
+        event,
+    }
 }
 
 fn ran(
@@ -28,13 +37,20 @@ fn ran(
     queue_wait: Option<Duration>,
     run_time: Duration,
 ) -> SchedulerEvent {
-    SchedulerEvent::Ran(Run {
+    SchedulerEvent::Ran(Box::new(Run {
         work,
         because,
+        // The tests' I/O threads load; the rest run on the CPU budget.
+        class: if worker.contains("-io-") {
+            ResourceClass::Io
+        } else {
+            ResourceClass::Cpu
+        },
         worker: Arc::from(worker),
+        started: Duration::ZERO,
         queue_wait,
         run_time,
-    })
+    }))
 }
 
 /// The log of one edit: `m.rs` invalidated at g1, loaded, parsed, its

@@ -7,8 +7,9 @@
 use smallvec::SmallVec;
 
 use super::SchedulerDag;
+use super::slots::VersionSlot;
 use crate::effects::WaiterId;
-use crate::identity::WorkNodeIdentity;
+use crate::identity::{FileIdentity, TargetStage, WorkNodeIdentity};
 
 /// How far [`SchedulerDag::demand_of`] follows consumers before it gives
 /// up: far beyond any real chain (a stage, its file's next stage, an
@@ -34,6 +35,10 @@ pub enum DemandRoot {
     Waiter(WaiterId),
     /// A host cache node: the layer above knows which host DAG asked.
     CacheNode(WorkNodeIdentity),
+    /// An Analysis no request or edge waits on, that the blocker record
+    /// of this file version names (its Source's parse named it as a
+    /// blocker, which admits the blocker's Analysis).
+    Blocker(FileIdentity),
     /// Nothing waits on it any more: everyone who asked was answered or
     /// left, or the chain is longer than [`MAX_DEMAND_DEPTH`].
     Nobody,
@@ -41,27 +46,55 @@ pub enum DemandRoot {
 
 impl<P> SchedulerDag<P> {
     /// What wants `identity`: the first request waiter on it, or else on
-    /// its first consumer, and so on, up to [`MAX_DEMAND_DEPTH`] consumers.
+    /// its first consumer, and so on, up to [`MAX_DEMAND_DEPTH`] consumers;
+    /// for an Analysis nothing waits on, a blocker record that names it.
     pub fn demand_of(&self, identity: &WorkNodeIdentity) -> Demand {
         let mut through = SmallVec::new();
         let mut current = *identity;
+        // The version record of the last step: a stage's consumers are
+        // most often stages of the same version (Source, then Analysis,
+        // then Artifact), found without looking the file up again.
+        let mut version: Option<(FileIdentity, &VersionSlot)> = None;
         let root = loop {
             let key = match current {
                 WorkNodeIdentity::File(key) => key,
                 cache @ WorkNodeIdentity::CacheNode { .. } => break DemandRoot::CacheNode(cache),
             };
-            if let Some(member) = self.group(&key).and_then(<[_]>::first) {
-                break DemandRoot::Waiter(member.waiter);
-            }
-            let next = self
-                .stage_slot(&key)
-                .and_then(|slot| slot.waiters.consumers().next().copied());
+            let slot = match version {
+                Some((file, slot)) if file == key.file => Some(slot),
+                _ => {
+                    let slot = self
+                        .files
+                        .get(&key.file.canonical)
+                        .and_then(|records| records.versions.get(&key.file.version()));
+                    version = slot.map(|slot| (key.file, slot));
+                    slot
+                }
+            };
+            // One visit of the stage's record: its first request waiter,
+            // else its first consumer.
+            let next = match slot.and_then(|slot| slot.get(key.stage)) {
+                Some(stage) => {
+                    if let Some(member) = stage.group.first() {
+                        break DemandRoot::Waiter(member.waiter);
+                    }
+                    stage.waiters.consumers().next().copied()
+                }
+                None => None,
+            };
             match next {
                 Some(consumer) if through.len() < MAX_DEMAND_DEPTH => {
                     through.push(consumer);
                     current = consumer;
                 }
-                _ => break DemandRoot::Nobody,
+                Some(_) => break DemandRoot::Nobody,
+                None => match key.stage {
+                    TargetStage::Analysis => match self.blockers.an_owner(&key) {
+                        Some(owner) => break DemandRoot::Blocker(owner),
+                        None => break DemandRoot::Nobody,
+                    },
+                    _ => break DemandRoot::Nobody,
+                },
             }
         };
         Demand { through, root }

@@ -37,6 +37,9 @@ fn worker_name() -> Arc<str> {
 pub(crate) struct Finished<E: StageExecutor> {
     pub(super) dispatch: Dispatch,
     pub(super) outcome: Outcome<E>,
+    /// The run, when events are observed: reported by the hold that
+    /// commits it, so the causal log sees it in the order of decisions.
+    pub(super) ran: Option<Box<Run>>,
 }
 
 /// What a job's run produced.
@@ -92,10 +95,11 @@ impl<E: StageExecutor> Scheduler<E> {
             dispatch,
             node,
             work,
+            ready_at,
         } = job;
         let identity = dispatch.identity;
         let Some(node) = node else {
-            return self.execute_cache(dispatch, work);
+            return self.execute_cache(dispatch, work, ready_at);
         };
         let hooks = &self.config.hooks;
         // Work for a retired object or a superseded generation, or work
@@ -111,6 +115,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let refused = |dispatch| Finished {
             dispatch,
             outcome: Outcome::Stale,
+            ran: None,
         };
         if stale(&node, &dispatch) {
             return refused(dispatch);
@@ -134,7 +139,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 Work::Load => SchedulerEvent::WillLoad(identity),
                 _ => SchedulerEvent::WillExecute(identity),
             };
-            crate::events::emit(&self.sink(), &event);
+            self.emit_now(event);
         }
         // Why it runs is read before the work is taken apart, and only for
         // someone who records it.
@@ -218,41 +223,50 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         };
-        if let Some(started) = started {
-            self.ran(&dispatch, because, started);
-        }
-        self.finished(dispatch, outcome)
+        let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
+        let mut finished = self.finished(dispatch, outcome);
+        finished.ran = ran;
+        finished
     }
 
-    /// After a run that was timed (`started`): its histograms, and its
-    /// [`SchedulerEvent::Ran`] with `because` (when events are observed).
-    fn ran(&self, dispatch: &Dispatch, because: Option<RunReason>, started: Instant) {
+    /// After a run that was timed (`started`; its work ready since
+    /// `ready_at`): its histograms, and, when events are observed
+    /// (`because`), the [`SchedulerEvent::Ran`] its commit reports.
+    fn ran(
+        &self,
+        dispatch: &Dispatch,
+        because: Option<RunReason>,
+        ready_at: Option<Instant>,
+        started: Instant,
+    ) -> Option<Box<Run>> {
         let run_time = started.elapsed();
-        let queue_wait = self
-            .ready_clock
-            .lock()
-            .issued_at(dispatch.ready_ticket())
-            .map(|ready| started.saturating_duration_since(ready));
+        let queue_wait = ready_at.map(|ready| started.saturating_duration_since(ready));
         if let Some(stats) = &self.stats {
             stats.record(&dispatch.identity, queue_wait, run_time);
         }
-        if let Some(because) = because {
-            let event = SchedulerEvent::Ran(Run {
+        because.map(|because| {
+            Box::new(Run {
                 work: dispatch.identity,
                 because,
+                class: dispatch.class,
                 worker: worker_name(),
+                started: started.saturating_duration_since(self.created),
                 queue_wait,
                 run_time,
-            });
-            crate::events::emit(&self.sink(), &event);
-        }
+            })
+        })
     }
 
     /// Runs a host cache node's flight outside the lock, inside a panic
     /// boundary, unless its flight was cancelled (then its answer is
     /// `Cancelled`, and the commit refuses it anyway: a cancelled flight's
     /// work node is gone).
-    fn execute_cache(&self, dispatch: Dispatch, work: Work<E>) -> Finished<E> {
+    fn execute_cache(
+        &self,
+        dispatch: Dispatch,
+        work: Work<E>,
+        ready_at: Option<Instant>,
+    ) -> Finished<E> {
         let Work::Cache {
             generation,
             context,
@@ -277,8 +291,7 @@ impl<E: StageExecutor> Scheduler<E> {
             );
         }
         if self.observes_events {
-            let event = SchedulerEvent::WillExecute(identity);
-            crate::events::emit(&self.sink(), &event);
+            self.emit_now(SchedulerEvent::WillExecute(identity));
         }
         let started = self.timed.then(Instant::now);
         let _span = tracing::debug_span!("cache node", node = %identity, generation).entered();
@@ -300,11 +313,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.stage_result_at(path, &stage, failed).map(Arc::new)
             }
         };
-        if let Some(started) = started {
-            let because = self.observes_events.then_some(RunReason::CacheNode);
-            self.ran(&dispatch, because, started);
-        }
-        self.finished(dispatch, Outcome::Cached { result })
+        let because = self.observes_events.then_some(RunReason::CacheNode);
+        let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
+        let mut finished = self.finished(dispatch, Outcome::Cached { result });
+        finished.ran = ran;
+        finished
     }
 
     /// A job's end on the worker: the `BeforeCompletion` pause, then the
@@ -318,7 +331,11 @@ impl<E: StageExecutor> Scheduler<E> {
                     .pause(HookPoint::BeforeCompletion, &identity, dispatch.class);
             });
         }
-        Finished { dispatch, outcome }
+        Finished {
+            dispatch,
+            outcome,
+            ran: None,
+        }
     }
 
     /// Completes `finished` in one hold of its own; `keep` as in
@@ -350,7 +367,14 @@ impl<E: StageExecutor> Scheduler<E> {
         finished: Finished<E>,
         post: &mut PostWork<E>,
     ) -> Option<String> {
-        let Finished { dispatch, outcome } = finished;
+        let Finished {
+            dispatch,
+            outcome,
+            ran,
+        } = finished;
+        if let Some(run) = ran {
+            post.event(|| SchedulerEvent::Ran(run));
+        }
         let outcome = match outcome {
             Outcome::Cached { result } => {
                 self.commit_cache(locked, dispatch, result, post);

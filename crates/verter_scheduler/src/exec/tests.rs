@@ -109,6 +109,7 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                         ))],
                         cut: verify::Cut::default(),
                     },
+                    ran: None,
                 };
                 caught = Some(catch_unwind(AssertUnwindSafe(|| {
                     let next = scheduler.complete(finished, None);

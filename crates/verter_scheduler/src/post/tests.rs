@@ -139,9 +139,12 @@ fn a_batch_answers_each_item_through_its_own_cell_of_one_allocation() {
 /// A sink to `hooks` alone, with no causal log.
 fn sink(hooks: &dyn crate::hooks::Hooks) -> crate::events::Sink<'_> {
     static PANICS: AtomicU64 = AtomicU64::new(0);
+    static HINT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     crate::events::Sink {
         hooks,
+        hooks_observe: hooks.observes_events(),
         panics: &PANICS,
+        events_hint: &HINT,
         log: None,
     }
 }

@@ -199,7 +199,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// lock: on the submitting thread).
     pub(crate) fn report_backpressure(&self, what: Backpressure) {
         if self.observes_events {
-            crate::events::emit(&self.sink(), &SchedulerEvent::Backpressured(what));
+            self.emit_now(SchedulerEvent::Backpressured(what));
         }
     }
 

@@ -666,6 +666,12 @@ fn demand_follows_consumers_to_the_first_request_waiter() {
             root: DemandRoot::Nobody,
         }
     );
+    // An Analysis nothing waits on is still wanted by the blocker record
+    // that names it.
+    assert_eq!(
+        h.dag.demand_of(&work(&m, TargetStage::Analysis)).root,
+        DemandRoot::Blocker(a)
+    );
     let cache = WorkNodeIdentity::CacheNode {
         cache_id: crate::identity::SchedulerCacheId(1),
         key_hash: 2,
