@@ -22,7 +22,9 @@
 //! - this file: the run, the measurements' processes and the document;
 //! - `tables.rs`: the section's tables and number formats;
 //! - `targets.rs`: the table of the issue's targets;
-//! - `instructions.rs`: the callgrind instruction counts.
+//! - `instructions.rs`: the callgrind instruction counts;
+//! - `observability.rs`: what verter's causal log and stage statistics
+//!   cost (issue 17), from the runs that turn them on.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -32,6 +34,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 mod instructions;
+mod observability;
 mod tables;
 mod targets;
 
@@ -78,6 +81,13 @@ impl Record {
     /// `--no-cutoff` ones, whose lines say `cutoff=off`.
     fn cutoff(&self) -> bool {
         self.get("cutoff") != Some("off")
+    }
+
+    /// Whether verter recorded anything about its own work in this run
+    /// (`--causal-log`, `--stage-stats`): such runs have their own tables
+    /// (`observability.rs`), and every other table leaves them out.
+    fn observed(&self) -> bool {
+        self.get("causal_log").is_some() || self.get("stage_stats").is_some()
     }
 
     /// The system's name in tables: `verter (no cutoff)` for a run
@@ -148,9 +158,10 @@ fn full_plan() -> Vec<Vec<String>> {
         for c in [0, 10] {
             for system in ["verter", "salsa", "rayon", "tokio"] {
                 for threads in [1, 2] {
-                    plan.push(format!(
+                    let line = format!(
                         "w1 --system {system} --threads {threads} --n {n} --c {c} --iterations {iterations}"
-                    ));
+                    );
+                    plan.extend(with_observed_runs(system, line));
                 }
             }
         }
@@ -166,9 +177,14 @@ fn full_plan() -> Vec<Vec<String>> {
             ("rayon", 2, ""),
             ("tokio", 2, ""),
         ] {
-            plan.push(format!(
+            let line = format!(
                 "w2 --system {system} --threads {threads} --n {n} --c 0 --iterations 5{extra}"
-            ));
+            );
+            if extra.is_empty() {
+                plan.extend(with_observed_runs(system, line));
+            } else {
+                plan.push(line);
+            }
         }
     }
     for n in [10_000, 100_000] {
@@ -206,6 +222,20 @@ fn full_plan() -> Vec<Vec<String>> {
     }
     plan.iter()
         .map(|line| line.split_whitespace().map(str::to_owned).collect())
+        .collect()
+}
+
+/// `line`, and for verter the same run twice more, right after it (so the
+/// three share the machine's load as closely as one run can): once with
+/// its causal log at its default size and once with its stage statistics
+/// (issue 17; `observability.rs` compares them with `line`'s).
+fn with_observed_runs(system: &str, line: String) -> Vec<String> {
+    if system != "verter" {
+        return vec![line];
+    }
+    observability::VARIANTS
+        .iter()
+        .map(|variant| format!("{line}{variant}"))
         .collect()
 }
 

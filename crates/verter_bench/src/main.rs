@@ -6,6 +6,8 @@
 //! verter_bench w1 --system verter --threads 2 --n 10000 --c 0 --iterations 3
 //! verter_bench w2 --system salsa --threads 1 --n 10000 --c 0 --iterations 3
 //! verter_bench w3 --system verter --threads 2 --n 10000 --c 0 --edits 2000
+//! verter_bench w1 --system verter --threads 1 --n 10000 --c 0 --iterations 5 --causal-log default
+//! verter_bench w2 --system verter --threads 2 --n 10000 --c 0 --iterations 5 --stage-stats
 //! verter_bench w3 --system verter --threads 2 --n 10000 --c 0 --edits 2000 --no-cutoff
 //! verter_bench w4 --system tokio --threads 2 --n 10000 --c 10 --factor 10
 //! verter_bench w4 --system verter --threads 2 --n 10000 --c 0 --factor 10 --submit try-dag --retry answer
@@ -23,7 +25,12 @@
 //!
 //! `--no-cutoff` (verter only, W1–W3) turns verter's early cutoff off: the
 //! executor never calls two outputs equal, and the result lines say
-//! `cutoff=off`. Every other option takes a value.
+//! `cutoff=off`. `--causal-log N` and `--stage-stats` (verter only, W1 and
+//! W2) turn on what verter records about its own work (issue 17):
+//! `SchedulerConfig::causal_log` = N events (`default`:
+//! `verter_scheduler::DEFAULT_CAUSAL_LOG`) and `SchedulerConfig::stage_stats`;
+//! the result lines then say `causal_log=N` and `stage_stats=on`. Every other
+//! option takes a value.
 //!
 //! Owns argument parsing only; the workloads live in the library.
 
@@ -37,6 +44,7 @@ use verter_bench::dag::{DagShape, dag};
 use verter_bench::overload::{OverloadShape, Retry, Submission, w4};
 use verter_bench::quick;
 use verter_bench::storm::{StormShape, w3};
+use verter_bench::verter_runner::Observability;
 use verter_bench::workloads::{Shape, SystemKind, w1, w2};
 
 /// The allocator the binary always used (the system's), counted, so W1 can
@@ -46,13 +54,16 @@ static ALLOCATOR: Counting = Counting::new(System);
 
 const USAGE: &str = "usage: verter_bench (w1|w2|w3|w4) --system (verter|salsa|rayon|tokio) \
 [--threads 2] [--n 1000] [--c 0] [--iterations 3] [--edits 2000] [--factor 10] [--no-cutoff] \
-[--submit (request|try-dag)] [--retry (answer|yield)]
+[--submit (request|try-dag)] [--retry (answer|yield)] [--causal-log (N|default)] [--stage-stats]
        verter_bench dag [--threads 2] [--n 10000] [--c 0] [--iterations 3] [--files 0] [--ready-depth 64]
        verter_bench quick [--n 1000] [--edits 200]
---no-cutoff: verter only, w1 to w3: early cutoff off (the `before` measurement)";
+--no-cutoff: verter only, w1 to w3: early cutoff off (the `before` measurement)
+--causal-log, --stage-stats: verter only, w1 and w2: the causal log of N events (default: 16384) and per-stage statistics on";
 
-/// The one option that takes no value.
+/// The options that take no value.
 const NO_CUTOFF: &str = "no-cutoff";
+const STAGE_STATS: &str = "stage-stats";
+const FLAGS: [&str; 2] = [NO_CUTOFF, STAGE_STATS];
 
 fn main() -> ExitCode {
     // The harness's host threads get the stage threads' stack, as a host
@@ -94,8 +105,30 @@ fn run() -> ExitCode {
         eprintln!("--no-cutoff is for verter on w1, w2 or w3 only\n{USAGE}");
         return ExitCode::from(2);
     }
+    let causal_log = match options.get("causal-log").map(String::as_str) {
+        None => 0,
+        Some("default") => verter_scheduler::DEFAULT_CAUSAL_LOG,
+        Some(size) => match size.parse() {
+            Ok(size) => size,
+            Err(_) => {
+                eprintln!("--causal-log takes a number of events or `default`\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let observability = Observability {
+        causal_log,
+        stage_stats: options.contains_key(STAGE_STATS),
+    };
+    if observability.is_on()
+        && (system != Some(SystemKind::Verter) || !matches!(workload.as_str(), "w1" | "w2"))
+    {
+        eprintln!("--causal-log and --stage-stats are for verter on w1 or w2 only\n{USAGE}");
+        return ExitCode::from(2);
+    }
     let shape = |system: SystemKind| Shape {
         cutoff,
+        observability,
         ..Shape::new(
             system,
             number("threads", 2),
@@ -176,7 +209,7 @@ fn run() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `--key value` pairs, and `--no-cutoff` alone.
+/// `--key value` pairs, and the [`FLAGS`] alone.
 fn parse_options(args: &[String]) -> Result<HashMap<String, String>, String> {
     let mut options = HashMap::new();
     let mut args = args.iter();
@@ -184,7 +217,7 @@ fn parse_options(args: &[String]) -> Result<HashMap<String, String>, String> {
         let key = flag
             .strip_prefix("--")
             .ok_or_else(|| format!("unexpected argument `{flag}`"))?;
-        if key == NO_CUTOFF {
+        if FLAGS.contains(&key) {
             options.insert(key.to_owned(), String::new());
             continue;
         }

@@ -12,10 +12,13 @@ use crate::dag::{DagShape, dag};
 use crate::overload::{OverloadShape, Retry, Submission, w4};
 use crate::report::Record;
 use crate::storm::{StormShape, w3};
+use crate::verter_runner::Observability;
 use crate::workloads::{Shape, SystemKind, w1, w2};
 
 /// Runs every system through W1, W2, W3 and W4 on `files` files (W3 with
-/// `edits` edits), verter through W2 and W3 again without early cutoff and
+/// `edits` edits), verter through W2 and W3 again without early cutoff,
+/// through W2 once more with its causal log (at its default size) and
+/// stage statistics on, and
 /// through W4 again with non-blocking DAG submission (both retry
 /// policies), and the host DAG workload on `10 × files` nodes (on one and
 /// two threads; then with `files / 10` file nodes), and returns their
@@ -32,6 +35,16 @@ pub fn run(files: usize, edits: usize) -> Vec<Record> {
     // verter once more without cutoff: its correctness does not rest on it.
     records.extend(w2(Shape {
         cutoff: false,
+        ..Shape::new(SystemKind::Verter, 2, files, 0, 1)
+    }));
+    // And once with everything it records about its own work on (issue 17):
+    // recording changes no answer. W2, because its edits produce every kind
+    // of event a cold build does and more (verifications, supersessions).
+    records.extend(w2(Shape {
+        observability: Observability {
+            causal_log: verter_scheduler::DEFAULT_CAUSAL_LOG,
+            stage_stats: true,
+        },
         ..Shape::new(SystemKind::Verter, 2, files, 0, 1)
     }));
     for (system, cutoff) in [

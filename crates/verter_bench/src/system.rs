@@ -47,6 +47,19 @@ impl CutOffs {
     }
 }
 
+/// What a system recorded about its own work besides its answers (verter's
+/// causal log and stage statistics, issue 17); `None` where it records
+/// nothing of the kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Observed {
+    /// Events its causal log recorded over its life (those it has since
+    /// dropped included).
+    pub events: Option<u64>,
+    /// Stage runs its statistics timed (the run-time samples of every kind
+    /// of work).
+    pub stage_samples: Option<u64>,
+}
+
 /// Runs `f`, the harness's own work (filling the result map): its
 /// allocations are counted as the harness's ([`alloc_count::harness`]) and
 /// its time is added to `spent`.
@@ -89,5 +102,11 @@ pub trait System {
     /// (verter); `None` otherwise.
     fn cutoffs(&self) -> Option<CutOffs> {
         None
+    }
+
+    /// What it recorded about its own work so far (read after the timed
+    /// calls: reading may copy what it holds); nothing by default.
+    fn observed(&self) -> Observed {
+        Observed::default()
     }
 }

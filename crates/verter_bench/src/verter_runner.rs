@@ -12,6 +12,12 @@
 //! the three comparisons answer `false`, the scheduler's default, so one
 //! binary measures the work before and after cutoff.
 //!
+//! What verter records about its own work besides its answers (issue 17:
+//! the causal log and per-stage statistics) is off unless an
+//! [`Observability`] turns it on ([`VerterSystem::with_observability`]), as
+//! in `SchedulerConfig`; [`System::observed`] reads what was recorded, after
+//! the timed calls.
+//!
 //! Owns the executor, the loader and the adapter to [`System`]. Never
 //! changes how verter schedules: it only calls its public API.
 
@@ -30,7 +36,7 @@ use verter_scheduler::{
 use crate::alloc_count;
 use crate::generator::{Change, Sources};
 use crate::kernel::{Kernels, Scan};
-use crate::system::{Built, CutOffs, System, harness_timed};
+use crate::system::{Built, CutOffs, Observed, System, harness_timed};
 
 /// The one artifact profile the benchmarks build.
 pub const ARTIFACT: TargetStage = TargetStage::Artifact(ProfileHash(1));
@@ -131,6 +137,27 @@ impl StageExecutor for BenchExecutor {
     }
 }
 
+/// What verter records about its own work, as `SchedulerConfig` takes it:
+/// both off by default (`SchedulerConfig::default()`), which is the hot path
+/// every other measurement runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Observability {
+    /// `SchedulerConfig::causal_log`: how many events the causal log keeps;
+    /// 0 keeps no log (`verter_scheduler::DEFAULT_CAUSAL_LOG` is the size a
+    /// host turns on).
+    pub causal_log: usize,
+    /// `SchedulerConfig::stage_stats`: per-stage histograms of queue wait
+    /// and run time.
+    pub stage_stats: bool,
+}
+
+impl Observability {
+    /// Whether anything is recorded beyond the scheduler's counters.
+    pub fn is_on(self) -> bool {
+        self.causal_log > 0 || self.stage_stats
+    }
+}
+
 /// verter on `threads` CPU threads (plus its driver and one I/O thread).
 pub struct VerterSystem {
     scheduler: Arc<Scheduler<BenchExecutor>>,
@@ -170,6 +197,23 @@ impl VerterSystem {
     pub fn with_ready_queue_depth(threads: usize, spin_us: u64, depth: usize) -> Self {
         Self::configured(threads, spin_us, true, |config| {
             config.max_ready_queue_depth = depth;
+        })
+    }
+
+    /// [`Self::with_cutoff`] with the causal log and stage statistics as
+    /// `observability` says.
+    ///
+    /// # Panics
+    /// If the pools cannot be built (the machine refuses threads).
+    pub fn with_observability(
+        threads: usize,
+        spin_us: u64,
+        cutoff: bool,
+        observability: Observability,
+    ) -> Self {
+        Self::configured(threads, spin_us, cutoff, |config| {
+            config.causal_log = observability.causal_log;
+            config.stage_stats = observability.stage_stats;
         })
     }
 
@@ -387,5 +431,29 @@ impl System for VerterSystem {
             verified: counters.stages_verified,
             unchanged: counters.outputs_unchanged,
         })
+    }
+
+    fn observed(&self) -> Observed {
+        let config = self.scheduler.config();
+        // The log's sequence numbers count every event it ever recorded,
+        // also those its ring has dropped since. Reading it copies the ring.
+        let events = (config.causal_log > 0).then(|| {
+            self.scheduler
+                .causal_log()
+                .last()
+                .map_or(0, |record| record.seq + 1)
+        });
+        let stage_samples = config.stage_stats.then(|| {
+            self.scheduler
+                .stats()
+                .stages
+                .iter()
+                .map(|stage| stage.run_time.count())
+                .sum()
+        });
+        Observed {
+            events,
+            stage_samples,
+        }
     }
 }

@@ -22,9 +22,9 @@ use crate::kernel::{Kernels, reference_build, serial_kernel_time};
 use crate::rayon_runner::RayonSystem;
 use crate::report::{Record, median, proc_status_kib};
 use crate::salsa_runner::SalsaSystem;
-use crate::system::{CutOffs, System};
+use crate::system::{CutOffs, Observed, System};
 use crate::tokio_runner::TokioSystem;
-use crate::verter_runner::VerterSystem;
+use crate::verter_runner::{Observability, VerterSystem};
 
 /// Which system to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,9 +63,23 @@ impl SystemKind {
     /// callback, off for cold-build timing). `cutoff` turns verter's early
     /// cutoff on or off; the others ignore it (salsa's backdating is chosen
     /// when its functions are compiled; rayon and tokio have none).
-    pub fn make(self, threads: usize, spin_us: u64, count: bool, cutoff: bool) -> Box<dyn System> {
+    /// `observability` turns verter's causal log and stage statistics on;
+    /// the others record nothing of the kind and ignore it.
+    pub fn make(
+        self,
+        threads: usize,
+        spin_us: u64,
+        count: bool,
+        cutoff: bool,
+        observability: Observability,
+    ) -> Box<dyn System> {
         match self {
-            Self::Verter => Box::new(VerterSystem::with_cutoff(threads, spin_us, cutoff)),
+            Self::Verter => Box::new(VerterSystem::with_observability(
+                threads,
+                spin_us,
+                cutoff,
+                observability,
+            )),
             Self::Salsa => Box::new(SalsaSystem::new(threads, spin_us, count)),
             Self::Rayon => Box::new(RayonSystem::new(threads, spin_us)),
             Self::Tokio => Box::new(TokioSystem::new(threads, spin_us)),
@@ -88,6 +102,9 @@ pub struct Shape {
     pub iterations: usize,
     /// Early cutoff (verter only; see [`SystemKind::make`]).
     pub cutoff: bool,
+    /// verter's causal log and stage statistics (verter only; off, the
+    /// default, everywhere but the issue 17 measurements).
+    pub observability: Observability,
 }
 
 impl Shape {
@@ -107,12 +124,18 @@ impl Shape {
             spin_us,
             iterations,
             cutoff: true,
+            observability: Observability::default(),
         }
     }
 
     fn make(&self, count: bool) -> Box<dyn System> {
-        self.system
-            .make(self.threads, self.spin_us, count, self.cutoff)
+        self.system.make(
+            self.threads,
+            self.spin_us,
+            count,
+            self.cutoff,
+            self.observability,
+        )
     }
 
     fn record(&self, workload: &str) -> Record {
@@ -122,12 +145,22 @@ impl Shape {
             .field("threads", self.threads)
             .field("n", self.files)
             .field("c", self.spin_us);
-        // Only a run without cutoff says so: every other line reads as it
-        // always did.
-        if self.cutoff {
+        // Only a run without cutoff, or with the causal log or stage
+        // statistics, says so: every other line reads as it always did.
+        let record = if self.cutoff {
             record
         } else {
             record.field("cutoff", "off")
+        };
+        let record = if self.observability.causal_log > 0 {
+            record.field("causal_log", self.observability.causal_log)
+        } else {
+            record
+        };
+        if self.observability.stage_stats {
+            record.field("stage_stats", "on")
+        } else {
+            record
         }
     }
 }
@@ -172,7 +205,9 @@ pub fn urgent_path(sources: &Sources) -> Arc<str> {
 /// urgent file's artifact during a cold build, and the process's peak RSS
 /// after the first build. Where a [`alloc_count::Counting`] allocator is
 /// installed (the binary), also the system's allocations per file built,
-/// their bytes, and the live heap a build leaves per file.
+/// their bytes, and the live heap a build leaves per file. With verter's
+/// causal log or stage statistics on, also the events logged and the stage
+/// runs timed per file (of the last timed build, read after it).
 pub fn w1(shape: Shape) -> Record {
     let sources = Project::generate(GenConfig::new(shape.files)).sources();
     let reference = reference_build(&sources);
@@ -196,6 +231,7 @@ pub fn w1(shape: Shape) -> Record {
     // minus the harness data the system holds (`harness_held` scopes: the
     // loader's files).
     let mut retained = 0_i64;
+    let mut observed = Observed::default();
     for iteration in 0..shape.iterations.max(1) {
         let mut system = shape.make(false);
         let before = alloc_count::global();
@@ -220,6 +256,8 @@ pub fn w1(shape: Shape) -> Record {
         drop(built);
         let window = alloc_count::global().since(before);
         retained += window.live_bytes() - window.held();
+        // After the counted window: reading the log copies it.
+        observed = system.observed();
     }
     let urgent = urgent_path(&sources);
     let mut system = shape.make(false);
@@ -253,6 +291,7 @@ pub fn w1(shape: Shape) -> Record {
         .micros("first_us", first)
         .field("executions", executions)
         .field("peak_rss_kib", peak_rss_kib);
+    let record = with_observed(record, observed, Some(sources.len()));
     if !alloc_count::is_installed() {
         return record;
     }
@@ -442,15 +481,39 @@ pub fn w2(shape: Shape) -> Vec<Record> {
         let record = record
             .field("executions", executions / rounds)
             .field("touched", touched / rounds);
-        records.push(if system.cutoffs().is_some() {
+        let record = if system.cutoffs().is_some() {
             record
                 .field("verified", cut.verified / rounds)
                 .field("unchanged", cut.unchanged / rounds)
         } else {
             record
-        });
+        };
+        // Totals since the cold build began (one system for every case).
+        records.push(with_observed(record, system.observed(), None));
     }
     records
+}
+
+/// `record` with what the system recorded about its own work, where it
+/// recorded it: the events its causal log took (`events`) and the stage
+/// runs its statistics timed (`stage_samples`); per file as
+/// `events_per_file` and `stage_samples_per_file` when `files` is given.
+fn with_observed(record: Record, observed: Observed, files: Option<usize>) -> Record {
+    let mut record = record;
+    for (key, count) in [
+        ("events", observed.events),
+        ("stage_samples", observed.stage_samples),
+    ] {
+        record = match (count, files) {
+            (None, _) => record,
+            (Some(count), None) => record.field(key, count),
+            (Some(count), Some(files)) => record.field(
+                &format!("{key}_per_file"),
+                format!("{:.2}", count as f64 / files.max(1) as f64),
+            ),
+        };
+    }
+    record
 }
 
 /// (g)'s first half: edits `target`'s signature (A → B), builds every

@@ -11,8 +11,10 @@
 //! file between runs. `--fair-sched=yes` hands the threads the CPU in turn,
 //! which brings three runs within about 0.6k of each other, and each figure
 //! is still the median of [`RUNS`] pairs. The host DAG workload is counted
-//! the same way, per node (`dag --threads 1` at 1k and 10k nodes). Without
-//! `valgrind` on the `PATH` the step is skipped and says so.
+//! the same way, per node (`dag --threads 1` at 1k and 10k nodes). verter
+//! is also counted with its causal log and with its stage statistics on
+//! (`observability::VARIANTS`, issue 17). Without `valgrind` on the `PATH`
+//! the step is skipped and says so.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::Record;
+use super::observability;
 
 /// Pairs of runs per system.
 pub(super) const RUNS: usize = 3;
@@ -57,12 +60,28 @@ pub(super) fn measure(root: &Path) -> Result<Vec<Record>> {
     }
     let mut records = Vec::new();
     for system in SYSTEMS {
-        let w1 = |n: u64| {
-            let n = n.to_string();
-            let args = ["w1", "--system", system, "--threads", "1", "--n", &n];
-            total(&binary, &args, &format!("w1-{system}-{n}"))
+        let variants: &[&str] = if system == "verter" {
+            &observability::VARIANTS
+        } else {
+            &[""]
         };
-        records.push(marginal("instructions", system, w1)?);
+        for (at, variant) in variants.iter().enumerate() {
+            let w1 = |n: u64| {
+                let n = n.to_string();
+                let mut args = vec!["w1", "--system", system, "--threads", "1", "--n", &n];
+                args.extend(variant.split_whitespace());
+                total(&binary, &args, &format!("w1-{system}-{at}-{n}"))
+            };
+            let mut record = marginal("instructions", system, w1)?;
+            // Named as in the binary's result lines, but for the log's size:
+            // `default` (`--causal-log default`), as this task passed it.
+            if let Some(size) = variant.strip_prefix(" --causal-log ") {
+                record.0.push(("causal_log".into(), size.into()));
+            } else if variant == &" --stage-stats" {
+                record.0.push(("stage_stats".into(), "on".into()));
+            }
+            records.push(record);
+        }
     }
     let dag = |n: u64| {
         let n = n.to_string();
@@ -155,8 +174,16 @@ pub(super) fn render(out: &mut String, records: &[Record]) {
     }
     let verter = rows
         .iter()
-        .find(|r| r.is(&[("system", "verter")]))
+        .find(|r| r.is(&[("system", "verter")]) && !r.observed())
         .and_then(|r| r.num("per_file"));
+    if rows.iter().any(|r| r.observed()) {
+        let _ = writeln!(
+            out,
+            "verter is also counted with its causal log on at its default size (`--causal-log default`) \
+             and with its stage statistics on (`--stage-stats`); *vs verter* is then the cost of each \
+             (issue 17).\n"
+        );
+    }
     let _ = writeln!(
         out,
         "| system | instructions / file | vs verter | runs |\n|---|---|---|---|"
@@ -166,7 +193,7 @@ pub(super) fn render(out: &mut String, records: &[Record]) {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} |",
-            r.get("system").unwrap_or("?"),
+            observability::label(r),
             per_file.map_or_else(|| "—".into(), |v| format!("{:.1}k", v / 1e3)),
             super::ratio(per_file, verter),
             r.get("runs").unwrap_or("").replace(',', ", "),

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Record;
-use super::instructions;
 use super::targets::render_targets;
+use super::{instructions, observability};
 
 pub(super) fn ms(micros: f64) -> String {
     if micros >= 1_000_000.0 {
@@ -89,13 +89,25 @@ pub(super) fn render(
     render_w4(&mut out, records);
     render_dag(&mut out, records);
     instructions::render(&mut out, records);
+    observability::render(&mut out, records);
     render_micro(&mut out, micro);
     render_targets(&mut out, records, micro);
     out
 }
 
+/// W1's records, but for the runs with verter's causal log or stage
+/// statistics on (those are `observability.rs`'s).
 pub(super) fn w1_rows(records: &[Record]) -> impl Iterator<Item = &Record> {
-    records.iter().filter(|r| r.is(&[("workload", "w1")]))
+    records
+        .iter()
+        .filter(|r| r.is(&[("workload", "w1")]) && !r.observed())
+}
+
+/// W2's records, without the runs `observability.rs` reports.
+pub(super) fn w2_rows(records: &[Record]) -> impl Iterator<Item = &Record> {
+    records
+        .iter()
+        .filter(|r| r.is(&[("workload", "w2")]) && !r.observed())
 }
 
 pub(super) fn render_w1(out: &mut String, records: &[Record]) {
@@ -214,7 +226,7 @@ pub(super) fn render_w2(out: &mut String, records: &[Record]) {
          `--no-cutoff`.\n"
     );
     let mut ns: Vec<String> = Vec::new();
-    for r in records.iter().filter(|r| r.is(&[("workload", "w2")])) {
+    for r in w2_rows(records) {
         let n = r.get("n").unwrap_or("").to_owned();
         if !ns.contains(&n) {
             ns.push(n);
@@ -226,9 +238,8 @@ pub(super) fn render_w2(out: &mut String, records: &[Record]) {
             "**N = {n}**\n\n| case | system | threads | edited fresh | vs verter | all fresh | vs verter | of which harness | executions | touched |\n|---|---|---|---|---|---|---|---|---|---|"
         );
         for case in W2_CASES {
-            let rows: Vec<&Record> = records
-                .iter()
-                .filter(|r| r.is(&[("workload", "w2"), ("n", &n), ("case", case)]))
+            let rows: Vec<&Record> = w2_rows(records)
+                .filter(|r| r.is(&[("n", &n), ("case", case)]))
                 .collect();
             let verter = rows
                 .iter()

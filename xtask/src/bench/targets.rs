@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Record;
-use super::tables::{dag_rows, ms, w1_rows};
+use super::tables::{dag_rows, ms, w1_rows, w2_rows};
 
 /// A divan time (`110.8 ns`, `2.8 µs`) in nanoseconds.
 pub(super) fn divan_ns(text: &str) -> Option<f64> {
@@ -75,14 +75,8 @@ pub(super) fn render_targets(
         );
     }
     let w2 = |case: &str| {
-        records.iter().find(|r| {
-            r.is(&[
-                ("workload", "w2"),
-                ("system", "verter"),
-                ("n", "100000"),
-                ("case", case),
-            ]) && r.cutoff()
-        })
+        w2_rows(records)
+            .find(|r| r.is(&[("system", "verter"), ("n", "100000"), ("case", case)]) && r.cutoff())
     };
     let edited = w2("a_body").and_then(|r| r.num("edited_fresh_us"));
     row(
@@ -168,9 +162,8 @@ fn host_dag(records: &[Record]) -> Vec<(String, String, Option<bool>)> {
 /// salsa's, and time to all fresh at most half the best salsa row's.
 fn issue_14(records: &[Record]) -> [(&'static str, String, Option<bool>); 2] {
     let rows = |system: &'static str| {
-        records.iter().filter(move |r| {
+        w2_rows(records).filter(move |r| {
             r.is(&[
-                ("workload", "w2"),
                 ("system", system),
                 ("n", "100000"),
                 ("case", "f_invisible_body"),

@@ -216,6 +216,58 @@ fn the_full_plan_runs_verter_without_cutoff_beside_the_rest() {
 }
 
 #[test]
+fn the_full_plan_runs_verter_with_its_log_and_its_statistics_right_after_each_w1_and_w2_run() {
+    let plan: Vec<String> = full_plan().iter().map(|args| args.join(" ")).collect();
+    let mut followed = 0;
+    for (at, line) in plan.iter().enumerate() {
+        let plain_verter = line.starts_with("w1 --system verter")
+            || (line.starts_with("w2 --system verter") && !line.ends_with("--no-cutoff"));
+        if plain_verter && !line.contains("--causal-log") && !line.contains("--stage-stats") {
+            assert_eq!(plan[at + 1], format!("{line} --causal-log default"));
+            assert_eq!(plan[at + 2], format!("{line} --stage-stats"));
+            followed += 1;
+        }
+    }
+    // W1: 3 sizes x 2 spins x 2 thread counts; W2: 2 sizes.
+    assert_eq!(followed, 12 + 2);
+    assert!(
+        plan.iter()
+            .filter(|line| line.contains("--causal-log") || line.contains("--stage-stats"))
+            .all(|line| line.starts_with("w1 --system verter")
+                || line.starts_with("w2 --system verter"))
+    );
+}
+
+#[test]
+fn the_tables_of_w1_w2_and_the_targets_leave_the_observed_runs_out() {
+    let records = parse_all(&[
+        "result workload=w1 system=verter threads=2 n=100000 c=0 wall_us=2000.0 overhead_ns=900.0",
+        "result workload=w1 system=verter threads=2 n=100000 c=0 causal_log=16384 wall_us=3000.0 \
+         overhead_ns=1900.0",
+        "result workload=w2 system=verter threads=2 n=100000 c=0 case=a_body edited_fresh_us=500.0 \
+         all_fresh_us=2000.0",
+        "result workload=w2 system=verter threads=2 n=100000 c=0 stage_stats=on case=a_body \
+         edited_fresh_us=5000.0 all_fresh_us=3000.0",
+    ]);
+    let mut out = String::new();
+    render_w1(&mut out, &records);
+    assert_eq!(out.matches("| verter | 2 |").count(), 1, "{out}");
+    let mut out = String::new();
+    render_w2(&mut out, &records);
+    assert_eq!(out.matches("| a_body | verter |").count(), 1, "{out}");
+    let mut out = String::new();
+    render_targets(&mut out, &records, &BTreeMap::new());
+    assert!(
+        row_of(&out, "| per-task overhead").contains("| 900 ns | yes |"),
+        "{out}"
+    );
+    assert!(
+        row_of(&out, "| W2(a) at 100k").contains("| 500 µs | yes |"),
+        "{out}"
+    );
+}
+
+#[test]
 fn the_full_plan_runs_the_host_dag_and_w4_with_non_blocking_submission() {
     let plan: Vec<String> = full_plan().iter().map(|args| args.join(" ")).collect();
     for threads in ["1", "2"] {

@@ -106,3 +106,38 @@ fn cutoff_stops_invisible_edits_where_each_system_can() {
     );
     assert!(salsa.iter().all(|r| r.get("verified").is_none()));
 }
+
+#[test]
+fn verter_counts_what_its_causal_log_and_stage_statistics_recorded_when_they_are_on() {
+    let shape = Shape::new(SystemKind::Verter, 2, 120, 0, 1);
+    let plain = w1(shape);
+    for key in ["causal_log", "stage_stats", "events_per_file"] {
+        assert_eq!(plain.get(key), None, "{key}: {plain:?}");
+    }
+    let observed = w1(Shape {
+        observability: Observability {
+            causal_log: 1_000,
+            stage_stats: true,
+        },
+        ..shape
+    });
+    assert_eq!(observed.get("causal_log"), Some("1000"));
+    assert_eq!(observed.get("stage_stats"), Some("on"));
+    for key in ["events_per_file", "stage_samples_per_file"] {
+        let per_file: f64 = observed
+            .get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key}: {observed:?}"));
+        assert!(per_file > 0.0, "{key}: {observed:?}");
+    }
+    // The log alone: no statistics are counted.
+    let logged = w1(Shape {
+        observability: Observability {
+            causal_log: 1_000,
+            stage_stats: false,
+        },
+        ..shape
+    });
+    assert!(logged.get("events_per_file").is_some(), "{logged:?}");
+    assert_eq!(logged.get("stage_samples_per_file"), None, "{logged:?}");
+}

@@ -12,12 +12,37 @@ fn every_system_answers_every_workload_with_the_reference_hashes() {
         quick::run(300, 150)
     });
     // W1 and W2 (eight cases) for four systems on one and two threads, W2
-    // for verter without cutoff, W3 for verter (with and without cutoff)
-    // and salsa, W4 for two (verter three times: blocking, and
-    // non-blocking with each retry policy), and the host DAG three times
-    // with three records each (verter, the serial loop, rayon).
-    assert_eq!(records.len(), 4 * 2 * (1 + 8) + 8 + 3 + 4 + 3 * 3);
+    // for verter without cutoff and with its causal log and stage
+    // statistics, W3 for verter (with and without cutoff) and salsa, W4 for
+    // two (verter three times: blocking, and non-blocking with each retry
+    // policy), and the host DAG three times with three records each
+    // (verter, the serial loop, rayon).
+    assert_eq!(records.len(), 4 * 2 * (1 + 8) + 8 + 8 + 3 + 4 + 3 * 3);
     for record in records.iter().filter(|r| r.get("workload") == Some("w4")) {
         assert_eq!(record.get("requests"), Some("3000"), "{record:?}");
     }
+    // The causal log and the stage statistics reached the scheduler: every
+    // one of that run's W2 records counts what they recorded, and no other
+    // record does.
+    let observed: Vec<_> = records
+        .iter()
+        .filter(|r| r.get("causal_log").is_some())
+        .collect();
+    assert_eq!(observed.len(), 8);
+    for record in &observed {
+        assert_eq!(record.get("stage_stats"), Some("on"), "{record:?}");
+        for key in ["events", "stage_samples"] {
+            let count: u64 = record
+                .get(key)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{key}: {record:?}"));
+            assert!(count > 0, "{key}: {record:?}");
+        }
+    }
+    assert!(
+        records
+            .iter()
+            .filter(|r| r.get("causal_log").is_none())
+            .all(|r| r.get("events").is_none() && r.get("stage_samples").is_none())
+    );
 }
