@@ -12,7 +12,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use verter_dag::{Canonical, FileIdentity, TargetStage, WorkNodeIdentity};
+use verter_dag::{Canonical, FileIdentity, Incarnation, TargetStage, WorkNodeIdentity};
 
 /// The index's tables: foldhash, seeded per process.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -239,6 +239,11 @@ pub struct CausalIndex<'a> {
     requests: HashMap<u64, Vec<usize>>,
     /// Per file version: the requests for any of its stages.
     requested: HashMap<FileIdentity, Vec<usize>>,
+    /// Per file object: the requests for any stage of any of its versions.
+    requested_object: HashMap<(Canonical, Incarnation), Vec<usize>>,
+    /// Per file version: the dispatches of its stages that something
+    /// wanted (a demand other than nobody).
+    wanted: HashMap<FileIdentity, Vec<usize>>,
     /// Per DAG run: its submission.
     dags: HashMap<u64, Vec<usize>>,
 }
@@ -256,6 +261,8 @@ impl<'a> CausalIndex<'a> {
             named: Default::default(),
             requests: Default::default(),
             requested: Default::default(),
+            requested_object: Default::default(),
+            wanted: Default::default(),
             dags: Default::default(),
         };
         for (i, record) in records.iter().enumerate() {
@@ -264,8 +271,13 @@ impl<'a> CausalIndex<'a> {
                 SchedulerEvent::DidCutOff(work, CutOff::Verified) => {
                     index.runs.entry(*work).or_default().push(i);
                 }
-                SchedulerEvent::Dispatched(work, _) => {
+                SchedulerEvent::Dispatched(work, demand) => {
                     index.dispatches.entry(*work).or_default().push(i);
+                    if let (WorkNodeIdentity::File(key), false) =
+                        (work, matches!(demand.by, DemandRoot::Nobody))
+                    {
+                        index.wanted.entry(key.file).or_default().push(i);
+                    }
                 }
                 SchedulerEvent::Ingested(file, _) => index.named.entry(*file).or_default().push(i),
                 SchedulerEvent::Acted(action) => match action {
@@ -277,6 +289,11 @@ impl<'a> CausalIndex<'a> {
                     HostAction::Requested { waiter, key, .. } => {
                         index.requests.entry(*waiter).or_default().push(i);
                         index.requested.entry(key.file).or_default().push(i);
+                        index
+                            .requested_object
+                            .entry((key.file.canonical, key.file.incarnation))
+                            .or_default()
+                            .push(i);
                     }
                     HostAction::SubmittedDag { dag, .. } => {
                         index.dags.entry(*dag).or_default().push(i);
@@ -417,12 +434,23 @@ impl<'a> CausalIndex<'a> {
                 // named (an ingest), or work whose askers were all answered
                 // (a request of its file that failed on another stage)
                 // before it ran.
+                // Looked for in that order: the parse that named the file,
+                // a request for the same version, an earlier dispatch of
+                // the same version that something did want (its demand is
+                // why this version's work was admitted), a request for an
+                // earlier version of the same object (an edit carried it
+                // over).
                 let last = demand.through.last().unwrap_or(work);
                 match last {
-                    WorkNodeIdentity::File(key) => self
-                        .before(&self.named, &key.file, dispatched + 1)
-                        .or_else(|| self.before(&self.requested, &key.file, dispatched + 1))
-                        .ok_or_else(|| "what asked for it".to_owned()),
+                    WorkNodeIdentity::File(key) => {
+                        let at = dispatched + 1;
+                        let object = (key.file.canonical, key.file.incarnation);
+                        self.before(&self.named, &key.file, at)
+                            .or_else(|| self.before(&self.requested, &key.file, at))
+                            .or_else(|| self.before(&self.wanted, &key.file, dispatched))
+                            .or_else(|| self.before(&self.requested_object, &object, at))
+                            .ok_or_else(|| "what asked for it".to_owned())
+                    }
                     WorkNodeIdentity::CacheNode { .. } => Err("what asked for it".to_owned()),
                 }
             }

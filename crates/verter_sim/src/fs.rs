@@ -59,6 +59,9 @@ pub fn classify_name(path: &str) -> &'static str {
 #[derive(Debug, Clone, Default)]
 pub struct SimFs {
     entries: Arc<Mutex<BTreeMap<String, Entry>>>,
+    /// How many times the loader was asked for each path (any outcome):
+    /// written by every `load`, read by the simulator's run counts.
+    loads: Arc<Mutex<BTreeMap<String, u64>>>,
 }
 
 impl SimFs {
@@ -85,6 +88,13 @@ impl SimFs {
         self.entries.lock().clone()
     }
 
+    /// How many times the loader was asked for each path so far, by any
+    /// caller (a Source's load, or the host's `invalidate`, which reads on
+    /// its own thread).
+    pub fn loads(&self) -> BTreeMap<String, u64> {
+        self.loads.lock().clone()
+    }
+
     /// A loader over this tree.
     pub fn loader(&self) -> SimLoader {
         SimLoader { fs: self.clone() }
@@ -104,6 +114,7 @@ impl SourceLoader for SimLoader {
 
     fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
         let path = canonical.to_string();
+        *self.fs.loads.lock().entry(path.clone()).or_default() += 1;
         match self.fs.read(canonical.as_str()) {
             Entry::Missing => Err(LoadError::Missing { path }),
             Entry::Text(text) => Ok(text),

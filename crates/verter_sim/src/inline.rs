@@ -28,6 +28,16 @@
 //!    run was handed another node's context, and the executor ran as many
 //!    cache nodes as the scheduler counts.
 //!
+//! # Causes, at the end of the run
+//! The scheduler keeps a causal log large enough for the whole run (its
+//! size drawn from the trace; the end checks it dropped nothing), and the
+//! end of the run judges it by every rule of [`crate::causes`]: every run
+//! and dispatch traced to a host action, every run recorded by the hold
+//! that commits it (completions after their runs, verifications without
+//! one), one `Ran` per executor or loader call the run made (the executor
+//! counts its calls per piece of work, the loader per file), and
+//! cancellations naming actions the log holds before them.
+//!
 //! # Host DAGs
 //! [`Op::Dag`] submits a DAG of file reads and cache nodes; its answer is
 //! judged when observed: each file node as a request in the window from the
@@ -55,10 +65,12 @@ use std::sync::{Arc, OnceLock, Weak};
 use parking_lot::Mutex;
 use verter_dag::{ResourceClass, TargetStage, WorkNodeIdentity};
 use verter_scheduler::{
-    CompletionHandle, ConcurrencyLimit, HookPoint, Hooks, Scheduler, SchedulerEvent, SourceWitness,
+    CompletionHandle, ConcurrencyLimit, HookPoint, Hooks, LogRecord, Scheduler, SchedulerEvent,
+    SourceWitness,
 };
 use verter_source_root::SchedulerSourceRoot;
 
+use crate::causes::{CauseStats, Executed};
 use crate::fs::{Entry, SimFs, canonical_name};
 use crate::lang::SimExecutor;
 use crate::ops::{DagTask, Generator, Op, ReqSpec, SimConfig, StageLabel};
@@ -103,6 +115,9 @@ pub struct RunReport {
     pub cut_off: [u64; 3],
     /// What the run's host DAGs came to.
     pub dags: DagStats,
+    /// What the judgement of the run's causal log counted
+    /// ([`crate::causes`]).
+    pub causes: CauseStats,
 }
 
 /// A run that found a violation: the trace (shrunk when it could be) and
@@ -165,6 +180,34 @@ pub fn replay(seed: u64, config: &SimConfig) -> (Vec<Op>, Result<RunReport, Stri
 
 /// Runs one trace against a fresh inline scheduler and a fresh oracle.
 pub fn run_trace(trace: &[Op]) -> Result<RunReport, String> {
+    run(trace).1
+}
+
+/// A run of a trace with what it leaves to judge by hand: its causal log
+/// and what the executor and the loader ran (the tests break a log on
+/// purpose and check that [`crate::causes`] finds it).
+#[derive(Debug)]
+pub struct LoggedRun {
+    /// What [`run_trace`] answers for the trace.
+    pub result: Result<RunReport, String>,
+    /// Every event of the run the log keeps, in the order of decisions.
+    pub records: Vec<LogRecord>,
+    /// What the executor and the Source loads ran.
+    pub executed: Executed,
+}
+
+/// Runs one trace as [`run_trace`] does, and keeps its causal log.
+pub fn logged_run(trace: &[Op]) -> LoggedRun {
+    let (shared, result) = run(trace);
+    LoggedRun {
+        result,
+        records: shared.scheduler().causal_log(),
+        executed: shared.executed(),
+    }
+}
+
+/// Runs one trace; returns what the run shared, for a look after it.
+fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
     let shared = Shared::new(trace);
     let result = catch_unwind(AssertUnwindSafe(|| {
         for op in trace {
@@ -179,22 +222,28 @@ pub fn run_trace(trace: &[Op]) -> Result<RunReport, String> {
         Ok(outcome) => outcome,
         Err(payload) => Err(format!("panicked: {}", panic_text(&*payload))),
     };
+    let outcome = outcome.and_then(|()| shared.judge_causes());
     let counters = shared.scheduler.get().map(|scheduler| scheduler.counters());
     let deferred_registrations = counters.map_or(0, |c| c.deferred_registrations);
     let cut_off = counters.map_or([0; 3], |c| {
         [c.stages_verified, c.outputs_unchanged, c.unchanged_texts]
     });
-    let state = shared.state.lock();
-    outcome.map(|()| RunReport {
-        ops: state.ops,
-        answers: state.answers,
-        checks: state.checks,
-        digest: state.digest,
-        deferred_registrations,
-        cut_off,
-        dags: state.dag_stats,
-    })
+    let report = {
+        let state = shared.state.lock();
+        outcome.map(|causes| RunReport {
+            ops: state.ops,
+            answers: state.answers,
+            checks: state.checks,
+            digest: state.digest,
+            deferred_registrations,
+            cut_off,
+            dags: state.dag_stats,
+            causes,
+        })
+    };
+    (shared, report)
 }
+
 /// The text of a panic payload.
 pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     payload
@@ -246,6 +295,12 @@ struct State {
     /// `committed_outputs` reads that found an output (the scheduler counts
     /// them as answered without admission).
     committed_hits: u64,
+    /// Events the hooks saw but the announcements of a run (`WillLoad`,
+    /// `WillExecute`): what the causal log must hold.
+    events: u64,
+    /// Loader calls the host's own `invalidate` and `close_file` made (on
+    /// its thread, not in a Source's load), per file.
+    host_loads: BTreeMap<String, u64>,
     seq: u64,
     violation: Option<String>,
     ops: u64,
@@ -320,6 +375,13 @@ impl Hooks for InlineHooks {
         let text = without_incarnations(&stable_text(event));
         let mut state = shared.state.lock();
         state.digest = mix(state.digest ^ fnv1a(text.as_bytes()));
+        // The log records a run when it ends (`Ran`), not its announcement.
+        if !matches!(
+            event,
+            SchedulerEvent::WillLoad(_) | SchedulerEvent::WillExecute(_)
+        ) {
+            state.events += 1;
+        }
     }
 }
 
@@ -341,14 +403,16 @@ impl Shared {
             shared: Arc::downgrade(&shared),
         });
         let mut config = sim_config(hooks);
+        config.causal_log = causal_log_size(trace);
         if let Some(bound) = trace.iter().find_map(|op| match op {
             Op::ReadyQueueBound(bound) => Some(*bound),
             _ => None,
         }) {
             config.max_ready_queue_depth = bound.max(1);
         }
-        let scheduler = Scheduler::new_inline(config, shared.fs.loader(), SimExecutor::default())
-            .expect("a valid scheduler configuration");
+        let scheduler =
+            Scheduler::new_inline(config, shared.fs.loader(), SimExecutor::recording_calls())
+                .expect("a valid scheduler configuration");
         let _ = shared
             .limit
             .set(scheduler.cpu_concurrency_semaphore(DAG_PERMITS));
@@ -399,6 +463,41 @@ impl Shared {
         }
         index
     }
+}
+
+/// The causal log an inline run keeps: room for every event a run of
+/// `trace` can emit, so the log holds the whole run and no chain is cut
+/// short by the ring (the end of the run checks that it held everything).
+/// The ring grows as it fills, so the bound costs nothing it does not use.
+fn causal_log_size(trace: &[Op]) -> usize {
+    let files = trace_paths(trace).len().max(1);
+    let per_unit = files * crate::ops::STAGES.len() * EVENTS_PER_STAGE;
+    MIN_CAUSAL_LOG.saturating_add(trace_weight(trace, files).saturating_mul(per_unit))
+}
+
+/// The causal log of the shortest run.
+const MIN_CAUSAL_LOG: usize = 4_096;
+
+/// Events one unit of [`trace_weight`] may emit per stage of every file
+/// (an edit of a file every other imports runs every stage again), at
+/// most: far more than any seed's. 20 000 seeds of the default mix emit at
+/// most about 3 events per unit in all.
+const EVENTS_PER_STAGE: usize = 16;
+
+/// How much scheduling `trace` can cause: an operation each, a request per
+/// batch item and a node per DAG node, and every stage of every file (a
+/// request each, with their dependencies) at each quiescent check.
+fn trace_weight(trace: &[Op], files: usize) -> usize {
+    trace
+        .iter()
+        .map(|op| match op {
+            Op::Within { ops, .. } => 1 + trace_weight(ops, files),
+            Op::Batch { reqs, .. } => 1 + reqs.len(),
+            Op::Dag { nodes, .. } => 1 + nodes.len(),
+            Op::Check => 1 + 2 * files * crate::ops::STAGES.len(),
+            _ => 1,
+        })
+        .sum()
 }
 
 /// `text` with every `Incarnation(n)` replaced by `Incarnation`.

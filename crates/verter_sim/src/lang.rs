@@ -24,9 +24,10 @@
 //! [`SimCacheContext`] naming its own key; a run handed another key's
 //! context counts a misrouted context (checked zero at quiescence).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use verter_dag::{Canonical, ProfileHash, WorkNodeIdentity};
+use verter_dag::{Canonical, FileIdentity, ProfileHash, TargetStage, WorkNodeIdentity};
 use verter_scheduler::{
     AnalysisInput, ArtifactInput, CacheNodeInput, DepPath, ExecutorError, SourceDeps, SourceInput,
     StageExecutor,
@@ -170,7 +171,9 @@ fn misbehave<T>(fault: Fault, stage: &str, path: &str) -> Result<T, ExecutorErro
 }
 
 /// The executor the simulated host runs: the functions above, plus a count
-/// of every stage it ran. Given a scheduler ([`Self::wait_from`]), some
+/// of every stage it ran (and, made with [`Self::recording_calls`], a count
+/// per piece of work, which the causal log's `Ran` records are judged
+/// against). Given a scheduler ([`Self::wait_from`]), some
 /// Analyses also wait, inside the stage, for the Source of the first file
 /// they import (and ignore the answer): a host whose stages wait on other
 /// work, which the soak then judges too.
@@ -185,10 +188,39 @@ pub struct SimExecutor {
     /// Cache node runs handed a context that is not a [`SimCacheContext`]
     /// of their own key: always zero unless the scheduler misroutes one.
     pub misrouted_contexts: AtomicU64,
+    /// Per piece of work, how many times the executor ran it: kept only
+    /// when made with [`Self::recording_calls`].
+    calls: Option<parking_lot::Mutex<HashMap<WorkNodeIdentity, u64>>>,
     scheduler: std::sync::OnceLock<std::sync::Weak<verter_scheduler::Scheduler<SimExecutor>>>,
 }
 
 impl SimExecutor {
+    /// An executor that also counts its calls per piece of work
+    /// ([`Self::calls`]).
+    pub fn recording_calls() -> Self {
+        Self {
+            calls: Some(parking_lot::Mutex::new(HashMap::new())),
+            ..Self::default()
+        }
+    }
+
+    /// Per piece of work (a file stage at its version, or a cache node),
+    /// how many times the executor ran it (a Source: its parses, not its
+    /// loads); empty unless made with [`Self::recording_calls`].
+    pub fn calls(&self) -> HashMap<WorkNodeIdentity, u64> {
+        self.calls
+            .as_ref()
+            .map(|calls| calls.lock().clone())
+            .unwrap_or_default()
+    }
+
+    /// Counts one call for `work`, when recording.
+    fn called(&self, work: impl FnOnce() -> WorkNodeIdentity) {
+        if let Some(calls) = &self.calls {
+            *calls.lock().entry(work()).or_default() += 1;
+        }
+    }
+
     /// Lets one Analysis in eight (chosen by its path and generation) wait
     /// on `scheduler` for the Source of the first file it imports.
     pub fn wait_from(&self, scheduler: &std::sync::Arc<verter_scheduler::Scheduler<SimExecutor>>) {
@@ -244,6 +276,10 @@ impl StageExecutor for SimExecutor {
         deps: &mut SourceDeps,
     ) -> Result<Parsed, ExecutorError> {
         self.runs.fetch_add(1, Ordering::Relaxed);
+        self.called(|| {
+            let file = FileIdentity::new(*input.canonical, input.incarnation, input.generation);
+            WorkNodeIdentity::File(file.at(TargetStage::Source))
+        });
         let source = parse(input.text)
             .or_else(|fault| misbehave(fault, "Source", input.canonical.as_str()))?;
         for path in &source.forward {
@@ -261,6 +297,12 @@ impl StageExecutor for SimExecutor {
     ) -> Result<SimAnalysis, ExecutorError> {
         let source = input.source;
         self.runs.fetch_add(1, Ordering::Relaxed);
+        self.called(|| {
+            let version = source.version();
+            let file =
+                FileIdentity::new(*source.canonical(), version.incarnation, version.generation);
+            WorkNodeIdentity::File(file.at(TargetStage::Analysis))
+        });
         self.maybe_wait(
             source.canonical().as_str(),
             source.version().generation.get(),
@@ -276,6 +318,12 @@ impl StageExecutor for SimExecutor {
     ) -> Result<String, ExecutorError> {
         let (profile, analysis, blockers) = (input.profile, input.analysis, input.blockers);
         self.runs.fetch_add(1, Ordering::Relaxed);
+        self.called(|| {
+            let version = analysis.version();
+            let file =
+                FileIdentity::new(analysis.canonical, version.incarnation, version.generation);
+            WorkNodeIdentity::File(file.at(TargetStage::Artifact(profile)))
+        });
         let inputs: Vec<(&str, &SimAnalysis)> = blockers
             .iter()
             .map(|blocker| (blocker.canonical.as_str(), blocker.data()))
@@ -291,6 +339,7 @@ impl StageExecutor for SimExecutor {
 
     fn execute_cache_node(&self, input: &CacheNodeInput<'_>) -> Result<u64, ExecutorError> {
         self.cache_runs.fetch_add(1, Ordering::Relaxed);
+        self.called(|| input.identity);
         let WorkNodeIdentity::CacheNode { key_hash, .. } = input.identity else {
             self.misrouted_contexts.fetch_add(1, Ordering::Relaxed);
             return Err(ExecutorError::msg("a cache run of a file stage"));

@@ -15,6 +15,10 @@
 //! - [`oracle`]: per-file state histories, the candidate states of a
 //!   request's window, and the judgement of every answer (a host DAG's:
 //!   each node's, and the gates between them).
+//! - [`causes`]: the rules of the scheduler's causal log — every run and
+//!   dispatch traced to a host action, every run recorded by the hold that
+//!   commits it, one `Ran` per executor or loader call, cancellations
+//!   naming actions the log holds — as pure functions of its records.
 //! - [`inline`]: one trace on an inline scheduler: fully deterministic,
 //!   operations placed inside hook windows, quiescent checks, shrinking.
 //! - [`threaded`]: the same operation mix from many threads on real pools,
@@ -28,6 +32,7 @@
 //! A failure prints its seed and a shrunk trace. `cargo xtask sim --seed S`
 //! runs seed `S` again and prints the whole trace and the violation.
 
+pub mod causes;
 pub mod fs;
 pub mod inline;
 pub mod lang;
@@ -36,5 +41,5 @@ pub mod oracle;
 pub mod rng;
 pub mod threaded;
 
-pub use inline::{Failure, RunReport, replay, run_seed, run_trace};
+pub use inline::{Failure, LoggedRun, RunReport, logged_run, replay, run_seed, run_trace};
 pub use ops::SimConfig;

@@ -16,7 +16,11 @@
 //! is idle, checks the invariants of quiescence, asks every stage of every
 //! file and compares each answer with the oracle exactly, and now and then
 //! resets the scheduler (checking that every dependency table is empty) or
-//! compares the oracle with a fresh scheduler.
+//! compares the oracle with a fresh scheduler. With the causal log on
+//! ([`SoakConfig::causal_log`]) it also judges the records the log added
+//! since the last checkpoint: every run and dispatch is traced to a host
+//! action, and every run is recorded by the hold that commits it
+//! (`causes.rs`).
 //!
 //! # Reproducibility
 //! The operations each thread draws, and whether a given piece of work
@@ -29,6 +33,7 @@
 //! - this file: the configuration, the shared world and the run;
 //! - `host.rs`: one host thread's operations and judgements;
 //! - `checkpoint.rs`: the leader's checks at a quiescent checkpoint;
+//! - `causes.rs`: the leader's window onto the causal log;
 //! - `dag.rs`: host DAGs (submitted, waited, dropped, cancelled or handed
 //!   to another thread, and judged).
 
@@ -43,6 +48,7 @@ use verter_scheduler::{
 };
 use verter_source_root::SchedulerSourceRoot;
 
+use crate::causes::CauseStats;
 use crate::fs::{Entry, SimFs};
 use crate::inline::{SimScheduler, panic_text, sim_config};
 use crate::lang::SimExecutor;
@@ -50,6 +56,7 @@ use crate::ops::{Generator, Op, ReqSpec, SimConfig, universe};
 use crate::oracle::{Asked, Oracle, Tick};
 use crate::rng::{SimRng, fnv1a, mix};
 
+mod causes;
 mod checkpoint;
 mod dag;
 mod host;
@@ -73,7 +80,31 @@ pub struct SoakConfig {
     pub pause_percent: u32,
     /// Stage threads of the scheduler's CPU pool.
     pub cpu_threads: usize,
+    /// The scheduler's causal log (`SchedulerConfig::causal_log`), whose
+    /// new records every checkpoint judges (`crate::causes`); 0 keeps
+    /// none and judges nothing. [`SoakConfig::causal_log_for`] sizes it
+    /// for a checkpoint interval.
+    pub causal_log: usize,
 }
+
+impl SoakConfig {
+    /// A causal log with room for one checkpoint interval of `threads`
+    /// host threads, `checkpoint_every` operations each, and more: a
+    /// checkpoint finds every record since the last one still in the ring.
+    /// No larger, because each checkpoint copies the whole ring out.
+    pub fn causal_log_for(threads: usize, checkpoint_every: u64) -> usize {
+        let ops = threads as u64 * checkpoint_every;
+        usize::try_from(ops.saturating_mul(EVENTS_PER_OP))
+            .unwrap_or(usize::MAX)
+            .max(4_096)
+    }
+}
+
+/// Events the ring keeps per operation of a checkpoint interval: the
+/// default mix emits about 2 per operation (the leader's exact comparison
+/// included), so a checkpoint finds the ring holding about two intervals. A ring that wraps before a checkpoint costs
+/// precision only: the chains it may cut are counted as skipped.
+const EVENTS_PER_OP: u64 = 4;
 
 impl Default for SoakConfig {
     fn default() -> Self {
@@ -85,6 +116,7 @@ impl Default for SoakConfig {
             checkpoint_every: 2_000,
             pause_percent: 20,
             cpu_threads: 2,
+            causal_log: Self::causal_log_for(8, 2_000),
         }
     }
 }
@@ -125,6 +157,9 @@ pub struct SoakReport {
     pub cut_off: [u64; 3],
     /// What the host DAGs came to.
     pub dags: SoakDagStats,
+    /// What the judgement of the causal log counted (all zero with the
+    /// log off).
+    pub causes: CauseStats,
 }
 
 impl SoakReport {
@@ -196,6 +231,8 @@ struct World {
     dag_mail: Vec<Mutex<Vec<dag::TrackedDag>>>,
     dag_counts: dag::DagCounters,
     barrier: Barrier,
+    /// The leader's window onto the causal log, when it is on.
+    causes: Option<Mutex<causes::CauseWindow>>,
     config: SoakConfig,
     /// Every file, canonical.
     paths: Vec<String>,
@@ -269,6 +306,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         percent: config.pause_percent,
     }));
     scheduler_config.cpu_threads = config.cpu_threads;
+    scheduler_config.causal_log = config.causal_log;
     scheduler_config.dag.cpu_budget = config.cpu_threads;
     // A shallow bound on the ready queue, so host DAGs are held for room,
     // non-blocking submissions are backpressured and blocking ones wait.
@@ -310,6 +348,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
             .collect(),
         dag_counts: dag::DagCounters::default(),
         barrier: Barrier::new(config.threads),
+        causes: (config.causal_log > 0).then(Mutex::default),
         config: config.clone(),
         paths: paths.clone(),
     });
@@ -373,5 +412,10 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
             .nested_waits
             .load(Ordering::Relaxed),
         dags: world.dag_counts.stats(),
+        causes: world
+            .causes
+            .as_ref()
+            .map(|window| window.lock().stats)
+            .unwrap_or_default(),
     }
 }

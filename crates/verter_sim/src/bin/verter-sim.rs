@@ -5,6 +5,7 @@
 //! verter-sim sim --seed S [--ops N] [--files F]      replay one inline seed
 //! verter-sim seeds [--from S] [--count N] [--ops N]  run many inline seeds
 //! verter-sim soak [--ops N] [--threads T] [--seed S] the threaded simulator
+//!                [--checkpoint-every N] [--causal-log N (0: off)]
 //! ```
 //! The last line of every run says how many violations it found; the exit
 //! code is 1 when it found any, 2 on wrong usage.
@@ -12,6 +13,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use verter_sim::causes::CauseStats;
 use verter_sim::inline::DagStats;
 use verter_sim::threaded::{SoakConfig, soak};
 use verter_sim::{SimConfig, replay, run_seed};
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
                         report.ops, report.answers, report.checks, report.digest
                     );
                     println!("{}", report.dags);
+                    println!("{}", report.causes);
                     println!("0 violations");
                     ExitCode::SUCCESS
                 }
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
             let mut deferred = 0u64;
             let mut cut_off = [0u64; 3];
             let mut dags = DagStats::default();
+            let mut causes = CauseStats::default();
             for seed in from..from + count {
                 match run_seed(seed, &config) {
                     Ok(report) => {
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
                             *sum += n;
                         }
                         dags.add(&report.dags);
+                        causes.add(&report.causes);
                     }
                     Err(failure) => {
                         failures += 1;
@@ -99,6 +104,7 @@ fn main() -> ExitCode {
                 cut_off[0], cut_off[1], cut_off[2]
             );
             println!("{dags}");
+            println!("{causes}");
             println!("{failures} violations");
             if failures == 0 {
                 ExitCode::SUCCESS
@@ -120,12 +126,18 @@ fn main() -> ExitCode {
             if let Some(every) = flag("--checkpoint-every") {
                 soak_config.checkpoint_every = every.max(1);
             }
+            soak_config.causal_log =
+                SoakConfig::causal_log_for(soak_config.threads, soak_config.checkpoint_every);
+            if let Some(size) = flag("--causal-log") {
+                soak_config.causal_log = size as usize;
+            }
             println!(
-                "soak: {} operations on {} host threads, seed {}, checkpoint every {} operations per thread",
+                "soak: {} operations on {} host threads, seed {}, checkpoint every {} operations per thread, causal log of {} records",
                 soak_config.ops,
                 soak_config.threads,
                 soak_config.seed,
-                soak_config.checkpoint_every
+                soak_config.checkpoint_every,
+                soak_config.causal_log
             );
             let report = soak(&soak_config);
             for violation in &report.violations {
@@ -153,6 +165,9 @@ fn main() -> ExitCode {
                 report.cut_off[0], report.cut_off[1], report.cut_off[2]
             );
             println!("{}", report.dags);
+            if soak_config.causal_log > 0 {
+                println!("{}", report.causes);
+            }
             println!("{} violations", report.violations.len());
             if report.violations.is_empty() {
                 ExitCode::SUCCESS

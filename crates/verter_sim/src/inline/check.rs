@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 use verter_dag::TargetStage;
 use verter_scheduler::{Language, QuiescenceReport, Request, Scheduler};
 
+use crate::causes::{CauseStats, CauseViolation, Executed, judge_log};
 use crate::fs::SimFs;
 use crate::lang::SimExecutor;
 use crate::ops::{Op, ReqSpec, STAGES};
@@ -129,6 +130,51 @@ impl Shared {
                 "the executor ran {cache_runs} cache nodes, the scheduler counts {} ({when})",
                 counters.cache_runs
             ));
+        }
+    }
+
+    /// The end of a run: the causal log holds every event the run emitted
+    /// that it keeps (checked against the hooks' count), and is judged by every rule of
+    /// [`crate::causes`], the run counts against what the executor and the
+    /// loader say they ran. A violation names the record and its chain.
+    pub(super) fn judge_causes(&self) -> Result<CauseStats, String> {
+        let scheduler = self.scheduler();
+        let records = scheduler.causal_log();
+        let emitted = self.state.lock().events;
+        // In the order of decisions: the oldest record is anywhere.
+        let first = records.iter().map(|record| record.seq).min().unwrap_or(0);
+        if records.len() as u64 != emitted || first != 0 {
+            let incomplete = CauseViolation::Incomplete {
+                held: records.len(),
+                first,
+                emitted,
+            };
+            return Err(format!("causes: {incomplete}"));
+        }
+        let verdict = judge_log(&records, Some(&self.executed()));
+        match verdict.violations.as_slice() {
+            [] => Ok(verdict.stats),
+            [only] => Err(format!("causes: {only}")),
+            [first, rest @ ..] => Err(format!(
+                "causes: {first}\n  (and {} more cause violations)",
+                rest.len()
+            )),
+        }
+    }
+
+    /// What the executor ran, per piece of work, and what Source loads
+    /// read, per file (the loader's calls but the host's own).
+    pub(super) fn executed(&self) -> Executed {
+        let mut loads = self.fs.loads();
+        for (path, made) in &self.state.lock().host_loads {
+            if let Some(count) = loads.get_mut(path) {
+                *count = count.saturating_sub(*made);
+            }
+        }
+        loads.retain(|_, count| *count > 0);
+        Executed {
+            stages: self.scheduler().executor().calls(),
+            loads,
         }
     }
 

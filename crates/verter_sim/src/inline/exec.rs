@@ -34,8 +34,12 @@ impl Shared {
             }
             Op::Invalidate(_) | Op::Close(_) | Op::Remove(_) => {
                 let seq = self.next_seq();
+                // `invalidate` reads the file on this thread: a load that
+                // is no Source's (the causal log's run counts leave it out).
+                let loads_before = self.fs.loads();
                 let (result, end) = lifecycle(&self.oracle, scheduler, op, HOST, seq, &self.clock)
                     .expect("a lifecycle operation");
+                self.note_host_loads(&loads_before);
                 if let Err(error) = result {
                     self.violate(format!("{op} failed: {error}"));
                 }
@@ -245,6 +249,19 @@ impl Shared {
             }
             // Read before the run starts.
             Op::ReadyQueueBound(_) => {}
+        }
+    }
+
+    /// Counts the loads made since `before` as the host's own (see
+    /// `State::host_loads`).
+    fn note_host_loads(&self, before: &BTreeMap<String, u64>) {
+        let after = self.fs.loads();
+        let mut state = self.state.lock();
+        for (path, count) in after {
+            let made = count - before.get(&path).copied().unwrap_or(0);
+            if made > 0 {
+                *state.host_loads.entry(path).or_default() += made;
+            }
         }
     }
 

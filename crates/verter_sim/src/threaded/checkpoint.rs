@@ -1,7 +1,8 @@
 //! The leader's part of a quiescent checkpoint: the scheduler is idle, its
 //! invariants hold, every stage of every file equals the oracle's answer,
-//! and now and then a reset empties every table or a fresh scheduler agrees
-//! with the oracle.
+//! the causal log's new records are traced to host actions (`causes.rs`),
+//! and now and then a reset empties every table or a fresh scheduler
+//! agrees with the oracle.
 //!
 //! This module owns those checks; it runs only while every host thread
 //! waits at the barrier, and it never changes a file's state except by the
@@ -83,6 +84,11 @@ pub(super) fn leader_check(world: &World) {
         return;
     }
     check_quiescent(world, checkpoint, "after the exact comparison");
+    if let Some(window) = &world.causes {
+        for violation in window.lock().check(scheduler, checkpoint) {
+            world.violate(violation);
+        }
+    }
     if checkpoint.is_multiple_of(4)
         && let Some(message) = fresh_disagreement(&world.fs, &world.oracle)
     {
@@ -101,6 +107,9 @@ pub(super) fn leader_check(world: &World) {
             .collect();
         scheduler.reset();
         world.resets.fetch_add(1, Ordering::SeqCst);
+        if let Some(window) = &world.causes {
+            window.lock().reset();
+        }
         let end = world.tick();
         for (path, index) in world.paths.iter().zip(records) {
             world.oracle.close(path, index, end);

@@ -1,5 +1,6 @@
 //! A short threaded soak: 8 host threads on real pools (host DAGs
-//! among their operations) find nothing.
+//! among their operations) find nothing, the causal log's chains
+//! included.
 
 use verter_sim::threaded::{SoakConfig, soak};
 
@@ -16,4 +17,8 @@ fn a_short_threaded_soak_finds_no_violation() {
     // Host DAGs ran from every thread and were judged.
     assert!(report.dags.submitted > 0, "{}", report.dags);
     assert!(report.dags.nodes_judged > 0, "{}", report.dags);
+    // The causal log's new records were judged at every checkpoint, and
+    // the ring held every record between two of them.
+    assert!(report.causes.runs > 1_000, "{}", report.causes);
+    assert_eq!(report.causes.dropped, 0, "{}", report.causes);
 }
