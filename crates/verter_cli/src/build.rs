@@ -88,30 +88,45 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         println!("wrote {}", out.path().display());
     }
     if let (Some(trace), Some(path)) = (trace, options.trace) {
-        let records = scheduler.causal_log();
-        // Counted from 0 over the scheduler's life: a first record past 0
-        // means the ring dropped the oldest ones.
-        if let Some(dropped) = records
-            .first()
-            .map(|record| record.seq)
-            .filter(|&seq| seq > 0)
-        {
-            eprintln!(
-                "warning: the causal log dropped the build's first {dropped} events: the trace's causes start later"
-            );
-        }
-        // The log's clock started as the scheduler did, inside
-        // `host::start`: `host_started` is a bound, the first host action
-        // pins it.
-        let log_started = recorder.log_started(&records).unwrap_or(host_started);
-        let drawn = trace.finish(&records, log_started, &base)?;
-        println!(
-            "wrote {} ({} runs, {} causes drawn as arrows)",
-            path.display(),
-            drawn.runs,
-            drawn.flows
+        write_trace(trace, path, scheduler, &recorder, host_started, &base)?;
+    }
+    Ok(())
+}
+
+/// Completes the Chrome trace `trace` (written to `path`) with the causal
+/// log of `scheduler`, started no earlier than `host_started`, and says so
+/// (`build --trace`, `watch --trace`).
+pub(crate) fn write_trace(
+    trace: Trace,
+    path: &Path,
+    scheduler: &verter_scheduler::Scheduler<verter_index::RustIndexer>,
+    recorder: &Recorder,
+    host_started: Instant,
+    base: &Path,
+) -> Result<(), CliError> {
+    let records = scheduler.causal_log();
+    // Counted from 0 over the scheduler's life: a first record past 0
+    // means the ring dropped the oldest ones.
+    if let Some(dropped) = records
+        .iter()
+        .map(|record| record.seq)
+        .min()
+        .filter(|&seq| seq > 0)
+    {
+        eprintln!(
+            "warning: the causal log dropped the first {dropped} events: the trace's causes start later"
         );
     }
+    // The log's clock started as the scheduler did, inside `host::start`:
+    // `host_started` is a bound, the first host action pins it.
+    let log_started = recorder.log_started(&records).unwrap_or(host_started);
+    let drawn = trace.finish(&records, log_started, base)?;
+    println!(
+        "wrote {} ({} runs, {} causes drawn as arrows)",
+        path.display(),
+        drawn.runs,
+        drawn.flows
+    );
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! verter build [PATH] [--out index.json] [--trace trace.json] [--stats] [--threads N] [--progress WHEN]
-//! verter watch [PATH] [--out index.json] [--out-dir DIR] [--explain] [--threads N]
+//! verter watch [PATH] [--out index.json] [--out-dir DIR] [--explain] [--trace trace.json] [--threads N]
 //! verter explain FILE [PATH] [--threads N]
 //! ```
 //!
@@ -129,6 +129,12 @@ struct WatchArgs {
     /// change altered.
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
+    /// On exit, write a Chrome trace (open it in Perfetto) of the
+    /// session: every stage span, and from the scheduler's causal log (its
+    /// newest events) every run, its queue wait, and an arrow from each
+    /// cause to its effect.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
     /// After each change, print for each file it reached why it was
     /// rebuilt (the chain of causes back to the edit), or that it was
     /// unchanged (its rebuild stopped early: same parse, same output).
@@ -182,6 +188,7 @@ fn main() -> ExitCode {
             threads: args.threads.map(usize::from),
             reads: &args.reads,
             explain: args.explain,
+            trace: args.trace.as_deref(),
         }),
         Command::Explain(args) => explain::run(&explain::Options {
             file: &args.file,

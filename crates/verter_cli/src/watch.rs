@@ -25,11 +25,12 @@ use notify::{EventKind, RecursiveMode, Watcher};
 use verter_index::{Index, IndexSession, WalkProgress, discover_crate_roots};
 use verter_scheduler::Invalidation;
 
-use crate::build::{OutFile, tree_base};
+use crate::build::{OutFile, tree_base, write_trace};
 use crate::error::CliError;
 use crate::explain;
 use crate::host::{self, Insight, Recorder, describe};
 use crate::report::Reported;
+use crate::trace::Trace;
 
 enum Message {
     Changed(Vec<PathBuf>),
@@ -51,6 +52,9 @@ pub(crate) struct Options<'a> {
     /// Print why each file a change reached was rebuilt, or that it was
     /// not (`explain::describe_change`).
     pub(crate) explain: bool,
+    /// On exit, write a Chrome trace of the session with its causes
+    /// (`trace.rs`; the causal log keeps the newest events).
+    pub(crate) trace: Option<&'a Path>,
 }
 
 /// Whether a changed path can matter to the index: Rust sources and
@@ -70,12 +74,13 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     let path = options.path;
     let out = options.out.map(OutFile::check).transpose()?;
     let out_dir = options.out_dir.map(OutDir::create).transpose()?;
+    let trace = options.trace.map(Trace::start).transpose()?;
     let single_file = path.is_file();
     let mut roots = discover_crate_roots(path)?;
     let base = tree_base(path)?;
     let recorder = Arc::new(Recorder::default());
     let insight = Insight {
-        causal_log: if options.explain {
+        causal_log: if options.explain || trace.is_some() {
             host::causal_log_for(&base)
         } else {
             0
@@ -88,6 +93,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         options.reads.loader(&base)?,
         insight,
     )?;
+    let host_started = Instant::now();
     let scheduler = host.scheduler();
 
     let started = Instant::now();
@@ -305,6 +311,9 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                 println!("wrote {}", out.path().display());
             }
         }
+    }
+    if let (Some(trace), Some(trace_path)) = (trace, options.trace) {
+        write_trace(trace, trace_path, scheduler, &recorder, host_started, &base)?;
     }
     println!("stopped");
     Ok(())

@@ -2,7 +2,7 @@
 //! part of `build --trace`, `explain FILE`, and `watch --explain`.
 
 use std::collections::HashMap;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 
 use serde_json::Value;
@@ -350,4 +350,69 @@ fn help_lists_explain_and_the_why_flags() {
     }
     let help = verter().args(["explain", "--help"]).output().expect("run");
     assert!(stdout_of(&help).contains("<FILE>"), "{}", stdout_of(&help));
+}
+
+#[test]
+fn watch_trace_writes_the_sessions_runs_and_the_edits_causes_on_exit() {
+    let dir = copy_of_fixture();
+    let trace = dir.path().join("watch-trace.json");
+    let util = dir.path().join("src/util.rs");
+    let mut child = verter()
+        .arg("watch")
+        .arg(dir.path())
+        .arg("--trace")
+        .arg(&trace)
+        .args(["--threads", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("run verter watch");
+    let lines = lines_of(&mut child);
+    next_line_starting(&lines, "watching ");
+    replace(
+        &util,
+        "pub fn helper() -> u16 {\n    8081\n}\n\npub fn other() {}\n",
+    );
+    lines_through(&lines, "changed src/util.rs: rebuilt ");
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(status.success());
+    let tail = lines_through(&lines, "stopped");
+    assert!(
+        tail.iter()
+            .any(|line| line.starts_with(&format!("wrote {} (", trace.display()))),
+        "{tail:#?}"
+    );
+    assert!(child.wait().expect("verter exits").success());
+    let events: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(&trace).expect("written")).expect("JSON");
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    // The first build's runs and the edit's, and the edit itself.
+    assert!(
+        names.contains(&"Artifact[1de7](src/util.rs) at g0"),
+        "{names:#?}"
+    );
+    assert!(
+        names.contains(&"Artifact[1de7](src/util.rs) at g1"),
+        "{names:#?}"
+    );
+    assert!(
+        names
+            .iter()
+            .any(|name| name.starts_with("invalidate(src/util.rs)")),
+        "{names:#?}"
+    );
+    // The edit's wave is drawn: each changed input to the run it caused.
+    assert!(
+        events
+            .iter()
+            .any(|e| e["ph"] == "s" && e["name"] == "its input changed"),
+        "no input-changed arrow"
+    );
 }
