@@ -264,6 +264,7 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Under the lock: the job of `dispatch`, with when its work became
     /// ready when runs are timed (docs/design.md, "Causes").
+    #[inline]
     fn job(
         &self,
         locked: &mut Locked<E>,
@@ -288,10 +289,23 @@ impl<E: StageExecutor> Scheduler<E> {
     /// each of the three ways it can: budgeted, batched, lent;
     /// docs/design.md, "Causes"): reports what wants it, when events are
     /// observed.
+    #[inline]
     fn report_dispatch(&self, locked: &Locked<E>, dispatch: &Dispatch, post: &mut PostWork<E>) {
-        if !post.observed() {
-            return;
+        if post.observed() {
+            self.report_dispatch_observed(locked, dispatch, post);
         }
+    }
+
+    /// [`Self::report_dispatch`] when events are observed: out of the
+    /// dispatch path's way.
+    #[cold]
+    #[inline(never)]
+    fn report_dispatch_observed(
+        &self,
+        locked: &Locked<E>,
+        dispatch: &Dispatch,
+        post: &mut PostWork<E>,
+    ) {
         let demand = locked.dag.demand_of(&dispatch.identity);
         let by = match demand.root {
             verter_dag::DemandRoot::Waiter(waiter) => DemandRoot::Request {

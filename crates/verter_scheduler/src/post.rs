@@ -370,6 +370,7 @@ impl<E: StageExecutor> PostWork<E> {
 
     /// Whether events are recorded: a caller that must clone something
     /// to build one asks first.
+    #[inline]
     pub(crate) fn observed(&self) -> bool {
         self.observed
     }
