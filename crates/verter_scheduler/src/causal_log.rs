@@ -383,13 +383,22 @@ impl<'a> CausalIndex<'a> {
                     file: *file,
                     by: *by,
                 });
-                let by = WorkNodeIdentity::File(*by);
-                self.before(&self.runs, &by, at).or_else(|| {
-                    steps.push(Step::Forgotten {
-                        missing: format!("the run of {}", Step::work_label(&by)),
-                    });
-                    None
-                })
+                // The run of the Source that named it, or, for a removed
+                // blocker a stage needed again, the request for that
+                // stage's file (this version, or one an edit carried
+                // over), or the edit that made that version.
+                let needer = WorkNodeIdentity::File(*by);
+                let object = (by.file.canonical, by.file.incarnation);
+                self.before(&self.runs, &needer, at)
+                    .or_else(|| self.before(&self.requested, &by.file, at))
+                    .or_else(|| self.before(&self.requested_object, &object, at))
+                    .or_else(|| self.before(&self.versions, &by.file, at))
+                    .or_else(|| {
+                        steps.push(Step::Forgotten {
+                            missing: format!("the run of {}", Step::work_label(&needer)),
+                        });
+                        None
+                    })
             }
             SchedulerEvent::Acted(action) => {
                 steps.push(Step::Acted(*action));
@@ -439,7 +448,9 @@ impl<'a> CausalIndex<'a> {
                 // the same version that something did want (its demand is
                 // why this version's work was admitted), a request for an
                 // earlier version of the same object (an edit carried it
-                // over).
+                // over), and last the edit that made the version (what
+                // wanted it is gone: a file whose blocker record named it
+                // was removed in the hold that admitted it).
                 let last = demand.through.last().unwrap_or(work);
                 match last {
                     WorkNodeIdentity::File(key) => {
@@ -449,6 +460,7 @@ impl<'a> CausalIndex<'a> {
                             .or_else(|| self.before(&self.requested, &key.file, at))
                             .or_else(|| self.before(&self.wanted, &key.file, dispatched))
                             .or_else(|| self.before(&self.requested_object, &object, at))
+                            .or_else(|| self.before(&self.versions, &key.file, at))
                             .ok_or_else(|| "what asked for it".to_owned())
                     }
                     WorkNodeIdentity::CacheNode { .. } => Err("what asked for it".to_owned()),

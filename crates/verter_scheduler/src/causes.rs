@@ -251,7 +251,9 @@ pub enum Step {
         by: DemandRoot,
     },
     /// `file`'s Source was admitted because the parse of `by` named it (an
-    /// import the scheduler had not seen).
+    /// import the scheduler had not seen), or, for a removed blocker made
+    /// again, because `by` (a blocker record's Source, or a request's
+    /// stage) needed it.
     Named {
         /// The file named.
         file: FileIdentity,
@@ -365,12 +367,20 @@ impl fmt::Display for Step {
                     DemandRoot::Nobody => f.write_str(", which nothing waits on any more"),
                 }
             }
-            Self::Named { file, by } => write!(
+            Self::Named { file, by } if by.stage == TargetStage::Source => write!(
                 f,
                 "{} was named by the parse of {}",
                 file.canonical,
                 Self::label(by)
             ),
+            Self::Named { file, by } => {
+                write!(
+                    f,
+                    "{} was needed again by {}",
+                    file.canonical,
+                    Self::label(by)
+                )
+            }
             Self::Acted(action) => write!(f, "{action}"),
             Self::Forgotten { missing } => write!(
                 f,

@@ -59,7 +59,9 @@ pub enum SchedulerEvent {
     /// (deduplicated onto it).
     DidJoin(DepKey),
     /// A file's Source was admitted because the parse of a Source (the
-    /// key) named the file, which the scheduler had not seen.
+    /// key) named the file, which the scheduler had not seen; or a removed
+    /// blocker was made again because the key (a blocker record's Source,
+    /// or a request's stage) needed it.
     Ingested(FileIdentity, DepKey),
     /// Work left the ready queue for a thread, wanted by [`Demand`].
     Dispatched(WorkNodeIdentity, Demand),

@@ -45,19 +45,12 @@
 //!    skipped). Those that name none (a cancellation token the host
 //!    cancelled) are counted.
 //!
-//! # What the scheduler's causes still miss (FIXME(#17))
-//! An Analysis admitted for someone who was answered before it was
-//! dispatched (its request failed on a blocker, or the file whose
-//! Artifact wanted it was removed or edited) is dispatched with
-//! [`DemandRoot::Nobody`] (and so is its Source, when that Analysis is
-//! its only consumer). The index then looks for a parse that named that
-//! file version or a request for it; but the request that admitted it may
-//! name an earlier generation (an edit carried it over to this one) or
-//! another file (whose Artifact needed this one through a blocker), and
-//! the chain ends at `Forgotten { missing: "what asked for it" }` although
-//! the log holds its cause. Only that shape is excused ([`at_known_gap`]),
-//! and counted ([`CauseStats::known_gaps`], printed when not zero) until
-//! the index follows it; `tests/it/causes.rs` pins each way to it.
+//! Every chain must end at a host action, with no excuse: the gaps this
+//! check found (an Analysis only a blocker record wanted, one whose
+//! request was answered or carried over by an edit before it ran, a
+//! removed blocker made again for a request, and across threads a cause
+//! logged after its effect) are closed in the scheduler, and
+//! `tests/it/causes.rs` pins each.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
@@ -93,10 +86,6 @@ pub struct CauseStats {
     /// Supersessions whose cause is a host action the log holds before
     /// them.
     pub superseded: u64,
-    /// Chains that end at the known gap of the module docs (an Analysis
-    /// dispatched for nobody, whose asker the index cannot find): counted,
-    /// not reported (FIXME(#17)).
-    pub known_gaps: u64,
     /// Chains (and cancellations) not judged because they end at
     /// `Forgotten` (or name an action not held) in a window the ring had
     /// dropped records from (threaded only).
@@ -118,7 +107,6 @@ impl CauseStats {
         self.cancelled_by_action += other.cancelled_by_action;
         self.cancelled_by_token += other.cancelled_by_token;
         self.superseded += other.superseded;
-        self.known_gaps += other.known_gaps;
         self.skipped += other.skipped;
         self.dropped += other.dropped;
     }
@@ -150,13 +138,6 @@ impl fmt::Display for CauseStats {
             "; {} cancellations by a host action, {} by a host cancellation token, {} supersessions",
             self.cancelled_by_action, self.cancelled_by_token, self.superseded,
         )?;
-        if self.known_gaps > 0 {
-            write!(
-                f,
-                "; {} chains at the known gap of an Analysis dispatched for nobody (#17)",
-                self.known_gaps
-            )?;
-        }
         if self.skipped > 0 || self.dropped > 0 {
             write!(
                 f,
@@ -398,10 +379,6 @@ fn judge_chains(
             stats.skipped += 1;
             continue;
         }
-        if at_known_gap(&chain) {
-            stats.known_gaps += 1;
-            continue;
-        }
         verdict.violations.push(CauseViolation::Unexplained {
             seq: record.seq,
             event: describe(&record.event),
@@ -409,27 +386,6 @@ fn judge_chains(
             later: logged_later(records, &chain),
         });
     }
-}
-
-/// Whether `chain` ends at the known gap of the module docs: work wanted
-/// by nobody, through consumers the last of which (or itself, through
-/// none) is an Analysis, whose asker the index did not find.
-pub fn at_known_gap(chain: &Explanation) -> bool {
-    let [
-        ..,
-        Step::Demanded {
-            work,
-            through,
-            by: DemandRoot::Nobody,
-        },
-        Step::Forgotten { missing },
-    ] = chain.steps.as_slice()
-    else {
-        return false;
-    };
-    let wanted = through.last().unwrap_or(work);
-    missing == "what asked for it"
-        && matches!(wanted, WorkNodeIdentity::File(key) if key.stage == TargetStage::Analysis)
 }
 
 /// Where the log holds the record that `chain` ends looking for (the

@@ -477,12 +477,10 @@ impl<E: StageExecutor> Scheduler<E> {
             .register_request(live.at(stage), policy, priority);
         if post.observed() {
             let dag = slot.dag_node().map(|node| node.run);
-            post.event(|| {
-                SchedulerEvent::Acted(HostAction::Requested {
-                    key: registration.key,
-                    waiter: registration.waiter.get(),
-                    dag,
-                })
+            post.act(|| HostAction::Requested {
+                key: registration.key,
+                waiter: registration.waiter.get(),
+                dag,
             });
         }
         locked.waiters.insert(registration.waiter, slot);
@@ -503,6 +501,7 @@ impl<E: StageExecutor> Scheduler<E> {
             .submit_file(&registration.key.file, &identity)
             .expect("registration validated the key against the live object in this hold");
         self.absorb(locked, effects, post);
+        post.end_act();
     }
 
     /// Under the lock: turns DAG effects into post-work. Answers read their
@@ -519,6 +518,31 @@ impl<E: StageExecutor> Scheduler<E> {
             );
             let language = language.unwrap_or_else(|| Language::new("unknown"));
             self.publish_node(locked, &canonical, object, language);
+            // Named again by the blocker record that needs it: what the
+            // new object's first runs are explained by.
+            // Needed again by a blocker record, or by the request this hold
+            // registers: what the new object's first runs are explained by.
+            if post.observed()
+                && let Some(live) = locked.dag.live_file(&canonical)
+            {
+                let demand = locked
+                    .dag
+                    .demand_of(&WorkNodeIdentity::File(live.at(TargetStage::Analysis)));
+                let needer = match demand.root {
+                    verter_dag::DemandRoot::Blocker(owner) => Some(owner.at(TargetStage::Source)),
+                    _ => demand
+                        .through
+                        .last()
+                        .and_then(|consumer| consumer.as_dep_key().copied())
+                        .or(match post.acting() {
+                            Some(HostAction::Requested { key, .. }) => Some(key),
+                            _ => None,
+                        }),
+                };
+                if let Some(needer) = needer {
+                    post.event(|| SchedulerEvent::Ingested(live, needer));
+                }
+            }
         }
         if post.observed() {
             let acting = post.acting();
