@@ -240,28 +240,39 @@ fn lines_through(lines: &mpsc::Receiver<String>, prefix: &str) -> Vec<String> {
     }
 }
 
-#[test]
-fn watch_explain_names_the_edit_as_the_cause_and_a_comment_edit_unchanged() {
-    let dir = copy_of_fixture();
-    let util = dir.path().join("src/util.rs");
+/// The fixture's `util.rs` with one more item.
+const NEW_ITEM: &str = "pub fn helper() -> u16 {\n    8081\n}\n\npub fn other() {}\n";
+
+/// `verter watch` on `dir` with `flags`, once it watches: the child and
+/// its stdout's lines.
+fn watching(
+    dir: &std::path::Path,
+    flags: &[&std::ffi::OsStr],
+) -> (std::process::Child, mpsc::Receiver<String>) {
     let mut child = verter()
         .arg("watch")
-        .arg(dir.path())
-        .args(["--explain", "--threads", "2"])
+        .arg(dir)
+        .args(flags)
+        .args(["--threads", "2"])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .expect("run verter watch");
     let lines = lines_of(&mut child);
     next_line_starting(&lines, "watching ");
+    (child, lines)
+}
+
+#[test]
+fn watch_explain_names_the_edit_as_the_cause_and_a_comment_edit_unchanged() {
+    let dir = copy_of_fixture();
+    let util = dir.path().join("src/util.rs");
+    let (child, lines) = watching(dir.path(), &["--explain".as_ref()]);
 
     // A new item: util.rs rebuilds, and lib.rs's Artifact re-runs because
     // util.rs's Analysis changed, to the same output. Both chains end at
     // the edit. The explanations come before the change's line.
-    replace(
-        &util,
-        "pub fn helper() -> u16 {\n    8081\n}\n\npub fn other() {}\n",
-    );
+    replace(&util, NEW_ITEM);
     let block = lines_through(&lines, "changed src/util.rs: rebuilt ");
     let util_why = why_in(&block, "src/util.rs");
     assert_eq!(
@@ -357,22 +368,8 @@ fn watch_trace_writes_the_sessions_runs_and_the_edits_causes_on_exit() {
     let dir = copy_of_fixture();
     let trace = dir.path().join("watch-trace.json");
     let util = dir.path().join("src/util.rs");
-    let mut child = verter()
-        .arg("watch")
-        .arg(dir.path())
-        .arg("--trace")
-        .arg(&trace)
-        .args(["--threads", "2"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("run verter watch");
-    let lines = lines_of(&mut child);
-    next_line_starting(&lines, "watching ");
-    replace(
-        &util,
-        "pub fn helper() -> u16 {\n    8081\n}\n\npub fn other() {}\n",
-    );
+    let (mut child, lines) = watching(dir.path(), &["--trace".as_ref(), trace.as_os_str()]);
+    replace(&util, NEW_ITEM);
     lines_through(&lines, "changed src/util.rs: rebuilt ");
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
