@@ -342,6 +342,14 @@ fn a_cancellation_names_the_host_action_that_caused_it() {
             Err(RequestError::Shutdown { .. })
         ));
         assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
+        // Every handle answered, the ledger at zero.
+        assert_quiescent(&scheduler, &[]);
+        for handle in [&edit, &v0, &v1, &v2] {
+            assert!(handle.is_answered());
+        }
+        for handle in [&a, &b, &c] {
+            assert!(handle.is_answered());
+        }
 
         insta::assert_snapshot!(causes_of(&scheduler, &["Cancelled", "Superseded"]), @r"
         Cancelled Source(a.rs) at g0: new text for a.rs (g1)
