@@ -90,15 +90,63 @@ pub struct DagConfig {
     pub io_budget: usize,
     /// Round-robin weights of the priority lanes, `Low` first; all positive.
     pub lane_weights: [u32; 4],
+    /// How much [`ResourceClass::Remote`] work may be started and not yet
+    /// completed at once. At least 1.
+    pub remote_budget: usize,
+    /// Which work draws on the remote budget instead of the CPU budget.
+    pub remote: RemoteRoutes,
 }
 
 impl Default for DagConfig {
-    /// Eight CPU and four I/O slots, lanes weighted 1:2:4:8.
+    /// Eight CPU, four I/O and [`DEFAULT_REMOTE_BUDGET`] remote slots, lanes
+    /// weighted 1:2:4:8, nothing routed to the remote class.
     fn default() -> Self {
         Self {
             cpu_budget: 8,
             io_budget: 4,
             lane_weights: DEFAULT_LANE_WEIGHTS,
+            remote_budget: DEFAULT_REMOTE_BUDGET,
+            remote: RemoteRoutes::NONE,
+        }
+    }
+}
+
+/// The remote budget of [`DagConfig::default`]: work in flight on other
+/// machines, each piece costing this process one pending answer, not a
+/// thread.
+pub const DEFAULT_REMOTE_BUDGET: usize = 64;
+
+/// Which work becomes ready in [`ResourceClass::Remote`] (started, then
+/// completed later from any thread) rather than on the CPU budget. Source
+/// and Analysis always run here: they are what the others read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RemoteRoutes {
+    /// Every Artifact, of every profile.
+    pub artifacts: bool,
+    /// Every host cache node.
+    pub cache_nodes: bool,
+}
+
+impl RemoteRoutes {
+    /// Nothing remote: every stage on the CPU budget.
+    pub const NONE: Self = Self {
+        artifacts: false,
+        cache_nodes: false,
+    };
+
+    /// The class work of `stage` (a file stage) or a cache node (`None`)
+    /// starts in, past its Source.
+    #[inline]
+    pub fn class_of(self, stage: Option<TargetStage>) -> ResourceClass {
+        let remote = match stage {
+            Some(TargetStage::Artifact(_)) => self.artifacts,
+            Some(_) => false,
+            None => self.cache_nodes,
+        };
+        if remote {
+            ResourceClass::Remote
+        } else {
+            ResourceClass::Cpu
         }
     }
 }
@@ -353,6 +401,7 @@ fn consumer_rank(identity: &WorkNodeIdentity) -> u8 {
 fn initial_class<P>(
     identity: &WorkNodeIdentity,
     records: Option<&FileRecords<P>>,
+    remote: RemoteRoutes,
 ) -> ResourceClass {
     match identity {
         WorkNodeIdentity::File(
@@ -361,7 +410,8 @@ fn initial_class<P>(
                 ..
             },
         ) => source_class(records, key.file.version()),
-        _ => ResourceClass::Cpu,
+        WorkNodeIdentity::File(key) => remote.class_of(Some(key.stage)),
+        WorkNodeIdentity::CacheNode { .. } => remote.class_of(None),
     }
 }
 
@@ -420,6 +470,8 @@ pub struct SchedulerDag<P = ()> {
     blockers: BlockerRegistry,
     ready: ReadyQueue,
     ledger: CapacityLedger,
+    /// Which work starts in the remote class.
+    remote: RemoteRoutes,
     counters: DagCounters,
     waiter_ids: crate::waiter_ids::WaiterIds,
     next_admission: u64,
@@ -464,7 +516,8 @@ impl<P> SchedulerDag<P> {
             fresh_chains: 0,
             blockers: BlockerRegistry::default(),
             ready: ReadyQueue::new(config.lane_weights),
-            ledger: CapacityLedger::new(config.cpu_budget, config.io_budget),
+            ledger: CapacityLedger::new(config.cpu_budget, config.io_budget, config.remote_budget),
+            remote: config.remote,
             counters: DagCounters::default(),
             waiter_ids: Default::default(),
             next_admission: 0,
@@ -475,7 +528,7 @@ impl<P> SchedulerDag<P> {
     /// edge, no waiter group. O(1).
     pub fn is_idle(&self) -> bool {
         self.ledger.snapshot().in_use() == 0
-            && self.ready.len(ResourceClass::Cpu) + self.ready.len(ResourceClass::Io) == 0
+            && self.ready.total_len() == 0
             && self.group_count == 0
             && self.edge_count == 0
     }

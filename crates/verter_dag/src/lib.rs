@@ -104,8 +104,8 @@ mod waiter_ids;
 pub use blockers::BlockerOccupancy;
 pub use canonical_map::CanonicalMap;
 pub use dag::{
-    DagConfig, DagCounters, Demand, DemandRoot, DependencyOccupancy, LinkOutcome, MAX_DEMAND_DEPTH,
-    ObjectError, Registration, SchedulerDag,
+    DEFAULT_REMOTE_BUDGET, DagConfig, DagCounters, Demand, DemandRoot, DependencyOccupancy,
+    LinkOutcome, MAX_DEMAND_DEPTH, ObjectError, Registration, RemoteRoutes, SchedulerDag,
 };
 pub use edges::EdgeOccupancy;
 pub use effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, WaiterId};

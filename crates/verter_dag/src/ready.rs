@@ -41,20 +41,30 @@ pub enum ResourceClass {
     Cpu,
     /// Pure I/O: reading a file's bytes.
     Io,
+    /// Work that waits on another machine or process: it is started, then
+    /// completed later from any thread, and holds none of the CPU or I/O
+    /// slots while it waits (an action on a remote-execution cluster, say).
+    /// Only the stages [`crate::DagConfig::remote`] routes here draw on it.
+    Remote,
 }
 
 impl ResourceClass {
-    /// Both classes.
-    pub const ALL: [Self; 2] = [Self::Cpu, Self::Io];
+    /// Every class.
+    pub const ALL: [Self; 3] = [Self::Cpu, Self::Io, Self::Remote];
 
+    /// The class's position in [`Self::ALL`], for per-class tables.
     #[inline]
-    fn index(self) -> usize {
+    pub fn index(self) -> usize {
         match self {
             Self::Cpu => 0,
             Self::Io => 1,
+            Self::Remote => 2,
         }
     }
 }
+
+/// How many resource classes there are.
+const CLASSES: usize = ResourceClass::ALL.len();
 
 const LANES: usize = Priority::ALL.len();
 
@@ -104,7 +114,7 @@ impl Pick {
 /// Ready work by class and priority lane.
 #[derive(Debug)]
 pub(crate) struct ReadyQueue {
-    classes: [ClassLanes; 2],
+    classes: [ClassLanes; CLASSES],
     weights: [u32; LANES],
     next_ticket: Ticket,
 }
@@ -232,6 +242,15 @@ impl ReadyQueue {
         self.pending_counts(class).iter().sum()
     }
 
+    /// Ready members of every class. O(1).
+    #[inline]
+    pub(crate) fn total_len(&self) -> usize {
+        ResourceClass::ALL
+            .iter()
+            .map(|class| self.len(*class))
+            .sum()
+    }
+
     /// Entries held by the lanes, live or stale: the queue's backing size.
     pub(crate) fn backing_entries(&self) -> usize {
         self.classes
@@ -290,11 +309,11 @@ impl AdmissionId {
 /// once without a table of who holds one.
 #[derive(Debug)]
 pub(crate) struct CapacityLedger {
-    budget: [usize; 2],
+    budget: [usize; CLASSES],
     /// Every reservation held, per class.
-    in_use: [usize; 2],
+    in_use: [usize; CLASSES],
     /// The batched ones among them.
-    batched: [usize; 2],
+    batched: [usize; CLASSES],
 }
 
 /// One capacity reservation: its class and whether it is batched. Carried
@@ -322,26 +341,33 @@ pub struct LedgerSnapshot {
     pub io_batched: usize,
     /// I/O budget.
     pub io_budget: usize,
+    /// Remote reservations held: work started elsewhere that has not
+    /// completed ([`ResourceClass::Remote`]).
+    pub remote_in_use: usize,
+    /// The batched remote reservations among them.
+    pub remote_batched: usize,
+    /// Remote budget.
+    pub remote_budget: usize,
 }
 
 impl LedgerSnapshot {
-    /// Reservations held across both classes.
+    /// Reservations held across every class.
     #[inline]
     pub fn in_use(&self) -> usize {
-        self.cpu_in_use + self.io_in_use
+        self.cpu_in_use + self.io_in_use + self.remote_in_use
     }
 }
 
 impl CapacityLedger {
-    pub(crate) fn new(cpu_budget: usize, io_budget: usize) -> Self {
+    pub(crate) fn new(cpu_budget: usize, io_budget: usize, remote_budget: usize) -> Self {
         assert!(
-            cpu_budget > 0 && io_budget > 0,
+            cpu_budget > 0 && io_budget > 0 && remote_budget > 0,
             "capacity budgets must be at least 1, or no work could ever run"
         );
         Self {
-            budget: [cpu_budget, io_budget],
-            in_use: [0, 0],
-            batched: [0, 0],
+            budget: [cpu_budget, io_budget, remote_budget],
+            in_use: [0; CLASSES],
+            batched: [0; CLASSES],
         }
     }
 
@@ -401,6 +427,9 @@ impl CapacityLedger {
             io_in_use: self.in_use[1],
             io_batched: self.batched[1],
             io_budget: self.budget[1],
+            remote_in_use: self.in_use[2],
+            remote_batched: self.batched[2],
+            remote_budget: self.budget[2],
         }
     }
 }

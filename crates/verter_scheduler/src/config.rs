@@ -167,10 +167,22 @@ impl SchedulerConfig {
         }
     }
 
+    /// Routes `routes` to the remote class ([`verter_dag::ResourceClass::Remote`]:
+    /// started by [`crate::StageExecutor::start_artifact`] or
+    /// [`crate::StageExecutor::start_cache_node`], completed later from any
+    /// thread), with at most `budget` pieces of such work started and not
+    /// completed at once.
+    #[must_use]
+    pub fn with_remote(mut self, routes: verter_dag::RemoteRoutes, budget: usize) -> Self {
+        self.dag.remote = routes;
+        self.dag.remote_budget = budget;
+        self
+    }
+
     /// Checks that a scheduler can run with this configuration.
     ///
     /// # Errors
-    /// The first thing that makes it unusable: a zero CPU or I/O budget (no
+    /// The first thing that makes it unusable: a zero CPU, I/O or remote budget (no
     /// work could run), a zero lane weight (a priority lane would starve),
     /// a zero inbox capacity (no request could be sent), zero stages or
     /// registrations per hold, or a zero ready-queue bound.
@@ -180,6 +192,9 @@ impl SchedulerConfig {
         }
         if self.dag.io_budget == 0 {
             return Err(ConfigError::ZeroBudget { class: "I/O" });
+        }
+        if self.dag.remote_budget == 0 {
+            return Err(ConfigError::ZeroBudget { class: "remote" });
         }
         if let Some(lane) = self.dag.lane_weights.iter().position(|w| *w == 0) {
             return Err(ConfigError::ZeroLaneWeight { lane });

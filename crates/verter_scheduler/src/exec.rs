@@ -146,15 +146,15 @@ impl<S> ParsedSource<S> {
 }
 
 fn class_index(class: ResourceClass) -> usize {
-    match class {
-        ResourceClass::Cpu => 0,
-        ResourceClass::Io => 1,
-    }
+    class.index()
 }
+
+/// The queue of deferred jobs to start (`Scheduler::jobs`).
+const REMOTE: usize = 2;
 
 /// The queue of urgent CPU jobs (`Scheduler::jobs`): pool tokens pop it
 /// before the CPU queue, and a waiting host thread pops only it.
-const URGENT: usize = 2;
+const URGENT: usize = 3;
 
 /// Whether a job of `dispatch` is urgent: CPU work at `High` or above.
 fn is_urgent(dispatch: &Dispatch) -> bool {
@@ -256,6 +256,27 @@ impl<E: StageExecutor> Scheduler<E> {
                     }
                 }
             }
+            if let Some(dispatch) = locked.dag.dequeue_ready(ResourceClass::Remote) {
+                self.report_dispatch(locked, &dispatch, post);
+                progressed = true;
+                match self.cpu_job(locked, dispatch) {
+                    Ok(mut job) => {
+                        // Registered in the dispatching hold, so an
+                        // abandonment in any later hold reaches the work.
+                        let notice = crate::deferred::CancelNotice::new(
+                            job.dispatch.identity,
+                            job.dispatch.cancel.clone(),
+                        );
+                        locked.deferred.register(Arc::clone(&notice));
+                        job.deferred = Some(notice);
+                        jobs.push(job);
+                    }
+                    Err(refused) => {
+                        let (dispatch, error) = *refused;
+                        self.fail_current(locked, dispatch, error, post);
+                    }
+                }
+            }
             if !progressed {
                 return jobs;
             }
@@ -282,6 +303,7 @@ impl<E: StageExecutor> Scheduler<E> {
             node,
             work,
             ready_at,
+            deferred: None,
         }
     }
 
@@ -351,7 +373,10 @@ impl<E: StageExecutor> Scheduler<E> {
     /// was waiting for capacity must be dispatched now, or it would wait for
     /// a wake-up that never comes.
     fn capacity_released(locked: &Locked<E>, post: &mut PostWork<E>) {
-        if locked.dag.ready_len(ResourceClass::Cpu) + locked.dag.ready_len(ResourceClass::Io) > 0 {
+        if ResourceClass::ALL
+            .iter()
+            .any(|class| locked.dag.ready_len(*class) > 0)
+        {
             post.dispatch = true;
         }
     }
@@ -519,6 +544,16 @@ impl<E: StageExecutor> Scheduler<E> {
 
     fn queue_job(&self, job: Job<E>) {
         let class = job.dispatch.class;
+        if class == ResourceClass::Remote {
+            // Deferred work holds no thread: it is started right here,
+            // after the lock, on a threaded scheduler; an inline one's
+            // pumping caller starts it in dispatch order.
+            self.jobs[REMOTE].push(job);
+            if let Mode::Threaded { .. } = &self.mode {
+                self.start_queued_deferred();
+            }
+            return;
+        }
         let Mode::Threaded { cpu, io } = &self.mode else {
             // Inline: the pumping caller runs it, in dispatch order.
             self.jobs[class_index(class)].push(job);
@@ -549,6 +584,7 @@ impl<E: StageExecutor> Scheduler<E> {
             ResourceClass::Io => {
                 let _ = io.try_submit(OwnerCommand::new(run));
             }
+            ResourceClass::Remote => unreachable!("deferred work is started above"),
         }
     }
 
@@ -560,6 +596,13 @@ impl<E: StageExecutor> Scheduler<E> {
                 .pop()
                 .or_else(|| self.jobs[class_index(class)].pop()),
             ResourceClass::Io => self.jobs[class_index(class)].pop(),
+            ResourceClass::Remote => {
+                let Some(job) = self.jobs[REMOTE].pop() else {
+                    return false;
+                };
+                self.start_deferred(job);
+                return true;
+            }
         };
         match job {
             Some(job) => {
@@ -602,7 +645,9 @@ impl<E: StageExecutor> Scheduler<E> {
         let nested = JOB_DEPTH.with(Cell::get) > 0;
         match (&self.mode, CallerKind::current()) {
             (Mode::Inline, _) => {
-                let ran = self.run_queued(ResourceClass::Io) || self.run_queued(ResourceClass::Cpu);
+                let ran = self.run_queued(ResourceClass::Io)
+                    || self.run_queued(ResourceClass::Cpu)
+                    || self.run_queued(ResourceClass::Remote);
                 progressed |= ran
                     || (nested
                         && (self.run_lent(ResourceClass::Cpu) || self.run_lent(ResourceClass::Io)));
@@ -619,6 +664,11 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Runs one ready piece of work of `class` on this (blocked) thread's
     /// lent slot, beyond the budget. Returns whether it ran anything.
     fn run_lent(&self, class: ResourceClass) -> bool {
+        debug_assert_ne!(
+            class,
+            ResourceClass::Remote,
+            "deferred work holds no slot to lend"
+        );
         let job = self.transact(|locked, post| {
             let dispatch = locked.dag.dequeue_ready_lent(class)?;
             self.report_dispatch(locked, &dispatch, post);
@@ -644,6 +694,10 @@ impl<E: StageExecutor> Scheduler<E> {
                             None
                         }
                     }
+                }
+                ResourceClass::Remote => {
+                    self.refuse(locked, dispatch, post);
+                    None
                 }
             }
         });
@@ -673,6 +727,7 @@ impl<E: StageExecutor> PumpDriver for Scheduler<E> {
 
 mod batch;
 mod caller;
+mod deferred;
 mod run;
 mod source;
 mod verify;

@@ -22,6 +22,10 @@ pub(crate) struct Job<E: StageExecutor> {
     /// When its work became ready, when runs are timed (its queue wait
     /// ends when it starts).
     pub(crate) ready_at: Option<std::time::Instant>,
+    /// Remote-class work only: how the scheduler tells it, once started,
+    /// that it was cancelled (registered in `Locked::deferred` by the hold
+    /// that dispatched it).
+    pub(crate) deferred: Option<Arc<crate::deferred::CancelNotice>>,
 }
 
 /// What a job does, with the inputs it captured. Each CPU stage also

@@ -143,6 +143,7 @@ mod config;
 mod cutoff;
 mod dag_types;
 mod dags;
+mod deferred;
 mod driver;
 mod error;
 mod events;
@@ -180,6 +181,7 @@ pub use dag_types::{
     Cache, CacheTask, ConcurrencyLimit, DagResults, EdgeGate, NodeId, NodeKind, NodeOutput,
     RequestContext,
 };
+pub use deferred::Completion;
 pub use error::{ExecutorError, LoadError, RequestError, panic_message};
 pub use handle::{BatchHandle, CompletionHandle, Request, Waitable};
 pub use hooks::{CutOff, HookPoint, Hooks, NoHooks, SchedulerEvent};
@@ -205,8 +207,8 @@ pub use traits::{
 pub use typed::Handle;
 pub use verter_dag::{
     CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, Priority,
-    ProfileHash, ResourceClass, SchedulerCacheId, SourceVersion, TargetStage, WaitPolicy,
-    WorkNodeIdentity,
+    ProfileHash, RemoteRoutes, ResourceClass, SchedulerCacheId, SourceVersion, TargetStage,
+    WaitPolicy, WorkNodeIdentity,
 };
 pub use verter_pools::{PoolError, SchedulerCpuPool, SchedulerIoPool};
 pub use witness::{SourceWitness, WaitGraphOccupancy, WitnessError};

@@ -329,6 +329,8 @@ pub(crate) struct PostWork<E: StageExecutor> {
     dag_answers: Vec<(NodeRef, RequestResult<E>)>,
     /// The answers of DAGs answered whole in this hold.
     dags_done: Vec<DagDelivery>,
+    /// Started deferred work this hold abandoned: told after the lock.
+    cancelled: Vec<Arc<crate::deferred::CancelNotice>>,
     /// Whether events are recorded (the hooks observe them).
     observed: bool,
     /// The number of the hold that decides these events (see
@@ -360,6 +362,7 @@ impl<E: StageExecutor> PostWork<E> {
             replaced_views: smallvec::SmallVec::new(),
             dag_answers: Vec::new(),
             dags_done: Vec::new(),
+            cancelled: Vec::new(),
             observed,
             hold: 0,
             events_hint: 0,
@@ -419,6 +422,12 @@ impl<E: StageExecutor> PostWork<E> {
     /// or a new generation's view, so the box costs nothing that matters.
     pub(crate) fn discard(&mut self, value: impl Send + 'static) {
         self.discarded.push(Box::new(value));
+    }
+
+    /// Tells started deferred work, after the lock, that this hold
+    /// abandoned it.
+    pub(crate) fn cancel_deferred(&mut self, notice: Arc<crate::deferred::CancelNotice>) {
+        self.cancelled.push(notice);
     }
 
     /// [`Self::discard`] for a view a new generation replaced: no box.
@@ -493,6 +502,11 @@ impl<E: StageExecutor> PostWork<E> {
             if !deliver() {
                 duplicates.fetch_add(1, Ordering::Relaxed);
             }
+        }
+        // Started deferred work learns it was abandoned once its waiters
+        // were answered (host callbacks, after the lock).
+        for notice in self.cancelled {
+            notice.fire();
         }
         // Only a scheduler's teardown leaves DAG answers unrouted: its DAGs
         // are answered whole instead.

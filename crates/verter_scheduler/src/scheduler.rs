@@ -167,6 +167,9 @@ pub struct QuiescenceReport {
     pub cache_flights: usize,
     /// Permits of concurrency limits taken by DAG nodes.
     pub dag_permits: usize,
+    /// Deferred work started and not yet committed
+    /// ([`crate::Completion`]).
+    pub deferred_in_flight: usize,
 }
 
 impl QuiescenceReport {
@@ -182,6 +185,7 @@ impl QuiescenceReport {
             dag_runs: 0,
             cache_flights: 0,
             dag_permits: 0,
+            deferred_in_flight: 0,
         }
     }
 }

@@ -206,6 +206,9 @@ pub(crate) struct Locked<E: StageExecutor> {
     /// When ready-queue tickets were issued, by hold: only while runs are
     /// timed (docs/design.md, "Causes").
     pub(crate) ready_clock: ReadyClock,
+    /// Started deferred work not yet committed, with how to tell it it was
+    /// cancelled (`deferred.rs`).
+    pub(crate) deferred: crate::deferred::InFlight,
 }
 
 impl<E: StageExecutor> Locked<E> {
@@ -277,10 +280,10 @@ pub struct Scheduler<E: StageExecutor> {
     /// The driver's private teardown channel (capacity one).
     pub(crate) teardown_tx: Sender<()>,
     pub(crate) driver: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Dispatched jobs: CPU, I/O, then urgent CPU (threaded only; see
-    /// `exec.rs`, `queue_index`). Pool tokens and pumps pop them; a host
+    /// Dispatched jobs: CPU, I/O, remote (deferred work to start), then
+    /// urgent CPU (threaded only; see `exec.rs`). Pool tokens and pumps pop them; a host
     /// thread that waits pops the urgent ones.
-    pub(crate) jobs: [SegQueue<Job<E>>; 3],
+    pub(crate) jobs: [SegQueue<Job<E>>; 4],
     /// Host threads waiting for an answer that run urgent jobs meanwhile:
     /// woken when one is queued.
     pub(crate) helpers: Helpers,
@@ -343,6 +346,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 revisions: RevisionClock::default(),
                 dags: DagRuns::default(),
                 ready_clock: ReadyClock::default(),
+                deferred: crate::deferred::InFlight::default(),
             }),
             config,
             loader,
@@ -353,7 +357,12 @@ impl<E: StageExecutor> Scheduler<E> {
             inbox,
             teardown_tx,
             driver: Mutex::new(None),
-            jobs: [SegQueue::new(), SegQueue::new(), SegQueue::new()],
+            jobs: [
+                SegQueue::new(),
+                SegQueue::new(),
+                SegQueue::new(),
+                SegQueue::new(),
+            ],
             helpers: Helpers::default(),
             counters: Counters::default(),
             placeholder: (Incarnation::allocate(), SubmissionLifetime::allocate()),

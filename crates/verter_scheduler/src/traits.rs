@@ -231,6 +231,45 @@ pub trait StageExecutor: Send + Sync + 'static {
         Err(ExecutorError::msg("this executor runs no cache nodes"))
     }
 
+    /// Starts an Artifact that the scheduler routes to the remote class
+    /// (`DagConfig::remote`, [`verter_dag::RemoteRoutes::artifacts`]) and
+    /// returns: the work runs elsewhere (a remote-execution cluster,
+    /// another process, an async runtime) and its answer arrives later,
+    /// from any thread, through `done` ([`crate::Completion`]). Meanwhile
+    /// it holds one remote reservation and no CPU or I/O slot.
+    ///
+    /// Called after the DAG lock, on the thread that dispatched the work
+    /// (or an inline scheduler's pumping caller): it must not block or
+    /// wait on the scheduler. Copy out of `input` what the work needs:
+    /// the borrow ends when this returns. The answer is committed only if
+    /// the work is still current; when the scheduler abandons it, `done`'s
+    /// token is cancelled and its [`crate::Completion::on_cancel`]
+    /// callbacks run. A panic here, or `done` dropped unanswered, answers
+    /// the work with a typed error.
+    ///
+    /// The default runs [`Self::execute_artifact`] right here and
+    /// completes with its answer: correct, but it holds the starting
+    /// thread for the whole run.
+    fn start_artifact(
+        &self,
+        input: &ArtifactInput<'_, Self::Analysis>,
+        done: crate::Completion<Self::Artifact>,
+    ) {
+        done.complete(self.execute_artifact(input));
+    }
+
+    /// Starts a cache node that the scheduler routes to the remote class
+    /// ([`verter_dag::RemoteRoutes::cache_nodes`]); as
+    /// [`Self::start_artifact`]. The default runs
+    /// [`Self::execute_cache_node`] right here.
+    fn start_cache_node(
+        &self,
+        input: &CacheNodeInput<'_>,
+        done: crate::Completion<Self::CacheOutput>,
+    ) {
+        done.complete(self.execute_cache_node(input));
+    }
+
     /// Whether two parses of one file are the same for every later stage:
     /// an Analysis built from either would be equal. When the new text of
     /// a file parses the same as the old one (a comment edited, say), and

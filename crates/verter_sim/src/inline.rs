@@ -345,7 +345,10 @@ impl Hooks for InlineHooks {
                 let Some(key) = work.as_dep_key() else { return };
                 let label = match (key.stage, class) {
                     (TargetStage::Source, ResourceClass::Io) => StageLabel::Load,
-                    (TargetStage::Source, ResourceClass::Cpu) => StageLabel::Parse,
+                    // A Source is never routed to the remote class.
+                    (TargetStage::Source, ResourceClass::Cpu | ResourceClass::Remote) => {
+                        StageLabel::Parse
+                    }
                     (TargetStage::Analysis, _) => StageLabel::Analysis,
                     (TargetStage::Artifact(_), _) => StageLabel::Artifact,
                 };

@@ -425,7 +425,7 @@ impl<P> SchedulerDag<P> {
             groups: self.group_count,
             waiters: self.waiter_count,
             files: self.files.len(),
-            ready: self.ready.len(ResourceClass::Cpu) + self.ready.len(ResourceClass::Io),
+            ready: self.ready.total_len(),
             ready_backing: self.ready.backing_entries(),
         }
     }

@@ -55,7 +55,7 @@ impl<P> SchedulerDag<P> {
         let records = identity
             .file()
             .and_then(|file| self.files.get(&file.canonical));
-        let class = initial_class(&identity, records);
+        let class = initial_class(&identity, records, self.remote);
         self.place_node(
             &identity,
             WorkNode {

@@ -119,7 +119,10 @@ impl Harness {
             if let Some(dispatch) = self.dequeue(ResourceClass::Io) {
                 let effects = self.dag.continue_on(dispatch, ResourceClass::Cpu);
                 self.absorb(effects);
-            } else if let Some(dispatch) = self.dequeue(ResourceClass::Cpu) {
+            } else if let Some(dispatch) = self
+                .dequeue(ResourceClass::Cpu)
+                .or_else(|| self.dequeue(ResourceClass::Remote))
+            {
                 self.log.push(dispatch.identity);
                 let (_, effects) = self.dag.complete(dispatch);
                 self.absorb(effects);

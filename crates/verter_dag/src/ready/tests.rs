@@ -197,7 +197,7 @@ fn stale_entries_are_skipped_and_compacted() {
 
 #[test]
 fn ledger_counts_each_reservation_until_its_release() {
-    let mut ledger = CapacityLedger::new(2, 1);
+    let mut ledger = CapacityLedger::new(2, 1, 1);
     assert!(ledger.has_room(ResourceClass::Cpu));
     let first = ledger.reserve(ResourceClass::Cpu);
     let second = ledger.reserve(ResourceClass::Cpu);
@@ -221,7 +221,7 @@ fn ledger_counts_each_reservation_until_its_release() {
 #[test]
 #[should_panic(expected = "capacity budgets must be at least 1")]
 fn a_zero_budget_is_refused() {
-    let _ = CapacityLedger::new(0, 1);
+    let _ = CapacityLedger::new(0, 1, 1);
 }
 
 /// A continuation enters its lane at the front, ahead of admitted work

@@ -60,8 +60,8 @@ use proptest::test_runner::{RngSeed, TestCaseError};
 use verter_dag::{
     AdmissionId, Answer, Canonical, DEFAULT_LANE_WEIGHTS, DagConfig, DagFailure, DedupJoinerEvent,
     DepKey, Dispatch, Effects, FileIdentity, Generation, LinkError, LinkOutcome, ObjectError,
-    Priority, ProfileHash, ResourceClass, SchedulerCacheId, SchedulerDag, SourceVersion,
-    SubmissionLifetime, TargetStage, WaitPolicy, WaiterId, WorkNodeIdentity,
+    Priority, ProfileHash, RemoteRoutes, ResourceClass, SchedulerCacheId, SchedulerDag,
+    SourceVersion, SubmissionLifetime, TargetStage, WaitPolicy, WaiterId, WorkNodeIdentity,
 };
 
 use run::Run;
@@ -84,11 +84,17 @@ const STAGES: [TargetStage; 4] = [
     TargetStage::Artifact(ProfileHash(2)),
 ];
 
-/// Small budgets, so that a full ledger is common.
+/// Small budgets, so that a full ledger is common; Artifacts and cache
+/// nodes wait on the remote class, so all three classes are exercised.
 const CONFIG: DagConfig = DagConfig {
     cpu_budget: 2,
     io_budget: 1,
     lane_weights: DEFAULT_LANE_WEIGHTS,
+    remote_budget: 1,
+    remote: RemoteRoutes {
+        artifacts: true,
+        cache_nodes: true,
+    },
 };
 
 /// The seed of the default run, so a failure reproduces.

@@ -42,6 +42,19 @@ pub(crate) struct Finished<E: StageExecutor> {
     pub(super) ran: Option<Box<Run>>,
 }
 
+/// An Artifact's run as its commit takes it.
+type BuiltArtifact<E> = Result<Arc<ArtifactSnapshot<<E as StageExecutor>::Artifact>>, RequestError>;
+
+/// A file job at its executor call ([`Scheduler::begin`]).
+#[allow(clippy::large_enum_variant)] // moved once, never stored
+pub(super) enum Begun<E: StageExecutor> {
+    /// To run: its dispatch, its work, and why it runs (when events are
+    /// observed; its `WillExecute` or `WillLoad` already emitted).
+    Run(Dispatch, Work<E>, Option<RunReason>),
+    /// Finished without a run: refused as stale, or verified.
+    Finished(Finished<E>),
+}
+
 /// What a job's run produced.
 pub(super) enum Outcome<E: StageExecutor> {
     /// Refused before the executor ran: cancelled, retired or superseded.
@@ -96,56 +109,17 @@ impl<E: StageExecutor> Scheduler<E> {
             node,
             work,
             ready_at,
+            deferred: _,
         } = job;
         let identity = dispatch.identity;
         let Some(node) = node else {
             return self.execute_cache(dispatch, work, ready_at);
         };
-        let hooks = &self.config.hooks;
-        // Work for a retired object or a superseded generation, or work
-        // cancelled in the hold that retired it, is refused without running
-        // the executor — checked again after the pause point, where a test
-        // (or a slow thread) may have let the world move on.
         let file = identity.file().cloned().expect("jobs are file work");
-        let stale = |node: &FileNode<E>, dispatch: &Dispatch| {
-            dispatch.cancel.is_cancelled()
-                || node.is_retired()
-                || node.generation() != file.generation
+        let (dispatch, work, because) = match self.begin(dispatch, &node, &file, work) {
+            Begun::Run(dispatch, work, because) => (dispatch, work, because),
+            Begun::Finished(finished) => return finished,
         };
-        let refused = |dispatch| Finished {
-            dispatch,
-            outcome: Outcome::Stale,
-            ran: None,
-        };
-        if stale(&node, &dispatch) {
-            return refused(dispatch);
-        }
-        let panics = &self.counters.hook_panics;
-        if self.pauses {
-            guarded(panics, || {
-                hooks.pause(HookPoint::AfterDispatch, &identity, dispatch.class);
-            });
-            if stale(&node, &dispatch) {
-                return refused(dispatch);
-            }
-        }
-        // A stage none of whose inputs changed since its prior output is
-        // verified, not run: no executor call, so no `WillExecute`.
-        if let Some(verified) = self.verified(&file, &work) {
-            return self.finished(dispatch, verified.into_outcome(node, work));
-        }
-        if self.observes_events {
-            let event = match work {
-                Work::Load => SchedulerEvent::WillLoad(identity),
-                _ => SchedulerEvent::WillExecute(identity),
-            };
-            self.emit_now(event);
-        }
-        // Why it runs is read before the work is taken apart, and only for
-        // someone who records it.
-        let because = self
-            .observes_events
-            .then(|| super::verify::run_reason(&file, &work));
         let started = self.timed.then(Instant::now);
         let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
         let _span = span.enter();
@@ -198,23 +172,13 @@ impl<E: StageExecutor> Scheduler<E> {
                 };
                 let result =
                     catch_unwind(AssertUnwindSafe(|| self.executor.execute_artifact(&input)));
-                let verified_at =
-                    artifact_inputs_changed_at(&analysis, &blockers, blockers_changed_at);
-                let mut cut = Cut::new(prior.as_ref());
-                let result = self.stage_result(&file, "Artifact", result).map(|data| {
-                    let previous = prior.as_deref().map(|p| (p.data(), p.changed_at()));
-                    let changed_at;
-                    (changed_at, cut.how) = self.judge(previous, &data, E::same_artifact);
-                    Arc::new(ArtifactSnapshot::built(
-                        file.canonical,
-                        file.version(),
-                        profile,
-                        data,
-                        changed_at,
-                        verified_at,
-                    ))
-                });
-                drop(prior);
+                let (result, cut) = self.built(
+                    &file,
+                    profile,
+                    (&analysis, &blockers, blockers_changed_at),
+                    prior,
+                    result,
+                );
                 Outcome::Built {
                     node,
                     result,
@@ -229,10 +193,124 @@ impl<E: StageExecutor> Scheduler<E> {
         finished
     }
 
+    /// Before a file job's executor call (on the worker, or where deferred
+    /// work starts): refuses work that is already stale — checked again
+    /// after the pause point, where a test (or a slow thread) may have let
+    /// the world move on — and verifies a stage none of whose inputs changed
+    /// since its prior output.
+    pub(super) fn begin(
+        &self,
+        dispatch: Dispatch,
+        node: &Arc<FileNode<E>>,
+        file: &FileIdentity,
+        work: Work<E>,
+    ) -> Begun<E> {
+        let identity = dispatch.identity;
+        // Work for a retired object or a superseded generation, or work
+        // cancelled in the hold that retired it, is refused without running
+        // the executor.
+        let stale = |node: &FileNode<E>, dispatch: &Dispatch| {
+            dispatch.cancel.is_cancelled()
+                || node.is_retired()
+                || node.generation() != file.generation
+        };
+        let refused = |dispatch| {
+            Begun::Finished(Finished {
+                dispatch,
+                outcome: Outcome::Stale,
+                ran: None,
+            })
+        };
+        if stale(node, &dispatch) {
+            return refused(dispatch);
+        }
+        if self.pauses {
+            guarded(&self.counters.hook_panics, || {
+                self.config
+                    .hooks
+                    .pause(HookPoint::AfterDispatch, &identity, dispatch.class);
+            });
+            if stale(node, &dispatch) {
+                return refused(dispatch);
+            }
+        }
+        // A stage none of whose inputs changed since its prior output is
+        // verified, not run: no executor call, so no `WillExecute`.
+        if let Some(verified) = self.verified(file, &work) {
+            let outcome = verified.into_outcome(Arc::clone(node), work);
+            return Begun::Finished(self.finished(dispatch, outcome));
+        }
+        if self.observes_events {
+            let event = match work {
+                Work::Load => SchedulerEvent::WillLoad(identity),
+                _ => SchedulerEvent::WillExecute(identity),
+            };
+            self.emit_now(event);
+        }
+        // Why it runs is read before the work is taken apart, and only for
+        // someone who records it.
+        let because = self
+            .observes_events
+            .then(|| super::verify::run_reason(file, &work));
+        Begun::Run(dispatch, work, because)
+    }
+
+    /// An Artifact's answer as its commit takes it: the snapshot, judged
+    /// against its prior for early cutoff, built from `inputs` (its
+    /// analysis, its blockers' analyses sorted by path, and when its
+    /// blocker list last changed).
+    pub(super) fn built(
+        &self,
+        file: &FileIdentity,
+        profile: verter_dag::ProfileHash,
+        inputs: (
+            &AnalysisSnapshot<E::Analysis>,
+            &BlockerInputs<E::Analysis>,
+            Revision,
+        ),
+        prior: Option<Arc<ArtifactSnapshot<E::Artifact>>>,
+        result: crate::deferred::Answer<E::Artifact>,
+    ) -> (BuiltArtifact<E>, Cut) {
+        let (analysis, blockers, blockers_changed_at) = inputs;
+        let verified_at = artifact_inputs_changed_at(analysis, blockers, blockers_changed_at);
+        let mut cut = Cut::new(prior.as_ref());
+        let result = self.stage_result(file, "Artifact", result).map(|data| {
+            let previous = prior.as_deref().map(|p| (p.data(), p.changed_at()));
+            let changed_at;
+            (changed_at, cut.how) = self.judge(previous, &data, E::same_artifact);
+            Arc::new(ArtifactSnapshot::built(
+                file.canonical,
+                file.version(),
+                profile,
+                data,
+                changed_at,
+                verified_at,
+            ))
+        });
+        (result, cut)
+    }
+
+    /// A cache node's answer as its commit takes it.
+    pub(super) fn cached(
+        &self,
+        identity: &WorkNodeIdentity,
+        result: crate::deferred::Answer<E::CacheOutput>,
+    ) -> Outcome<E> {
+        let result = match result {
+            Ok(Ok(output)) => Ok(Arc::new(output)),
+            // Names are made only for an error (`cache_error_names`).
+            failed => {
+                let (path, stage) = crate::dag_types::cache_error_names(identity);
+                self.stage_result_at(path, &stage, failed).map(Arc::new)
+            }
+        };
+        Outcome::Cached { result }
+    }
+
     /// After a run that was timed (`started`; its work ready since
     /// `ready_at`): its histograms, and, when events are observed
     /// (`because`), the [`SchedulerEvent::Ran`] its commit reports.
-    fn ran(
+    pub(super) fn ran(
         &self,
         dispatch: &Dispatch,
         because: Option<RunReason>,
@@ -275,14 +353,7 @@ impl<E: StageExecutor> Scheduler<E> {
             unreachable!("only a cache node's job has no file node");
         };
         let identity = dispatch.identity;
-        let hooks = &self.config.hooks;
-        let panics = &self.counters.hook_panics;
-        if self.pauses {
-            guarded(panics, || {
-                hooks.pause(HookPoint::AfterDispatch, &identity, dispatch.class);
-            });
-        }
-        if dispatch.cancel.is_cancelled() {
+        if !self.begin_cache(&dispatch) {
             return self.finished(
                 dispatch,
                 Outcome::Cached {
@@ -290,12 +361,8 @@ impl<E: StageExecutor> Scheduler<E> {
                 },
             );
         }
-        if self.observes_events {
-            self.emit_now(SchedulerEvent::WillExecute(identity));
-        }
         let started = self.timed.then(Instant::now);
         let _span = tracing::debug_span!("cache node", node = %identity, generation).entered();
-        self.counters.cache_runs.fetch_add(1, Ordering::Relaxed);
         let input = crate::traits::CacheNodeInput {
             identity,
             generation,
@@ -305,24 +372,40 @@ impl<E: StageExecutor> Scheduler<E> {
         let result = catch_unwind(AssertUnwindSafe(|| {
             self.executor.execute_cache_node(&input)
         }));
-        let result = match result {
-            Ok(Ok(output)) => Ok(Arc::new(output)),
-            // Names are made only for an error (`cache_error_names`).
-            failed => {
-                let (path, stage) = crate::dag_types::cache_error_names(&identity);
-                self.stage_result_at(path, &stage, failed).map(Arc::new)
-            }
-        };
+        let outcome = self.cached(&identity, result);
         let because = self.observes_events.then_some(RunReason::CacheNode);
         let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
-        let mut finished = self.finished(dispatch, Outcome::Cached { result });
+        let mut finished = self.finished(dispatch, outcome);
         finished.ran = ran;
         finished
     }
 
+    /// Before a cache node's executor call: the pause point, then whether
+    /// its flight still runs (`false`: cancelled meanwhile, answered
+    /// `Cancelled` and refused at commit). A run that goes ahead is
+    /// announced and counted.
+    pub(super) fn begin_cache(&self, dispatch: &Dispatch) -> bool {
+        let identity = dispatch.identity;
+        if self.pauses {
+            guarded(&self.counters.hook_panics, || {
+                self.config
+                    .hooks
+                    .pause(HookPoint::AfterDispatch, &identity, dispatch.class);
+            });
+        }
+        if dispatch.cancel.is_cancelled() {
+            return false;
+        }
+        if self.observes_events {
+            self.emit_now(SchedulerEvent::WillExecute(identity));
+        }
+        self.counters.cache_runs.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
     /// A job's end on the worker: the `BeforeCompletion` pause, then the
     /// finished stage for its commit.
-    fn finished(&self, dispatch: Dispatch, outcome: Outcome<E>) -> Finished<E> {
+    pub(super) fn finished(&self, dispatch: Dispatch, outcome: Outcome<E>) -> Finished<E> {
         if self.pauses {
             let identity = dispatch.identity;
             guarded(&self.counters.hook_panics, || {

@@ -544,6 +544,15 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         }
+        if !locked.deferred.is_empty() {
+            let mut due = Vec::new();
+            for work in &effects.abandoned_running {
+                locked.deferred.take_due(work, &mut due);
+            }
+            for notice in due {
+                post.cancel_deferred(notice);
+            }
+        }
         if post.observed() {
             let acting = post.acting();
             for work in &effects.abandoned_running {

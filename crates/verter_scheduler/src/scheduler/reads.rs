@@ -168,6 +168,7 @@ impl<E: StageExecutor> Scheduler<E> {
             dag_runs: locked.dags.runs(),
             cache_flights: locked.dags.flights(),
             dag_permits: locked.dags.permits_taken(),
+            deferred_in_flight: locked.deferred.len(),
         })
     }
 

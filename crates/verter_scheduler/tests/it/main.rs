@@ -12,6 +12,7 @@ mod chunked;
 mod consistency;
 mod cutoff;
 mod dag;
+mod deferred;
 mod deps;
 mod inline;
 mod lifecycle;

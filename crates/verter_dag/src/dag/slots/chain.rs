@@ -70,7 +70,7 @@ impl<P> SchedulerDag<P> {
                 class: if at == 0 {
                     source_class
                 } else {
-                    ResourceClass::Cpu
+                    self.remote.class_of(Some(*stage))
                 },
                 state: if at == 0 {
                     NodeState::Ready

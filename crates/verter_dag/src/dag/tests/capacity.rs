@@ -270,3 +270,59 @@ fn batched_work_is_reserved_outside_the_budget_and_released_once() {
     h.run();
     h.assert_quiescent();
 }
+
+#[test]
+fn routed_artifacts_wait_on_the_remote_budget_and_leave_the_cpu_budget_free() {
+    let mut h = Harness::with(DagConfig {
+        cpu_budget: 1,
+        io_budget: 1,
+        remote_budget: 2,
+        remote: crate::RemoteRoutes {
+            artifacts: true,
+            cache_nodes: false,
+        },
+        ..DagConfig::default()
+    });
+    let files: Vec<_> = ["a.rs", "b.rs", "c.rs"].map(|path| h.add(path)).into();
+    for file in &files {
+        h.request(file, P, WaitPolicy::Follow);
+    }
+    // Run every Source and Analysis; the three Artifacts become ready in
+    // the remote class, never in the CPU one.
+    loop {
+        if let Some(load) = h.dequeue(ResourceClass::Io) {
+            let effects = h.dag.continue_on(load, ResourceClass::Cpu);
+            h.absorb(effects);
+        } else if let Some(cpu) = h.dequeue(ResourceClass::Cpu) {
+            assert!(
+                !matches!(cpu.identity.as_dep_key().map(|k| k.stage), Some(P)),
+                "an Artifact ran on the CPU budget"
+            );
+            let (_, effects) = h.dag.complete(cpu);
+            h.absorb(effects);
+        } else {
+            break;
+        }
+    }
+    assert_eq!(h.dag.ready_len(ResourceClass::Remote), 3);
+    let first = h.dequeue(ResourceClass::Remote).expect("remote room");
+    let second = h.dequeue(ResourceClass::Remote).expect("remote room");
+    assert_eq!(first.class, ResourceClass::Remote);
+    assert!(
+        h.dequeue(ResourceClass::Remote).is_none(),
+        "the remote budget of 2 is spent"
+    );
+    let ledger = h.dag.ledger();
+    assert_eq!((ledger.remote_in_use, ledger.cpu_in_use), (2, 0));
+    assert!(!h.dag.is_idle(), "started remote work is in flight");
+    let (_, effects) = h.dag.complete(first);
+    h.absorb(effects);
+    let third = h.dequeue(ResourceClass::Remote).expect("room again");
+    for dispatch in [second, third] {
+        let (_, effects) = h.dag.complete(dispatch);
+        h.absorb(effects);
+    }
+    assert_eq!(h.answers.len(), 3, "every request answered");
+    assert!(h.answers.values().all(|answer| answer.outcome.is_ok()));
+    h.assert_quiescent();
+}

@@ -42,10 +42,11 @@ impl Run {
                 .count()
         };
         prop_assert_eq!(
-            (ledger.cpu_batched, ledger.io_batched),
+            (ledger.cpu_batched, ledger.io_batched, ledger.remote_batched),
             (
                 batched_in(ResourceClass::Cpu),
-                batched_in(ResourceClass::Io)
+                batched_in(ResourceClass::Io),
+                batched_in(ResourceClass::Remote)
             ),
             "{:?}: batched reservations",
             op
@@ -62,9 +63,16 @@ impl Run {
             "{:?}: I/O ledger",
             op
         );
+        prop_assert_eq!(
+            ledger.remote_in_use,
+            held_in(ResourceClass::Remote),
+            "{:?}: remote ledger",
+            op
+        );
         prop_assert!(
             ledger.cpu_in_use - ledger.cpu_batched <= ledger.cpu_budget
                 && ledger.io_in_use - ledger.io_batched <= ledger.io_budget
+                && ledger.remote_in_use - ledger.remote_batched <= ledger.remote_budget
         );
 
         // Waiters: on live versions, in groups of the model's sizes, on
@@ -188,6 +196,10 @@ impl Run {
                 },
                 None if self.dag.ready_len(ResourceClass::Cpu) > 0 => Op::Dequeue {
                     class: ResourceClass::Cpu,
+                    batched: false,
+                },
+                None if self.dag.ready_len(ResourceClass::Remote) > 0 => Op::Dequeue {
+                    class: ResourceClass::Remote,
                     batched: false,
                 },
                 None => break,

@@ -20,6 +20,9 @@ impl Run {
         let room = match class {
             ResourceClass::Cpu => ledger.cpu_in_use - ledger.cpu_batched < ledger.cpu_budget,
             ResourceClass::Io => ledger.io_in_use - ledger.io_batched < ledger.io_budget,
+            ResourceClass::Remote => {
+                ledger.remote_in_use - ledger.remote_batched < ledger.remote_budget
+            }
         };
         // Batched work goes only to the holder of a budgeted dispatch.
         let batched = batched

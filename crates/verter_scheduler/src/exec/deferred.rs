@@ -1,0 +1,259 @@
+//! Starting deferred work: a job of the remote class
+//! ([`ResourceClass::Remote`]) is handed to the executor's `start_artifact`
+//! or `start_cache_node` with a [`Completion`], which commits its answer
+//! later, from whatever thread calls it, through the same completion
+//! protocol as a local run (docs/design.md, "Deferred work").
+//!
+//! Part of the `exec` module. A start runs after the lock, on the thread
+//! that dispatched the work (a threaded scheduler; several starts on one
+//! thread run one after another, never nested) or on the pumping caller (an
+//! inline one). It holds no CPU or I/O slot, only the remote reservation
+//! its dispatch carries until the commit.
+
+use super::run::{Begun, Finished, Outcome};
+use super::*;
+use crate::deferred::{Answer, CancelNotice, Completion};
+use crate::traits::CacheNodeInput;
+use std::time::Instant;
+
+thread_local! {
+    /// Whether this thread is starting deferred work: a start that completes
+    /// at once commits, and that commit may dispatch more deferred work,
+    /// which then waits in the queue for this thread's loop rather than
+    /// nesting another start.
+    static STARTING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Clears [`STARTING`] when dropped (also on unwind).
+struct Starting;
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        STARTING.with(|starting| starting.set(false));
+    }
+}
+
+/// What every deferred commit carries besides its answer: the dispatch
+/// (the work's identity and its reservation), its notice, and its timing.
+struct Started {
+    dispatch: Dispatch,
+    notice: Arc<CancelNotice>,
+    because: Option<RunReason>,
+    ready_at: Option<Instant>,
+    started: Option<Instant>,
+}
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// After the lock: starts every queued deferred job on this thread,
+    /// unless this thread is already doing so further up its stack.
+    pub(super) fn start_queued_deferred(&self) {
+        if STARTING.with(|starting| starting.replace(true)) {
+            return;
+        }
+        let _starting = Starting;
+        while let Some(job) = self.jobs[REMOTE].pop() {
+            self.start_deferred(job);
+        }
+    }
+
+    /// Starts one deferred job: refused or verified like a local one, or
+    /// handed to the executor with its completion.
+    pub(super) fn start_deferred(&self, job: Job<E>) {
+        let Job {
+            dispatch,
+            node,
+            work,
+            ready_at,
+            deferred,
+        } = job;
+        let Some(notice) = deferred else {
+            debug_assert!(false, "a remote-class job carries its notice");
+            let finished = self.execute(Job {
+                dispatch,
+                node,
+                work,
+                ready_at,
+                deferred: None,
+            });
+            self.complete(finished, None);
+            return;
+        };
+        match (node, work) {
+            (None, work) => self.start_cache(dispatch, work, ready_at, notice),
+            (Some(node), work @ Work::Artifact { .. }) => {
+                self.start_artifact(dispatch, node, work, ready_at, notice);
+            }
+            // Only Artifacts and cache nodes are routed to the remote class
+            // (`RemoteRoutes`); anything else runs here, as a local job.
+            (Some(node), work) => {
+                let finished = self.execute(Job {
+                    dispatch,
+                    node: Some(node),
+                    work,
+                    ready_at,
+                    deferred: None,
+                });
+                self.complete_deferred(finished, &notice);
+            }
+        }
+    }
+
+    fn start_artifact(
+        &self,
+        dispatch: Dispatch,
+        node: Arc<FileNode<E>>,
+        work: Work<E>,
+        ready_at: Option<Instant>,
+        notice: Arc<CancelNotice>,
+    ) {
+        let file = dispatch
+            .identity
+            .file()
+            .cloned()
+            .expect("an Artifact is file work");
+        let (dispatch, work, because) = match self.begin(dispatch, &node, &file, work) {
+            Begun::Run(dispatch, work, because) => (dispatch, work, because),
+            Begun::Finished(finished) => {
+                self.complete_deferred(finished, &notice);
+                return;
+            }
+        };
+        let Work::Artifact {
+            profile,
+            analysis,
+            mut blockers,
+            blockers_changed_at,
+            prior,
+        } = work
+        else {
+            unreachable!("start_deferred sends only Artifacts here");
+        };
+        self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
+        // Sorted by path, as `ArtifactInput` promises (see `execute`).
+        blockers.sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
+        let cancel = dispatch.cancel.clone();
+        let started = Started {
+            dispatch,
+            notice: Arc::clone(&notice),
+            because,
+            ready_at,
+            started: self.timed.then(Instant::now),
+        };
+        let me = self.me.clone();
+        let (kept_analysis, kept_blockers) = (Arc::clone(&analysis), blockers.clone());
+        let commit = Box::new(move |answer: Answer<E::Artifact>| {
+            let Some(me) = me.upgrade() else {
+                return;
+            };
+            let (result, cut) = me.built(
+                &file,
+                profile,
+                (&kept_analysis, &kept_blockers, blockers_changed_at),
+                prior,
+                answer,
+            );
+            let outcome = Outcome::Built {
+                node,
+                result,
+                blockers: kept_blockers,
+                cut,
+            };
+            me.finish_deferred(started, outcome);
+        });
+        let input = ArtifactInput {
+            profile,
+            analysis: &analysis,
+            blockers: &blockers,
+            cancel: &cancel,
+        };
+        let done = Completion::new(commit, notice);
+        // A panic unwinds through the completion, whose drop answers the
+        // work as panicked: nothing else is owed here.
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            self.executor.start_artifact(&input, done);
+        }));
+    }
+
+    fn start_cache(
+        &self,
+        dispatch: Dispatch,
+        work: Work<E>,
+        ready_at: Option<Instant>,
+        notice: Arc<CancelNotice>,
+    ) {
+        let Work::Cache {
+            generation,
+            context,
+        } = work
+        else {
+            unreachable!("only a cache node's job has no file node");
+        };
+        if !self.begin_cache(&dispatch) {
+            let finished = self.finished(
+                dispatch,
+                Outcome::Cached {
+                    result: Err(RequestError::Cancelled),
+                },
+            );
+            self.complete_deferred(finished, &notice);
+            return;
+        }
+        let identity = dispatch.identity;
+        let cancel = dispatch.cancel.clone();
+        let started = Started {
+            dispatch,
+            notice: Arc::clone(&notice),
+            because: self.observes_events.then_some(RunReason::CacheNode),
+            ready_at,
+            started: self.timed.then(Instant::now),
+        };
+        let me = self.me.clone();
+        let commit = Box::new(move |answer: Answer<E::CacheOutput>| {
+            if let Some(me) = me.upgrade() {
+                let outcome = me.cached(&identity, answer);
+                me.finish_deferred(started, outcome);
+            }
+        });
+        let input = CacheNodeInput {
+            identity,
+            generation,
+            cancel: &cancel,
+            context: context.as_ref(),
+        };
+        let done = Completion::new(commit, notice);
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            self.executor.start_cache_node(&input, done);
+        }));
+    }
+
+    /// A deferred answer arrived (on the completing thread): times the run
+    /// and commits it.
+    fn finish_deferred(&self, started: Started, outcome: Outcome<E>) {
+        let Started {
+            dispatch,
+            notice,
+            because,
+            ready_at,
+            started,
+        } = started;
+        let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
+        let mut finished = self.finished(dispatch, outcome);
+        finished.ran = ran;
+        self.complete_deferred(finished, &notice);
+    }
+
+    /// Commits deferred work in one hold of its own, which also forgets its
+    /// notice; then starts whatever deferred work that hold dispatched.
+    fn complete_deferred(&self, finished: Finished<E>, notice: &Arc<CancelNotice>) {
+        self.counters
+            .completion_holds
+            .fetch_add(1, Ordering::Relaxed);
+        let (broken, _) = self.transact_keeping(None, |locked, post| {
+            locked.deferred.forget(notice);
+            self.commit(locked, finished, post)
+        });
+        if let Some(message) = broken {
+            debug_assert!(false, "{message}");
+        }
+    }
+}
