@@ -25,7 +25,7 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use verter_dag::{CancellationToken, WorkNodeIdentity};
+use verter_dag::{CancellationToken, Priority, WorkNodeIdentity};
 
 use crate::error::ExecutorError;
 
@@ -79,6 +79,12 @@ impl<T: Send + 'static> Completion<T> {
         self.notice.work
     }
 
+    /// The priority the work was dispatched at (its lane in the ready
+    /// queue): what a remote executor passes on to its server.
+    pub fn priority(&self) -> Priority {
+        self.notice.priority
+    }
+
     /// Cancelled when the scheduler abandons the work. Cheap to poll.
     pub fn cancel_token(&self) -> &CancellationToken {
         &self.notice.token
@@ -129,6 +135,7 @@ impl<T: Send + 'static> fmt::Debug for Completion<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Completion")
             .field("work", &self.notice.work)
+            .field("priority", &self.notice.priority)
             .field("cancelled", &self.is_cancelled())
             .field("completed", &self.commit.is_none())
             .finish()
@@ -144,6 +151,7 @@ type OnCancel = Box<dyn FnOnce() + Send>;
 /// that abandoned the work.
 pub(crate) struct CancelNotice {
     work: WorkNodeIdentity,
+    priority: Priority,
     token: CancellationToken,
     state: Mutex<NoticeState>,
 }
@@ -156,10 +164,15 @@ enum NoticeState {
 }
 
 impl CancelNotice {
-    /// The notice of `work`, whose dispatch carries `token`.
-    pub(crate) fn new(work: WorkNodeIdentity, token: CancellationToken) -> Arc<Self> {
+    /// The notice of `work`, dispatched at `priority` with `token`.
+    pub(crate) fn new(
+        work: WorkNodeIdentity,
+        priority: Priority,
+        token: CancellationToken,
+    ) -> Arc<Self> {
         Arc::new(Self {
             work,
+            priority,
             token,
             state: Mutex::new(NoticeState::Waiting(Vec::new())),
         })

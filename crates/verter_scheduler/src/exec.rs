@@ -265,6 +265,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         // abandonment in any later hold reaches the work.
                         let notice = crate::deferred::CancelNotice::new(
                             job.dispatch.identity,
+                            job.dispatch.priority,
                             job.dispatch.cancel.clone(),
                         );
                         locked.deferred.register(Arc::clone(&notice));

@@ -19,7 +19,7 @@ fn completion() -> (Completion<u32>, Log, CancellationToken) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let into = Arc::clone(&log);
     let token = CancellationToken::new();
-    let notice = CancelNotice::new(work(), token.clone());
+    let notice = CancelNotice::new(work(), verter_dag::Priority::High, token.clone());
     let done = Completion::new(Box::new(move |answer| into.lock().push(answer)), notice);
     (done, log, token)
 }
@@ -28,6 +28,7 @@ fn completion() -> (Completion<u32>, Log, CancellationToken) {
 fn complete_commits_the_answer_once() {
     let (done, log, _) = completion();
     assert_eq!(done.work(), work());
+    assert_eq!(done.priority(), verter_dag::Priority::High);
     done.complete(Ok(5));
     let log = log.lock();
     assert_eq!(log.len(), 1);
