@@ -266,6 +266,15 @@ impl InFlight {
         }
     }
 
+    /// Takes every notice (the scheduler is being torn down: all of its
+    /// work is abandoned).
+    pub(crate) fn take_all(&mut self) -> Vec<Arc<CancelNotice>> {
+        self.by_work
+            .drain()
+            .flat_map(|(_, notices)| notices)
+            .collect()
+    }
+
     /// How many started pieces of work have not committed.
     pub(crate) fn len(&self) -> usize {
         self.by_work.values().map(SmallVec::len).sum()

@@ -606,6 +606,11 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
             self.cancel_all_dags(&mut locked, &mut post);
             let slots = locked.dag.take_payloads();
             let effects = locked.dag.reset();
+            // Started deferred work is abandoned with everything else: told
+            // after the lock, so a remote server stops running it.
+            for notice in locked.deferred.take_all() {
+                post.cancel_deferred(notice);
+            }
             for answer in effects.answers {
                 if let Some(slot) = locked.take_waiter(answer.waiter) {
                     post.answer(

@@ -410,3 +410,23 @@ fn a_routed_cache_node_completes_later_and_a_cancelled_dag_tells_it() {
         assert_eq!(report, verter_scheduler::QuiescenceReport::clean());
     });
 }
+
+#[test]
+fn dropping_the_scheduler_tells_started_work_and_answers_its_waiter() {
+    watchdog("remote teardown", || {
+        let files = MemFiles::with(&[("a.rs", "one")]);
+        let (exec, remote) = remote_exec();
+        let scheduler = threaded_remote(&files, &exec, config(2));
+        let handle = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+        let started = next(&remote.artifacts);
+        drop(scheduler);
+        assert_eq!(
+            remote.cancelled.recv().expect("cancellation delivered"),
+            started.done.work()
+        );
+        assert!(started.done.is_cancelled());
+        assert!(handle.is_answered(), "the waiter was answered at teardown");
+        // A late answer to a scheduler that is gone changes nothing.
+        started.done.complete(started.answer);
+    });
+}
