@@ -168,7 +168,9 @@ impl RemoteConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetryPolicy {
-    /// Attempts per call, the first included (at least 1). Default 5.
+    /// Attempts per call, the first included (at least 1). Default 8:
+    /// about 11 s of waiting in all, enough to ride out a server restart
+    /// (a BuildGrid restart took 3–8 s here; 5 attempts, 1.5 s, was not).
     pub max_attempts: u32,
     /// The wait before the first retry. Default 100 ms.
     pub initial_backoff: Duration,
@@ -200,7 +202,7 @@ impl RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        Self::new(5, Duration::from_millis(100), Duration::from_secs(5))
+        Self::new(8, Duration::from_millis(100), Duration::from_secs(5))
     }
 }
 
