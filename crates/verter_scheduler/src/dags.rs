@@ -605,9 +605,13 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         std::mem::take(&mut self.released)
     }
 
-    /// Every run's id, to cancel them all (reset, shutdown).
+    /// Every run's id, in submission order, to cancel them all (reset,
+    /// shutdown): the order their cancellations are decided and reported
+    /// in is the same in every process, whatever the table's hash seed.
     pub(crate) fn run_ids(&self) -> Vec<u64> {
-        self.runs.keys().copied().collect()
+        let mut ids: Vec<u64> = self.runs.keys().copied().collect();
+        ids.sort_unstable();
+        ids
     }
 }
 

@@ -551,7 +551,25 @@ impl<E: StageExecutor> Scheduler<E> {
             // pumping caller starts it in dispatch order.
             self.jobs[REMOTE].push(job);
             if let Mode::Threaded { .. } = &self.mode {
-                self.start_queued_deferred();
+                if std::thread::panicking() {
+                    // A completion dropped by a panic's unwind committed
+                    // here: host code must not start under that unwind,
+                    // where a completion it drops would read as panicked.
+                    // Rare, so a thread of its own starts what is queued.
+                    let me = self.me.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name("verter-deferred-start".into())
+                        .spawn(move || {
+                            if let Some(scheduler) = me.upgrade() {
+                                scheduler.start_queued_deferred();
+                            }
+                        });
+                    if spawned.is_err() {
+                        self.start_queued_deferred();
+                    }
+                } else {
+                    self.start_queued_deferred();
+                }
             }
             return;
         }

@@ -31,14 +31,18 @@
 //!    node's run, whose current commits (moving the Source on to its
 //!    parse, landing the node's flight) record nothing of their own. Every
 //!    `DidComplete` and `DidCutOff(_, Unchanged)` follows an executor's
-//!    run (on the `Cpu` budget) of its work in its hold, and no
-//!    `DidCutOff(_, Verified)` follows any run. A `DidFail` or a
-//!    `DidRefuseStale` needs no run: a dispatch may be failed or refused
-//!    before it runs.
+//!    run (on the `Cpu` budget, or a deferred run on the `Remote` one,
+//!    recorded by the hold that commits its completion) of its work in its
+//!    hold, and no `DidCutOff(_, Verified)` follows any run. A `DidFail`
+//!    or a `DidRefuseStale` needs no run: a dispatch may be failed or
+//!    refused before it runs.
 //! 3. *Counts* (whole logs only). Per piece of work, the `Ran` records on
 //!    the `Cpu` budget number the executor's calls (parses, analyses,
-//!    artifacts, cache nodes); per file, those on the `Io` budget (its
-//!    Sources' loads) number the loader's calls that Source loads made.
+//!    artifacts, cache nodes), and those on the `Remote` budget its
+//!    deferred starts (`start_artifact`, `start_cache_node`: each start is
+//!    one run, whether it was answered, answered wrongly, dropped or
+//!    panicked); per file, those on the `Io` budget (its Sources' loads)
+//!    number the loader's calls that Source loads made.
 //! 4. *Cancellations.* A `Cancelled` or `Superseded` record that names a
 //!    host action comes after an `Acted` record of that action (in a
 //!    window that lost records, one whose action it does not hold is
@@ -93,6 +97,9 @@ pub struct CauseStats {
     /// Records the ring dropped before a checkpoint took them (threaded
     /// only).
     pub dropped: u64,
+    /// `Ran` records of deferred work (on the `Remote` budget) counted
+    /// against the executor's starts (whole logs only).
+    pub deferred_runs: u64,
 }
 
 impl CauseStats {
@@ -109,6 +116,7 @@ impl CauseStats {
         self.superseded += other.superseded;
         self.skipped += other.skipped;
         self.dropped += other.dropped;
+        self.deferred_runs += other.deferred_runs;
     }
 
     /// Chains judged to end at a host action.
@@ -138,6 +146,13 @@ impl fmt::Display for CauseStats {
             "; {} cancellations by a host action, {} by a host cancellation token, {} supersessions",
             self.cancelled_by_action, self.cancelled_by_token, self.superseded,
         )?;
+        if self.deferred_runs > 0 {
+            write!(
+                f,
+                "; {} deferred runs counted against their starts",
+                self.deferred_runs
+            )?;
+        }
         if self.skipped > 0 || self.dropped > 0 {
             write!(
                 f,
@@ -184,7 +199,7 @@ pub enum CauseViolation {
     /// Rule 2: a completion with no executor run of its own before it in
     /// its hold.
     #[error(
-        "record {seq}: {event} of {work} follows no executor run (a Ran on the Cpu budget) of its own in its hold"
+        "record {seq}: {event} of {work} follows no executor run (a Ran on the Cpu or Remote budget) of its own in its hold"
     )]
     CompletedWithoutRun {
         /// The record's place in the log.
@@ -212,6 +227,20 @@ pub enum CauseViolation {
         work: String,
         /// The executor's count.
         executed: u64,
+        /// The log's count.
+        logged: u64,
+    },
+    /// Rule 3: the executor started a piece of deferred work another
+    /// number of times than the log has `Ran` records of it on the
+    /// `Remote` budget.
+    #[error(
+        "the executor started {work} {started} times, the causal log has {logged} Ran records of it on the Remote budget"
+    )]
+    StartCount {
+        /// The work.
+        work: String,
+        /// The executor's count of starts.
+        started: u64,
         /// The log's count.
         logged: u64,
     },
@@ -270,6 +299,9 @@ pub struct Executed {
     /// Executor calls per piece of work: parses, analyses, artifacts and
     /// cache nodes ([`crate::lang::SimExecutor::calls`]).
     pub stages: HashMap<WorkNodeIdentity, u64>,
+    /// Deferred starts per piece of work: Artifacts and cache nodes routed
+    /// to the remote class ([`crate::lang::SimExecutor::starts`]).
+    pub starts: HashMap<WorkNodeIdentity, u64>,
     /// Loader calls per file that Source loads made (not those the host's
     /// `invalidate` made on its own thread).
     pub loads: BTreeMap<String, u64>,
@@ -420,6 +452,9 @@ fn logged_later(records: &[LogRecord], chain: &Explanation) -> Option<u64> {
 struct Tally {
     /// Per piece of work: its runs on the `Cpu` budget (the executor's).
     runs: HashMap<WorkNodeIdentity, u64>,
+    /// Per piece of work: its runs on the `Remote` budget (the executor's
+    /// deferred starts).
+    deferred: HashMap<WorkNodeIdentity, u64>,
     /// Per file: its Sources' runs on the `Io` budget (the loader's).
     loads: BTreeMap<String, u64>,
 }
@@ -433,6 +468,7 @@ impl Tally {
                     .entry(key.file.canonical.as_str().to_owned())
                     .or_default() += 1;
             }
+            (ResourceClass::Remote, work) => *self.deferred.entry(work).or_default() += 1,
             (_, work) => *self.runs.entry(work).or_default() += 1,
         }
     }
@@ -468,7 +504,7 @@ fn walk_holds(records: &[LogRecord], verdict: &mut CauseVerdict) -> Tally {
             SchedulerEvent::DidComplete(work)
             | SchedulerEvent::DidCutOff(work, CutOff::Unchanged) => match open.remove(work) {
                 Some(OpenRun {
-                    class: ResourceClass::Cpu,
+                    class: ResourceClass::Cpu | ResourceClass::Remote,
                     ..
                 }) => verdict.stats.completions += 1,
                 _ => verdict
@@ -534,6 +570,23 @@ fn judge_counts(tally: &Tally, executed: &Executed, verdict: &mut CauseVerdict) 
             counts.push(CauseViolation::RunCount {
                 work: Step::work_label(work),
                 executed: ran,
+                logged,
+            });
+        }
+    }
+    let works: HashSet<&WorkNodeIdentity> = tally
+        .deferred
+        .keys()
+        .chain(executed.starts.keys())
+        .collect();
+    for work in works {
+        let logged = tally.deferred.get(work).copied().unwrap_or(0);
+        let started = executed.starts.get(work).copied().unwrap_or(0);
+        verdict.stats.deferred_runs += logged.min(started);
+        if logged != started {
+            counts.push(CauseViolation::StartCount {
+                work: Step::work_label(work),
+                started,
                 logged,
             });
         }

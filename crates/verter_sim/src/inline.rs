@@ -48,9 +48,28 @@
 //! whose trace names [`Op::ReadyQueueBound`] has a small ready queue, so it
 //! is).
 //!
+//! # Remote work
+//! A trace that names [`Op::Remote`] (half the default mix's seeds) routes
+//! Artifacts, and on most of those seeds cache nodes, to the fake remote
+//! executor ([`crate::remote`]) with a remote budget of 1 to 4, so the
+//! budget is often full. A start computes the answer with the local pure
+//! functions and parks its completion; [`Op::Deliver`] answers one (right,
+//! wrong to cancelled work only, or dropped to cancelled or failing work
+//! only), inside hook windows too; a wait whose scheduler is idle answers a
+//! parked job drawn at random; every check (and the end of the run)
+//! answers all of them first. Every answer is judged as usual; besides,
+//! after every operation the remote reservations stay within the budget
+//! and cover the parked jobs, a wrong answer is never the file's committed
+//! output, a cancellation is told (`on_cancel`) before the call that made
+//! it returns and only to cancelled work, and at every quiescent point
+//! nothing started is left, no deferred work is in flight and no remote
+//! reservation held. The causal log's `Ran` records on the `Remote` budget
+//! number the executor's starts.
+//!
 //! # Parts
 //! - this file: the run, its shared state and its hooks;
 //! - `exec.rs`: one operation, and the judgement of each answer;
+//! - `remote.rs`: delivering parked remote work, and its checks;
 //! - `check.rs`: the quiescent checks and the comparison with a fresh
 //!   scheduler;
 //! - `dag.rs`: host DAG submissions, their handles and their judgement;
@@ -65,22 +84,24 @@ use std::sync::{Arc, OnceLock, Weak};
 use parking_lot::Mutex;
 use verter_dag::{ResourceClass, TargetStage, WorkNodeIdentity};
 use verter_scheduler::{
-    CompletionHandle, ConcurrencyLimit, HookPoint, Hooks, LogRecord, Scheduler, SchedulerEvent,
-    SourceWitness,
+    CompletionHandle, ConcurrencyLimit, HookPoint, Hooks, LogRecord, RemoteRoutes, Scheduler,
+    SchedulerEvent, SourceWitness,
 };
 use verter_source_root::SchedulerSourceRoot;
 
 use crate::causes::{CauseStats, Executed};
 use crate::fs::{Entry, SimFs, canonical_name};
 use crate::lang::SimExecutor;
-use crate::ops::{DagTask, Generator, Op, ReqSpec, SimConfig, StageLabel};
+use crate::ops::{DagTask, Generator, Op, RemoteSpec, ReqSpec, SimConfig, StageLabel};
 use crate::oracle::{Asked, Change, OPEN, Oracle, Tick};
+use crate::remote::{RemoteDesk, RemoteStats};
 use crate::rng::{fnv1a, mix};
 
 mod check;
 mod dag;
 mod exec;
 mod host;
+mod remote;
 mod shrink;
 
 pub use dag::DagStats;
@@ -118,6 +139,9 @@ pub struct RunReport {
     /// What the judgement of the run's causal log counted
     /// ([`crate::causes`]).
     pub causes: CauseStats,
+    /// What the run's remote work came to (all zero unless its trace
+    /// names [`Op::Remote`]).
+    pub remote: RemoteStats,
 }
 
 /// A run that found a violation: the trace (shrunk when it could be) and
@@ -212,8 +236,21 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
     let result = catch_unwind(AssertUnwindSafe(|| {
         for op in trace {
             shared.exec(op, false);
-            if let Some(violation) = shared.state.lock().violation.take() {
+            shared.check_remote_bounds();
+            let mut state = shared.state.lock();
+            if let Some(violation) = state.violation.take() {
                 return Err(format!("at `{op}`: {violation}"));
+            }
+        }
+        // Every started piece of remote work is answered by the end (a
+        // trace that ends in a check has answered it already; a shrunk one
+        // may not), so the causal log's runs number the starts.
+        if shared.remote.is_some() {
+            shared.settle();
+            shared.judge_answered();
+            shared.check_remote_bounds();
+            if let Some(violation) = shared.state.lock().violation.take() {
+                return Err(format!("at the end of the run: {violation}"));
             }
         }
         Ok(())
@@ -239,6 +276,7 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
             cut_off,
             dags: state.dag_stats,
             causes,
+            remote: shared.remote_stats(),
         })
     };
     (shared, report)
@@ -318,6 +356,9 @@ pub(crate) struct Shared {
     scheduler: OnceLock<Arc<SimScheduler>>,
     /// The concurrency limit `limited` DAG nodes count against.
     limit: OnceLock<ConcurrencyLimit>,
+    /// The fake remote executor's desk and how the run routes work to it,
+    /// when the trace names [`Op::Remote`].
+    remote: Option<(Arc<RemoteDesk>, RemoteSpec)>,
 }
 
 /// The permits of an inline run's DAG concurrency limit.
@@ -337,6 +378,13 @@ impl Hooks for InlineHooks {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
+        // A completion dropped by a panic's unwind commits on this thread
+        // while it unwinds: no host operation runs there (a second panic
+        // would abort, and a completion dropped meanwhile would answer as
+        // panicked); the window stays armed for the next pause.
+        if std::thread::panicking() {
+            return;
+        }
         let (label, path) = match work {
             WorkNodeIdentity::CacheNode { key_hash, .. } => {
                 (StageLabel::Cache, format!("#{key_hash}"))
@@ -394,6 +442,13 @@ impl Shared {
         for path in trace_paths(trace) {
             universe.insert(path, Entry::Missing);
         }
+        let remote = trace.iter().find_map(|op| match op {
+            Op::Remote(spec) => Some((
+                RemoteDesk::new(spec.seed, spec.immediate_percent, true),
+                *spec,
+            )),
+            _ => None,
+        });
         let shared = Arc::new(Self {
             fs: SimFs::default(),
             oracle: Oracle::new(&universe),
@@ -401,6 +456,7 @@ impl Shared {
             state: Mutex::new(State::default()),
             scheduler: OnceLock::new(),
             limit: OnceLock::new(),
+            remote,
         });
         let hooks = Arc::new(InlineHooks {
             shared: Arc::downgrade(&shared),
@@ -413,9 +469,17 @@ impl Shared {
         }) {
             config.max_ready_queue_depth = bound.max(1);
         }
-        let scheduler =
-            Scheduler::new_inline(config, shared.fs.loader(), SimExecutor::recording_calls())
-                .expect("a valid scheduler configuration");
+        let mut executor = SimExecutor::recording_calls();
+        if let Some((desk, spec)) = &shared.remote {
+            let routes = RemoteRoutes {
+                artifacts: true,
+                cache_nodes: spec.cache_nodes,
+            };
+            config = config.with_remote(routes, spec.budget.max(1));
+            executor = executor.with_remote(Arc::clone(desk));
+        }
+        let scheduler = Scheduler::new_inline(config, shared.fs.loader(), executor)
+            .expect("a valid scheduler configuration");
         let _ = shared
             .limit
             .set(scheduler.cpu_concurrency_semaphore(DAG_PERMITS));

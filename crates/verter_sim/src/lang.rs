@@ -17,6 +17,14 @@
 //! blocker, sorted by path. So an answer names every input it was built from,
 //! and the oracle recomputes it from the inputs it expects.
 //!
+//! # Remote work
+//! Made [`SimExecutor::with_remote`], the executor starts the Artifacts and
+//! cache nodes the scheduler routes to its remote class by computing their
+//! answer here, with the same functions, and parking it with the completion
+//! on a [`RemoteDesk`] ([`crate::remote`]); each start is counted
+//! ([`SimExecutor::starts`]) as the causal log's runs on the `Remote` budget
+//! must number them.
+//!
 //! # Cache nodes
 //! A host DAG's cache node of key `k` computes [`cache_value`]: `3k + 1`,
 //! except that it fails for `k % 7 == 3` and panics for `k % 13 == 6`, so
@@ -33,16 +41,10 @@ use verter_scheduler::{
     StageExecutor,
 };
 
+use crate::remote::RemoteDesk;
 use crate::rng::fnv1a;
 
-/// How a stage is told to misbehave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Fault {
-    /// The stage panics.
-    Panic,
-    /// The stage returns an error.
-    Fail,
-}
+pub use crate::fault::Fault;
 
 /// A parsed file: the Source stage's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,6 +193,13 @@ pub struct SimExecutor {
     /// Per piece of work, how many times the executor ran it: kept only
     /// when made with [`Self::recording_calls`].
     calls: Option<parking_lot::Mutex<HashMap<WorkNodeIdentity, u64>>>,
+    /// Per piece of work, how many times the executor started it on the
+    /// remote desk (`start_artifact`, `start_cache_node`): kept only when
+    /// made with [`Self::recording_calls`].
+    starts: Option<parking_lot::Mutex<HashMap<WorkNodeIdentity, u64>>>,
+    /// Where routed work is parked ([`Self::with_remote`]); without one, a
+    /// routed start runs the local stage in the start.
+    remote: Option<std::sync::Arc<RemoteDesk>>,
     scheduler: std::sync::OnceLock<std::sync::Weak<verter_scheduler::Scheduler<SimExecutor>>>,
 }
 
@@ -200,7 +209,36 @@ impl SimExecutor {
     pub fn recording_calls() -> Self {
         Self {
             calls: Some(parking_lot::Mutex::new(HashMap::new())),
+            starts: Some(parking_lot::Mutex::new(HashMap::new())),
             ..Self::default()
+        }
+    }
+
+    /// The same executor, starting the work the scheduler routes to its
+    /// remote class on `desk` ([`crate::remote`]).
+    pub fn with_remote(mut self, desk: std::sync::Arc<RemoteDesk>) -> Self {
+        self.remote = Some(desk);
+        self
+    }
+
+    /// The desk routed work is started on, if any.
+    pub fn remote(&self) -> Option<&std::sync::Arc<RemoteDesk>> {
+        self.remote.as_ref()
+    }
+
+    /// Per piece of work, how many times the executor started it on its
+    /// remote desk; empty unless made with [`Self::recording_calls`].
+    pub fn starts(&self) -> HashMap<WorkNodeIdentity, u64> {
+        self.starts
+            .as_ref()
+            .map(|starts| starts.lock().clone())
+            .unwrap_or_default()
+    }
+
+    /// Counts one start of `work`, when recording.
+    fn started(&self, work: WorkNodeIdentity) {
+        if let Some(starts) = &self.starts {
+            *starts.lock().entry(work).or_default() += 1;
         }
     }
 
@@ -250,6 +288,48 @@ impl SimExecutor {
         // Any answer will do (the file may be missing, removed, or the
         // scheduler reset meanwhile): the point is the wait.
         let _ = scheduler.wait(&handle);
+    }
+}
+
+/// The Artifact `input` asks for, as a piece of work.
+fn artifact_work(input: &ArtifactInput<'_, SimAnalysis>) -> WorkNodeIdentity {
+    let analysis = input.analysis;
+    let version = analysis.version();
+    let file = FileIdentity::new(analysis.canonical, version.incarnation, version.generation);
+    WorkNodeIdentity::File(file.at(TargetStage::Artifact(input.profile)))
+}
+
+/// What the Artifact of `input` is, or how it misbehaves ([`build`]).
+fn artifact_of(input: &ArtifactInput<'_, SimAnalysis>) -> Result<String, Fault> {
+    let analysis = input.analysis;
+    let inputs: Vec<(&str, &SimAnalysis)> = input
+        .blockers
+        .iter()
+        .map(|blocker| (blocker.canonical.as_str(), blocker.data()))
+        .collect();
+    build(
+        input.profile,
+        analysis.canonical.as_str(),
+        analysis.data(),
+        &inputs,
+    )
+}
+
+impl SimExecutor {
+    /// The key of a cache node's run, checking the context it was handed
+    /// (counted in `misrouted_contexts` when it is not its own); `None`
+    /// for a run that is no cache node's.
+    fn cache_key(&self, input: &CacheNodeInput<'_>) -> Option<u64> {
+        let WorkNodeIdentity::CacheNode { key_hash, .. } = input.identity else {
+            self.misrouted_contexts.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        if let Some(context) = input.context
+            && context.downcast_ref::<SimCacheContext>() != Some(&SimCacheContext(key_hash))
+        {
+            self.misrouted_contexts.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(key_hash)
     }
 }
 
@@ -316,41 +396,54 @@ impl StageExecutor for SimExecutor {
         &self,
         input: &ArtifactInput<'_, SimAnalysis>,
     ) -> Result<String, ExecutorError> {
-        let (profile, analysis, blockers) = (input.profile, input.analysis, input.blockers);
         self.runs.fetch_add(1, Ordering::Relaxed);
-        self.called(|| {
-            let version = analysis.version();
-            let file =
-                FileIdentity::new(analysis.canonical, version.incarnation, version.generation);
-            WorkNodeIdentity::File(file.at(TargetStage::Artifact(profile)))
-        });
-        let inputs: Vec<(&str, &SimAnalysis)> = blockers
-            .iter()
-            .map(|blocker| (blocker.canonical.as_str(), blocker.data()))
-            .collect();
-        build(
-            profile,
-            analysis.canonical.as_str(),
-            analysis.data(),
-            &inputs,
-        )
-        .or_else(|fault| misbehave(fault, "Artifact", analysis.canonical.as_str()))
+        self.called(|| artifact_work(input));
+        let path = input.analysis.canonical.as_str();
+        artifact_of(input).or_else(|fault| misbehave(fault, "Artifact", path))
     }
 
     fn execute_cache_node(&self, input: &CacheNodeInput<'_>) -> Result<u64, ExecutorError> {
         self.cache_runs.fetch_add(1, Ordering::Relaxed);
         self.called(|| input.identity);
-        let WorkNodeIdentity::CacheNode { key_hash, .. } = input.identity else {
-            self.misrouted_contexts.fetch_add(1, Ordering::Relaxed);
+        let Some(key) = self.cache_key(input) else {
             return Err(ExecutorError::msg("a cache run of a file stage"));
         };
-        if let Some(context) = input.context
-            && context.downcast_ref::<SimCacheContext>() != Some(&SimCacheContext(key_hash))
-        {
-            self.misrouted_contexts.fetch_add(1, Ordering::Relaxed);
-        }
         let label = input.identity.to_string();
-        cache_value(key_hash).or_else(|fault| misbehave(fault, "CacheNode", &label))
+        cache_value(key).or_else(|fault| misbehave(fault, "CacheNode", &label))
+    }
+
+    // Routed work: the answer is computed here, by the same functions, and
+    // parked on the desk with the completion (`crate::remote`); the host
+    // delivers it later.
+    fn start_artifact(
+        &self,
+        input: &ArtifactInput<'_, SimAnalysis>,
+        done: verter_scheduler::Completion<String>,
+    ) {
+        let Some(desk) = &self.remote else {
+            done.complete(self.execute_artifact(input));
+            return;
+        };
+        self.runs.fetch_add(1, Ordering::Relaxed);
+        self.started(artifact_work(input));
+        desk.start_artifact(done, artifact_of(input));
+    }
+
+    fn start_cache_node(
+        &self,
+        input: &CacheNodeInput<'_>,
+        done: verter_scheduler::Completion<u64>,
+    ) {
+        let Some(desk) = &self.remote else {
+            done.complete(self.execute_cache_node(input));
+            return;
+        };
+        self.cache_runs.fetch_add(1, Ordering::Relaxed);
+        self.started(input.identity);
+        match self.cache_key(input) {
+            Some(key) => desk.start_cache(done, key, cache_value(key)),
+            None => done.complete(Err(ExecutorError::msg("a cache run of a file stage"))),
+        }
     }
 
     // Early cutoff: every output compares by value, so the simulator

@@ -19,6 +19,10 @@
 //!   dispatch traced to a host action, every run recorded by the hold that
 //!   commits it, one `Ran` per executor or loader call, cancellations
 //!   naming actions the log holds — as pure functions of its records.
+//! - [`remote`]: the fake remote executor — routed Artifacts and cache
+//!   nodes are started, parked with their completion, and answered later
+//!   in any order (rightly, wrongly only when cancelled, or dropped) — and
+//!   the checks of the deferred protocol around them.
 //! - [`inline`]: one trace on an inline scheduler: fully deterministic,
 //!   operations placed inside hook windows, quiescent checks, shrinking.
 //! - [`threaded`]: the same operation mix from many threads on real pools,
@@ -33,11 +37,13 @@
 //! runs seed `S` again and prints the whole trace and the violation.
 
 pub mod causes;
+pub mod fault;
 pub mod fs;
 pub mod inline;
 pub mod lang;
 pub mod ops;
 pub mod oracle;
+pub mod remote;
 pub mod rng;
 pub mod threaded;
 

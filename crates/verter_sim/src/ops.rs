@@ -14,6 +14,8 @@ use verter_scheduler::HookPoint;
 use crate::fs::Entry;
 use crate::rng::SimRng;
 
+pub use crate::remote::Delivery;
+
 mod dag;
 
 pub use dag::{
@@ -182,6 +184,36 @@ pub enum Op {
     /// The run's `max_ready_queue_depth`, read before the run starts (where
     /// it is in the trace does not matter; it does nothing when run).
     ReadyQueueBound(usize),
+    /// The run routes Artifacts (and maybe cache nodes) to the fake remote
+    /// executor ([`crate::remote`]), read before the run starts like
+    /// [`Op::ReadyQueueBound`].
+    Remote(RemoteSpec),
+    /// Answers one parked piece of remote work (chosen by index modulo the
+    /// number of those the delivery may take): rightly, wrongly (cancelled
+    /// work only), or by dropping its completion (cancelled or failing
+    /// work only). Nothing when there is none.
+    Deliver {
+        /// Which job.
+        job: usize,
+        /// How.
+        how: Delivery,
+    },
+}
+
+/// How an inline run routes work to the fake remote executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteSpec {
+    /// The remote budget (`DagConfig::remote_budget`): small, so it is
+    /// often full.
+    pub budget: usize,
+    /// Whether cache nodes are routed too (Artifacts always are).
+    pub cache_nodes: bool,
+    /// Percent of starts answered at once, inside the start (the rest are
+    /// parked for a delivery).
+    pub immediate_percent: u32,
+    /// The seed of the desk's own choices (which starts answer at once,
+    /// which job a wait answers).
+    pub seed: u64,
 }
 
 /// How big a simulated world is and how it misbehaves.
@@ -193,6 +225,11 @@ pub struct SimConfig {
     pub ops: usize,
     /// Percent of texts that carry a stage fault.
     pub fault_percent: u32,
+    /// Percent of seeds whose run routes Artifacts (and on most of them
+    /// cache nodes) to the fake remote executor ([`Op::Remote`]); which
+    /// seeds do is a function of the seed alone, and the other seeds draw
+    /// exactly the traces they drew before it existed.
+    pub remote_percent: u32,
 }
 
 impl Default for SimConfig {
@@ -201,8 +238,25 @@ impl Default for SimConfig {
             files: 6,
             ops: 60,
             fault_percent: 6,
+            remote_percent: 50,
         }
     }
+}
+
+/// Whether a seed's run routes work to the fake remote executor, and how:
+/// drawn from its own stream, so the seed's trace is unchanged until its
+/// first remote operation.
+pub fn remote_spec(seed: u64, percent: u32) -> Option<RemoteSpec> {
+    let mut rng = SimRng::new(crate::rng::mix(seed ^ 0x7265_6d6f_7465_0001));
+    if !rng.chance(percent) {
+        return None;
+    }
+    Some(RemoteSpec {
+        budget: 1 + rng.below(4),
+        cache_nodes: rng.chance(70),
+        immediate_percent: 10,
+        seed: rng.next_u64(),
+    })
 }
 
 /// The paths a world can name: its files, plus one nothing ever writes.
@@ -225,6 +279,9 @@ pub struct Generator {
     recent: Vec<Arc<str>>,
     /// Whether it draws host DAG operations (inline mode).
     dags: bool,
+    /// How its run routes work to the fake remote executor, if it does
+    /// (then it draws deliveries too).
+    remote: Option<RemoteSpec>,
 }
 
 const WORDS: [&str; 6] = ["alpha", "beta", "gamma", "delta", "eps", "zeta"];
@@ -234,6 +291,7 @@ impl Generator {
     pub fn new(seed: u64, config: SimConfig) -> Self {
         let paths = universe(&config);
         let owned = paths.clone();
+        let remote = remote_spec(seed, config.remote_percent);
         Self {
             rng: SimRng::new(seed),
             config,
@@ -241,7 +299,13 @@ impl Generator {
             owned,
             recent: Vec::new(),
             dags: true,
+            remote,
         }
+    }
+
+    /// How this generator's run routes work remotely, if it does.
+    pub fn remote(&self) -> Option<RemoteSpec> {
+        self.remote
     }
 
     /// The same generator, drawing no host DAG operation (the threaded
@@ -423,8 +487,25 @@ impl Generator {
         }
     }
 
+    /// One delivery of parked remote work: mostly right answers, often a
+    /// wrong one or a dropped completion (each only where it is allowed).
+    fn delivery(&mut self) -> Op {
+        let how = match self.rng.below(100) {
+            0..=54 => Delivery::Answer,
+            55..=79 => Delivery::Garbage,
+            _ => Delivery::Drop,
+        };
+        Op::Deliver {
+            job: self.rng.below(16),
+            how,
+        }
+    }
+
     /// One operation that never pumps (allowed inside a hook).
     pub fn plain_op(&mut self) -> Vec<Op> {
+        if self.remote.is_some() && self.rng.chance(14) {
+            return vec![self.delivery()];
+        }
         if self.dags && self.rng.chance(9) {
             return vec![self.dag_op()];
         }
@@ -552,8 +633,11 @@ impl Generator {
         if let Some(bound) = bound {
             ops.insert(0, Op::ReadyQueueBound(bound));
         }
+        if let Some(remote) = self.remote {
+            ops.insert(0, Op::Remote(remote));
+        }
         let n = self.config.ops;
-        let n = n + usize::from(bound.is_some());
+        let n = n + usize::from(bound.is_some()) + usize::from(self.remote.is_some());
         while ops.len() < n + self.config.files {
             let drawn = self.op();
             ops.extend(drawn);
@@ -651,6 +735,19 @@ impl fmt::Display for Op {
             Self::CancelNodes(i) => write!(f, "cancel node tokens of dag #{i}"),
             Self::WaitDag(i) => write!(f, "wait_dag #{i}"),
             Self::ReadyQueueBound(n) => write!(f, "max_ready_queue_depth {n}"),
+            Self::Remote(spec) => write!(
+                f,
+                "route Artifacts{} to the remote executor, budget {}, {}% answered in the start, desk seed {}",
+                if spec.cache_nodes {
+                    " and cache nodes"
+                } else {
+                    ""
+                },
+                spec.budget,
+                spec.immediate_percent,
+                spec.seed
+            ),
+            Self::Deliver { job, how } => write!(f, "remote: {how} (job #{job})"),
         }
     }
 }

@@ -22,6 +22,18 @@
 //! action, and every run is recorded by the hold that commits it
 //! (`causes.rs`).
 //!
+//! # Remote work
+//! On three seeds in four ([`SoakConfig::remote`]) Artifacts, and on half
+//! of those cache nodes, are routed to the fake remote executor
+//! ([`crate::remote`]) with a budget of 2 to 4: the starts park their
+//! completions, and a pool of remote threads (two) answers them in random
+//! order with seeded pauses — cancelled work also wrongly or by a dropped
+//! completion — while the hosts wait on their answers (`remote.rs`). Every
+//! quiescent checkpoint, and the end of the run, checks that every started
+//! piece of work was answered and told of its cancellation when it was
+//! cancelled first, and that no deferred work or remote reservation is
+//! left.
+//!
 //! # Reproducibility
 //! The operations each thread draws, and whether a given piece of work
 //! pauses at a given point and for how long, are functions of the seed. The
@@ -35,7 +47,8 @@
 //! - `checkpoint.rs`: the leader's checks at a quiescent checkpoint;
 //! - `causes.rs`: the leader's window onto the causal log;
 //! - `dag.rs`: host DAGs (submitted, waited, dropped, cancelled or handed
-//!   to another thread, and judged).
+//!   to another thread, and judged);
+//! - `remote.rs`: the remote threads and the checks of deferred work.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -44,7 +57,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use verter_dag::{ResourceClass, WorkNodeIdentity};
 use verter_scheduler::{
-    CompletionHandle, ConcurrencyLimit, HookPoint, Hooks, Scheduler, SchedulerConfig,
+    CompletionHandle, ConcurrencyLimit, HookPoint, Hooks, RemoteRoutes, Scheduler, SchedulerConfig,
 };
 use verter_source_root::SchedulerSourceRoot;
 
@@ -54,12 +67,14 @@ use crate::inline::{SimScheduler, panic_text, sim_config};
 use crate::lang::SimExecutor;
 use crate::ops::{Generator, Op, ReqSpec, SimConfig, universe};
 use crate::oracle::{Asked, Oracle, Tick};
+use crate::remote::{RemoteDesk, RemoteStats};
 use crate::rng::{SimRng, fnv1a, mix};
 
 mod causes;
 mod checkpoint;
 mod dag;
 mod host;
+mod remote;
 
 pub use dag::SoakDagStats;
 
@@ -85,6 +100,12 @@ pub struct SoakConfig {
     /// none and judges nothing. [`SoakConfig::causal_log_for`] sizes it
     /// for a checkpoint interval.
     pub causal_log: usize,
+    /// The remote budget when Artifacts (and maybe cache nodes) are routed
+    /// to the fake remote executor ([`crate::remote`]): `None` decides by
+    /// the seed ([`SoakConfig::remote`]), `Some(0)` routes nothing.
+    pub remote_budget: Option<usize>,
+    /// Threads answering parked remote work.
+    pub remote_threads: usize,
 }
 
 impl SoakConfig {
@@ -106,6 +127,25 @@ impl SoakConfig {
 /// precision only: the chains it may cut are counted as skipped.
 const EVENTS_PER_OP: u64 = 4;
 
+impl SoakConfig {
+    /// Whether the soak routes work to the fake remote executor: the
+    /// remote budget and whether cache nodes are routed too (Artifacts
+    /// always are). By the seed, unless [`Self::remote_budget`] says: on
+    /// for three seeds in four (not those divisible by 4), with a budget
+    /// of 2 to 4, cache nodes routed on half of them.
+    pub fn remote(&self) -> Option<(usize, bool)> {
+        match self.remote_budget {
+            Some(0) => None,
+            Some(budget) => Some((budget, true)),
+            None if self.seed.is_multiple_of(4) => None,
+            None => Some((
+                2 + (self.seed / 4 % 3) as usize,
+                (self.seed / 4).is_multiple_of(2),
+            )),
+        }
+    }
+}
+
 impl Default for SoakConfig {
     fn default() -> Self {
         Self {
@@ -117,6 +157,8 @@ impl Default for SoakConfig {
             pause_percent: 20,
             cpu_threads: 2,
             causal_log: Self::causal_log_for(8, 2_000),
+            remote_budget: None,
+            remote_threads: 2,
         }
     }
 }
@@ -160,6 +202,11 @@ pub struct SoakReport {
     /// What the judgement of the causal log counted (all zero with the
     /// log off).
     pub causes: CauseStats,
+    /// The remote budget and whether cache nodes were routed, when work
+    /// was routed to the fake remote executor.
+    pub remote_routes: Option<(usize, bool)>,
+    /// What the remote work came to.
+    pub remote: RemoteStats,
 }
 
 impl SoakReport {
@@ -233,6 +280,8 @@ struct World {
     barrier: Barrier,
     /// The leader's window onto the causal log, when it is on.
     causes: Option<Mutex<causes::CauseWindow>>,
+    /// The fake remote executor's desk, when work is routed to it.
+    remote: Option<Arc<RemoteDesk>>,
     config: SoakConfig,
     /// Every file, canonical.
     paths: Vec<String>,
@@ -286,6 +335,9 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         files: config.threads * config.files_per_thread,
         ops: 0,
         fault_percent: 6,
+        // The remote threads answer routed work; the host threads draw no
+        // deliveries.
+        remote_percent: 0,
     };
     let paths = universe(&sim);
     let fs = SimFs::default();
@@ -316,17 +368,24 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     if config.seed % 2 == 1 {
         scheduler_config.registrations_per_hold = SchedulerConfig::REGISTRATIONS_PER_HOLD;
     }
+    let remote_routes = config.remote();
+    let mut executor = SimExecutor::default();
+    let mut desk = None;
+    if let Some((budget, cache_nodes)) = remote_routes {
+        let routes = RemoteRoutes {
+            artifacts: true,
+            cache_nodes,
+        };
+        scheduler_config = scheduler_config.with_remote(routes, budget);
+        let made = RemoteDesk::new(mix(config.seed ^ 0x7265_6d6f_7465), 10, false);
+        executor = executor.with_remote(Arc::clone(&made));
+        desk = Some(made);
+    }
     let (cpu, io) = scheduler_config
         .build_pools()
         .expect("the simulator's pools");
-    let scheduler = Scheduler::new(
-        scheduler_config,
-        fs.loader(),
-        SimExecutor::default(),
-        cpu,
-        io,
-    )
-    .expect("the simulator's configuration is valid");
+    let scheduler = Scheduler::new(scheduler_config, fs.loader(), executor, cpu, io)
+        .expect("the simulator's configuration is valid");
     scheduler.executor().wait_from(&scheduler);
     let dag_limit = scheduler.cpu_concurrency_semaphore(2);
     let world = Arc::new(World {
@@ -349,8 +408,12 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         dag_counts: dag::DagCounters::default(),
         barrier: Barrier::new(config.threads),
         causes: (config.causal_log > 0).then(Mutex::default),
+        remote: desk.clone(),
         config: config.clone(),
         paths: paths.clone(),
+    });
+    let remote_workers = desk.as_ref().map_or_else(Vec::new, |desk| {
+        remote::spawn_workers(&world, desk, config.remote_threads.max(1), rng.next_u64())
     });
     let started = Instant::now();
     let per_thread = config.ops.div_ceil(config.threads as u64);
@@ -388,6 +451,21 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
             world.violate(format!("a host thread panicked: {}", panic_text(&*payload)));
         }
     }
+    if let Some(desk) = &desk {
+        if world.violations.lock().is_empty() {
+            let checkpoints = world.checkpoints.load(Ordering::SeqCst);
+            remote::check_quiescent(&world, checkpoints, "at the end of the soak");
+        }
+        desk.stop();
+    }
+    for worker in remote_workers {
+        if let Err(payload) = worker.join() {
+            world.violate(format!(
+                "a remote thread panicked: {}",
+                panic_text(&*payload)
+            ));
+        }
+    }
     let elapsed = started.elapsed();
     let counters = world.scheduler.counters();
     SoakReport {
@@ -417,5 +495,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
             .as_ref()
             .map(|window| window.lock().stats)
             .unwrap_or_default(),
+        remote_routes,
+        remote: desk.map(|desk| desk.stats()).unwrap_or_default(),
     }
 }

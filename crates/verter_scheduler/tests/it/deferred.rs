@@ -19,6 +19,8 @@ use crate::support::*;
 /// One started piece of deferred work, as the test's "remote" sees it.
 struct Started<T: Send + 'static> {
     path: String,
+    /// Whether the start ran while its thread was unwinding a panic.
+    unwinding: bool,
     generation: u64,
     /// What the local executor computes for the same input: what a
     /// faithful remote worker answers.
@@ -102,6 +104,7 @@ impl StageExecutor for RemoteExec {
             let _ = cancelled.send(work);
         });
         let _ = self.artifacts.send(Started {
+            unwinding: std::thread::panicking(),
             generation: input.analysis.version.generation.get(),
             path,
             answer: self.inner.execute_artifact(input),
@@ -119,6 +122,7 @@ impl StageExecutor for RemoteExec {
             let _ = cancelled.send(work);
         });
         let _ = self.caches.send(Started {
+            unwinding: std::thread::panicking(),
             path: format!("#{key_hash}"),
             generation: input.generation,
             answer: Ok(key_hash * 10),
@@ -428,5 +432,48 @@ fn dropping_the_scheduler_tells_started_work_and_answers_its_waiter() {
         assert!(handle.is_answered(), "the waiter was answered at teardown");
         // A late answer to a scheduler that is gone changes nothing.
         started.done.complete(started.answer);
+    });
+}
+
+#[test]
+fn work_a_panics_unwind_makes_ready_is_not_started_under_that_unwind() {
+    watchdog("remote unwind", || {
+        let files = MemFiles::with(&[("a.rs", "one"), ("b.rs", "two")]);
+        let (exec, remote) = remote_exec();
+        // One remote slot: b's Artifact is dispatched only when a's commits.
+        let scheduler = threaded_remote(&files, &exec, config(1));
+        let a = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
+        let b = scheduler.submit_request(Request::new("b.rs", ARTIFACT));
+        let first = next(&remote.artifacts);
+        // The thread holding the first completion panics: the unwind drops
+        // it, which commits it (as panicked) and frees the slot.
+        let holder = std::thread::spawn(move || {
+            let _held = first.done;
+            panic!("the remote client broke");
+        });
+        assert!(holder.join().is_err());
+        let second = next(&remote.artifacts);
+        assert!(
+            !second.unwinding,
+            "the next start ran under the panic's unwind"
+        );
+        // Dropped normally, it reads as dropped, not as a panic.
+        drop(second.done);
+        let (first_answer, second_answer) = if second.path == "b.rs" {
+            (scheduler.wait(&a), scheduler.wait(&b))
+        } else {
+            (scheduler.wait(&b), scheduler.wait(&a))
+        };
+        assert!(matches!(
+            first_answer,
+            Err(RequestError::ExecutorPanicked { .. })
+        ));
+        match second_answer {
+            Err(RequestError::ExecutorFailed { message, .. }) => {
+                assert!(message.contains("dropped without an answer"), "{message}");
+            }
+            other => panic!("expected ExecutorFailed, got {other:?}"),
+        }
+        assert_quiescent(&scheduler, &[&a, &b]);
     });
 }

@@ -4,8 +4,12 @@
 //! ```text
 //! verter-sim sim --seed S [--ops N] [--files F]      replay one inline seed
 //! verter-sim seeds [--from S] [--count N] [--ops N]  run many inline seeds
+//!                [--remote-percent P]  seeds routing work to the fake
+//!                                      remote executor (default 50)
 //! verter-sim soak [--ops N] [--threads T] [--seed S] the threaded simulator
 //!                [--checkpoint-every N] [--causal-log N (0: off)]
+//!                [--remote-budget B (0: off; default: by the seed)]
+//!                [--remote-threads R (default 2)]
 //! ```
 //! The last line of every run says how many violations it found; the exit
 //! code is 1 when it found any, 2 on wrong usage.
@@ -15,6 +19,7 @@ use std::time::Instant;
 
 use verter_sim::causes::CauseStats;
 use verter_sim::inline::DagStats;
+use verter_sim::remote::RemoteStats;
 use verter_sim::threaded::{SoakConfig, soak};
 use verter_sim::{SimConfig, replay, run_seed};
 
@@ -36,6 +41,9 @@ fn main() -> ExitCode {
     if let Some(files) = flag("--files") {
         config.files = files as usize;
     }
+    if let Some(percent) = flag("--remote-percent") {
+        config.remote_percent = percent.min(100) as u32;
+    }
     match args.first().map(String::as_str) {
         Some("sim") => {
             let Some(seed) = flag("--seed") else {
@@ -51,6 +59,9 @@ fn main() -> ExitCode {
                     );
                     println!("{}", report.dags);
                     println!("{}", report.causes);
+                    if report.remote.started > 0 {
+                        println!("{}", report.remote);
+                    }
                     println!("0 violations");
                     ExitCode::SUCCESS
                 }
@@ -74,10 +85,14 @@ fn main() -> ExitCode {
             let mut cut_off = [0u64; 3];
             let mut dags = DagStats::default();
             let mut causes = CauseStats::default();
+            let mut remote = RemoteStats::default();
+            let mut remote_seeds = 0u64;
             for seed in from..from + count {
                 match run_seed(seed, &config) {
                     Ok(report) => {
                         answers += report.answers;
+                        remote.add(&report.remote);
+                        remote_seeds += u64::from(report.remote.started > 0);
                         deferred += report.deferred_registrations;
                         for (sum, n) in cut_off.iter_mut().zip(report.cut_off) {
                             *sum += n;
@@ -105,6 +120,10 @@ fn main() -> ExitCode {
             );
             println!("{dags}");
             println!("{causes}");
+            println!(
+                "{remote_seeds} seeds started remote work (remote routing on for {}% of seeds); {remote}",
+                config.remote_percent
+            );
             println!("{failures} violations");
             if failures == 0 {
                 ExitCode::SUCCESS
@@ -131,6 +150,12 @@ fn main() -> ExitCode {
             if let Some(size) = flag("--causal-log") {
                 soak_config.causal_log = size as usize;
             }
+            if let Some(budget) = flag("--remote-budget") {
+                soak_config.remote_budget = Some(budget as usize);
+            }
+            if let Some(threads) = flag("--remote-threads") {
+                soak_config.remote_threads = threads.max(1) as usize;
+            }
             println!(
                 "soak: {} operations on {} host threads, seed {}, checkpoint every {} operations per thread, causal log of {} records",
                 soak_config.ops,
@@ -139,6 +164,14 @@ fn main() -> ExitCode {
                 soak_config.checkpoint_every,
                 soak_config.causal_log
             );
+            match soak_config.remote() {
+                Some((budget, cache_nodes)) => println!(
+                    "remote: Artifacts{} routed to the fake remote executor, budget {budget}, answered by {} remote threads",
+                    if cache_nodes { " and cache nodes" } else { "" },
+                    soak_config.remote_threads
+                ),
+                None => println!("remote: off (nothing routed)"),
+            }
             let report = soak(&soak_config);
             for violation in &report.violations {
                 println!("violation: {violation}");
@@ -167,6 +200,9 @@ fn main() -> ExitCode {
             println!("{}", report.dags);
             if soak_config.causal_log > 0 {
                 println!("{}", report.causes);
+            }
+            if report.remote_routes.is_some() {
+                println!("{}", report.remote);
             }
             println!("{} violations", report.violations.len());
             if report.violations.is_empty() {

@@ -36,9 +36,9 @@ impl Shared {
         for path in unsettled {
             self.exec(&Op::Invalidate(path), false);
         }
-        // 2. Quiescence.
+        // 2. Quiescence (every parked remote job answered).
         self.close_open_records(self.tick());
-        scheduler.run_until_idle();
+        self.settle();
         self.judge_answered();
         if self.state.lock().violation.is_some() {
             return;
@@ -59,7 +59,7 @@ impl Shared {
             }
         }
         self.close_open_records(self.tick());
-        scheduler.run_until_idle();
+        self.settle();
         self.judge_answered();
         self.check_quiescent("after the exact comparison");
         // 4. The oracle against a fresh scheduler over the same inputs.
@@ -72,7 +72,7 @@ impl Shared {
         };
         if checks.is_multiple_of(3) {
             self.exec(&Op::Reset, false);
-            scheduler.run_until_idle();
+            self.settle();
             let occupancy = scheduler.dependency_occupancy();
             if !occupancy.is_empty() {
                 self.violate(format!(
@@ -117,6 +117,7 @@ impl Shared {
                 "{unanswered} kept DAG handles are unanswered at quiescence ({when})"
             ));
         }
+        self.check_remote_quiescent(when);
         let executor = scheduler.executor();
         let misrouted = executor.misrouted_contexts.load(Ordering::Relaxed);
         if misrouted > 0 {
@@ -172,8 +173,10 @@ impl Shared {
             }
         }
         loads.retain(|_, count| *count > 0);
+        let executor = self.scheduler().executor();
         Executed {
-            stages: self.scheduler().executor().calls(),
+            stages: executor.calls(),
+            starts: executor.starts(),
             loads,
         }
     }

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use verter_dag::CancellationToken;
-use verter_pools::{PumpDriver, PumpOutcome};
 use verter_scheduler::{Admission, DagError, DagHandle, NoDedupeHook};
 
 use crate::lang::SimExecutor;
@@ -271,8 +270,11 @@ impl Shared {
             let scheduler = self.scheduler();
             self.close_open_records(self.tick());
             while !handle.is_answered() {
-                if scheduler.pump_once() == PumpOutcome::Idle && !handle.is_answered() {
-                    self.violate("a DAG is unanswered while the inline scheduler is idle".into());
+                if !self.pump_or_deliver() && !handle.is_answered() {
+                    self.violate(
+                        "a DAG is unanswered while the inline scheduler is idle and no remote work is parked"
+                            .into(),
+                    );
                     break;
                 }
             }

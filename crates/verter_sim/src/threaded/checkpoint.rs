@@ -118,6 +118,7 @@ pub(super) fn leader_check(world: &World) {
             world.violate(format!("checkpoint {checkpoint}: not idle after reset"));
             return;
         }
+        super::remote::check_quiescent(world, checkpoint, "after reset");
         let occupancy = scheduler.dependency_occupancy();
         if !occupancy.is_empty() {
             world.violate(format!(
@@ -138,6 +139,7 @@ pub(super) fn leader_check(world: &World) {
 }
 
 fn check_quiescent(world: &World, checkpoint: u64, when: &str) {
+    super::remote::check_quiescent(world, checkpoint, when);
     let scheduler = &*world.scheduler;
     let report = scheduler.quiescence_report();
     if report != QuiescenceReport::clean() {

@@ -285,7 +285,9 @@ impl HostThread {
             | Op::Step(_)
             | Op::Within { .. }
             | Op::Check
-            | Op::ReadyQueueBound(_) => {}
+            | Op::ReadyQueueBound(_)
+            | Op::Remote(_)
+            | Op::Deliver { .. } => {}
         }
     }
 

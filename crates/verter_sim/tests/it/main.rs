@@ -5,4 +5,5 @@ mod causes;
 mod dag;
 mod dag_cancel_race;
 mod inline;
+mod remote;
 mod threaded;
