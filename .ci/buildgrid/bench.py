@@ -131,7 +131,8 @@ def main() -> None:
                 with open(f"/proc/{pid}/stat") as fh:
                     if fh.read().split(")")[-1].split()[0] == "Z":
                         break
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError):
+                # gone between the two checks
                 break
             if time.perf_counter() - t0 > 30:
                 raise SystemExit("cancelled command still alive after 30 s")

@@ -22,21 +22,19 @@
 //! means it to be. The action cache is in memory and `restart-server`
 //! empties it: every test makes its own cache entries first.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use verter_remote::{
     ActionOutcome, ActionSpec, CacheSource, RemoteConfig, RemoteError, RemoteExecutor, RemoteJob,
-    RetryPolicy, schedule,
+    RetryPolicy,
 };
-use verter_scheduler::{
-    AnalysisInput, ArtifactInput, Canonical, Completion, ExecutorError, LoadError, Priority,
-    ProfileHash, RemoteRoutes, Request, Scheduler, SchedulerConfig, SourceDeps, SourceInput,
-    SourceLoader, StageExecutor, TargetStage,
-};
+use verter_scheduler::{Priority, ProfileHash, Request, Scheduler, TargetStage};
+
+#[path = "common/text_host.rs"]
+mod text_host;
+use text_host::{Files, TextHost, routed};
 
 /// How long a test waits for any one external event (an answer, a marker
 /// file, a process's end) before it fails: a watchdog, not a
@@ -516,97 +514,22 @@ const ARTIFACT: TargetStage = TargetStage::Artifact(ProfileHash(1));
 /// its pid to `<dir>/held.pid` and then sleeps: it runs until cancelled.
 const HOLD: &str = "hold";
 
-/// Files in memory.
-#[derive(Clone, Default)]
-struct Files(Arc<parking_lot::Mutex<BTreeMap<String, String>>>);
-
-impl SourceLoader for Files {
-    fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError> {
-        self.0
-            .lock()
-            .get(canonical.as_str())
-            .map(|text| Arc::from(text.as_str()))
-            .ok_or_else(|| LoadError::Missing {
-                path: canonical.to_string(),
-            })
+/// The Artifact of `text` on BuildGrid: `tr a-z A-Z`, or, for a text
+/// starting with [`HOLD`], a command that writes its pid to `held_pid` and
+/// runs until cancelled.
+fn upcase(remote: &RemoteExecutor, nonce: &str, held_pid: &Path) -> TextHost {
+    let (nonce, held_pid) = (nonce.to_owned(), held_pid.to_owned());
+    TextHost {
+        remote: remote.clone(),
+        action: Box::new(move |text| {
+            let script = if text.starts_with(HOLD) {
+                format!("{}; exec sleep 60", write_pid(&held_pid))
+            } else {
+                "tr a-z A-Z < in.txt > out.txt".to_owned()
+            };
+            sh(&nonce, &script).input("in.txt", text.as_bytes().to_vec())
+        }),
     }
-}
-
-/// One Artifact: the action's output and where it came from.
-#[derive(Debug)]
-struct Built {
-    text: String,
-    by: CacheSource,
-}
-
-/// Source keeps the text; the Artifact is `tr a-z A-Z` of it, run on
-/// BuildGrid.
-struct Upcase {
-    remote: RemoteExecutor,
-    nonce: String,
-    held_pid: PathBuf,
-}
-
-impl StageExecutor for Upcase {
-    type Source = Arc<str>;
-    type Analysis = Arc<str>;
-    type Artifact = Built;
-    type CacheOutput = ();
-
-    fn execute_source(
-        &self,
-        input: &SourceInput<'_>,
-        _: &mut SourceDeps,
-    ) -> Result<Arc<str>, ExecutorError> {
-        Ok(Arc::from(input.text))
-    }
-
-    fn execute_analysis(
-        &self,
-        input: &AnalysisInput<'_, Arc<str>>,
-    ) -> Result<Arc<str>, ExecutorError> {
-        Ok(Arc::clone(&input.source.parsed))
-    }
-
-    fn execute_artifact(&self, _: &ArtifactInput<'_, Arc<str>>) -> Result<Built, ExecutorError> {
-        panic!("routed Artifacts are started, never executed here")
-    }
-
-    fn start_artifact(&self, input: &ArtifactInput<'_, Arc<str>>, done: Completion<Built>) {
-        let text = input.analysis.data();
-        let script = if text.starts_with(HOLD) {
-            format!("{}; exec sleep 60", write_pid(&self.held_pid))
-        } else {
-            "tr a-z A-Z < in.txt > out.txt".to_owned()
-        };
-        let spec = sh(&self.nonce, &script)
-            .input("in.txt", text.as_bytes().to_vec())
-            .output("out.txt");
-        schedule::start(&self.remote, spec, done, |outcome| {
-            let outcome = outcome.success().map_err(ExecutorError::from_error)?;
-            let out = outcome
-                .outputs
-                .get("out.txt")
-                .ok_or_else(|| ExecutorError::msg("no out.txt"))?;
-            Ok(Built {
-                text: String::from_utf8_lossy(out).into_owned(),
-                by: outcome.from_cache,
-            })
-        });
-    }
-}
-
-fn scheduler(files: &Files, executor: Upcase) -> Arc<Scheduler<Upcase>> {
-    let mut config = SchedulerConfig::with_threads(1, 1).with_remote(
-        RemoteRoutes {
-            artifacts: true,
-            cache_nodes: false,
-        },
-        8,
-    );
-    config.idle_repump = None;
-    let (cpu, io) = config.build_pools().expect("pools");
-    Scheduler::new(config, files.clone(), executor, cpu, io).expect("config")
 }
 
 /// Runs `body` on its own thread; fails if it has not finished within
@@ -626,6 +549,14 @@ fn watchdog(limit: Duration, body: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// Every Artifact is its expected text and came `by` one way.
+#[track_caller]
+fn assert_built(built: &[(String, CacheSource)], expected: &[String], by: CacheSource) {
+    let texts: Vec<&String> = built.iter().map(|(text, _)| text).collect();
+    assert_eq!(texts, expected.iter().collect::<Vec<_>>());
+    assert!(built.iter().all(|(_, b)| *b == by), "{built:?}");
+}
+
 #[test]
 #[ignore = "needs a BuildGrid server: .ci/buildgrid/test runs it"]
 fn the_scheduler_builds_remotely_hits_the_cache_and_cancels_on_an_edit() {
@@ -634,20 +565,13 @@ fn the_scheduler_builds_remotely_hits_the_cache_and_cancels_on_an_edit() {
         let held_pid = dir.path().join("held.pid");
         let remote = connect();
         let nonce = nonce("scheduler");
-        let upcase = || Upcase {
-            remote: remote.clone(),
-            nonce: nonce.clone(),
-            held_pid: held_pid.clone(),
-        };
+        let host = || upcase(&remote, &nonce, &held_pid);
         let files = Files::default();
         let names = ["a.txt", "b.txt", "c.txt", "d.txt"];
         for name in names {
-            files
-                .0
-                .lock()
-                .insert(name.into(), format!("text of {name}"));
+            files.write(name, &format!("text of {name}"));
         }
-        let build = |scheduler: &Scheduler<Upcase>| -> Vec<(String, CacheSource)> {
+        let build = |scheduler: &Scheduler<TextHost>| -> Vec<(String, CacheSource)> {
             let handles: Vec<_> = names
                 .iter()
                 .map(|name| scheduler.submit_request(Request::new(*name, ARTIFACT)))
@@ -667,37 +591,15 @@ fn the_scheduler_builds_remotely_hits_the_cache_and_cancels_on_an_edit() {
             .collect();
 
         // Cold: every Artifact executed on a worker.
-        let cold = scheduler(&files, upcase());
-        let built = build(&cold);
-        assert_eq!(
-            built
-                .iter()
-                .map(|(text, _)| text.clone())
-                .collect::<Vec<_>>(),
-            expected
-        );
-        assert!(
-            built.iter().all(|(_, by)| *by == CacheSource::Executed),
-            "{built:?}"
-        );
+        let cold = routed(&files, host());
+        assert_built(&build(&cold), &expected, CacheSource::Executed);
         assert_eq!(cold.ledger().in_use(), 0);
         assert_eq!(cold.quiescence_report().deferred_in_flight, 0);
         assert_eq!(remote.stats().executed, 4);
 
         // A fresh scheduler over the same files: the action cache answers.
-        let warm = scheduler(&files, upcase());
-        let built = build(&warm);
-        assert_eq!(
-            built
-                .iter()
-                .map(|(text, _)| text.clone())
-                .collect::<Vec<_>>(),
-            expected
-        );
-        assert!(
-            built.iter().all(|(_, by)| *by == CacheSource::ActionCache),
-            "{built:?}"
-        );
+        let warm = routed(&files, host());
+        assert_built(&build(&warm), &expected, CacheSource::ActionCache);
         let stats = remote.stats();
         assert_eq!((stats.executed, stats.ac_hits), (4, 4));
 

@@ -6,6 +6,8 @@
 //! a watchdog.
 
 mod support;
+#[path = "../common/text_host.rs"]
+mod text_host;
 
 mod cancel;
 mod faults;

@@ -6,8 +6,9 @@
 //!
 //! Part of the `exec` module. A start runs after the lock, on the thread
 //! that dispatched the work (a threaded scheduler; several starts on one
-//! thread run one after another, never nested) or on the pumping caller (an
-//! inline one). It holds no CPU or I/O slot, only the remote reservation
+//! thread run one after another, never nested; a thread unwinding a panic,
+//! whose dropped completion committed, hands them to a thread of its own)
+//! or on the pumping caller (an inline one). It holds no CPU or I/O slot, only the remote reservation
 //! its dispatch carries until the commit.
 
 use super::run::{Begun, Finished, Outcome};

@@ -68,6 +68,30 @@ fn remote_exec() -> (RemoteExec, Remote) {
     )
 }
 
+impl RemoteExec {
+    /// A start as the test sees it, its cancellation reported to the test.
+    fn started<T: Send + 'static>(
+        &self,
+        path: String,
+        generation: u64,
+        answer: Result<T, ExecutorError>,
+        done: Completion<T>,
+    ) -> Started<T> {
+        let cancelled = self.cancelled.clone();
+        let work = done.work();
+        done.on_cancel(move || {
+            let _ = cancelled.send(work);
+        });
+        Started {
+            path,
+            unwinding: std::thread::panicking(),
+            generation,
+            answer,
+            done,
+        }
+    }
+}
+
 impl StageExecutor for RemoteExec {
     type Source = Vec<String>;
     type Analysis = usize;
@@ -98,36 +122,26 @@ impl StageExecutor for RemoteExec {
         if self.panic_on.lock().contains(&path) {
             panic!("the start of {path} broke");
         }
-        let cancelled = self.cancelled.clone();
-        let work = done.work();
-        done.on_cancel(move || {
-            let _ = cancelled.send(work);
-        });
-        let _ = self.artifacts.send(Started {
-            unwinding: std::thread::panicking(),
-            generation: input.analysis.version.generation.get(),
+        let started = self.started(
             path,
-            answer: self.inner.execute_artifact(input),
+            input.analysis.version.generation.get(),
+            self.inner.execute_artifact(input),
             done,
-        });
+        );
+        let _ = self.artifacts.send(started);
     }
 
     fn start_cache_node(&self, input: &CacheNodeInput<'_>, done: Completion<u64>) {
         let WorkNodeIdentity::CacheNode { key_hash, .. } = input.identity else {
             unreachable!("a cache node's identity");
         };
-        let cancelled = self.cancelled.clone();
-        let work = done.work();
-        done.on_cancel(move || {
-            let _ = cancelled.send(work);
-        });
-        let _ = self.caches.send(Started {
-            unwinding: std::thread::panicking(),
-            path: format!("#{key_hash}"),
-            generation: input.generation,
-            answer: Ok(key_hash * 10),
+        let started = self.started(
+            format!("#{key_hash}"),
+            input.generation,
+            Ok(key_hash * 10),
             done,
-        });
+        );
+        let _ = self.caches.send(started);
     }
 }
 
