@@ -256,7 +256,9 @@ impl<E: StageExecutor> Scheduler<E> {
                     }
                 }
             }
-            if let Some(dispatch) = locked.dag.dequeue_ready(ResourceClass::Remote) {
+            if self.routes_remote
+                && let Some(dispatch) = locked.dag.dequeue_ready(ResourceClass::Remote)
+            {
                 self.report_dispatch(locked, &dispatch, post);
                 progressed = true;
                 match self.cpu_job(locked, dispatch) {
@@ -374,9 +376,8 @@ impl<E: StageExecutor> Scheduler<E> {
     /// was waiting for capacity must be dispatched now, or it would wait for
     /// a wake-up that never comes.
     fn capacity_released(locked: &Locked<E>, post: &mut PostWork<E>) {
-        if ResourceClass::ALL
-            .iter()
-            .any(|class| locked.dag.ready_len(*class) > 0)
+        if locked.dag.ready_len(ResourceClass::Cpu) + locked.dag.ready_len(ResourceClass::Io) > 0
+            || locked.dag.ready_len(ResourceClass::Remote) > 0
         {
             post.dispatch = true;
         }

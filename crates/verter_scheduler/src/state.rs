@@ -303,6 +303,9 @@ pub struct Scheduler<E: StageExecutor> {
     pub(crate) stats: Option<StatsRecorder>,
     /// Whether stage runs are timed: for the events or the histograms.
     pub(crate) timed: bool,
+    /// Whether any work is routed to the remote class
+    /// (`DagConfig::remote`): if not, dispatching never looks at it.
+    pub(crate) routes_remote: bool,
     /// Whether the hooks observe events (`Hooks::observes_events`, read
     /// once).
     pub(crate) hooks_observe: bool,
@@ -334,6 +337,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let hooks_observe = config.hooks.observes_events();
         let observes_events = hooks_observe || crate::events::traced() || log.is_some();
         let timed = observes_events || stats.is_some();
+        let routes_remote = config.dag.remote != verter_dag::RemoteRoutes::NONE;
         let pauses = config.hooks.pauses();
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
@@ -372,6 +376,7 @@ impl<E: StageExecutor> Scheduler<E> {
             log,
             stats,
             timed,
+            routes_remote,
             hooks_observe,
             holds: AtomicU64::new(0),
             events_hint: AtomicUsize::new(0),

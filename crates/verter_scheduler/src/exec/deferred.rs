@@ -11,7 +11,7 @@
 //! or on the pumping caller (an inline one). It holds no CPU or I/O slot, only the remote reservation
 //! its dispatch carries until the commit.
 
-use super::run::{Begun, Finished, Outcome};
+use super::run::{Finished, Gate, Outcome};
 use super::*;
 use crate::deferred::{Answer, CancelNotice, Completion};
 use crate::traits::CacheNodeInput;
@@ -112,9 +112,14 @@ impl<E: StageExecutor> Scheduler<E> {
             .file()
             .cloned()
             .expect("an Artifact is file work");
-        let (dispatch, work, because) = match self.begin(dispatch, &node, &file, work) {
-            Begun::Run(dispatch, work, because) => (dispatch, work, because),
-            Begun::Finished(finished) => {
+        let because = match self.begin(&dispatch, &node, &file, &work) {
+            Gate::Run(because) => because,
+            Gate::Stale => {
+                self.complete_deferred(Finished::stale(dispatch), &notice);
+                return;
+            }
+            Gate::Verified(verified) => {
+                let finished = self.finished(dispatch, verified.into_outcome(node, work));
                 self.complete_deferred(finished, &notice);
                 return;
             }

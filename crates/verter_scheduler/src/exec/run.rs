@@ -30,6 +30,17 @@ fn worker_name() -> Arc<str> {
     })
 }
 
+impl<E: StageExecutor> Finished<E> {
+    /// `dispatch` refused before it ran.
+    pub(super) fn stale(dispatch: Dispatch) -> Self {
+        Self {
+            dispatch,
+            outcome: Outcome::Stale,
+            ran: None,
+        }
+    }
+}
+
 /// A job that ran, or was refused before running, and waits for its
 /// completion hold. Data only: what the run produced, with the dispatch
 /// that carries its identity; nothing is published until
@@ -45,14 +56,16 @@ pub(crate) struct Finished<E: StageExecutor> {
 /// An Artifact's run as its commit takes it.
 type BuiltArtifact<E> = Result<Arc<ArtifactSnapshot<<E as StageExecutor>::Artifact>>, RequestError>;
 
-/// A file job at its executor call ([`Scheduler::begin`]).
-#[allow(clippy::large_enum_variant)] // moved once, never stored
-pub(super) enum Begun<E: StageExecutor> {
-    /// To run: its dispatch, its work, and why it runs (when events are
-    /// observed; its `WillExecute` or `WillLoad` already emitted).
-    Run(Dispatch, Work<E>, Option<RunReason>),
-    /// Finished without a run: refused as stale, or verified.
-    Finished(Finished<E>),
+/// Whether a file job runs ([`Scheduler::begin`]): decided from borrows,
+/// so the dispatch and the work are never moved through it.
+pub(super) enum Gate<E: StageExecutor> {
+    /// Refused before running: cancelled, retired or superseded.
+    Stale,
+    /// Verified against its prior instead of running.
+    Verified(super::verify::Verified<E>),
+    /// To run, with why (when events are observed; its `WillExecute` or
+    /// `WillLoad` already emitted).
+    Run(Option<RunReason>),
 }
 
 /// What a job's run produced.
@@ -116,9 +129,12 @@ impl<E: StageExecutor> Scheduler<E> {
             return self.execute_cache(dispatch, work, ready_at);
         };
         let file = identity.file().cloned().expect("jobs are file work");
-        let (dispatch, work, because) = match self.begin(dispatch, &node, &file, work) {
-            Begun::Run(dispatch, work, because) => (dispatch, work, because),
-            Begun::Finished(finished) => return finished,
+        let because = match self.begin(&dispatch, &node, &file, &work) {
+            Gate::Run(because) => because,
+            Gate::Stale => return Finished::stale(dispatch),
+            Gate::Verified(verified) => {
+                return self.finished(dispatch, verified.into_outcome(node, work));
+            }
         };
         let started = self.timed.then(Instant::now);
         let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
@@ -198,31 +214,25 @@ impl<E: StageExecutor> Scheduler<E> {
     /// after the pause point, where a test (or a slow thread) may have let
     /// the world move on — and verifies a stage none of whose inputs changed
     /// since its prior output.
+    #[inline(always)]
     pub(super) fn begin(
         &self,
-        dispatch: Dispatch,
-        node: &Arc<FileNode<E>>,
+        dispatch: &Dispatch,
+        node: &FileNode<E>,
         file: &FileIdentity,
-        work: Work<E>,
-    ) -> Begun<E> {
+        work: &Work<E>,
+    ) -> Gate<E> {
         let identity = dispatch.identity;
         // Work for a retired object or a superseded generation, or work
         // cancelled in the hold that retired it, is refused without running
         // the executor.
-        let stale = |node: &FileNode<E>, dispatch: &Dispatch| {
+        let stale = || {
             dispatch.cancel.is_cancelled()
                 || node.is_retired()
                 || node.generation() != file.generation
         };
-        let refused = |dispatch| {
-            Begun::Finished(Finished {
-                dispatch,
-                outcome: Outcome::Stale,
-                ran: None,
-            })
-        };
-        if stale(node, &dispatch) {
-            return refused(dispatch);
+        if stale() {
+            return Gate::Stale;
         }
         if self.pauses {
             guarded(&self.counters.hook_panics, || {
@@ -230,15 +240,14 @@ impl<E: StageExecutor> Scheduler<E> {
                     .hooks
                     .pause(HookPoint::AfterDispatch, &identity, dispatch.class);
             });
-            if stale(node, &dispatch) {
-                return refused(dispatch);
+            if stale() {
+                return Gate::Stale;
             }
         }
         // A stage none of whose inputs changed since its prior output is
         // verified, not run: no executor call, so no `WillExecute`.
-        if let Some(verified) = self.verified(file, &work) {
-            let outcome = verified.into_outcome(Arc::clone(node), work);
-            return Begun::Finished(self.finished(dispatch, outcome));
+        if let Some(verified) = self.verified(file, work) {
+            return Gate::Verified(verified);
         }
         if self.observes_events {
             let event = match work {
@@ -249,16 +258,17 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         // Why it runs is read before the work is taken apart, and only for
         // someone who records it.
-        let because = self
-            .observes_events
-            .then(|| super::verify::run_reason(file, &work));
-        Begun::Run(dispatch, work, because)
+        Gate::Run(
+            self.observes_events
+                .then(|| super::verify::run_reason(file, work)),
+        )
     }
 
     /// An Artifact's answer as its commit takes it: the snapshot, judged
     /// against its prior for early cutoff, built from `inputs` (its
     /// analysis, its blockers' analyses sorted by path, and when its
     /// blocker list last changed).
+    #[inline(always)]
     pub(super) fn built(
         &self,
         file: &FileIdentity,

@@ -544,7 +544,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         }
-        if !locked.deferred.is_empty() {
+        if !effects.abandoned_running.is_empty() && !locked.deferred.is_empty() {
             let mut due = Vec::new();
             for work in &effects.abandoned_running {
                 locked.deferred.take_due(work, &mut due);
