@@ -140,3 +140,36 @@ fn the_node_map_is_written_only_by_publication_and_lifecycle() {
         ]
     );
 }
+
+/// Started deferred work's notices (`Locked::deferred`, docs/design.md,
+/// "Deferred work") enter in the hold that dispatches the work and leave
+/// by exactly three ways: its commit forgets it, the hold that abandons the
+/// work takes it to fire, or the teardown takes them all to fire.
+#[test]
+fn deferred_notices_enter_at_dispatch_and_leave_by_commit_abandonment_or_teardown() {
+    let touching = lines_naming(
+        "deferred.",
+        &[
+            "deferred.register",
+            "deferred.forget",
+            "deferred.take_due",
+            "deferred.take_all",
+        ],
+    );
+    assert_eq!(
+        touching,
+        [
+            "exec.rs: locked.deferred.register(Arc::clone(&notice));",
+            "exec/deferred.rs: locked.deferred.forget(notice);",
+            "scheduler/admission.rs: locked.deferred.take_due(work, &mut due);",
+            "state.rs: for notice in locked.deferred.take_all() {",
+        ]
+    );
+    // And they fire only in post-work, after the lock (the one-shot rules'
+    // own unit tests call it directly).
+    let firing: Vec<String> = lines_naming(".fire()", &[".fire()"])
+        .into_iter()
+        .filter(|line| !line.starts_with("deferred/tests.rs"))
+        .collect();
+    assert_eq!(firing, ["post.rs: notice.fire();"]);
+}
