@@ -54,7 +54,7 @@ impl ResourceClass {
 
     /// The class's position in [`Self::ALL`], for per-class tables.
     #[inline]
-    pub fn index(self) -> usize {
+    pub const fn index(self) -> usize {
         match self {
             Self::Cpu => 0,
             Self::Io => 1,

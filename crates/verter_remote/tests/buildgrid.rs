@@ -32,8 +32,11 @@ use verter_remote::{
 };
 use verter_scheduler::{Priority, ProfileHash, Request, Scheduler, TargetStage};
 
+#[path = "common/answers.rs"]
+mod answers;
 #[path = "common/text_host.rs"]
 mod text_host;
+use answers::{Answers, only_answer_within, submit};
 use text_host::{Files, TextHost, routed};
 
 /// How long a test waits for any one external event (an answer, a marker
@@ -171,37 +174,9 @@ fn wait_until_gone(pid: u32) {
     );
 }
 
-/// Submits `spec`; the receiver gets its answers.
-fn submit(
-    executor: &RemoteExecutor,
-    spec: ActionSpec,
-) -> (
-    RemoteJob,
-    mpsc::Receiver<Result<ActionOutcome, RemoteError>>,
-) {
-    let (sender, receiver) = mpsc::channel();
-    let job = executor.submit(spec, move |result| {
-        let _ = sender.send(result);
-    });
-    (job, receiver)
-}
-
-/// The one answer on `receiver`, and proof that no second one can come: the
-/// callback was consumed, so the channel is closed.
-fn only_answer(
-    receiver: &mpsc::Receiver<Result<ActionOutcome, RemoteError>>,
-) -> Result<ActionOutcome, RemoteError> {
-    let answer = receiver
-        .recv_timeout(WATCHDOG)
-        .expect("an answer within the watchdog");
-    assert!(
-        matches!(
-            receiver.recv_timeout(WATCHDOG),
-            Err(mpsc::RecvTimeoutError::Disconnected)
-        ),
-        "on_done ran more than once"
-    );
-    answer
+/// The one answer on `receiver` within the [`WATCHDOG`].
+fn only_answer(receiver: &Answers) -> Result<ActionOutcome, RemoteError> {
+    only_answer_within(receiver, WATCHDOG)
 }
 
 fn wait_for_operation_name(job: &RemoteJob) -> String {

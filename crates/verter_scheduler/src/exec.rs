@@ -145,16 +145,13 @@ impl<S> ParsedSource<S> {
     }
 }
 
-fn class_index(class: ResourceClass) -> usize {
-    class.index()
-}
-
 /// The queue of deferred jobs to start (`Scheduler::jobs`).
-const REMOTE: usize = 2;
+const REMOTE: usize = ResourceClass::Remote.index();
 
-/// The queue of urgent CPU jobs (`Scheduler::jobs`): pool tokens pop it
-/// before the CPU queue, and a waiting host thread pops only it.
-const URGENT: usize = 3;
+/// The queue of urgent CPU jobs (`Scheduler::jobs`), after one per class:
+/// pool tokens pop it before the CPU queue, and a waiting host thread pops
+/// only it.
+const URGENT: usize = ResourceClass::ALL.len();
 
 /// Whether a job of `dispatch` is urgent: CPU work at `High` or above.
 fn is_urgent(dispatch: &Dispatch) -> bool {
@@ -552,37 +549,19 @@ impl<E: StageExecutor> Scheduler<E> {
             // pumping caller starts it in dispatch order.
             self.jobs[REMOTE].push(job);
             if let Mode::Threaded { .. } = &self.mode {
-                if std::thread::panicking() {
-                    // A completion dropped by a panic's unwind committed
-                    // here: host code must not start under that unwind,
-                    // where a completion it drops would read as panicked.
-                    // Rare, so a thread of its own starts what is queued.
-                    let me = self.me.clone();
-                    let spawned = std::thread::Builder::new()
-                        .name("verter-deferred-start".into())
-                        .spawn(move || {
-                            if let Some(scheduler) = me.upgrade() {
-                                scheduler.start_queued_deferred();
-                            }
-                        });
-                    if spawned.is_err() {
-                        self.start_queued_deferred();
-                    }
-                } else {
-                    self.start_queued_deferred();
-                }
+                self.start_queued_deferred();
             }
             return;
         }
         let Mode::Threaded { cpu, io } = &self.mode else {
             // Inline: the pumping caller runs it, in dispatch order.
-            self.jobs[class_index(class)].push(job);
+            self.jobs[class.index()].push(job);
             return;
         };
         let queue = if is_urgent(&job.dispatch) {
             URGENT
         } else {
-            class_index(class)
+            class.index()
         };
         self.jobs[queue].push(job);
         if queue == URGENT {
@@ -614,8 +593,8 @@ impl<E: StageExecutor> Scheduler<E> {
         let job = match class {
             ResourceClass::Cpu => self.jobs[URGENT]
                 .pop()
-                .or_else(|| self.jobs[class_index(class)].pop()),
-            ResourceClass::Io => self.jobs[class_index(class)].pop(),
+                .or_else(|| self.jobs[class.index()].pop()),
+            ResourceClass::Io => self.jobs[class.index()].pop(),
             ResourceClass::Remote => {
                 let Some(job) = self.jobs[REMOTE].pop() else {
                     return false;

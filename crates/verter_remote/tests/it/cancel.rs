@@ -11,9 +11,11 @@
 //! ```
 
 use verter_remote::RemoteError;
-use verter_remote::fake::{FakeCall, Rpc};
+use verter_remote::fake::Rpc;
 
-use crate::support::{WATCHDOG, cat_spec, harness, only_answer, submit};
+use crate::support::{
+    WATCHDOG, assert_cancelled_on_server, cat_spec, harness, only_answer, submit,
+};
 
 #[test]
 fn cancelling_a_held_action_answers_cancelled_once_and_cancels_the_operation() {
@@ -27,15 +29,7 @@ fn cancelling_a_held_action_answers_cancelled_once_and_cancels_the_operation() {
     assert_eq!(only_answer(&answers), Err(RemoteError::Cancelled));
     assert!(job.is_finished());
 
-    let cancel = h
-        .fake
-        .wait_for_call(|call| call.rpc() == Rpc::CancelOperation);
-    assert_eq!(
-        cancel,
-        FakeCall::CancelOperation {
-            operation: held[0].clone()
-        }
-    );
+    assert_cancelled_on_server(&h.fake, &held[0]);
     assert_eq!(job.operation_name().as_deref(), Some(held[0].as_str()));
     assert!(h.fake.was_cancelled(&held[0]));
     assert_eq!(h.count(Rpc::CancelOperation), 1);
@@ -77,15 +71,7 @@ fn dropping_a_run_future_cancels_its_job() {
     );
     let held = h.fake.wait_for_held(1);
     drop(future);
-    let cancel = h
-        .fake
-        .wait_for_call(|call| call.rpc() == Rpc::CancelOperation);
-    assert_eq!(
-        cancel,
-        FakeCall::CancelOperation {
-            operation: held[0].clone()
-        }
-    );
+    assert_cancelled_on_server(&h.fake, &held[0]);
 }
 
 #[test]

@@ -7,7 +7,9 @@ use bytes::Bytes;
 use verter_remote::fake::{FakeBehaviour, FakeCall, Rpc};
 use verter_remote::{ActionSpec, CacheSource, Digest, RemoteConfig, RemoteError, RemoteExecutor};
 
-use crate::support::{cat_spec, harness, harness_with, only_answer, quick_retries, submit};
+use crate::support::{
+    assert_cancelled_on_server, cat_spec, harness, harness_with, only_answer, quick_retries, submit,
+};
 
 #[test]
 fn unavailable_calls_are_retried_until_they_succeed() {
@@ -183,15 +185,7 @@ fn an_action_over_the_execute_timeout_times_out_and_is_cancelled_on_the_server()
         matches!(&err, RemoteError::Timeout { what } if what.contains("execute_timeout")),
         "{err:?}"
     );
-    let cancel = h
-        .fake
-        .wait_for_call(|call| call.rpc() == Rpc::CancelOperation);
-    assert_eq!(
-        cancel,
-        FakeCall::CancelOperation {
-            operation: held[0].clone()
-        }
-    );
+    assert_cancelled_on_server(&h.fake, &held[0]);
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! channels and the fake's `wait_for_*` handshakes order every step, under
 //! a watchdog.
 
+#[path = "../common/answers.rs"]
+mod answers;
 mod support;
 #[path = "../common/text_host.rs"]
 mod text_host;

@@ -1,7 +1,6 @@
 //! One fake server and one executor connected to it, plus small helpers.
 
 use std::sync::Arc;
-use std::sync::mpsc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::Duration;
@@ -94,37 +93,26 @@ pub(crate) fn cat_spec(contents: &str) -> ActionSpec {
     ActionSpec::new(["cat", "in.txt"]).input("in.txt", contents.to_owned())
 }
 
-/// Submits `spec` and returns the receiver of its answers.
-pub(crate) fn submit(
-    executor: &RemoteExecutor,
-    spec: ActionSpec,
-) -> (
-    verter_remote::RemoteJob,
-    mpsc::Receiver<Result<ActionOutcome, RemoteError>>,
-) {
-    let (sender, receiver) = mpsc::channel();
-    let job = executor.submit(spec, move |result| {
-        sender.send(result).expect("the test still listens");
-    });
-    (job, receiver)
+pub(crate) use crate::answers::submit;
+
+/// The one answer on `receiver` ([`crate::answers::only_answer_within`]
+/// the [`WATCHDOG`]).
+pub(crate) fn only_answer(
+    receiver: &crate::answers::Answers,
+) -> Result<ActionOutcome, RemoteError> {
+    crate::answers::only_answer_within(receiver, WATCHDOG)
 }
 
-/// The one answer on `receiver`, and proof that no second answer can come:
-/// the callback was consumed, so the channel is closed.
-pub(crate) fn only_answer(
-    receiver: &mpsc::Receiver<Result<ActionOutcome, RemoteError>>,
-) -> Result<ActionOutcome, RemoteError> {
-    let answer = receiver
-        .recv_timeout(WATCHDOG)
-        .expect("an answer within the watchdog");
-    assert!(
-        matches!(
-            receiver.recv_timeout(WATCHDOG),
-            Err(mpsc::RecvTimeoutError::Disconnected)
-        ),
-        "on_done ran more than once"
+/// Asserts that the fake received `CancelOperation` for `operation` (waiting
+/// for it under the fake's own watchdog).
+pub(crate) fn assert_cancelled_on_server(fake: &FakeServer, operation: &str) {
+    let cancel = fake.wait_for_call(|call| call.rpc() == Rpc::CancelOperation);
+    assert_eq!(
+        cancel,
+        FakeCall::CancelOperation {
+            operation: operation.to_owned()
+        }
     );
-    answer
 }
 
 /// Polls `future` on this thread, with no async runtime at all.

@@ -46,8 +46,26 @@ struct Started {
 
 impl<E: StageExecutor> Scheduler<E> {
     /// After the lock: starts every queued deferred job on this thread,
-    /// unless this thread is already doing so further up its stack.
+    /// unless this thread is already doing so further up its stack, or is
+    /// unwinding a panic.
     pub(super) fn start_queued_deferred(&self) {
+        if std::thread::panicking() {
+            // A completion dropped by a panic's unwind committed here: host
+            // code must not start under that unwind, where a completion it
+            // drops would read as panicked. Rare, so a thread of its own
+            // starts what is queued.
+            let me = self.me.clone();
+            let spawned = std::thread::Builder::new()
+                .name("verter-deferred-start".into())
+                .spawn(move || {
+                    if let Some(scheduler) = me.upgrade() {
+                        scheduler.start_queued_deferred();
+                    }
+                });
+            if spawned.is_ok() {
+                return;
+            }
+        }
         if STARTING.with(|starting| starting.replace(true)) {
             return;
         }
@@ -67,34 +85,29 @@ impl<E: StageExecutor> Scheduler<E> {
             ready_at,
             deferred,
         } = job;
-        let Some(notice) = deferred else {
-            debug_assert!(false, "a remote-class job carries its notice");
-            let finished = self.execute(Job {
-                dispatch,
-                node,
-                work,
-                ready_at,
-                deferred: None,
-            });
-            self.complete(finished, None);
-            return;
-        };
-        match (node, work) {
-            (None, work) => self.start_cache(dispatch, work, ready_at, notice),
-            (Some(node), work @ Work::Artifact { .. }) => {
+        match (node, work, deferred) {
+            (None, work, Some(notice)) => self.start_cache(dispatch, work, ready_at, notice),
+            (Some(node), work @ Work::Artifact { .. }, Some(notice)) => {
                 self.start_artifact(dispatch, node, work, ready_at, notice);
             }
-            // Only Artifacts and cache nodes are routed to the remote class
-            // (`RemoteRoutes`); anything else runs here, as a local job.
-            (Some(node), work) => {
+            // Routing (`RemoteRoutes::class_of`) sends only Artifacts and
+            // cache nodes here, each with the notice its dispatching hold
+            // registered; anything else would run as a local job.
+            (node, work, deferred) => {
+                debug_assert!(false, "only routed work, with its notice, is started");
                 let finished = self.execute(Job {
                     dispatch,
-                    node: Some(node),
+                    node,
                     work,
                     ready_at,
                     deferred: None,
                 });
-                self.complete_deferred(finished, &notice);
+                match deferred {
+                    Some(notice) => self.complete_deferred(finished, &notice),
+                    None => {
+                        self.complete(finished, None);
+                    }
+                }
             }
         }
     }

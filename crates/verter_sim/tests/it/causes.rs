@@ -19,30 +19,12 @@ use verter_sim::causes::{
 use verter_sim::fs::{Entry, SimFs};
 use verter_sim::inline::sim_config;
 use verter_sim::lang::SimExecutor;
-use verter_sim::ops::{Op, ReqSpec, StageLabel};
+use verter_sim::ops::{Op, StageLabel};
 use verter_sim::{LoggedRun, SimConfig, logged_run, run_seed};
 
+use crate::trace::{request, write};
+
 const ARTIFACT: TargetStage = TargetStage::Artifact(ProfileHash(1));
-
-fn write(path: &str, text: &str) -> Op {
-    Op::Write {
-        path: path.into(),
-        entry: Entry::Text(Arc::from(text)),
-    }
-}
-
-fn request(path: &str, stage: TargetStage, text: Option<&str>) -> Op {
-    Op::Request {
-        req: ReqSpec {
-            path: path.into(),
-            stage,
-            priority: Default::default(),
-            text: text.map(Arc::from),
-            language: None,
-        },
-        keep: true,
-    }
-}
 
 /// A run with something of every kind the rules judge: a first build, a
 /// blocker edited with a comment (its parse unchanged, its Analysis and

@@ -3,13 +3,12 @@
 //! cancelled while its cache node runs leaves nothing behind, and seeds
 //! with DAGs reproduce their runs exactly.
 
-use std::sync::Arc;
-
 use verter_dag::{ProfileHash, TargetStage};
 use verter_scheduler::{EdgeGate, HookPoint};
-use verter_sim::fs::Entry;
 use verter_sim::ops::{DagNodeSpec, DagTask, Op, StageLabel, TokenSpec};
 use verter_sim::{SimConfig, replay, run_trace};
+
+use crate::trace::write;
 
 fn cache(key: u64) -> DagNodeSpec {
     DagNodeSpec {
@@ -37,13 +36,6 @@ fn dag(nodes: Vec<DagNodeSpec>, edges: Vec<(u32, u32, EdgeGate)>, nonblocking: b
         edges,
         keep: true,
         nonblocking,
-    }
-}
-
-fn write(path: &str, text: &str) -> Op {
-    Op::Write {
-        path: path.into(),
-        entry: Entry::Text(Arc::from(text)),
     }
 }
 

@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use verter_dag::{ProfileHash, TargetStage};
 use verter_sim::fs::Entry;
-use verter_sim::ops::{Op, ReqSpec};
+use verter_sim::ops::Op;
 use verter_sim::{SimConfig, replay, run_seed, run_trace};
+
+use crate::trace::request;
 
 #[test]
 fn a_seed_reproduces_its_run_exactly() {
@@ -32,19 +34,6 @@ fn text(t: &str) -> Entry {
     Entry::Text(Arc::from(t))
 }
 
-fn request(path: &str, stage: TargetStage) -> Op {
-    Op::Request {
-        req: ReqSpec {
-            path: path.into(),
-            stage,
-            priority: Default::default(),
-            text: None,
-            language: None,
-        },
-        keep: true,
-    }
-}
-
 /// The trace of the removal defect (an importer built without its removed
 /// blocker, forever) passes on the fixed scheduler, and every answer in it
 /// was judged.
@@ -60,21 +49,21 @@ fn the_removal_defect_trace_passes_and_judges_every_answer() {
             path: "m.rs".into(),
             entry: text("one"),
         },
-        request("a.rs", artifact),
+        request("a.rs", artifact, None),
         Op::Pump,
         Op::Write {
             path: "m.rs".into(),
             entry: Entry::Missing,
         },
         Op::Remove("m.rs".into()),
-        request("a.rs", artifact),
+        request("a.rs", artifact, None),
         Op::Pump,
         Op::Write {
             path: "m.rs".into(),
             entry: text("one two"),
         },
         Op::Invalidate("m.rs".into()),
-        request("a.rs", artifact),
+        request("a.rs", artifact, None),
         Op::Check,
     ];
     let report = run_trace(&trace).expect("the fixed scheduler keeps the rule");

@@ -7,3 +7,4 @@ mod dag_cancel_race;
 mod inline;
 mod remote;
 mod threaded;
+mod trace;

@@ -5,16 +5,14 @@
 //! the oracle expects, a cancelled DAG's remote cache node refuses its late
 //! answer, and a threaded soak with remote threads finds nothing.
 
-use std::sync::Arc;
-
 use verter_dag::{ProfileHash, TargetStage, WorkNodeIdentity};
 use verter_scheduler::{HookPoint, SchedulerEvent};
 use verter_sim::fs::Entry;
-use verter_sim::ops::{
-    DagNodeSpec, DagTask, Delivery, Op, RemoteSpec, ReqSpec, StageLabel, TokenSpec,
-};
+use verter_sim::ops::{DagNodeSpec, DagTask, Delivery, Op, RemoteSpec, StageLabel, TokenSpec};
 use verter_sim::threaded::{SoakConfig, soak};
 use verter_sim::{LoggedRun, SimConfig, logged_run, run_seed, run_trace};
+
+use crate::trace::{request, write};
 
 const ARTIFACT: TargetStage = TargetStage::Artifact(ProfileHash(1));
 
@@ -27,26 +25,6 @@ fn remote(cache_nodes: bool) -> Op {
         immediate_percent: 0,
         seed: 1,
     })
-}
-
-fn write(path: &str, text: &str) -> Op {
-    Op::Write {
-        path: path.into(),
-        entry: Entry::Text(Arc::from(text)),
-    }
-}
-
-fn request(path: &str, stage: TargetStage, text: Option<&str>) -> Op {
-    Op::Request {
-        req: ReqSpec {
-            path: path.into(),
-            stage,
-            priority: Default::default(),
-            text: text.map(Arc::from),
-            language: None,
-        },
-        keep: true,
-    }
 }
 
 fn deliver(how: Delivery) -> Op {
