@@ -20,7 +20,9 @@
 //!
 //! # Parts
 //! - this file: the run, the measurements' processes and the document;
-//! - `tables.rs`: the section's tables and number formats;
+//! - `section.rs`: the whole marked section, in order;
+//! - `tables.rs`: the section's tables, and the number formats and record
+//!   selections the other parts share (it names none of them);
 //! - `targets.rs`: the table of the targets;
 //! - `instructions.rs`: the callgrind instruction counts;
 //! - `observability.rs`: what verter's causal log and stage statistics
@@ -35,11 +37,11 @@ use anyhow::{Context, Result, bail};
 
 mod instructions;
 mod observability;
+mod section;
 mod tables;
 mod targets;
 
-// `ratio` is shared with `instructions.rs`, which names it `super::ratio`.
-use tables::{ratio, render};
+use section::render;
 
 const BEGIN: &str = "<!-- bench:begin -->";
 const END: &str = "<!-- bench:end -->";

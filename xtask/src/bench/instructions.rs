@@ -24,6 +24,7 @@ use anyhow::{Context, Result, bail};
 
 use super::Record;
 use super::observability;
+use super::tables::ratio;
 
 /// Pairs of runs per system.
 pub(super) const RUNS: usize = 3;
@@ -195,7 +196,7 @@ pub(super) fn render(out: &mut String, records: &[Record]) {
             "| {} | {} | {} | {} |",
             observability::label(r),
             per_file.map_or_else(|| "—".into(), |v| format!("{:.1}k", v / 1e3)),
-            super::ratio(per_file, verter),
+            ratio(per_file, verter),
             r.get("runs").unwrap_or("").replace(',', ", "),
         );
     }

@@ -1,18 +1,17 @@
-//! The tables of `docs/benchmarks.md`'s marked section: the introduction
-//! and machine lines, one table per workload (W1 to W4, the host DAG), the
-//! instruction counts and the micro benchmarks, and the number formats they
-//! share.
+//! The tables of `docs/benchmarks.md`'s marked section: one table per
+//! workload (W1 to W4, the host DAG) and the micro benchmarks, and the
+//! number formats and record selections that the other parts share.
 //!
 //! This module owns how measurements are written down; it never runs a
 //! measurement, never reads or writes the document, and must keep every
-//! line it writes byte for byte as the document expects.
+//! line it writes byte for byte as the document expects. It names no other
+//! part: `targets.rs`, `observability.rs` and `instructions.rs` build on it,
+//! and `section.rs` puts them all together.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::Record;
-use super::targets::render_targets;
-use super::{instructions, observability};
 
 pub(super) fn ms(micros: f64) -> String {
     if micros >= 1_000_000.0 {
@@ -43,56 +42,6 @@ fn bytes(count: Option<f64>) -> String {
         Some(b) if b.abs() >= 1024.0 => format!("{:.1} KiB", b / 1024.0),
         Some(b) => format!("{b:.0} B"),
     }
-}
-
-/// The whole marked section.
-pub(super) fn render(
-    records: &[Record],
-    micro: &BTreeMap<String, String>,
-    machine: &[String],
-    seconds: f64,
-) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "## Side by side: verter, salsa, rayon, tokio (issue 9)\n"
-    );
-    let _ = writeln!(
-        out,
-        "Written by `cargo xtask bench` (this whole section except the notes at its end); \
-         the full run took {:.0} min. Each row is one process \
-         (`cargo run --release -p verter_bench -- <workload> --system <s> --threads <t> --n <N> --c <µs> ...`), \
-         so peak RSS (`VmHWM`) is that system's alone (plus the generated sources and the reference build every \
-         process holds). Every measurement ends by comparing the system's artifact hashes with a serial cold build \
-         of the final sources; a mismatch fails the run. Micro benchmarks: `cargo bench -p verter_bench --bench micro`.\n",
-        seconds / 60.0
-    );
-    for line in machine {
-        let _ = writeln!(out, "- {line}");
-    }
-    let _ = writeln!(
-        out,
-        "- **Kernels:** Analysis scans the text once: it collects the `import` lines and digests (FNV-1a) the \
-         *analysis-visible* lines, that is every line but comment lines (`//`) and body lines (indented four \
-         spaces); Artifact hashes its digest with its imports' digests; each then spins `c` µs. verter runs the \
-         scan in its Source stage, so it runs 3 stages per file for the 2 kernel tasks, and compares scans, \
-         analyses and artifacts with `==` (early cutoff; `--no-cutoff` turns it off); salsa backdates an \
-         analysis equal to its previous one. Tasks = 2N.\n\
-         - **Sources:** N generated files, each importing K = 4 others (within ±8 ids, 5 % uniformly random), \
-         with a note comment line, a signature line and a body line; W2 uses the hub variant (1 % of files are hubs; 10 % of files import one hub, Zipf-chosen).\n\
-         - **Per-task overhead** = (wall × threads − Σ kernel time) / tasks, where Σ kernel time is one serial \
-         run of all kernels in the same process. Ratios are to verter on the same number of threads.\n"
-    );
-    render_w1(&mut out, records);
-    render_w2(&mut out, records);
-    render_w3(&mut out, records);
-    render_w4(&mut out, records);
-    render_dag(&mut out, records);
-    instructions::render(&mut out, records);
-    observability::render(&mut out, records);
-    render_micro(&mut out, micro);
-    render_targets(&mut out, records, micro);
-    out
 }
 
 /// W1's records, but for the runs with verter's causal log or stage
@@ -270,7 +219,7 @@ pub(super) fn render_w2(out: &mut String, records: &[Record]) {
     }
 }
 
-fn render_w3(out: &mut String, records: &[Record]) {
+pub(super) fn render_w3(out: &mut String, records: &[Record]) {
     let _ = writeln!(
         out,
         "### W3 — edit storm\n\nZipf-distributed edits (10 % change imports, 2 % remove a file — its importers \
@@ -481,7 +430,7 @@ pub(super) fn render_dag(out: &mut String, records: &[Record]) {
     let _ = writeln!(out);
 }
 
-fn render_micro(out: &mut String, micro: &BTreeMap<String, String>) {
+pub(super) fn render_micro(out: &mut String, micro: &BTreeMap<String, String>) {
     let _ = writeln!(
         out,
         "### Micro (verter alone)\n\ndivan medians of `cargo bench -p verter_bench --bench micro`.\n\n| benchmark | median |\n|---|---|"
