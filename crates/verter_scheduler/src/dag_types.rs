@@ -8,7 +8,6 @@
 //! reaches the scheduler through [`CancelDag`], which the scheduler
 //! implements.
 
-use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,28 +20,9 @@ use crate::error::RequestError;
 use crate::output::StageOutput;
 use crate::traits::{DepPath, StageExecutor};
 
-/// An opaque value a host attaches to a DAG node: its cache node's run
-/// receives it ([`crate::CacheNodeInput::context`]).
-#[derive(Clone)]
-pub struct RequestContext(Arc<dyn Any + Send + Sync>);
-
-impl RequestContext {
-    /// Wraps `value`.
-    pub fn new<T: Any + Send + Sync>(value: T) -> Self {
-        Self(Arc::new(value))
-    }
-
-    /// The value, if it is a `T`.
-    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
-        self.0.downcast_ref::<T>()
-    }
-}
-
-impl fmt::Debug for RequestContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("RequestContext(..)")
-    }
-}
+// Defined beside `CacheNodeInput`, which hands it to a cache node's run:
+// this module names `traits.rs`, so `traits.rs` must not name this one.
+pub use crate::traits::RequestContext;
 
 /// A per-call concurrency limit ([`crate::Scheduler::cpu_concurrency_semaphore`]):
 /// at most `permits` of the DAG nodes that name it are admitted and

@@ -1,5 +1,6 @@
 //! The two traits a host implements: [`SourceLoader`] (where bytes come
-//! from) and [`StageExecutor`] (what each stage computes).
+//! from) and [`StageExecutor`] (what each stage computes), with their
+//! inputs (among them the [`RequestContext`] a cache node's run receives).
 //!
 //! The scheduler calls both only outside its DAG lock, on its pools (or the
 //! inline pump), and wraps every call in a panic boundary: a panic becomes
@@ -9,6 +10,8 @@
 //! cancelled when the work is superseded, removed or reset while it runs
 //! (its result would be refused anyway), so a long stage may stop early.
 
+use std::any::Any;
+use std::fmt;
 use std::sync::Arc;
 
 use verter_dag::{
@@ -160,6 +163,29 @@ impl From<Canonical> for DepPath {
     }
 }
 
+/// An opaque value a host attaches to a DAG node: its cache node's run
+/// receives it ([`CacheNodeInput::context`]).
+#[derive(Clone)]
+pub struct RequestContext(Arc<dyn Any + Send + Sync>);
+
+impl RequestContext {
+    /// Wraps `value`.
+    pub fn new<T: Any + Send + Sync>(value: T) -> Self {
+        Self(Arc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+impl fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RequestContext(..)")
+    }
+}
+
 /// What a cache node's run receives ([`StageExecutor::execute_cache_node`]).
 #[derive(Debug)]
 #[non_exhaustive]
@@ -177,7 +203,7 @@ pub struct CacheNodeInput<'a> {
     pub cancel: &'a CancellationToken,
     /// The request context of the DAG node that started the flight
     /// ([`crate::NodeOptions::context`]), if it gave one.
-    pub context: Option<&'a crate::RequestContext>,
+    pub context: Option<&'a RequestContext>,
 }
 
 /// What each stage computes. Called outside the DAG lock, on the CPU pool
