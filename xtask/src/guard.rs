@@ -9,8 +9,13 @@
 //!    macros), `use` trees and re-exports, `extern crate`, and the tokens
 //!    inside macro invocations and attribute arguments;
 //! 3. its prose: `README.md`, `docs/**/*.md` and every doc comment;
-//! 4. inside it, its top-level modules import one way: no import cycle
-//!    among them (`guard/modules.rs`).
+//! 4. inside it, modules import one way: at every level of its module
+//!    tree, no import cycle among the children of one module, with names
+//!    followed through re-exports and `use` items to the module that
+//!    defines them (`guard/modules.rs`).
+//!
+//! The fourth rule also covers the workspace members outside `crates/`
+//! (`xtask`), which have no layer.
 //!
 //! Each finding reads `path:line: <crate> may not name <crate>`. A file that
 //! does not parse is a finding too, never a silent skip. Directories named
@@ -144,21 +149,17 @@ pub(crate) fn guard(root: &Path) -> Result<Report> {
             checker.prose(&file, 1, &text);
             report_counts.1 += 1;
         }
-        let src = crate_dir.join("src");
-        let (graph, _unparsable) =
-            modules::module_graph(&src, &files_with_extension(&src, "rs", false)?)?;
         // Unparsable files were reported by `rust_file` above.
-        for cycle in modules::cycles(&graph) {
-            let first = &graph.files[&cycle[0]];
-            findings.push(Finding {
-                path: relative(root, first),
-                line: 1,
-                what: What::ImportCycle {
-                    krate: name.clone(),
-                    modules: cycle,
-                },
-            });
+        module_cycles(root, &name, crate_dir, false, &mut findings)?;
+    }
+    // Workspace members outside `crates/` (the `xtask` crate) have no layer,
+    // but their modules import one way too.
+    for member in member_dirs(root)? {
+        if crates.contains(&member) {
+            continue;
         }
+        let name = package_name(&member.join("Cargo.toml"))?;
+        module_cycles(root, &name, &member, true, &mut findings)?;
     }
     findings.sort();
     findings.dedup();
@@ -202,6 +203,95 @@ fn read_layers(root: &Path) -> Result<BTreeMap<String, BTreeSet<String>>> {
         }
     }
     Ok(layers)
+}
+
+/// Adds a finding for every import cycle among the modules of `krate`,
+/// whose directory is `crate_dir`, and, when `report_unparsable` (its files
+/// are not otherwise parsed), for every file that does not parse.
+fn module_cycles(
+    root: &Path,
+    krate: &str,
+    crate_dir: &Path,
+    report_unparsable: bool,
+    findings: &mut Vec<Finding>,
+) -> Result<()> {
+    let src = crate_dir.join("src");
+    let (cycles, unparsable) =
+        modules::import_cycles(&src, &files_with_extension(&src, "rs", false)?)?;
+    for cycle in cycles {
+        findings.push(Finding {
+            path: relative(root, &cycle.file),
+            line: 1,
+            what: What::ImportCycle {
+                krate: krate.to_owned(),
+                modules: cycle.modules,
+            },
+        });
+    }
+    if report_unparsable {
+        for (file, err) in unparsable {
+            findings.push(Finding {
+                path: relative(root, &file),
+                line: err.span().start().line,
+                what: What::Unparsable {
+                    message: err.to_string(),
+                },
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Every package directory listed in `[workspace] members` of the root
+/// manifest (a `dir/*` entry stands for each directory under `dir` that
+/// holds a `Cargo.toml`), sorted.
+fn member_dirs(root: &Path) -> Result<Vec<PathBuf>> {
+    let manifest_path = root.join("Cargo.toml");
+    let manifest: toml::Table = read(&manifest_path)?
+        .parse()
+        .with_context(|| format!("parsing {}", manifest_path.display()))?;
+    let members = manifest
+        .get("workspace")
+        .and_then(|ws| ws.get("members"))
+        .and_then(|members| members.as_array())
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut dirs = Vec::new();
+    for member in members {
+        let member = member
+            .as_str()
+            .context("workspace.members must hold only strings")?;
+        if let Some(parent) = member.strip_suffix("/*") {
+            for entry in std::fs::read_dir(root.join(parent))
+                .with_context(|| format!("reading {}", root.join(parent).display()))?
+            {
+                let path = entry?.path();
+                if path.join("Cargo.toml").is_file() {
+                    dirs.push(path);
+                }
+            }
+        } else if member.contains('*') {
+            bail!("workspace member `{member}`: only a trailing `/*` glob is understood");
+        } else {
+            dirs.push(root.join(member));
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    Ok(dirs)
+}
+
+/// The `package.name` of the manifest at `manifest_path`.
+fn package_name(manifest_path: &Path) -> Result<String> {
+    let manifest: toml::Table = read(manifest_path)?
+        .parse()
+        .with_context(|| format!("parsing {}", manifest_path.display()))?;
+    manifest
+        .get("package")
+        .and_then(|package| package.get("name"))
+        .and_then(|name| name.as_str())
+        .map(str::to_owned)
+        .with_context(|| format!("{} has no package name", manifest_path.display()))
 }
 
 /// Every directory under `crates/` that holds a `Cargo.toml`, sorted.

@@ -348,3 +348,140 @@ fn test_code_and_doc_comments_are_not_imports() {
         .file("crates/low/src/b/tests.rs", "use crate::a::A;\n");
     assert!(guard_lines(&ws).is_empty(), "{:?}", guard_lines(&ws));
 }
+
+#[test]
+fn a_cycle_through_a_root_re_export_is_an_import_cycle() {
+    let ws = Fixture::low_high()
+        .file(
+            "crates/low/src/lib.rs",
+            "mod a;\nmod b;\npub use a::Context;\npub use self::b::{B as Renamed};\n",
+        )
+        // a names b through its module; b names a only through the root.
+        .file(
+            "crates/low/src/a.rs",
+            "use crate::b::B;\npub struct Context;\n",
+        )
+        .file(
+            "crates/low/src/b.rs",
+            "pub struct B;\npub fn f(_: &crate::Context) {}\n",
+        );
+    insta::assert_debug_snapshot!(guard_lines(&ws), @r#"
+    [
+        "crates/low/src/a.rs:1: modules of low import each other in a cycle: a, b",
+    ]
+    "#);
+}
+
+#[test]
+fn a_glob_re_export_leads_to_the_module_that_declares_the_name() {
+    let ws = Fixture::low_high()
+        .file(
+            "crates/low/src/lib.rs",
+            "mod a;\nmod b;\nmod c;\npub use a::*;\npub use b::*;\npub use c::*;\n",
+        )
+        // `crate::A` is a's own: no edge from a to b or c.
+        .file(
+            "crates/low/src/a.rs",
+            "pub struct A;\npub fn make() -> crate::A { A }\n",
+        )
+        .file(
+            "crates/low/src/b.rs",
+            "pub struct B;\npub fn take(_: crate::A, _: crate::C) {}\n",
+        )
+        .file("crates/low/src/c.rs", "pub struct C(pub crate::B);\n");
+    insta::assert_debug_snapshot!(guard_lines(&ws), @r#"
+    [
+        "crates/low/src/b.rs:1: modules of low import each other in a cycle: b, c",
+    ]
+    "#);
+}
+
+#[test]
+fn nested_modules_that_import_each_other_through_super_are_an_import_cycle() {
+    let ws = Fixture::low_high()
+        .file("crates/low/src/lib.rs", "mod outer;\n")
+        .file("crates/low/src/outer.rs", "mod a;\nmod b;\n")
+        .file(
+            "crates/low/src/outer/a.rs",
+            "use super::b::B;\npub struct A;\n",
+        )
+        .file(
+            "crates/low/src/outer/b.rs",
+            "pub struct B;\nfn f() {\n    let _ = super::a::A;\n}\n",
+        );
+    insta::assert_debug_snapshot!(guard_lines(&ws), @r#"
+    [
+        "crates/low/src/outer/a.rs:1: modules of low import each other in a cycle: outer::a, outer::b",
+    ]
+    "#);
+}
+
+#[test]
+fn a_name_the_parent_imports_leads_to_the_sibling_that_defines_it() {
+    let ws = Fixture::low_high()
+        .file("crates/low/src/lib.rs", "pub mod outer;\n")
+        .file(
+            "crates/low/src/outer/mod.rs",
+            "mod a;\nmod b;\nuse a::helper;\npub use b::B;\n",
+        )
+        .file(
+            "crates/low/src/outer/a.rs",
+            "pub fn helper() {}\npub struct A(pub crate::outer::B);\n",
+        )
+        .file(
+            "crates/low/src/outer/b.rs",
+            "pub struct B;\nmod inner {\n    fn f() {\n        super::super::helper();\n    }\n}\n",
+        );
+    insta::assert_debug_snapshot!(guard_lines(&ws), @r#"
+    [
+        "crates/low/src/outer/a.rs:1: modules of low import each other in a cycle: outer::a, outer::b",
+    ]
+    "#);
+}
+
+#[test]
+fn a_nested_module_that_imports_its_sibling_one_way_is_clean() {
+    let ws = Fixture::low_high()
+        .file("crates/low/src/lib.rs", "mod outer;\nmod top;\npub use outer::B;\n")
+        .file("crates/low/src/top.rs", "pub struct T(pub crate::outer::B);\n")
+        .file(
+            "crates/low/src/outer.rs",
+            "mod a;\nmod b;\npub use b::B;\nuse a::A;\n#[cfg(test)]\nmod fake;\n",
+        )
+        .file(
+            "crates/low/src/outer/a.rs",
+            "use super::b::B;\npub struct A(pub crate::outer::B, pub crate::B, pub self::B);\n",
+        )
+        // Test code, test modules and doc links of b may name a, and any
+        // test item may name a module above.
+        .file(
+            "crates/low/src/outer/b.rs",
+            "/// Unlike [`super::a::A`].\npub struct B;\n#[cfg(test)]\nmod tests {\n    use super::super::a::A;\n}\n\
+             #[cfg(test)]\nstatic PROBE: Option<crate::top::T> = None;\n",
+        )
+        .file("crates/low/src/outer/b/tests.rs", "use super::super::a::A;\n")
+        .file("crates/low/src/outer/fake.rs", "use super::a::A;\nuse super::b::B;\n");
+    assert!(guard_lines(&ws).is_empty(), "{:?}", guard_lines(&ws));
+}
+
+#[test]
+fn a_workspace_member_outside_crates_is_checked_for_import_cycles() {
+    let ws = Fixture::low_high()
+        .file(
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"crates/*\", \"tools\"]\n\n\
+             [workspace.metadata.layers]\nlow = []\nhigh = [\"low\"]\n",
+        )
+        .file(
+            "tools/Cargo.toml",
+            "[package]\nname = \"tools\"\nversion = \"0.0.0\"\n",
+        )
+        .file("tools/src/main.rs", "mod a;\nmod b;\nfn main() {}\n")
+        .file("tools/src/a.rs", "use crate::b::B;\npub struct A;\n")
+        .file("tools/src/b.rs", "use crate::a::A;\npub struct B;\n");
+    insta::assert_debug_snapshot!(guard_lines(&ws), @r#"
+    [
+        "tools/src/a.rs:1: modules of tools import each other in a cycle: a, b",
+    ]
+    "#);
+}
