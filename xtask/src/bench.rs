@@ -4,10 +4,14 @@
 //! Each measurement runs in its own process
 //! (`cargo run --release -p verter_bench -- <workload> ...`), so each peak
 //! RSS belongs to one system; the binary prints `result key=value ...`
-//! lines, which this task parses and renders. The micro benchmarks run
-//! through `cargo bench -p verter_bench --bench micro` (divan); their medians
-//! are read from divan's table. Where `valgrind` is installed, callgrind
-//! then counts each system's instructions per file (`instructions.rs`).
+//! lines, which this task parses and renders. Besides the workloads, each
+//! system builds once per process (`w1 --only-build`): one cold build and
+//! its teardown, nothing else. The micro benchmarks run through
+//! `cargo bench -p verter_bench --bench micro` (divan); their medians are
+//! read from divan's table. Where `valgrind` is installed, callgrind then
+//! counts each system's instructions per file per build
+//! (`instructions.rs`). The targets table judges issue 42's targets on the
+//! whole run (`targets.rs`).
 //!
 //! `--quick` runs the correctness pass only (N = 1k, few iterations: equal
 //! hashes, every request answered) and never writes the document: it is the
@@ -23,8 +27,8 @@
 //! - `section.rs`: the whole marked section, in order;
 //! - `tables.rs`: the section's tables, and the number formats and record
 //!   selections the other parts share (it names none of them);
-//! - `targets.rs`: the table of the issue's targets;
-//! - `instructions.rs`: the callgrind instruction counts;
+//! - `targets.rs`: the table of the current targets (issue 42);
+//! - `instructions.rs`: the callgrind instruction counts per build;
 //! - `observability.rs`: what verter's causal log and stage statistics
 //!   cost (issue 17), from the runs that turn them on.
 
@@ -128,7 +132,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     }
     if instructions::available() {
         eprintln!(
-            "bench: callgrind of w1 at c = 0, one thread, per system, and of the host DAG ({} pairs of runs each)",
+            "bench: callgrind of w1 --only-build and --only-generate at c = 0, one thread, per system, and of the host DAG ({} pairs of runs each)",
             instructions::RUNS
         );
         records.extend(instructions::measure(root)?);
@@ -166,6 +170,16 @@ fn full_plan() -> Vec<Vec<String>> {
                     plan.extend(with_observed_runs(system, line));
                 }
             }
+        }
+    }
+    // One build per process, every system, one thread, c = 0: its
+    // teardown, its lock-held share and its allocations, apart from
+    // everything else a W1 process does.
+    for n in [10_000, 100_000] {
+        for system in ["verter", "salsa", "rayon", "tokio"] {
+            plan.push(format!(
+                "w1 --system {system} --threads 1 --n {n} --c 0 --only-build"
+            ));
         }
     }
     // verter also runs W2 and W3 without early cutoff (`--no-cutoff`):

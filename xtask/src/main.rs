@@ -18,8 +18,9 @@ const TASKS: &str = "\
 tasks:
   guard    check that every crate names only the crates its layer allows
            (manifests, Rust paths, docs); reads [workspace.metadata.layers]
-  bench    run verter vs salsa, rayon, tokio and rewrite docs/benchmarks.md's
-           tables; --quick runs the correctness pass only (CI smoke test)
+  bench    run verter vs salsa, rayon, tokio (the workloads, one build per
+           process, callgrind per build) and rewrite docs/benchmarks.md's
+           tables and targets; --quick runs the correctness pass only (CI)
   sim      the inline simulator: --seed S replays one seed (trace and
            violation), --seeds N [--from S] runs N seeds
   soak     the threaded simulator: --ops N --threads T --seed S; prints ops/s

@@ -4,6 +4,8 @@
 //!
 //! ```text
 //! verter_bench w1 --system verter --threads 2 --n 10000 --c 0 --iterations 3
+//! verter_bench w1 --system salsa --threads 1 --n 10000 --c 0 --only-build
+//! verter_bench w1 --system salsa --threads 1 --n 10000 --c 0 --only-generate
 //! verter_bench w2 --system salsa --threads 1 --n 10000 --c 0 --iterations 3
 //! verter_bench w3 --system verter --threads 2 --n 10000 --c 0 --edits 2000
 //! verter_bench w1 --system verter --threads 1 --n 10000 --c 0 --iterations 5 --causal-log default
@@ -14,6 +16,17 @@
 //! verter_bench dag --threads 2 --n 10000 --c 0 --iterations 5 [--files 0] [--ready-depth 64]
 //! verter_bench quick [--n 1000] [--edits 200]
 //! ```
+//!
+//! `w1 --only-build` runs one cold build of a fresh system and drops it,
+//! nothing else (no reference build, serial kernel run, urgent build or hash
+//! check; one build whatever `--iterations` says); its line says
+//! `mode=only_build` and reports the build (`wall_us`), the drop
+//! (`teardown_us`), the peak RSS, the allocations and, for verter, the share
+//! of the build its DAG lock was held (`lock_held_share`, also on the full
+//! W1 line). `w1 --only-generate` generates the same sources and stops
+//! (`mode=only_generate`). Under callgrind, the instructions of the first
+//! minus the second, at N = 10k minus N = 1k over 9 000, are the system's
+//! own per file per build, teardown included (`cargo xtask bench`).
 //!
 //! `dag` runs one host DAG of `--n` nodes through verter, a serial
 //! topological loop and rayon in one process (three result lines);
@@ -45,7 +58,7 @@ use verter_bench::overload::{OverloadShape, Retry, Submission, w4};
 use verter_bench::quick;
 use verter_bench::storm::{StormShape, w3};
 use verter_bench::verter_runner::Observability;
-use verter_bench::workloads::{Shape, SystemKind, w1, w2};
+use verter_bench::workloads::{Shape, SystemKind, only_build, only_generate, w1, w2};
 
 /// The allocator the binary always used (the system's), counted, so W1 can
 /// report allocations per file.
@@ -55,15 +68,20 @@ static ALLOCATOR: Counting = Counting::new(System);
 const USAGE: &str = "usage: verter_bench (w1|w2|w3|w4) --system (verter|salsa|rayon|tokio) \
 [--threads 2] [--n 1000] [--c 0] [--iterations 3] [--edits 2000] [--factor 10] [--no-cutoff] \
 [--submit (request|try-dag)] [--retry (answer|yield)] [--causal-log (N|default)] [--stage-stats]
+       verter_bench w1 --system (verter|salsa|rayon|tokio) [--threads 2] [--n 1000] [--c 0] (--only-build|--only-generate)
        verter_bench dag [--threads 2] [--n 10000] [--c 0] [--iterations 3] [--files 0] [--ready-depth 64]
        verter_bench quick [--n 1000] [--edits 200]
 --no-cutoff: verter only, w1 to w3: early cutoff off (the `before` measurement)
---causal-log, --stage-stats: verter only, w1 and w2: the causal log of N events (default: 16384) and per-stage statistics on";
+--causal-log, --stage-stats: verter only, w1 and w2: the causal log of N events (default: 16384) and per-stage statistics on
+--only-build: w1 only: one cold build of a fresh system, then its drop, nothing else (for callgrind)
+--only-generate: w1 only: generate the sources and stop (subtracted from --only-build)";
 
 /// The options that take no value.
 const NO_CUTOFF: &str = "no-cutoff";
 const STAGE_STATS: &str = "stage-stats";
-const FLAGS: [&str; 2] = [NO_CUTOFF, STAGE_STATS];
+const ONLY_BUILD: &str = "only-build";
+const ONLY_GENERATE: &str = "only-generate";
+const FLAGS: [&str; 4] = [NO_CUTOFF, STAGE_STATS, ONLY_BUILD, ONLY_GENERATE];
 
 fn main() -> ExitCode {
     // The harness's host threads get the stage threads' stack, as a host
@@ -126,6 +144,18 @@ fn run() -> ExitCode {
         eprintln!("--causal-log and --stage-stats are for verter on w1 or w2 only\n{USAGE}");
         return ExitCode::from(2);
     }
+    let (build_only, generate_only) = (
+        options.contains_key(ONLY_BUILD),
+        options.contains_key(ONLY_GENERATE),
+    );
+    if (build_only || generate_only) && workload != "w1" {
+        eprintln!("--only-build and --only-generate are for w1 only\n{USAGE}");
+        return ExitCode::from(2);
+    }
+    if build_only && generate_only {
+        eprintln!("--only-build and --only-generate exclude each other\n{USAGE}");
+        return ExitCode::from(2);
+    }
     let shape = |system: SystemKind| Shape {
         cutoff,
         observability,
@@ -144,6 +174,8 @@ fn run() -> ExitCode {
                 quick::run(files, edits)
             })
         }
+        ("w1", Some(system)) if build_only => vec![only_build(shape(system))],
+        ("w1", Some(system)) if generate_only => vec![only_generate(shape(system))],
         ("w1", Some(system)) => vec![w1(shape(system))],
         ("w2", Some(system)) => w2(shape(system)),
         ("w3", Some(system)) => vec![w3(StormShape {

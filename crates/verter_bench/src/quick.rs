@@ -13,10 +13,12 @@ use crate::overload::{OverloadShape, Retry, Submission, w4};
 use crate::report::Record;
 use crate::storm::{StormShape, w3};
 use crate::verter_runner::Observability;
-use crate::workloads::{Shape, SystemKind, w1, w2};
+use crate::workloads::{Shape, SystemKind, only_build, only_generate, w1, w2};
 
 /// Runs every system through W1, W2, W3 and W4 on `files` files (W3 with
-/// `edits` edits), verter through W2 and W3 again without early cutoff,
+/// `edits` edits) and through W1's single build (`--only-build`; then the
+/// sources alone once, `--only-generate`), verter through W2 and W3 again
+/// without early cutoff,
 /// through W2 once more with its causal log (at its default size) and
 /// stage statistics on, and
 /// through W4 again with non-blocking DAG submission (both retry
@@ -31,7 +33,15 @@ pub fn run(files: usize, edits: usize) -> Vec<Record> {
             records.push(w1(shape));
             records.extend(w2(shape));
         }
+        records.push(only_build(Shape::new(system, 1, files, 0, 1)));
     }
+    records.push(only_generate(Shape::new(
+        SystemKind::Verter,
+        1,
+        files,
+        0,
+        1,
+    )));
     // verter once more without cutoff: its correctness does not rest on it.
     records.extend(w2(Shape {
         cutoff: false,

@@ -109,4 +109,20 @@ pub trait System {
     fn observed(&self) -> Observed {
         Observed::default()
     }
+
+    /// How long its own global lock was held so far, summed over every
+    /// hold, where the system times it (verter's DAG lock,
+    /// `SchedulerCounters::lock_held_ns`); `None` by default. Workloads read
+    /// it before and after a timed call.
+    fn lock_held(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Tears the system down (its state, pools and threads) and returns
+    /// once that is done, so a workload can time it. By default this drops
+    /// it; a system whose threads may hold it for a moment longer waits for
+    /// them, so the teardown runs here and not on one of them (verter).
+    fn teardown(self: Box<Self>) {
+        drop(self);
+    }
 }

@@ -433,6 +433,29 @@ impl System for VerterSystem {
         })
     }
 
+    /// The scheduler is torn down on this thread: a pool thread or the
+    /// driver may still hold it for the end of its pass when the build has
+    /// answered (and whoever drops the last reference runs the teardown),
+    /// so this waits until it holds the only one and takes the scheduler
+    /// out (`Arc::try_unwrap` succeeds only for the last strong reference,
+    /// atomically: no thread can take it back), then drops it.
+    fn teardown(self: Box<Self>) {
+        let Self { mut scheduler, .. } = *self;
+        loop {
+            match Arc::try_unwrap(scheduler) {
+                Ok(last) => return drop(last),
+                Err(shared) => {
+                    scheduler = shared;
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    fn lock_held(&self) -> Option<Duration> {
+        Some(Duration::from_nanos(self.scheduler.counters().lock_held_ns))
+    }
+
     fn observed(&self) -> Observed {
         let config = self.scheduler.config();
         // The log's sequence numbers count every event it ever recorded,

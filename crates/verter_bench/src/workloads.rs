@@ -2,6 +2,15 @@
 //! one-file edits; W3 (edit storm) lives in [`crate::storm`] and W4
 //! (overload) in [`crate::overload`].
 //!
+//! W1 also runs in two reduced modes, for counting a process's instructions
+//! (`cargo xtask bench`): [`only_build`] builds once on a fresh system and
+//! drops it, nothing else (no reference build, serial kernel run, urgent
+//! build or hash check); [`only_generate`] generates the same sources and
+//! stops. What the first process runs beyond the second is one build of the
+//! system, its construction and its teardown, so the difference of the two
+//! at two sizes, over the extra files, is the system's own cost per file per
+//! build.
+//!
 //! Owns what is measured and the correctness check every measurement ends
 //! with: the system's artifact hashes must equal a serial cold build of the
 //! final sources, and every request must be answered. A mismatch panics
@@ -14,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::alloc_count::{self, Counts};
 use crate::generator::{GenConfig, Project, Sources, path_of};
@@ -208,6 +217,12 @@ pub fn urgent_path(sources: &Sources) -> Arc<str> {
 /// their bytes, and the live heap a build leaves per file. With verter's
 /// causal log or stage statistics on, also the events logged and the stage
 /// runs timed per file (of the last timed build, read after it).
+///
+/// Also, for every system, the time to drop each fresh system after its
+/// timed build (`teardown_us`, the median, as `wall_us`), and where the
+/// system times its own lock (verter's DAG lock) the share of the timed
+/// builds' wall time during which it was held (`lock_held_share`: the holds
+/// of every timed build over the sum of their wall times).
 pub fn w1(shape: Shape) -> Record {
     let sources = Project::generate(GenConfig::new(shape.files)).sources();
     let reference = reference_build(&sources);
@@ -232,13 +247,20 @@ pub fn w1(shape: Shape) -> Record {
     // loader's files).
     let mut retained = 0_i64;
     let mut observed = Observed::default();
+    let mut teardowns = Vec::with_capacity(shape.iterations);
+    // The lock's holds during the timed builds, where the system times them.
+    let mut lock_held: Option<Duration> = None;
     for iteration in 0..shape.iterations.max(1) {
         let mut system = shape.make(false);
+        let held_before = system.lock_held();
         let before = alloc_count::global();
         let start = Instant::now();
         let built = system.cold(&sources, None);
         let wall = start.elapsed();
         allocated = allocated.plus(alloc_count::global().since(before));
+        if let Some(held) = held_since(system.as_ref(), held_before) {
+            lock_held = Some(lock_held.unwrap_or_default() + held);
+        }
         walls.push(wall);
         harness.push(built.harness);
         if iteration == 0 {
@@ -258,6 +280,7 @@ pub fn w1(shape: Shape) -> Record {
         retained += window.live_bytes() - window.held();
         // After the counted window: reading the log copies it.
         observed = system.observed();
+        teardowns.push(timed_drop(system));
     }
     let urgent = urgent_path(&sources);
     let mut system = shape.make(false);
@@ -290,12 +313,115 @@ pub fn w1(shape: Shape) -> Record {
         .field("overhead_ns", format!("{overhead_ns:.1}"))
         .micros("first_us", first)
         .field("executions", executions)
-        .field("peak_rss_kib", peak_rss_kib);
+        .micros("teardown_us", median(&teardowns));
+    let record =
+        with_lock_held(record, lock_held, walls.iter().sum()).field("peak_rss_kib", peak_rss_kib);
     let record = with_observed(record, observed, Some(sources.len()));
+    with_allocations(record, allocated, retained, sources.len() * walls.len())
+}
+
+/// W1 reduced to one build (`verter_bench w1 ... --only-build`): generates
+/// the sources, makes a fresh system, runs exactly one timed cold build,
+/// drops its answers and then the system, and reports the build's wall time
+/// (`wall_us`), the time to drop the system (`teardown_us`), the kernel
+/// executions, the peak RSS, where the system times its lock the share of
+/// the build it was held (`lock_held_share`), and where the counting
+/// allocator is installed the build's allocations as [`w1`] counts them.
+/// No reference build, no serial kernel run, no urgent build, no hash
+/// check (only that every file was answered), and one build whatever
+/// `shape.iterations` says: with [`only_generate`] it isolates the system's
+/// own cost.
+///
+/// # Panics
+/// If the build did not answer every file.
+pub fn only_build(shape: Shape) -> Record {
+    let sources = Project::generate(GenConfig::new(shape.files)).sources();
+    let mut system = shape.make(false);
+    let held_before = system.lock_held();
+    let before = alloc_count::global();
+    let start = Instant::now();
+    let built = system.cold(&sources, None);
+    let wall = start.elapsed();
+    let allocated = alloc_count::global().since(before);
+    let held = held_since(system.as_ref(), held_before);
+    let peak_rss_kib = proc_status_kib("VmHWM").unwrap_or(0);
+    assert_eq!(
+        built.hashes.len(),
+        sources.len(),
+        "{} W1 --only-build: every file is answered",
+        system.name()
+    );
+    let executions = system.kernels().stats.executions();
+    drop(built);
+    let window = alloc_count::global().since(before);
+    let retained = window.live_bytes() - window.held();
+    let teardown = timed_drop(system);
+    let record = shape
+        .record("w1")
+        .field("mode", "only_build")
+        .field("iterations", 1)
+        .micros("wall_us", wall)
+        .micros("teardown_us", teardown)
+        .field("executions", executions);
+    let record = with_lock_held(record, held, wall).field("peak_rss_kib", peak_rss_kib);
+    with_allocations(record, allocated, retained, sources.len())
+}
+
+/// W1 reduced to its sources (`verter_bench w1 ... --only-generate`):
+/// generates them as [`w1`] and [`only_build`] do and stops, reporting the
+/// generation's time (`generate_us`) and the peak RSS. The system is never
+/// made; `shape` only names the line.
+pub fn only_generate(shape: Shape) -> Record {
+    let start = Instant::now();
+    let sources = Project::generate(GenConfig::new(shape.files)).sources();
+    let generated = start.elapsed();
+    shape
+        .record("w1")
+        .field("mode", "only_generate")
+        .field("files", sources.len())
+        .micros("generate_us", generated)
+        .field("peak_rss_kib", proc_status_kib("VmHWM").unwrap_or(0))
+}
+
+/// How long `system` held its lock since `before` (its earlier
+/// [`System::lock_held`]); `None` where it does not time one.
+fn held_since(system: &dyn System, before: Option<Duration>) -> Option<Duration> {
+    Some(system.lock_held()?.saturating_sub(before?))
+}
+
+/// Tears `system` down ([`System::teardown`]: its state, pools and
+/// threads); how long that took.
+fn timed_drop(system: Box<dyn System>) -> Duration {
+    let start = Instant::now();
+    system.teardown();
+    start.elapsed()
+}
+
+/// `record` with `lock_held_share`, the share of `wall` during which the
+/// system's lock was `held`, where the system times it.
+fn with_lock_held(record: Record, held: Option<Duration>, wall: Duration) -> Record {
+    match held {
+        Some(held) if !wall.is_zero() => record.field(
+            "lock_held_share",
+            format!("{:.4}", held.as_secs_f64() / wall.as_secs_f64()),
+        ),
+        _ => record,
+    }
+}
+
+/// `record` with the allocations of `built_files` files' builds, per file,
+/// where the counting allocator is installed: `allocated` during the
+/// builds, and the live heap they left (`retained`).
+fn with_allocations(
+    record: Record,
+    allocated: Counts,
+    retained: i64,
+    built_files: usize,
+) -> Record {
     if !alloc_count::is_installed() {
         return record;
     }
-    let built_files = (sources.len() * walls.len()).max(1) as f64;
+    let built_files = built_files.max(1) as f64;
     record
         .field(
             "allocs_per_file",

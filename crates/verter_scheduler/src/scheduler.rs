@@ -143,6 +143,12 @@ pub struct SchedulerCounters {
     /// the one that applied their batch's edits
     /// (`SchedulerConfig::registrations_per_hold`).
     pub deferred_registrations: u64,
+    /// Total nanoseconds the DAG lock was held since the scheduler was
+    /// built, over every hold (admission, completion, dispatch, reads such
+    /// as this one's own); timed from just after the lock is taken until
+    /// just before it is released. Divided by a build's wall time it is the
+    /// share of the build during which the lock was held.
+    pub lock_held_ns: u64,
 }
 
 /// The state at a quiescent moment: what tests assert is clean.

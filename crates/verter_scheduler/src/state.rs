@@ -10,7 +10,8 @@
 //! access; `Drop` answers everyone still waiting. Nothing else takes the
 //! lock (`the_dag_lock_is_taken_only_here` pins it). Loader calls, executor
 //! calls, hooks and channel sends never run under it (docs/design.md,
-//! "What runs where").
+//! "What runs where"). Every hold is timed by its guard (`Held`), into
+//! `SchedulerCounters::lock_held_ns`.
 //!
 //! # Lock rank
 //! `locked` (the DAG lock) > the source root's publication lock > `nodes`
@@ -22,6 +23,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Instant;
 
 use crossbeam::queue::SegQueue;
 use crossbeam_channel::Sender;
@@ -256,6 +258,9 @@ pub(crate) struct Counters {
     pub(crate) batched_stages: AtomicU64,
     pub(crate) caller_stages: AtomicU64,
     pub(crate) deferred_registrations: AtomicU64,
+    /// Nanoseconds the DAG lock was held, summed over every hold: added by
+    /// [`Held`] when a hold ends, read by `Scheduler::counters`.
+    pub(crate) lock_held_ns: AtomicU64,
     /// Requests enqueued and not yet admitted. Incremented before the send,
     /// decremented in the lock hold that admits them.
     pub(crate) pending_admissions: AtomicUsize,
@@ -545,13 +550,18 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Takes the DAG lock. It is not re-entrant: a thread that already holds
     /// it (a public method called from under the lock) panics here in debug
-    /// builds instead of deadlocking.
-    fn lock(&self) -> parking_lot::MutexGuard<'_, Locked<E>> {
+    /// builds instead of deadlocking. The hold is timed ([`Held`]).
+    fn lock(&self) -> Held<'_, E> {
         debug_assert!(
             !crate::post::holds_dag_lock(),
             "the DAG lock is not re-entrant: code under the lock called a method that takes it"
         );
-        self.locked.lock()
+        let guard = self.locked.lock();
+        Held {
+            since: Instant::now(),
+            held_ns: &self.counters.lock_held_ns,
+            guard,
+        }
     }
 
     /// After the lock: events, answers, dispatch of newly ready work, and a
@@ -565,6 +575,39 @@ impl<E: StageExecutor> Scheduler<E> {
             self.dispatch_ready();
         }
         self.progress.notify();
+    }
+}
+
+/// A hold of the DAG lock, timed: the guard, and when it was taken. When it
+/// drops, the hold's length is added to `Counters::lock_held_ns` just before
+/// the guard unlocks (one `Instant::now` pair per hold; a build takes the
+/// lock a few times per hundred files).
+struct Held<'a, E: StageExecutor> {
+    since: Instant,
+    held_ns: &'a AtomicU64,
+    /// Released when the fields drop, after [`Drop::drop`] has counted
+    /// the hold.
+    guard: parking_lot::MutexGuard<'a, Locked<E>>,
+}
+
+impl<E: StageExecutor> std::ops::Deref for Held<'_, E> {
+    type Target = Locked<E>;
+
+    fn deref(&self) -> &Locked<E> {
+        &self.guard
+    }
+}
+
+impl<E: StageExecutor> std::ops::DerefMut for Held<'_, E> {
+    fn deref_mut(&mut self) -> &mut Locked<E> {
+        &mut self.guard
+    }
+}
+
+impl<E: StageExecutor> Drop for Held<'_, E> {
+    fn drop(&mut self) {
+        let held = u64::try_from(self.since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.held_ns.fetch_add(held, Ordering::Relaxed);
     }
 }
 

@@ -2,8 +2,8 @@
 //! W1 and W2 with both off (the default: the rows of the W1 and W2 tables),
 //! with its causal log on at its default size and with its stage statistics
 //! on, each variant run right after the run with both off, and shown as
-//! ratios to it; and the verdicts on the issue's targets, with the
-//! instruction counts of the same three (`instructions.rs` measures them).
+//! ratios to it (`instructions.rs` counts the instructions of the same
+//! three; the targets table judges the causal log's).
 //!
 //! This module owns the variants the full plan runs and their tables; it
 //! never runs a measurement and never reads or writes the document.
@@ -17,9 +17,6 @@ use super::tables::{ms, ratio};
 /// options that follow the run's own: both off, the causal log on at
 /// `verter_scheduler::DEFAULT_CAUSAL_LOG`, the stage statistics on.
 pub(super) const VARIANTS: [&str; 3] = ["", " --causal-log default", " --stage-stats"];
-
-/// The largest cost the issue allows with either turned on: 5 %.
-const ALLOWED: f64 = 1.05;
 
 /// Which of the [`VARIANTS`] a record ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +60,7 @@ fn find<'a>(
     records.iter().find(|r| {
         r.is(&[("workload", workload), ("system", "verter")])
             && r.cutoff()
+            && r.get("mode").is_none()
             && Variant::of(r) == variant
             && r.is(pairs)
     })
@@ -75,6 +73,7 @@ fn cases(records: &[Record], workload: &str, keys: &[&str]) -> Vec<Vec<String>> 
     for r in records.iter().filter(|r| {
         r.is(&[("workload", workload), ("system", "verter")])
             && r.cutoff()
+            && r.get("mode").is_none()
             && Variant::of(r) != Variant::Off
     }) {
         let case: Vec<String> = keys
@@ -172,107 +171,6 @@ pub(super) fn render(out: &mut String, records: &[Record]) {
         }
         let _ = writeln!(out);
     }
-    render_targets(out, records);
-}
-
-/// The median of `values`; `None` when empty.
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    (!values.is_empty()).then(|| values[values.len() / 2])
-}
-
-/// Each of `variant`'s ratios to the run with both off, over every case
-/// of `workload` that has both, by `key`.
-fn ratios(records: &[Record], workload: &str, variant: Variant, key: &str) -> Vec<f64> {
-    records
-        .iter()
-        .filter(|r| {
-            r.is(&[("workload", workload), ("system", "verter")])
-                && r.cutoff()
-                && Variant::of(r) == variant
-        })
-        .filter_map(|r| {
-            let pairs: Vec<(&str, &str)> = ["n", "c", "threads", "case"]
-                .iter()
-                .filter_map(|key| Some((*key, r.get(key)?)))
-                .collect();
-            let off = find(records, workload, Variant::Off, &pairs)?;
-            Some(r.num(key)? / off.num(key)?)
-        })
-        .collect()
-}
-
-/// The issue's targets with each turned on: at most 5 % more instructions
-/// per file (callgrind), and at most 5 % on W1's wall time and W2's
-/// all-fresh time, judged on the median of the cases' ratios (a single
-/// case's ratio moves by more than that with the load of a shared machine;
-/// the range is shown).
-fn render_targets(out: &mut String, records: &[Record]) {
-    let _ = writeln!(
-        out,
-        "**Targets of issue 17** with the causal log or the stage statistics on (the targets with both \
-         off — W1 within noise, instructions per file within 1 % — compare with the commit before the \
-         issue, so one run cannot judge them)\n\n| target | measured | met |\n|---|---|---|"
-    );
-    let instructions = |variant: Variant| {
-        records
-            .iter()
-            .find(|r| {
-                r.is(&[("workload", "instructions"), ("system", "verter")])
-                    && Variant::of(r) == variant
-            })
-            .and_then(|r| r.num("per_file"))
-    };
-    let mut row = |target: String, measured: String, met: Option<bool>| {
-        let met = match met {
-            Some(true) => "yes",
-            Some(false) => "**no**",
-            None => "not measured",
-        };
-        let _ = writeln!(out, "| {target} | {measured} | {met} |");
-    };
-    for (variant, what) in [
-        (Variant::CausalLog, "causal log on (default size)"),
-        (Variant::StageStats, "stage statistics on"),
-    ] {
-        let (on, off) = (instructions(variant), instructions(Variant::Off));
-        let value = on.zip(off).map(|(on, off)| on / off);
-        row(
-            format!("{what}: instructions per file (W1, callgrind) ≤ 1.05× off"),
-            on.zip(off).map_or_else(
-                || "—".to_owned(),
-                |(on, off)| format!("{:.3}× ({:.1}k vs {:.1}k)", on / off, on / 1e3, off / 1e3),
-            ),
-            value.map(|v| v <= ALLOWED),
-        );
-        for (workload, key, name) in [
-            ("w1", "wall_us", "W1 wall time"),
-            ("w2", "all_fresh_us", "W2 all fresh"),
-        ] {
-            let values = ratios(records, workload, variant, key);
-            let (low, high) = values
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), v| {
-                    (low.min(*v), high.max(*v))
-                });
-            let middle = median(values.clone());
-            row(
-                format!("{what}: {name} ≤ 1.05× off (median of the cases' ratios)"),
-                middle.map_or_else(
-                    || "—".to_owned(),
-                    |m| {
-                        format!(
-                            "{m:.2}× (range {low:.2}–{high:.2}×, {} case{})",
-                            values.len(),
-                            if values.len() == 1 { "" } else { "s" }
-                        )
-                    },
-                ),
-                middle.map(|m| m <= ALLOWED),
-            );
-        }
-    }
-    let _ = writeln!(out);
 }
 
 #[cfg(test)]
@@ -310,9 +208,9 @@ mod tests {
          iterations=5 edited_fresh_us=900.0 all_fresh_us=9000.0 executions=6 touched=1",
         "result workload=w2 system=verter threads=2 n=10000 c=0 case=d_only_edited iterations=5 \
          edited_fresh_us=100.0 executions=2 touched=5",
-        "result workload=instructions system=verter per_file=90000 runs=90000,90100,89900",
-        "result workload=instructions system=verter causal_log=default per_file=99000 runs=99000",
-        "result workload=instructions system=verter stage_stats=on per_file=91000 runs=91000",
+        "result workload=instructions_build system=verter per_file=90000 runs=90000,90100,89900",
+        "result workload=instructions_build system=verter causal_log=default per_file=99000 runs=99000",
+        "result workload=instructions_build system=verter stage_stats=on per_file=91000 runs=91000",
     ];
 
     #[test]
@@ -344,36 +242,6 @@ mod tests {
                 "{table:?}"
             );
         }
-    }
-
-    #[test]
-    fn the_targets_judge_instructions_and_the_median_ratio() {
-        let records = parse_all(&LINES);
-        let mut out = String::new();
-        render(&mut out, &records);
-        assert!(
-            row_of(
-                &out,
-                "| causal log on (default size): instructions per file"
-            )
-            .ends_with("| 1.100× (99.0k vs 90.0k) | **no** |"),
-            "{out}"
-        );
-        assert!(
-            row_of(&out, "| stage statistics on: instructions per file")
-                .ends_with("| 1.011× (91.0k vs 90.0k) | yes |"),
-            "{out}"
-        );
-        assert!(
-            row_of(&out, "| causal log on (default size): W1 wall time")
-                .ends_with("| 1.10× (range 1.10–1.10×, 1 case) | **no** |"),
-            "{out}"
-        );
-        assert!(
-            row_of(&out, "| causal log on (default size): W2 all fresh")
-                .ends_with("| 1.05× (range 1.05–1.05×, 1 case) | yes |"),
-            "{out}"
-        );
     }
 
     #[test]

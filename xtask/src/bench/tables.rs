@@ -1,6 +1,7 @@
 //! The tables of `docs/benchmarks.md`'s marked section: one table per
-//! workload (W1 to W4, the host DAG) and the micro benchmarks, and the
-//! number formats and record selections that the other parts share.
+//! workload (W1 and its single builds, W2 to W4, the host DAG) and the
+//! micro benchmarks, and the number formats and record selections that the
+//! other parts share.
 //!
 //! This module owns how measurements are written down; it never runs a
 //! measurement, never reads or writes the document, and must keep every
@@ -30,12 +31,12 @@ pub(super) fn ratio(value: Option<f64>, verter: Option<f64>) -> String {
     }
 }
 
-fn mib(kib: Option<f64>) -> String {
+pub(super) fn mib(kib: Option<f64>) -> String {
     kib.map_or_else(|| "—".to_owned(), |k| format!("{:.0} MiB", k / 1024.0))
 }
 
 /// A byte count as B, KiB or MiB; — when absent.
-fn bytes(count: Option<f64>) -> String {
+pub(super) fn bytes(count: Option<f64>) -> String {
     match count {
         None => "—".to_owned(),
         Some(b) if b.abs() >= 1024.0 * 1024.0 => format!("{:.1} MiB", b / (1024.0 * 1024.0)),
@@ -45,11 +46,77 @@ fn bytes(count: Option<f64>) -> String {
 }
 
 /// W1's records, but for the runs with verter's causal log or stage
-/// statistics on (those are `observability.rs`'s).
+/// statistics on (those are `observability.rs`'s) and the single builds
+/// (`mode=only_build`, [`single_builds`]).
 pub(super) fn w1_rows(records: &[Record]) -> impl Iterator<Item = &Record> {
     records
         .iter()
-        .filter(|r| r.is(&[("workload", "w1")]) && !r.observed())
+        .filter(|r| r.is(&[("workload", "w1")]) && !r.observed() && r.get("mode").is_none())
+}
+
+/// The single builds: `verter_bench w1 ... --only-build` run natively.
+pub(super) fn single_builds(records: &[Record]) -> impl Iterator<Item = &Record> {
+    records
+        .iter()
+        .filter(|r| r.is(&[("workload", "w1"), ("mode", "only_build")]) && !r.observed())
+}
+
+/// A share (0.25) as a percentage (`25.0 %`); — when absent.
+pub(super) fn percent(share: Option<f64>) -> String {
+    share.map_or_else(|| "—".to_owned(), |share| format!("{:.1} %", share * 100.0))
+}
+
+/// The single builds' table: per system and size, one cold build on one
+/// thread at c = 0 in a process that does nothing else, its teardown, and
+/// what it allocated.
+pub(super) fn render_single_builds(out: &mut String, records: &[Record]) {
+    let _ = writeln!(
+        out,
+        "### One build per process (W1 `--only-build`)\n\n`verter_bench w1 --system <s> --threads 1 --n <N> --c 0 \
+         --only-build`: the sources are generated, a fresh system makes exactly one timed cold build, its answers \
+         are dropped and then the system itself (no reference build, serial kernel run, urgent build or hash \
+         check). *build*: the cold build's wall time; *teardown*: dropping the system after it (for verter, until \
+         its scheduler is gone: the harness waits until it holds the last reference, so its own thread runs the \
+         teardown); *lock held*: the share of the build during which verter's DAG lock was held \
+         (`SchedulerCounters::lock_held_ns` before and after, over the build's wall time); *allocs / file*, \
+         *bytes / file*, *retained / file* as in W1, for this one build. *vs salsa*: bytes per file over salsa's.\n\n\
+         | N | system | build | teardown | teardown / build | lock held | peak RSS | allocs / file | bytes / file | vs salsa | retained / file |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    let mut sizes: Vec<&str> = Vec::new();
+    for r in single_builds(records) {
+        let n = r.get("n").unwrap_or("");
+        if !sizes.contains(&n) {
+            sizes.push(n);
+        }
+    }
+    for n in sizes {
+        let salsa = single_builds(records)
+            .find(|r| r.is(&[("n", n), ("system", "salsa")]))
+            .and_then(|r| r.num("alloc_bytes_per_file"));
+        for r in single_builds(records).filter(|r| r.is(&[("n", n)])) {
+            let teardown_share = r
+                .num("teardown_us")
+                .zip(r.num("wall_us"))
+                .filter(|(_, wall)| *wall > 0.0)
+                .map(|(teardown, wall)| teardown / wall);
+            let _ = writeln!(
+                out,
+                "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.system_label(),
+                r.num("wall_us").map_or_else(|| "—".to_owned(), ms),
+                r.num("teardown_us").map_or_else(|| "—".to_owned(), ms),
+                percent(teardown_share),
+                percent(r.num("lock_held_share")),
+                mib(r.num("peak_rss_kib")),
+                r.num("allocs_per_file")
+                    .map_or_else(|| "—".to_owned(), |a| format!("{a:.1}")),
+                bytes(r.num("alloc_bytes_per_file")),
+                ratio(r.num("alloc_bytes_per_file"), salsa),
+                bytes(r.num("retained_bytes_per_file")),
+            );
+        }
+    }
+    let _ = writeln!(out);
 }
 
 /// W2's records, without the runs `observability.rs` reports.
@@ -70,7 +137,10 @@ pub(super) fn render_w1(out: &mut String, records: &[Record]) {
          the timed builds, per file built, leaving out what the harness allocates to drive the system (request \
          vectors, the result map, the loader's in-memory files); *retained / file*: the live heap a build leaves \
          (allocated minus freed, before the system is dropped, without that harness data). Unlike wall time, \
-         these do not move with the machine's load; — where a run did not count them.\n"
+         these do not move with the machine's load; — where a run did not count them. *teardown*: the median \
+         time to drop each fresh system after its timed build (as in the single builds below); *lock held*: \
+         verter, the share of the timed builds' wall time during which its DAG lock was held. *vs salsa*: wall \
+         time over salsa's on the same number of threads.\n"
     );
     let mut cases: Vec<(String, String)> = Vec::new();
     for r in w1_rows(records) {
@@ -85,7 +155,7 @@ pub(super) fn render_w1(out: &mut String, records: &[Record]) {
     for (n, c) in cases {
         let _ = writeln!(
             out,
-            "**N = {n}, c = {c} µs**\n\n| system | threads | wall | vs verter | tasks/s | overhead / task | first result | peak RSS | speed-up 1→2 | allocs / file | bytes / file | retained / file |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+            "**N = {n}, c = {c} µs**\n\n| system | threads | wall | vs salsa | tasks/s | overhead / task | first result | peak RSS | speed-up 1→2 | teardown | lock held | allocs / file | bytes / file | retained / file |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         );
         let find = |system: &str, threads: &str| {
             w1_rows(records).find(|r| {
@@ -102,7 +172,7 @@ pub(super) fn render_w1(out: &mut String, records: &[Record]) {
                 let Some(r) = find(system, threads) else {
                     continue;
                 };
-                let verter = find("verter", threads).and_then(|v| v.num("wall_us"));
+                let salsa = find("salsa", threads).and_then(|v| v.num("wall_us"));
                 let speedup = match (find(system, "1"), find(system, "2")) {
                     (Some(one), Some(two)) if threads == "2" => one
                         .num("wall_us")
@@ -112,13 +182,19 @@ pub(super) fn render_w1(out: &mut String, records: &[Record]) {
                 };
                 let _ = writeln!(
                     out,
-                    "| {system} | {threads} | {} | {} | {} | {} ns | {} | {} | {speedup} | {} | {} | {} |",
+                    "| {system} | {threads} | {} | {} | {} | {} ns | {} | {} | {speedup} | {} | {} | {} | {} | {} |",
                     r.num("wall_us").map_or_else(String::new, ms),
-                    ratio(r.num("wall_us"), verter),
+                    ratio(r.num("wall_us"), salsa),
                     r.get("tasks_per_s").unwrap_or("—"),
                     r.get("overhead_ns").unwrap_or("—"),
                     r.num("first_us").map_or_else(String::new, ms),
                     mib(r.num("peak_rss_kib")),
+                    r.num("teardown_us").map_or_else(|| "—".to_owned(), ms),
+                    if system == "verter" {
+                        percent(r.num("lock_held_share"))
+                    } else {
+                        String::new()
+                    },
                     r.num("allocs_per_file")
                         .map_or_else(|| "—".to_owned(), |a| format!("{a:.1}")),
                     bytes(r.num("alloc_bytes_per_file")),

@@ -1,9 +1,9 @@
 //! Unit tests of the bench task: the document's marked section, result
-//! lines, divan rows, the W1, W2, W4 and host DAG tables, the plan, and
-//! issue 14's and the host DAG's targets.
+//! lines, divan rows, the W1, single-build, W2, W4 and host DAG tables, the
+//! plan, and the targets table (issue 42), each from recorded result lines.
 
-use super::tables::{W2_CASES, render_dag, render_w1, render_w2, render_w4};
-use super::targets::{divan_ns, render_targets};
+use super::tables::{W2_CASES, render_dag, render_single_builds, render_w1, render_w2, render_w4};
+use super::targets::render_targets;
 use super::*;
 
 #[test]
@@ -48,14 +48,14 @@ fn result_lines_and_divan_rows_parse() {
         parsed.get("source_root_publication").map(String::as_str),
         Some("63 ns")
     );
-    assert_eq!(divan_ns("2.868 µs"), Some(2868.0));
 }
 
 #[test]
 fn w1_rows_show_allocation_columns_and_dashes_where_a_record_has_none() {
     let records: Vec<Record> = [
         "result workload=w1 system=verter threads=1 n=1000 c=0 wall_us=2000.0 first_us=10.0 \
-         peak_rss_kib=20480 allocs_per_file=82.72 alloc_bytes_per_file=17928.5 retained_bytes_per_file=829.7",
+         teardown_us=1500.0 lock_held_share=0.5500 peak_rss_kib=20480 allocs_per_file=82.72 \
+         alloc_bytes_per_file=17928.5 retained_bytes_per_file=829.7",
         "result workload=w1 system=salsa threads=1 n=1000 c=0 wall_us=1000.0 first_us=5.0 peak_rss_kib=10240",
     ]
     .iter()
@@ -70,12 +70,18 @@ fn w1_rows_show_allocation_columns_and_dashes_where_a_record_has_none() {
             .to_owned()
     };
     assert!(
-        row("verter").ends_with("| 20 MiB |  | 82.7 | 17.5 KiB | 830 B |"),
+        row("verter").ends_with("| 20 MiB |  | 1.5 ms | 55.0 % | 82.7 | 17.5 KiB | 830 B |"),
+        "{}",
+        row("verter")
+    );
+    // Wall time against salsa's on the same number of threads.
+    assert!(
+        row("verter").starts_with("| verter | 1 | 2.0 ms | 2.00x |"),
         "{}",
         row("verter")
     );
     assert!(
-        row("salsa").ends_with("| 10 MiB |  | — | — | — |"),
+        row("salsa").ends_with("| 10 MiB |  | — |  | — | — | — |"),
         "{}",
         row("salsa")
     );
@@ -153,47 +159,6 @@ fn w2_rows_label_runs_without_cutoff_and_compare_with_verter_with_it() {
 }
 
 #[test]
-fn issue_14_targets_are_judged_on_w2_f_at_100k() {
-    let records = parse_all(&[
-        "result workload=w2 system=verter threads=2 n=100000 c=0 cutoff=off case=f_invisible_body \
-         all_fresh_us=90000.0 executions=7 touched=1",
-        "result workload=w2 system=verter threads=2 n=100000 c=0 case=f_invisible_body \
-         all_fresh_us=20000.0 executions=0 touched=1",
-        "result workload=w2 system=salsa threads=1 n=100000 c=0 case=f_invisible_body \
-         all_fresh_us=120000.0 executions=1 touched=1",
-        "result workload=w2 system=salsa threads=2 n=100000 c=0 case=f_invisible_body \
-         all_fresh_us=100000.0 executions=1 touched=1",
-        "result workload=w3 system=verter threads=2 n=100000 c=0 cutoff=off edits=2000 fg_p99_us=9000.0",
-        "result workload=w3 system=verter threads=2 n=100000 c=0 edits=2000 fg_p99_us=3000.0",
-    ]);
-    let mut out = String::new();
-    render_targets(&mut out, &records, &BTreeMap::new());
-    assert!(
-        row_of(&out, "| W2(f) at 100k, issue 14: kernel executions")
-            .ends_with("| verter 0, salsa 1 | yes |"),
-        "{out}"
-    );
-    assert!(
-        row_of(&out, "| W2(f) at 100k, issue 14: all fresh")
-            .ends_with("| 0.20× salsa (20.0 ms vs 100.0 ms on 2 threads) | yes |"),
-        "{out}"
-    );
-    // W3's target reads the run with cutoff only.
-    assert!(
-        row_of(&out, "| W3 foreground p99 ≤ 5 ms (N = 100000)").ends_with("| 3.0 ms | yes |"),
-        "{out}"
-    );
-    assert_eq!(out.matches("| W3 foreground p99").count(), 1, "{out}");
-    // Without the measurements the rows still stand, unmeasured.
-    let mut empty = String::new();
-    render_targets(&mut empty, &[], &BTreeMap::new());
-    assert!(
-        row_of(&empty, "| W2(f) at 100k, issue 14: all fresh").ends_with("| — | not measured |"),
-        "{empty}"
-    );
-}
-
-#[test]
 fn the_full_plan_runs_verter_without_cutoff_beside_the_rest() {
     let plan: Vec<String> = full_plan().iter().map(|args| args.join(" ")).collect();
     for workload in ["w2", "w3"] {
@@ -220,7 +185,9 @@ fn the_full_plan_runs_verter_with_its_log_and_its_statistics_right_after_each_w1
     let plan: Vec<String> = full_plan().iter().map(|args| args.join(" ")).collect();
     let mut followed = 0;
     for (at, line) in plan.iter().enumerate() {
-        let plain_verter = line.starts_with("w1 --system verter")
+        // The single builds measure the system alone, with nothing on.
+        let plain_verter = (line.starts_with("w1 --system verter")
+            && !line.ends_with("--only-build"))
             || (line.starts_with("w2 --system verter") && !line.ends_with("--no-cutoff"));
         if plain_verter && !line.contains("--causal-log") && !line.contains("--stage-stats") {
             assert_eq!(plan[at + 1], format!("{line} --causal-log default"));
@@ -239,7 +206,7 @@ fn the_full_plan_runs_verter_with_its_log_and_its_statistics_right_after_each_w1
 }
 
 #[test]
-fn the_tables_of_w1_w2_and_the_targets_leave_the_observed_runs_out() {
+fn the_tables_of_w1_and_w2_leave_the_observed_runs_out() {
     let records = parse_all(&[
         "result workload=w1 system=verter threads=2 n=100000 c=0 wall_us=2000.0 overhead_ns=900.0",
         "result workload=w1 system=verter threads=2 n=100000 c=0 causal_log=16384 wall_us=3000.0 \
@@ -255,16 +222,8 @@ fn the_tables_of_w1_w2_and_the_targets_leave_the_observed_runs_out() {
     let mut out = String::new();
     render_w2(&mut out, &records);
     assert_eq!(out.matches("| a_body | verter |").count(), 1, "{out}");
-    let mut out = String::new();
-    render_targets(&mut out, &records, &BTreeMap::new());
-    assert!(
-        row_of(&out, "| per-task overhead").contains("| 900 ns | yes |"),
-        "{out}"
-    );
-    assert!(
-        row_of(&out, "| W2(a) at 100k").contains("| 500 µs | yes |"),
-        "{out}"
-    );
+    // The targets leave them out too
+    // (`the_targets_table_judges_every_target_of_issue_42_from_one_run`).
 }
 
 #[test]
@@ -383,24 +342,199 @@ fn the_host_dag_table_shows_verter_beside_its_baselines() {
     );
 }
 
+/// W1 at 100k as the 2026-12-07 report measured it (rounded), the single
+/// builds, the callgrind counts per build and W3: every input of the
+/// targets table.
+const TARGET_LINES: [&str; 18] = [
+    "result workload=w1 system=verter threads=1 n=100000 c=0 iterations=3 wall_us=2390000.0 \
+     first_us=300000.0 teardown_us=110000.0 lock_held_share=0.6260 peak_rss_kib=310000",
+    "result workload=w1 system=verter threads=2 n=100000 c=0 iterations=3 wall_us=2410000.0 \
+     first_us=390000.0 teardown_us=112000.0 lock_held_share=0.6400 peak_rss_kib=313000",
+    "result workload=w1 system=salsa threads=1 n=100000 c=0 iterations=3 wall_us=1090000.0 \
+     first_us=90000.0 teardown_us=50000.0 peak_rss_kib=144000",
+    "result workload=w1 system=salsa threads=2 n=100000 c=0 iterations=3 wall_us=1570000.0 \
+     first_us=100000.0 teardown_us=50000.0 peak_rss_kib=149000",
+    "result workload=w1 system=verter threads=1 n=100000 c=10 iterations=3 wall_us=7260000.0 \
+     first_us=350000.0 lock_held_share=0.2100 peak_rss_kib=300000",
+    "result workload=w1 system=verter threads=2 n=100000 c=10 iterations=3 wall_us=4370000.0 \
+     first_us=257000.0 lock_held_share=0.2400 peak_rss_kib=296000",
+    "result workload=w1 system=salsa threads=1 n=100000 c=10 iterations=3 wall_us=6460000.0 \
+     first_us=100000.0 peak_rss_kib=140000",
+    "result workload=w1 system=salsa threads=2 n=100000 c=10 iterations=3 wall_us=3700000.0 \
+     first_us=95000.0 peak_rss_kib=145000",
+    // The causal log's run: left out of every row but the causal log's.
+    "result workload=w1 system=verter threads=1 n=100000 c=0 causal_log=16384 iterations=3 \
+     wall_us=100.0 first_us=1.0 lock_held_share=0.0100 peak_rss_kib=1",
+    "result workload=w1 system=verter threads=1 n=10000 c=0 mode=only_build iterations=1 \
+     wall_us=140000.0 teardown_us=1000.0 lock_held_share=0.6000 peak_rss_kib=40000 \
+     allocs_per_file=15.70 alloc_bytes_per_file=3700.0 retained_bytes_per_file=1621.0",
+    "result workload=w1 system=verter threads=1 n=100000 c=0 mode=only_build iterations=1 \
+     wall_us=1400000.0 teardown_us=105000.0 executions=200000 lock_held_share=0.6100 \
+     peak_rss_kib=310000 allocs_per_file=15.50 alloc_bytes_per_file=3600.0 retained_bytes_per_file=1600.0",
+    "result workload=w1 system=salsa threads=1 n=100000 c=0 mode=only_build iterations=1 \
+     wall_us=600000.0 teardown_us=40000.0 executions=200000 peak_rss_kib=141000 \
+     allocs_per_file=16.03 alloc_bytes_per_file=956.0 retained_bytes_per_file=804.0",
+    "result workload=instructions_build system=verter per_file=36071 runs=36071,36257,36100",
+    "result workload=instructions_build system=verter causal_log=default per_file=37500 runs=37500",
+    "result workload=instructions_build system=verter stage_stats=on per_file=37000 runs=37000",
+    "result workload=instructions_build system=salsa per_file=23036 runs=23036",
+    "result workload=w3 system=verter threads=2 n=100000 c=0 cutoff=off edits=2000 fg_p99_us=900.0",
+    "result workload=w3 system=verter threads=2 n=100000 c=0 edits=2000 fg_p99_us=3200.0",
+];
+
 #[test]
-fn the_host_dag_targets_read_the_10k_cache_node_runs() {
-    let records = parse_all(&DAG_LINES);
+fn the_targets_table_judges_every_target_of_issue_42_from_one_run() {
+    let records = parse_all(&TARGET_LINES);
     let mut out = String::new();
-    render_targets(&mut out, &records, &BTreeMap::new());
+    render_targets(&mut out, &records);
+    let expected = [
+        "| instructions per file per build, W1 c = 0, 1 thread (callgrind) | 1.57× salsa (36.1k vs 23.0k) \
+         | ≤ 1.0× salsa | ≤ 0.7× salsa | **no** |",
+        // The largest single build (100k, not 10k).
+        "| bytes allocated per file per build (W1 `--only-build`, 1 thread, c = 0) | 3.5 KiB (salsa 956 B; \
+         N = 100000) | ≤ 1.5 KB (1 500 B) | ≤ salsa's | **no** |",
+        "| peak RSS, W1 100k (every c and thread count run) | 2.15× (1 thread, c = 0), 2.10× (2 threads, c = 0), \
+         2.14× (1 thread, c = 10), 2.04× (2 threads, c = 10); verter 303 MiB on 1 thread, c = 0 \
+         | ≤ 1.0× salsa | ≤ 0.8× salsa | **no** |",
+        "| W1 100k c = 0 wall, 1 and 2 threads | 2.19× (1 thread, c = 0), 1.54× (2 threads, c = 0) \
+         | ≤ 1.0× salsa | ≤ 0.8× salsa | **no** |",
+        "| lock-held share of a build, c = 0, 1 thread (W1 100k) | 62.6 % | ≤ 25 % | ≤ 10 % | **no** |",
+        "| speed-up 1 → 2 threads, W1 100k c = 10 / c = 0 | 1.66× / 0.99× | ≥ 1.8× / ≥ 1.3× \
+         | ≥ 1.9× / ≥ 1.5× | **no** |",
+        "| first result during a 100k cold build (every c and thread count run) | 3.33× (1 thread, c = 0), \
+         3.90× (2 threads, c = 0), 3.50× (1 thread, c = 10), 2.71× (2 threads, c = 10); verter's slowest \
+         390.0 ms | ≤ 1.0× salsa | ≤ 5 ms | **no** |",
+        "| teardown of a 100k-file scheduler (W1 `--only-build`, 1 thread, c = 0) | 7.5 % of its cold build \
+         (105.0 ms after 1.40 s) | ≤ 10 % of its cold build | ≤ 5 % | yes |",
+        "| causal log on (default size), W1 instructions per file per build | 1.040× off (37.5k vs 36.1k) \
+         | ≤ 1.08× off | ≤ 1.05× off | yes, and the compass |",
+        // The run with cutoff only.
+        "| W3 foreground p99 at 100k | 3.2 ms | ≤ 1 ms | ≤ 0.5 ms | **no** |",
+    ];
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|line| !line.starts_with("|---"))
+        .skip(1)
+        .take_while(|line| line.starts_with('|'))
+        .collect();
+    assert_eq!(rows, expected, "{out}");
+    let separator = row_of(&out, "|---");
+    for line in out.lines().filter(|line| line.starts_with('|')) {
+        assert_eq!(
+            line.matches('|').count(),
+            separator.matches('|').count(),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_target_without_its_measurement_is_not_measured_and_a_partial_one_is_not_judged() {
+    let mut empty = String::new();
+    render_targets(&mut empty, &[]);
+    let rows: Vec<&str> = empty
+        .lines()
+        .skip_while(|line| !line.starts_with("|---"))
+        .skip(1)
+        .take_while(|line| line.starts_with('|'))
+        .collect();
+    assert_eq!(rows.len(), 10, "{empty}");
+    for row in rows {
+        assert_eq!(row.split(" | ").nth(1), Some("—"), "{row}");
+        assert!(row.ends_with("| not measured |"), "{row}");
+    }
+    // Wall time on one thread only: the row over both is not judged.
+    let records = parse_all(&TARGET_LINES[..1]);
+    let mut out = String::new();
+    render_targets(&mut out, &records);
     assert!(
-        row_of(&out, "| host DAG of 10k nodes, c = 0, 2 threads: admission")
-            .ends_with("| 412 ns per node | yes |"),
+        row_of(&out, "| W1 100k c = 0 wall")
+            .ends_with("| — | ≤ 1.0× salsa | ≤ 0.8× salsa | not measured |"),
         "{out}"
     );
+}
+
+#[test]
+fn single_builds_show_teardown_lock_and_bytes_against_salsa_and_stay_out_of_w1() {
+    let records = parse_all(&TARGET_LINES);
+    let mut out = String::new();
+    render_single_builds(&mut out, &records);
+    assert_eq!(
+        row_of(&out, "| 100000 | verter |"),
+        "| 100000 | verter | 1.40 s | 105.0 ms | 7.5 % | 61.0 % | 303 MiB | 15.5 | 3.5 KiB | 3.77x | 1.6 KiB |"
+    );
+    assert_eq!(
+        row_of(&out, "| 100000 | salsa |"),
+        "| 100000 | salsa | 600.0 ms | 40.0 ms | 6.7 % | — | 138 MiB | 16.0 | 956 B | 1.00x | 804 B |"
+    );
+    // No salsa at 10k: no ratio.
     assert!(
-        row_of(&out, "| host DAG of 10k nodes, c = 0, 2 threads: overhead")
-            .ends_with("| 1439 ns per node | **no** |"),
+        row_of(&out, "| 10000 | verter |").ends_with("| 3.6 KiB | — | 1.6 KiB |"),
         "{out}"
     );
-    assert!(
-        row_of(&out, "| host DAG of 10k nodes, c = 0, 1 thread: overhead")
-            .ends_with("| — | not measured |"),
-        "{out}"
+    let separator = row_of(&out, "|---");
+    for line in out.lines().filter(|line| line.starts_with('|')) {
+        assert_eq!(
+            line.matches('|').count(),
+            separator.matches('|').count(),
+            "{line}"
+        );
+    }
+    // The W1 table shows the full runs only.
+    let mut w1 = String::new();
+    render_w1(&mut w1, &records);
+    assert!(!w1.contains("**N = 10000,"), "{w1}");
+    assert_eq!(w1.matches("| verter | 1 |").count(), 2, "{w1}");
+}
+
+#[test]
+fn the_full_plan_builds_every_system_once_per_process_at_10k_and_100k() {
+    let plan: Vec<String> = full_plan().iter().map(|args| args.join(" ")).collect();
+    for system in ["verter", "salsa", "rayon", "tokio"] {
+        for n in ["10000", "100000"] {
+            let line = format!("w1 --system {system} --threads 1 --n {n} --c 0 --only-build");
+            assert_eq!(
+                plan.iter().filter(|l| **l == line).count(),
+                1,
+                "{line}: {plan:?}"
+            );
+        }
+    }
+    assert_eq!(
+        plan.iter()
+            .filter(|line| line.contains("--only-build"))
+            .count(),
+        8
     );
+    // Only callgrind generates alone.
+    assert!(!plan.iter().any(|line| line.contains("--only-generate")));
+}
+
+#[test]
+fn the_whole_section_puts_the_targets_first_and_keeps_every_table() {
+    let records = parse_all(&TARGET_LINES);
+    let section = section::render(
+        &records,
+        &BTreeMap::new(),
+        &["**Machine:** test".to_owned()],
+        60.0,
+    );
+    let order: Vec<usize> = [
+        "### Targets (issue 42)",
+        "### W1 — cold build",
+        "### One build per process",
+        "### Instructions per file per build (callgrind)",
+        "### W2 — one-file edit",
+        "### Micro (verter alone)",
+    ]
+    .iter()
+    .map(|heading| {
+        section
+            .find(heading)
+            .unwrap_or_else(|| panic!("{heading}: {section}"))
+    })
+    .collect();
+    assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{order:?}");
+    assert!(section.contains("- **Machine:** test"), "{section}");
+    assert!(!section.contains("issue 9"), "{section}");
 }

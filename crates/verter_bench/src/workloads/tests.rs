@@ -37,9 +37,62 @@ fn every_system_agrees_with_the_reference_on_w1_and_w2() {
                 )),
                 "the new keys come last: {w1:?}"
             );
+            // Every system's teardown is timed; only verter times its lock.
+            assert!(number(&w1, "teardown_us").is_some(), "{w1:?}");
+            assert_eq!(
+                w1.get("lock_held_share").is_some(),
+                system == SystemKind::Verter,
+                "{w1:?}"
+            );
             let w2 = w2(shape);
             assert_eq!(w2.len(), EditCase::ALL.len());
         }
+    }
+}
+
+/// The value of `key` in `record` as a number, if it is one.
+fn number(record: &Record, key: &str) -> Option<f64> {
+    record.get(key)?.parse().ok()
+}
+
+#[test]
+fn only_build_runs_one_build_and_times_its_teardown_for_every_system() {
+    for system in SystemKind::ALL {
+        // Five iterations asked for; one build runs.
+        let record = only_build(Shape::new(system, 1, 120, 0, 5));
+        let what = format!("{}: {record:?}", system.name());
+        assert_eq!(record.get("mode"), Some("only_build"), "{what}");
+        assert_eq!(record.get("iterations"), Some("1"), "{what}");
+        assert_eq!(record.get("executions"), Some("240"), "{what}");
+        for key in [
+            "wall_us",
+            "teardown_us",
+            "peak_rss_kib",
+            "allocs_per_file",
+            "alloc_bytes_per_file",
+            "retained_bytes_per_file",
+        ] {
+            assert!(number(&record, key).is_some(), "{key}: {what}");
+        }
+        // Nothing of the full W1 measurement.
+        for key in ["first_us", "serial_kernel_us", "tasks"] {
+            assert_eq!(record.get(key), None, "{key}: {what}");
+        }
+        let share = number(&record, "lock_held_share");
+        assert_eq!(share.is_some(), system == SystemKind::Verter, "{what}");
+        assert!(share.is_none_or(|share| share.is_finite() && share >= 0.0));
+    }
+}
+
+#[test]
+fn only_generate_reports_the_sources_and_makes_no_system() {
+    let record = only_generate(Shape::new(SystemKind::Salsa, 1, 120, 0, 3));
+    assert_eq!(record.get("mode"), Some("only_generate"), "{record:?}");
+    assert_eq!(record.get("system"), Some("salsa"), "{record:?}");
+    assert_eq!(record.get("files"), Some("120"), "{record:?}");
+    assert!(number(&record, "generate_us").is_some(), "{record:?}");
+    for key in ["wall_us", "executions", "allocs_per_file"] {
+        assert_eq!(record.get(key), None, "{key}: {record:?}");
     }
 }
 

@@ -11,13 +11,25 @@ fn every_system_answers_every_workload_with_the_reference_hashes() {
     let records = quick::with_watchdog("the quick pass", Duration::from_secs(300), || {
         quick::run(300, 150)
     });
-    // W1 and W2 (eight cases) for four systems on one and two threads, W2
-    // for verter without cutoff and with its causal log and stage
-    // statistics, W3 for verter (with and without cutoff) and salsa, W4 for
-    // two (verter three times: blocking, and non-blocking with each retry
-    // policy), and the host DAG three times with three records each
-    // (verter, the serial loop, rayon).
-    assert_eq!(records.len(), 4 * 2 * (1 + 8) + 8 + 8 + 3 + 4 + 3 * 3);
+    // W1 and W2 (eight cases) for four systems on one and two threads and
+    // W1's single build for each, the sources alone once, W2 for verter
+    // without cutoff and with its causal log and stage statistics, W3 for
+    // verter (with and without cutoff) and salsa, W4 for two (verter three
+    // times: blocking, and non-blocking with each retry policy), and the
+    // host DAG three times with three records each (verter, the serial
+    // loop, rayon).
+    assert_eq!(
+        records.len(),
+        4 * (2 * (1 + 8) + 1) + 1 + 8 + 8 + 3 + 4 + 3 * 3
+    );
+    let single_builds: Vec<_> = records
+        .iter()
+        .filter(|r| r.get("mode") == Some("only_build"))
+        .collect();
+    assert_eq!(single_builds.len(), 4);
+    for record in single_builds {
+        assert_eq!(record.get("executions"), Some("600"), "{record:?}");
+    }
     for record in records.iter().filter(|r| r.get("workload") == Some("w4")) {
         assert_eq!(record.get("requests"), Some("3000"), "{record:?}");
     }

@@ -134,6 +134,7 @@ impl<E: StageExecutor> Scheduler<E> {
             batched_stages: load(&self.counters.batched_stages),
             caller_stages: load(&self.counters.caller_stages),
             deferred_registrations: load(&self.counters.deferred_registrations),
+            lock_held_ns: load(&self.counters.lock_held_ns),
         }
     }
 

@@ -1,4 +1,5 @@
-//! Pins that the DAG lock is taken in exactly the places `state.rs` names.
+//! Pins that the DAG lock is taken in exactly the places `state.rs` names,
+//! and that every hold is timed.
 
 use std::path::{Path, PathBuf};
 
@@ -68,7 +69,7 @@ fn the_dag_lock_is_taken_only_here() {
     let text = std::fs::read_to_string(&state).expect("state.rs is readable");
     assert_eq!(
         code_lines(&text, "self.locked"),
-        ["        self.locked.lock()"]
+        ["        let guard = self.locked.lock();"]
     );
     // Each `self.lock()` belongs to the function declared last above it.
     let mut current = "";
@@ -172,4 +173,23 @@ fn deferred_notices_enter_at_dispatch_and_leave_by_commit_abandonment_or_teardow
         .filter(|line| !line.starts_with("deferred/tests.rs"))
         .collect();
     assert_eq!(firing, ["post.rs: notice.fire();"]);
+}
+
+/// Every hold of the DAG lock is timed into `lock_held_ns` (`Held`): the
+/// holds of a build add to it, and it never goes back.
+#[test]
+fn every_hold_of_the_dag_lock_adds_to_the_time_it_was_held() {
+    use verter_dag::TargetStage;
+
+    use crate::test_support::{Echo, Lines, config};
+    use crate::{Request, Scheduler};
+
+    let scheduler = Scheduler::new_inline(config(), Echo, Lines).expect("a valid configuration");
+    let before = scheduler.counters().lock_held_ns;
+    let handle = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+    scheduler.wait(&handle).expect("a.rs builds");
+    let built = scheduler.counters().lock_held_ns;
+    assert!(built > before, "{before} ns, then {built} ns");
+    // Reading the counters is a hold too: it adds, never subtracts.
+    assert!(scheduler.counters().lock_held_ns >= built);
 }

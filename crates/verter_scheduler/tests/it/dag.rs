@@ -16,7 +16,7 @@ use verter_scheduler::{
     SchedulerConfig, SourceDeps, SourceInput, StageExecutor,
 };
 
-use crate::support::{Analysis, GateHooks, MemFiles, StageKind, test_config, watchdog};
+use crate::support::{Analysis, GateHooks, MemFiles, StageKind, state_of, test_config, watchdog};
 
 const CACHE: SchedulerCacheId = SchedulerCacheId(9);
 
@@ -485,7 +485,7 @@ fn backpressure_admits_nothing_and_leaves_the_ready_queue_as_it_was() {
     let nodes: Vec<_> = (0..5).map(|key| dag.add(cache(key))).collect();
     let first = submit(&scheduler, dag);
     assert_eq!(scheduler.ready_queue_depth(), 2);
-    let before = (scheduler.counters(), scheduler.quiescence_report());
+    let before = state_of(&scheduler);
     let mut second = Dag::new();
     let late = second.add(cache(50));
     let refused = scheduler
@@ -493,10 +493,7 @@ fn backpressure_admits_nothing_and_leaves_the_ready_queue_as_it_was() {
         .expect("well-formed");
     assert!(refused.is_backpressured());
     assert_eq!(scheduler.ready_queue_depth(), 2);
-    assert_eq!(
-        (scheduler.counters(), scheduler.quiescence_report()),
-        before
-    );
+    assert_eq!(state_of(&scheduler), before);
     let results = scheduler.wait(&first);
     for node in nodes {
         assert!(results.get(node).is_ok());

@@ -416,17 +416,14 @@ fn a_non_blocking_request_is_backpressured_by_a_full_inbox_and_changes_nothing()
     // Inline, nothing admits the first request until someone pumps: the
     // inbox is full.
     let first = scheduler.ask(Source.of("a.rs"));
-    let before = (scheduler.counters(), scheduler.quiescence_report());
+    let before = state_of(&scheduler);
     for request in [
         verter_scheduler::Ask::new("b.rs", Source),
         verter_scheduler::Ask::new("b.rs", Source).text("four five"),
     ] {
         let refused = scheduler.try_ask(request);
         assert!(refused.is_backpressured(), "{refused:?}");
-        assert_eq!(
-            (scheduler.counters(), scheduler.quiescence_report()),
-            before
-        );
+        assert_eq!(state_of(&scheduler), before);
     }
     // The refused write left no trace in the lanes: a later read is not
     // held behind it, and the first request is answered as before.

@@ -11,8 +11,8 @@ use verter_dag::{Canonical, ProfileHash, ResourceClass, TargetStage, WorkNodeIde
 use verter_pools::CallerKind;
 use verter_scheduler::{
     AnalysisInput, ArtifactInput, CompletionHandle, ExecutorError, HookPoint, Hooks, Language,
-    LoadError, QuiescenceReport, Scheduler, SchedulerConfig, SchedulerEvent, SourceDeps,
-    SourceInput, SourceLoader, StageExecutor,
+    LoadError, QuiescenceReport, Scheduler, SchedulerConfig, SchedulerCounters, SchedulerEvent,
+    SourceDeps, SourceInput, SourceLoader, StageExecutor,
 };
 
 /// The typed API's stages, for tests that ask with it.
@@ -385,6 +385,19 @@ pub(crate) fn assert_quiescent<E: StageExecutor>(
         "a request was answered twice"
     );
     assert_eq!(counters.internal_errors, 0, "a scheduler invariant broke");
+}
+
+/// The counters and the quiescence report: what a refused submission
+/// leaves as it was. The time the DAG lock was held is left out: every read
+/// takes the lock, so it grows with the reading itself.
+pub(crate) fn state_of<E: StageExecutor>(
+    scheduler: &Scheduler<E>,
+) -> (SchedulerCounters, QuiescenceReport) {
+    let counters = SchedulerCounters {
+        lock_held_ns: 0,
+        ..scheduler.counters()
+    };
+    (counters, scheduler.quiescence_report())
 }
 
 /// A weak reference the executor can use to look at the scheduler.

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use verter_dag::CancellationToken;
-use verter_scheduler::{Admission, DagError, DagHandle, NoDedupeHook};
+use verter_scheduler::{Admission, DagError, DagHandle, NoDedupeHook, SchedulerCounters};
 
 use crate::lang::SimExecutor;
 use crate::ops::{DagEdge, DagNodeSpec, Op, build_dag, has_cycle};
@@ -94,9 +94,14 @@ impl Shared {
         let (dag, tokens) = build_dag(nodes, edges, self.limit());
         // Inside a hook nothing may pump: a blocking submission could.
         let nonblocking = nonblocking || in_hook;
+        // The time the DAG lock was held is left out: every read takes the
+        // lock, so it grows with the snapshot itself.
         let snapshot = || {
             (
-                scheduler.counters(),
+                SchedulerCounters {
+                    lock_held_ns: 0,
+                    ..scheduler.counters()
+                },
                 scheduler.ready_queue_depth(),
                 scheduler.quiescence_report(),
             )
