@@ -237,6 +237,10 @@ impl<P> FileRecords<P> {
     }
 }
 
+/// What [`SchedulerDag::take_versions_below`] took out of a file: the
+/// version, its stages and its blocker record.
+pub(super) type Retired = (SourceVersion, Vec<(TargetStage, Stage)>, Vec<DepKey>);
+
 /// What a current file completion took out of its stage record
 /// ([`SchedulerDag::finish_file_node`]).
 pub(super) struct Finished {
@@ -653,7 +657,7 @@ impl<P> SchedulerDag<P> {
         &mut self,
         canonical: &Canonical,
         bound: SourceVersion,
-    ) -> Option<(SourceVersion, Vec<(TargetStage, Stage)>, Vec<DepKey>)> {
+    ) -> Option<Retired> {
         let records = self.files.get_mut(canonical)?;
         if !records.has_records() || records.version >= bound {
             return None;

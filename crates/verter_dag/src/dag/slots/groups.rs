@@ -83,8 +83,8 @@ impl<P> SchedulerDag<P> {
 
     /// Every request group, in no set order.
     pub(in crate::dag) fn all_groups(&self) -> impl Iterator<Item = (DepKey, &[Member])> + '_ {
-        self.all_records().filter_map(|(file, stage, record)| {
-            (!record.group.is_empty()).then(|| (file.at(stage), record.group.as_slice()))
-        })
+        self.all_records()
+            .filter(|(_, _, record)| !record.group.is_empty())
+            .map(|(file, stage, record)| (file.at(stage), record.group.as_slice()))
     }
 }
