@@ -61,12 +61,11 @@
 
 use crate::canonical_map::CanonicalMap;
 use crate::hash::HashMap;
-use crate::vec_map::VecMap;
 use smallvec::SmallVec;
 use std::sync::Arc;
 
 use crate::blockers::{BlockerOccupancy, BlockerRegistry};
-use crate::edges::{ConsumerDeps, EdgeOccupancy, Spares};
+use crate::edges::{EdgeArena, EdgeOccupancy};
 use crate::effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, WaiterId};
 use crate::error::{DagFailure, FailureCause, GenerationExhausted, LinkError};
 use crate::identity::{
@@ -77,7 +76,7 @@ use crate::ready::{
     AdmissionId, CapacityLedger, DEFAULT_LANE_WEIGHTS, LedgerSnapshot, Place, ReadyQueue,
     ResourceClass, Ticket,
 };
-use slots::VersionSlot;
+use slots::{CacheConsumers, Profiles, Stages};
 
 pub use demand::{Demand, DemandRoot, MAX_DEMAND_DEPTH};
 
@@ -344,13 +343,21 @@ struct Member {
     priority: Priority,
 }
 
-/// Per canonical: its live object, the versions that have records (each
-/// with its stages' nodes and groups, `slots.rs`) and the layer above's
-/// payload.
+/// One file's slot: its live object, the stages of the one version that
+/// has records, with their nodes, groups and edge lists (`slots.rs`), that
+/// version's blocker record, and the layer above's payload.
 #[derive(Debug)]
 struct FileRecords<P> {
     object: Option<ObjectRecord>,
-    versions: VecMap<SourceVersion, VersionSlot>,
+    /// The version `stages` and `blockers` are records of, while either
+    /// holds anything: the object's live version (an older one only inside
+    /// a sweep; `slots.rs`, "One version per file").
+    version: SourceVersion,
+    stages: Stages,
+    /// The analyses this version's Artifacts wait for, sorted and
+    /// distinct; empty when it has no blocker record. Kept in step with
+    /// the registry's reverse index through `FileOwners` only.
+    blockers: Vec<DepKey>,
     /// The version whose text the host supplied ([`SchedulerDag::note_text_known`]):
     /// its Source starts on the CPU budget, with nothing to load.
     text_known: Option<SourceVersion>,
@@ -360,10 +367,10 @@ struct FileRecords<P> {
 }
 
 impl<P> FileRecords<P> {
-    /// Whether the record holds nothing (no object, version or payload):
-    /// then it leaves the table.
+    /// Whether the record holds nothing (no object, stage, blocker record
+    /// or payload): then it leaves the table.
     fn is_empty(&self) -> bool {
-        self.object.is_none() && self.versions.is_empty() && self.payload.is_none()
+        self.object.is_none() && !self.has_records() && self.payload.is_none()
     }
 }
 
@@ -371,7 +378,9 @@ impl<P> Default for FileRecords<P> {
     fn default() -> Self {
         Self {
             object: None,
-            versions: VecMap::default(),
+            version: SourceVersion::new(Incarnation::SWEEP_ALL, Generation::ZERO),
+            stages: Stages::default(),
+            blockers: Vec::new(),
             text_known: None,
             payload: None,
         }
@@ -451,15 +460,15 @@ pub struct SchedulerDag<P = ()> {
     group_count: usize,
     /// Request waiters in groups (kept by `slots.rs`).
     waiter_count: usize,
-    /// The keys each admitted cache node waits on (file stages keep theirs
-    /// in their records; `links.rs`).
-    cache_deps: HashMap<(SchedulerCacheId, u64), ConsumerDeps>,
-    /// Edges stored, each counted once (kept by `links.rs`).
-    edge_count: usize,
-    /// The next edge sequence number; never reused.
-    next_edge_seq: u64,
-    /// Emptied spilled edge vectors, the next spills' storage (`edges.rs`).
-    spares: Spares,
+    /// The cache nodes that wait on keys, numbered, with their lists of
+    /// keys (file stages keep theirs in their records; `links.rs`).
+    cache_consumers: CacheConsumers,
+    /// Every dependency edge, on its consumer's and its producer's lists
+    /// (`edges.rs`, kept by `links.rs`).
+    edges: EdgeArena,
+    /// The profiles artifacts were built for, numbered for the edges'
+    /// compact ends (`slots.rs`).
+    profiles: Profiles,
     /// Tokens of finished work that nobody else holds and nobody cancelled,
     /// handed to the next dispatches instead of new ones (at most
     /// [`SPARE_TOKENS`]).
@@ -507,10 +516,9 @@ impl<P> SchedulerDag<P> {
             node_count: 0,
             group_count: 0,
             waiter_count: 0,
-            cache_deps: HashMap::default(),
-            edge_count: 0,
-            next_edge_seq: 0,
-            spares: Spares::default(),
+            cache_consumers: CacheConsumers::default(),
+            edges: EdgeArena::default(),
+            profiles: Profiles::default(),
             spare_tokens: Vec::new(),
             #[cfg(test)]
             fresh_chains: 0,
@@ -530,7 +538,7 @@ impl<P> SchedulerDag<P> {
         self.ledger.snapshot().in_use() == 0
             && self.ready.total_len() == 0
             && self.group_count == 0
-            && self.edge_count == 0
+            && self.edges.live() == 0
     }
 
     /// Releases the backing storage of the tables that track work in flight
@@ -545,16 +553,16 @@ impl<P> SchedulerDag<P> {
             return false;
         }
         let mut released = false;
-        if self.cache_deps.capacity() > 0 {
-            self.cache_deps = HashMap::default();
+        if self.cache_consumers.is_empty() && self.cache_consumers.capacity() > 0 {
+            self.cache_consumers = CacheConsumers::default();
             released = true;
         }
         if self.spare_tokens.capacity() > 0 {
             self.spare_tokens = Vec::new();
             released = true;
         }
-        if !self.spares.is_empty() {
-            self.spares = Spares::default();
+        if !self.edges.is_released() {
+            self.edges = EdgeArena::default();
             released = true;
         }
         if !self.ready.is_released() {
@@ -624,10 +632,11 @@ impl<P> SchedulerDag<P> {
         self.node_count = 0;
         self.group_count = 0;
         self.waiter_count = 0;
-        self.cache_deps = HashMap::default();
-        self.edge_count = 0;
+        self.cache_consumers = CacheConsumers::default();
+        self.edges = EdgeArena::default();
+        self.profiles.clear();
         self.spare_tokens = Vec::new();
-        self.spares = Spares::default();
+
         self.blockers.clear_and_release();
         self.ready.clear_and_release();
         effects

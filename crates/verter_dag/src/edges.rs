@@ -1,272 +1,454 @@
-//! The two sides of dependency edges, as stored in each file stage's record
-//! (`dag/slots.rs`): the keys a consumer waits on ([`ConsumerDeps`]) and the
-//! consumers waiting on a key ([`Waiters`]). The DAG links and unlinks both
-//! sides in one step (`dag/links.rs`); this module only holds the two
-//! vectors. It never decides readiness, never checks stage rank and never
-//! wakes anyone.
+//! The dependency edges: one arena of edges, each threaded on two
+//! intrusive lists — its consumer's (the keys the consumer waits on) and
+//! its producer's (the consumers waiting on it, in link order). A list is
+//! three `u32`s in the stage that owns it ([`EdgeList`]); an edge is 32
+//! bytes in the arena, named by its index, with both ends as compact
+//! [`End`]s (a file stage is its canonical's dense id and a stage code; no
+//! path, version or hash). Linking, unlinking and releasing an edge are a
+//! few index operations, and the arena's storage is reused through a free
+//! list, so a cold build allocates nothing per edge once the arena has
+//! grown (docs/design.md, "State and where it lives").
 //!
-//! Almost every consumer waits on a handful of keys and almost every key has
-//! a handful of waiters, so both sides are vectors: a consumer's keys are
-//! scanned (a table only past [`SMALL_DEPS`]), a key's waiters are kept in
-//! link order with tombstones, so removing one waiter of a hub is a binary
-//! search, not a shift. Each edge carries a sequence number, so a key's
-//! waiters are released in link order.
+//! This module owns only the lists and the arena: it never decides
+//! readiness, never checks stage rank, never finds a stage (the DAG's
+//! `links.rs` does, from an [`End`]) and never wakes anyone.
 //!
-//! A side that outgrows its inline entry takes its storage from
-//! [`Spares`], the vectors sides that emptied gave back, before it asks
-//! the allocator (docs/design.md, "Spare edge vectors"): in a build, a
-//! chain's edges empty as it completes, just as the next chain's fill.
-
-use smallvec::SmallVec;
+//! # Invariants
+//! 1. An edge is on its consumer's list exactly when it is on its
+//!    producer's list; both are unthreaded and the edge freed together
+//!    (`an_edge_leaves_both_lists_and_its_index_entry_together`).
+//! 2. A consumer list longer than [`SMALL_DEPS`] is indexed by (consumer,
+//!    producer), and only such a list: finding an edge is a scan of at most
+//!    [`SMALL_DEPS`] entries or one table probe
+//!    (`a_wide_consumer_is_indexed_and_unindexed_as_it_grows_and_shrinks`).
+//! 3. A producer list keeps link order
+//!    (`a_producers_consumers_keep_link_order_through_removals`).
 
 use crate::hash::HashMap;
 
-use crate::identity::{DepKey, WorkNodeIdentity};
-
-/// Above this many keys, a consumer's keys move from a vector (scanned) to a
-/// hash table, so a consumer that waits on thousands of files links in
+/// Above this many keys a consumer's list is also indexed by (consumer,
+/// producer), so a consumer that waits on thousands of files links in
 /// constant time per edge.
 pub(crate) const SMALL_DEPS: usize = 16;
 
-/// When a side outgrows its inline entry it makes room for this many more
-/// at once: an Artifact waits on its Analysis and a few blockers, and an
-/// Analysis is waited on by its own Artifact and a few importers', so
-/// growing one at a time reallocated three times for five entries.
-const FIRST_SPILL: usize = 4;
+/// Edges per arena chunk: chunks are allocated once and never move, so the
+/// arena grows without copying (and a build's allocations are its peak,
+/// not twice it).
+const CHUNK_BITS: u32 = 10;
+const CHUNK: usize = 1 << CHUNK_BITS;
 
-/// A consumer's keys with their edges' sequence numbers. One inline: an
-/// Analysis waits on its Source alone.
-pub(crate) type FewDeps = SmallVec<[(DepKey, u64); 1]>;
+/// No edge.
+pub(crate) const NIL: u32 = u32::MAX;
 
-/// A key's waiters with their edges' sequence numbers (`None`: removed).
-type WaiterEntries = SmallVec<[(u64, Option<WorkNodeIdentity>); 1]>;
+/// The stage code of a cache node's [`End`].
+const CACHE_CODE: u32 = u32::MAX;
 
-/// How many spare vectors of each kind [`Spares`] keeps at most.
-const MAX_SPARES: usize = 256;
+/// One end of an edge: a file stage, as its canonical's dense id and a
+/// stage code (`0` Source, `1` Analysis, `2 + p` the artifact of profile
+/// number `p` in the DAG's profile table), or a cache node consumer, as its
+/// number in the DAG's table of cache consumers. A file stage's end names
+/// the one version of the file that holds records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct End(u64);
 
-/// The largest vector [`Spares`] keeps, in entries: a hub's long list is
-/// given back to the allocator, so the spares stay a few hundred KiB.
-const MAX_SPARE_CAPACITY: usize = 16;
-
-/// Spilled edge vectors that emptied, kept to be the next spill's storage
-/// (docs/design.md, "Spare edge vectors"). Bounded in count and in each
-/// vector's capacity; every kept vector is empty. It lives under the DAG
-/// lock with the records and is dropped by `reset`.
-#[derive(Debug, Default)]
-pub(crate) struct Spares {
-    deps: Vec<Vec<(DepKey, u64)>>,
-    waiters: Vec<Vec<(u64, Option<WorkNodeIdentity>)>>,
-}
-
-impl Spares {
-    /// Keeps the storage of `deps`, a consumer side that emptied, if it
-    /// spilled and the spares have room for it.
+impl End {
+    /// A file stage's end.
     #[inline]
-    pub(crate) fn keep_deps(&mut self, deps: ConsumerDeps) {
-        if let ConsumerDeps::Few(deps) = deps {
-            keep(&mut self.deps, deps);
-        }
+    pub(crate) fn file(canonical: u32, code: u32) -> Self {
+        debug_assert_ne!(code, CACHE_CODE);
+        Self(u64::from(canonical) << 32 | u64::from(code))
     }
 
-    /// Keeps the storage of `entries`, a producer side's waiters just
-    /// released, if it spilled and the spares have room for it.
+    /// A cache node consumer's end.
     #[inline]
-    pub(crate) fn keep_waiters(&mut self, entries: WaiterEntries) {
-        keep(&mut self.waiters, entries);
+    pub(crate) fn cache(number: u32) -> Self {
+        Self(u64::from(number) << 32 | u64::from(CACHE_CODE))
     }
 
-    /// Whether no vector is kept.
+    /// The canonical id of a file stage's end.
     #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.deps.is_empty() && self.waiters.is_empty()
+    pub(crate) fn canonical(self) -> u32 {
+        (self.0 >> 32) as u32
     }
 
-    /// The kept vectors' capacity, in entries.
-    pub(crate) fn capacity(&self) -> usize {
-        self.deps.iter().map(Vec::capacity).sum::<usize>()
-            + self.waiters.iter().map(Vec::capacity).sum::<usize>()
+    /// The stage code of a file stage's end.
+    #[inline]
+    pub(crate) fn code(self) -> u32 {
+        self.0 as u32
     }
-}
 
-/// Keeps `values`' heap storage in `spares`, emptied, when it has one
-/// worth keeping and there is room.
-#[inline]
-fn keep<A: smallvec::Array>(spares: &mut Vec<Vec<A::Item>>, values: SmallVec<A>) {
-    if values.spilled() && values.capacity() <= MAX_SPARE_CAPACITY && spares.len() < MAX_SPARES {
-        // A spilled vector becomes a `Vec` without copying or allocating.
-        let mut storage = values.into_vec();
-        storage.clear();
-        spares.push(storage);
+    /// Whether it is a cache node's end.
+    #[inline]
+    pub(crate) fn is_cache(self) -> bool {
+        self.code() == CACHE_CODE
     }
-}
 
-/// Grows `values`, full at its inline size, into heap storage: a spare
-/// vector if there is one (its entries move over), else
-/// [`FIRST_SPILL`] more entries from the allocator.
-#[inline]
-fn spill<A: smallvec::Array>(values: &mut SmallVec<A>, spares: &mut Vec<Vec<A::Item>>) {
-    match spares.pop() {
-        Some(mut storage) => {
-            storage.extend(values.drain(..));
-            // Kept vectors all have more room than the inline size, so this
-            // keeps the storage as it is.
-            *values = SmallVec::from_vec(storage);
-        }
-        None => values.reserve_exact(FIRST_SPILL),
+    /// The cache consumer number of a cache node's end.
+    #[inline]
+    pub(crate) fn cache_number(self) -> u32 {
+        (self.0 >> 32) as u32
     }
 }
 
-/// The keys one consumer waits on.
-#[derive(Debug)]
-pub(crate) enum ConsumerDeps {
-    /// At most [`SMALL_DEPS`] keys, unordered.
-    Few(FewDeps),
-    /// More: a table.
-    Many(HashMap<DepKey, u64>),
+/// A list of edges threaded through the arena: a consumer's (its keys) or
+/// a producer's (its waiting consumers, in link order). Empty by default;
+/// twelve bytes, kept in the stage that owns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EdgeList {
+    head: u32,
+    tail: u32,
+    len: u32,
 }
 
-impl Default for ConsumerDeps {
+impl Default for EdgeList {
     #[inline]
     fn default() -> Self {
-        Self::Few(SmallVec::new())
+        Self::EMPTY
     }
 }
 
-impl ConsumerDeps {
-    /// Whether the consumer waits on nothing.
-    #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+impl EdgeList {
+    /// The empty list.
+    pub(crate) const EMPTY: Self = Self {
+        head: NIL,
+        tail: NIL,
+        len: 0,
+    };
 
-    #[inline]
-    pub(crate) fn contains(&self, dep: &DepKey) -> bool {
-        match self {
-            Self::Few(deps) => deps.iter().any(|(key, _)| key == dep),
-            Self::Many(deps) => deps.contains_key(dep),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn insert(&mut self, dep: DepKey, seq: u64, spares: &mut Spares) {
-        match self {
-            Self::Few(deps) if deps.len() < SMALL_DEPS => {
-                if deps.len() == deps.inline_size() && !deps.spilled() {
-                    spill(deps, &mut spares.deps);
-                }
-                deps.push((dep, seq));
-            }
-            Self::Few(deps) => {
-                let mut table: HashMap<DepKey, u64> = deps.drain(..).collect();
-                table.insert(dep, seq);
-                *self = Self::Many(table);
-            }
-            Self::Many(deps) => {
-                deps.insert(dep, seq);
-            }
-        }
-    }
-
-    #[inline]
-    pub(crate) fn remove(&mut self, dep: &DepKey) -> Option<u64> {
-        match self {
-            Self::Few(deps) => {
-                let at = deps.iter().position(|(key, _)| key == dep)?;
-                Some(deps.swap_remove(at).1)
-            }
-            Self::Many(deps) => deps.remove(dep),
-        }
-    }
-
+    /// How many edges it holds.
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        match self {
-            Self::Few(deps) => deps.len(),
-            Self::Many(deps) => deps.len(),
-        }
+        self.len as usize
     }
 
-    #[inline]
-    pub(crate) fn capacity(&self) -> usize {
-        match self {
-            Self::Few(deps) if deps.spilled() => deps.capacity(),
-            Self::Few(_) => 0,
-            Self::Many(deps) => deps.capacity(),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn into_pairs(self) -> FewDeps {
-        match self {
-            Self::Few(deps) => deps,
-            Self::Many(deps) => deps.into_iter().collect(),
-        }
-    }
-
-    pub(crate) fn keys(&self) -> Vec<DepKey> {
-        match self {
-            Self::Few(deps) => deps.iter().map(|(key, _)| *key).collect(),
-            Self::Many(deps) => deps.keys().cloned().collect(),
-        }
-    }
-}
-
-/// The consumers waiting on one key, in link (sequence) order. A removed
-/// waiter leaves a tombstone; the vector is compacted when tombstones
-/// outnumber the living.
-#[derive(Debug, Default)]
-pub(crate) struct Waiters {
-    /// One inline: a Source is waited on by its Analysis alone.
-    pub(crate) entries: WaiterEntries,
-    pub(crate) live: usize,
-}
-
-impl Waiters {
-    /// Whether no consumer waits.
+    /// Whether it holds none.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.live == 0
+        self.len == 0
     }
+}
 
-    #[inline]
-    pub(crate) fn push(&mut self, seq: u64, consumer: WorkNodeIdentity, spares: &mut Spares) {
-        debug_assert!(self.entries.last().is_none_or(|(last, _)| *last < seq));
-        if self.entries.len() == self.entries.inline_size() && !self.entries.spilled() {
-            spill(&mut self.entries, &mut spares.waiters);
+/// One edge: its two ends and its links on both lists.
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    consumer: End,
+    producer: End,
+    /// Previous and next on the consumer's list (`next_c` also threads
+    /// the free list).
+    prev_c: u32,
+    next_c: u32,
+    /// Previous and next on the producer's list.
+    prev_p: u32,
+    next_p: u32,
+}
+
+const VACANT: Edge = Edge {
+    consumer: End(0),
+    producer: End(0),
+    prev_c: NIL,
+    next_c: NIL,
+    prev_p: NIL,
+    next_p: NIL,
+};
+
+/// Which of an edge's two lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Consumer,
+    Producer,
+}
+
+/// The arena of edges (see the module docs).
+#[derive(Debug)]
+pub(crate) struct EdgeArena {
+    chunks: Vec<Box<[Edge]>>,
+    /// Slots handed out so far (free ones included).
+    used: usize,
+    /// The first free slot, threaded through `next_c`.
+    free: u32,
+    /// Edges alive.
+    live: usize,
+    /// The edges of consumer lists longer than [`SMALL_DEPS`], by
+    /// (consumer, producer).
+    index: HashMap<(End, End), u32>,
+}
+
+impl Default for EdgeArena {
+    fn default() -> Self {
+        Self {
+            chunks: Vec::new(),
+            used: 0,
+            free: NIL,
+            live: 0,
+            index: HashMap::default(),
         }
-        self.entries.push((seq, Some(consumer)));
-        self.live += 1;
+    }
+}
+
+impl EdgeArena {
+    #[inline]
+    fn at(&self, edge: u32) -> &Edge {
+        &self.chunks[(edge >> CHUNK_BITS) as usize][edge as usize & (CHUNK - 1)]
     }
 
-    /// Removes the waiter linked with `seq`, if present.
     #[inline]
-    pub(crate) fn remove(&mut self, seq: u64) {
-        let Ok(at) = self.entries.binary_search_by_key(&seq, |(s, _)| *s) else {
-            return;
+    fn at_mut(&mut self, edge: u32) -> &mut Edge {
+        &mut self.chunks[(edge >> CHUNK_BITS) as usize][edge as usize & (CHUNK - 1)]
+    }
+
+    /// The consumer of `edge`.
+    #[inline]
+    pub(crate) fn consumer(&self, edge: u32) -> End {
+        self.at(edge).consumer
+    }
+
+    /// The producer of `edge`.
+    #[inline]
+    pub(crate) fn producer(&self, edge: u32) -> End {
+        self.at(edge).producer
+    }
+
+    /// Edges alive.
+    #[inline]
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Makes the edge `consumer → producer`, on neither list yet: the
+    /// caller puts it on both ([`Self::push_consumer`],
+    /// [`Self::push_producer`]).
+    #[inline]
+    pub(crate) fn alloc(&mut self, consumer: End, producer: End) -> u32 {
+        let edge = Edge {
+            consumer,
+            producer,
+            ..VACANT
         };
-        if self.entries[at].1.take().is_some() {
-            self.live -= 1;
-            if self.live * 2 < self.entries.len() {
-                self.entries.retain(|(_, consumer)| consumer.is_some());
+        self.live += 1;
+        if self.free != NIL {
+            let at = self.free;
+            self.free = self.at(at).next_c;
+            *self.at_mut(at) = edge;
+            return at;
+        }
+        if self.used == self.chunks.len() * CHUNK {
+            self.chunks.push(vec![VACANT; CHUNK].into_boxed_slice());
+        }
+        let at = u32::try_from(self.used).expect("fewer than 2^32 edges");
+        self.used += 1;
+        *self.at_mut(at) = edge;
+        at
+    }
+
+    /// Frees `edge`, which is on neither list any more.
+    #[inline]
+    pub(crate) fn release(&mut self, edge: u32) {
+        self.live -= 1;
+        let free = self.free;
+        *self.at_mut(edge) = Edge {
+            next_c: free,
+            ..VACANT
+        };
+        self.free = edge;
+    }
+
+    #[inline]
+    fn links(&self, edge: u32, side: Side) -> (u32, u32) {
+        let e = self.at(edge);
+        match side {
+            Side::Consumer => (e.prev_c, e.next_c),
+            Side::Producer => (e.prev_p, e.next_p),
+        }
+    }
+
+    #[inline]
+    fn set_prev(&mut self, edge: u32, side: Side, prev: u32) {
+        let e = self.at_mut(edge);
+        match side {
+            Side::Consumer => e.prev_c = prev,
+            Side::Producer => e.prev_p = prev,
+        }
+    }
+
+    #[inline]
+    fn set_next(&mut self, edge: u32, side: Side, next: u32) {
+        let e = self.at_mut(edge);
+        match side {
+            Side::Consumer => e.next_c = next,
+            Side::Producer => e.next_p = next,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, list: &mut EdgeList, edge: u32, side: Side) {
+        self.set_prev(edge, side, list.tail);
+        self.set_next(edge, side, NIL);
+        if list.tail == NIL {
+            list.head = edge;
+        } else {
+            self.set_next(list.tail, side, edge);
+        }
+        list.tail = edge;
+        list.len += 1;
+    }
+
+    #[inline]
+    fn unthread(&mut self, list: &mut EdgeList, edge: u32, side: Side) {
+        let (prev, next) = self.links(edge, side);
+        if prev == NIL {
+            list.head = next;
+        } else {
+            self.set_next(prev, side, next);
+        }
+        if next == NIL {
+            list.tail = prev;
+        } else {
+            self.set_prev(next, side, prev);
+        }
+        list.len -= 1;
+    }
+
+    /// Appends `edge` to its consumer's `list`.
+    #[inline]
+    pub(crate) fn push_consumer(&mut self, list: &mut EdgeList, edge: u32) {
+        self.push(list, edge, Side::Consumer);
+        let len = list.len();
+        if len == SMALL_DEPS + 1 {
+            // The list just grew past the scan bound: index all of it.
+            let edges: Vec<u32> = self.consumer_edges(list).collect();
+            for edge in edges {
+                let e = self.at(edge);
+                self.index.insert((e.consumer, e.producer), edge);
+            }
+        } else if len > SMALL_DEPS + 1 {
+            let e = self.at(edge);
+            self.index.insert((e.consumer, e.producer), edge);
+        }
+    }
+
+    /// Appends `edge` to its producer's `list` (link order).
+    #[inline]
+    pub(crate) fn push_producer(&mut self, list: &mut EdgeList, edge: u32) {
+        self.push(list, edge, Side::Producer);
+    }
+
+    /// Takes `edge` off its consumer's `list`.
+    #[inline]
+    pub(crate) fn unthread_consumer(&mut self, list: &mut EdgeList, edge: u32) {
+        let len = list.len();
+        if len > SMALL_DEPS {
+            let e = self.at(edge);
+            self.index.remove(&(e.consumer, e.producer));
+        }
+        self.unthread(list, edge, Side::Consumer);
+        if len == SMALL_DEPS + 1 {
+            // Back within the scan bound: the rest leaves the index.
+            let edges: Vec<u32> = self.consumer_edges(list).collect();
+            for edge in edges {
+                let e = self.at(edge);
+                self.index.remove(&(e.consumer, e.producer));
             }
         }
     }
 
+    /// Takes `edge` off its producer's `list`.
     #[inline]
-    pub(crate) fn consumers(&self) -> impl Iterator<Item = &WorkNodeIdentity> {
-        self.entries
-            .iter()
-            .filter_map(|(_, consumer)| consumer.as_ref())
+    pub(crate) fn unthread_producer(&mut self, list: &mut EdgeList, edge: u32) {
+        self.unthread(list, edge, Side::Producer);
     }
 
-    /// Backing capacity beyond the inline entry.
-    #[inline]
-    pub(crate) fn capacity(&self) -> usize {
-        if self.entries.spilled() {
-            self.entries.capacity()
-        } else {
-            0
+    /// Takes a consumer's whole `list` out of the index (the caller
+    /// unthreads each edge from its producer and frees it): the list is
+    /// left empty.
+    pub(crate) fn take_consumer_list(&mut self, list: &mut EdgeList) -> EdgeList {
+        if list.len() > SMALL_DEPS {
+            let edges: Vec<u32> = self.consumer_edges(list).collect();
+            for edge in edges {
+                let e = self.at(edge);
+                self.index.remove(&(e.consumer, e.producer));
+            }
         }
+        std::mem::take(list)
+    }
+
+    /// The edges of a consumer's `list`.
+    #[inline]
+    pub(crate) fn consumer_edges(&self, list: &EdgeList) -> ListIter<'_> {
+        ListIter {
+            arena: self,
+            next: list.head,
+            side: Side::Consumer,
+        }
+    }
+
+    /// The edges of a producer's `list`, in link order.
+    #[inline]
+    pub(crate) fn producer_edges(&self, list: &EdgeList) -> ListIter<'_> {
+        ListIter {
+            arena: self,
+            next: list.head,
+            side: Side::Producer,
+        }
+    }
+
+    /// The next edge after `edge` on the consumer list it is on (for a
+    /// walk that frees edges as it goes: read the next one first).
+    #[inline]
+    pub(crate) fn next_consumer(&self, edge: u32) -> u32 {
+        self.at(edge).next_c
+    }
+
+    /// The next edge after `edge` on the producer list it is on.
+    #[inline]
+    pub(crate) fn next_producer(&self, edge: u32) -> u32 {
+        self.at(edge).next_p
+    }
+
+    /// The first edge of `list`, or [`NIL`].
+    #[inline]
+    pub(crate) fn head(list: &EdgeList) -> u32 {
+        list.head
+    }
+
+    /// The edge `consumer → producer` on the consumer's `list`, if any.
+    #[inline]
+    pub(crate) fn find(&self, list: &EdgeList, consumer: End, producer: End) -> Option<u32> {
+        if list.len() > SMALL_DEPS {
+            return self.index.get(&(consumer, producer)).copied();
+        }
+        self.consumer_edges(list)
+            .find(|edge| self.at(*edge).producer == producer)
+    }
+
+    /// Whether it holds no edge and no storage.
+    pub(crate) fn is_released(&self) -> bool {
+        self.chunks.is_empty() && self.index.capacity() == 0
+    }
+
+    /// Storage held, in edges (the arena's chunks and the index).
+    pub(crate) fn capacity(&self) -> usize {
+        self.chunks.len() * CHUNK + self.index.capacity()
+    }
+}
+
+/// The edges of one list, front to back.
+pub(crate) struct ListIter<'a> {
+    arena: &'a EdgeArena,
+    next: u32,
+    side: Side,
+}
+
+impl Iterator for ListIter<'_> {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        if self.next == NIL {
+            return None;
+        }
+        let edge = self.next;
+        self.next = self.arena.links(edge, self.side).1;
+        Some(edge)
     }
 }
 
@@ -279,7 +461,7 @@ pub struct EdgeOccupancy {
     pub edges: usize,
     /// Keys with at least one waiter.
     pub keys: usize,
-    /// Backing capacity of the tables and nested vectors, in entries.
+    /// Backing capacity of the arena and its index, in entries.
     pub capacity: usize,
 }
 

@@ -172,6 +172,13 @@ impl Canonical {
         self.id
     }
 
+    /// The canonical whose dense id is `id`, which some canonical already
+    /// has (an id the DAG stored: `edges.rs`'s compact ends).
+    #[inline]
+    pub(crate) fn from_id(id: u32) -> Self {
+        Self { id }
+    }
+
     /// The path as text.
     #[inline]
     pub fn as_str(&self) -> &'static str {

@@ -1,5 +1,6 @@
 //! `VecMap`: a map kept as a vector sorted by key, for the per-file indices
-//! that hold one to a few entries (a file's versions, a version's stages).
+//! that hold one to a few entries (the blocker registry's versions of a
+//! file).
 //!
 //! A `BTreeMap` allocates a whole node (room for eleven entries) for the
 //! first one; these indices exist once per file, so that cost was most of
@@ -10,8 +11,7 @@
 use smallvec::SmallVec;
 
 /// A map sorted by key, stored as a vector of pairs. One entry is kept
-/// inline: a file almost always has one live version, a blocker version one
-/// record.
+/// inline: a blocker file is almost always named at one version.
 #[derive(Debug, Clone)]
 pub(crate) struct VecMap<K, V> {
     entries: SmallVec<[(K, V); 1]>,
@@ -70,12 +70,14 @@ impl<K: Ord, V> VecMap<K, V> {
     }
 
     /// Removes and returns the entries with a key below `bound`, in key order.
+    #[cfg(test)]
     pub(crate) fn split_below(&mut self, bound: &K) -> Vec<(K, V)> {
         let end = self.entries.partition_point(|(k, _)| k < bound);
         self.entries.drain(..end).collect()
     }
 
     /// Every entry, in key order.
+    #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.entries.iter().map(|(k, v)| (k, v))
     }

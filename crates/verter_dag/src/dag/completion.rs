@@ -156,7 +156,7 @@ impl<P> SchedulerDag<P> {
                         key: *key,
                         outcome: Ok(()),
                     }));
-                self.release_waiters(key, finished.waiters, &mut effects);
+                self.release_waiters(finished.waiters, &mut effects);
                 finished.token
             }
             WorkNodeIdentity::CacheNode { .. } => {
@@ -321,13 +321,9 @@ impl<P> SchedulerDag<P> {
     pub fn highest_priority_for_file(&self, canonical: &Canonical) -> Option<Priority> {
         let records = self.files.get(canonical)?;
         let mut best: Option<Priority> = None;
-        for slot in records.versions.values() {
-            for (_, node) in slot.nodes() {
-                best = best.max(Some(node.priority));
-            }
-            for stage in &slot.stages {
-                best = best.max(stage.group.iter().map(|m| m.priority).max());
-            }
+        for (_, stage) in records.stages.iter() {
+            best = best.max(stage.node.as_ref().map(|node| node.priority));
+            best = best.max(stage.group.iter().map(|m| m.priority).max());
         }
         best
     }
@@ -353,14 +349,10 @@ impl<P> SchedulerDag<P> {
     /// their vectors' capacity (a walk of the file records).
     fn blocker_occupancy(&self) -> crate::blockers::BlockerOccupancy {
         let mut occupancy = self.blockers.occupancy();
-        for slot in self
-            .files
-            .values()
-            .flat_map(|records| records.versions.values())
-        {
-            if !slot.blockers.is_empty() {
+        for records in self.files.values() {
+            if !records.blockers.is_empty() {
                 occupancy.owners += 1;
-                occupancy.capacity += slot.blockers.capacity();
+                occupancy.capacity += records.blockers.capacity();
             }
         }
         occupancy
@@ -389,12 +381,8 @@ impl<P> SchedulerDag<P> {
         #[cfg(debug_assertions)]
         {
             let mut recount: crate::hash::HashMap<DepKey, usize> = Default::default();
-            for slot in self
-                .files
-                .values()
-                .flat_map(|records| records.versions.values())
-            {
-                for key in &slot.blockers {
+            for records in self.files.values() {
+                for key in &records.blockers {
                     *recount.entry(*key).or_insert(0) += 1;
                 }
             }

@@ -7,7 +7,7 @@
 use smallvec::SmallVec;
 
 use super::SchedulerDag;
-use super::slots::VersionSlot;
+use super::slots::Stages;
 use crate::effects::WaiterId;
 use crate::identity::{FileIdentity, TargetStage, WorkNodeIdentity};
 
@@ -54,7 +54,7 @@ impl<P> SchedulerDag<P> {
         // The version record of the last step: a stage's consumers are
         // most often stages of the same version (Source, then Analysis,
         // then Artifact), found without looking the file up again.
-        let mut version: Option<(FileIdentity, &VersionSlot)> = None;
+        let mut version: Option<(FileIdentity, &Stages)> = None;
         let root = loop {
             let key = match current {
                 WorkNodeIdentity::File(key) => key,
@@ -66,7 +66,7 @@ impl<P> SchedulerDag<P> {
                     let slot = self
                         .files
                         .get(&key.file.canonical)
-                        .and_then(|records| records.versions.get(&key.file.version()));
+                        .and_then(|records| records.at(key.file.version()));
                     version = slot.map(|slot| (key.file, slot));
                     slot
                 }
@@ -78,7 +78,7 @@ impl<P> SchedulerDag<P> {
                     if let Some(member) = stage.group.first() {
                         break DemandRoot::Waiter(member.waiter);
                     }
-                    stage.waiters.consumers().next().copied()
+                    self.first_waiter(stage)
                 }
                 None => None,
             };

@@ -233,21 +233,21 @@ impl<P> SchedulerDag<P> {
         keys: &[DepKey],
         effects: &mut Effects,
     ) -> (Option<Linkable>, bool) {
-        let known: SmallVec<[bool; 8]> = match self.consumer_deps(consumer) {
-            Some(deps) => keys.iter().map(|key| deps.contains(key)).collect(),
-            None => keys.iter().map(|_| false).collect(),
-        };
-        let mut linked: SmallVec<[(DepKey, u64); 8]> = SmallVec::new();
+        let known: SmallVec<[bool; 8]> = keys
+            .iter()
+            .map(|key| self.has_edge(consumer, key))
+            .collect();
+        let mut linked: SmallVec<[u32; 8]> = SmallVec::new();
         let mut disturbed = false;
         for (key, known) in keys.iter().zip(known) {
             if !known {
                 match self.link_producer_side(key, consumer) {
                     ProducerSide::Done => continue,
-                    ProducerSide::Linked { seq, priority } => {
+                    ProducerSide::Linked { edge, priority } => {
                         if priority < linkable.priority {
                             self.raise(&WorkNodeIdentity::File(*key), linkable.priority);
                         }
-                        linked.push((*key, seq));
+                        linked.push(edge);
                         continue;
                     }
                     ProducerSide::Absent | ProducerSide::Failed => {}
@@ -490,11 +490,14 @@ impl<P> SchedulerDag<P> {
     ) -> SmallVec<[WorkNodeIdentity; 2]> {
         self.files
             .get(&owner.canonical)
-            .and_then(|records| records.versions.get(&owner.version()))
-            .map(|slot| {
-                slot.node_stages()
-                    .filter(|stage| matches!(stage, TargetStage::Artifact(_)))
-                    .map(|stage| WorkNodeIdentity::File((*owner).at(stage)))
+            .and_then(|records| records.at(owner.version()))
+            .map(|stages| {
+                stages
+                    .iter()
+                    .filter(|(stage, record)| {
+                        matches!(stage, TargetStage::Artifact(_)) && record.node.is_some()
+                    })
+                    .map(|(stage, _)| WorkNodeIdentity::File((*owner).at(stage)))
                     .collect()
             })
             .unwrap_or_default()

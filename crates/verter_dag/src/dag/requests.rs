@@ -122,17 +122,11 @@ impl<P> SchedulerDag<P> {
         let mut effects = Effects::default();
         // The group's priority and whether the stage already has a node, in
         // one read of its record.
-        let version = self
-            .files
-            .get(&key.file.canonical)
-            .and_then(|records| records.versions.get(&key.file.version()));
-        let (priority, running_at) = match version.map(|version| (version, version.get(key.stage)))
-        {
-            Some((_, Some(slot))) => (
+        let (priority, running_at) = match self.stage_slot(key) {
+            Some(slot) => (
                 group_priority_of(&slot.group),
                 slot.node.as_ref().map(|node| node.priority),
             ),
-            Some((version, None)) => (Priority::default(), version.done.get(key.stage)),
             None => (Priority::default(), None),
         };
         match running_at {
@@ -353,13 +347,13 @@ impl<P> SchedulerDag<P> {
         // version: all in the version's own record.
         self.files
             .get(&dep.file.canonical)
-            .and_then(|records| records.versions.get(&dep.file.version()))
-            .is_some_and(|slot| {
+            .and_then(|records| records.at(dep.file.version()))
+            .is_some_and(|stages| {
                 let demands =
                     |stage| stage == dep.stage || matches!(stage, TargetStage::Artifact(_));
-                slot.stages.iter().any(|stage| {
-                    (stage.node.is_some() || !stage.group.is_empty()) && demands(stage.stage)
-                }) || slot.done.iter().any(|(stage, _)| demands(stage))
+                stages.iter().any(|(stage, record)| {
+                    (record.node.is_some() || !record.group.is_empty()) && demands(stage)
+                })
             })
     }
 }

@@ -23,15 +23,15 @@ impl<P> SchedulerDag<P> {
             .filter(|live| live.version() >= bound);
         // The retired versions leave the records whole, nodes and groups
         // with them.
-        let mut retired: Vec<(DepKey, slots::StageSlot)> = Vec::new();
+        let mut retired: Vec<(DepKey, slots::Stage)> = Vec::new();
         let mut retired_owners: Vec<(FileIdentity, Vec<DepKey>)> = Vec::new();
-        for (version, slot) in self.take_versions_below(canonical, bound) {
+        if let Some((version, stages, blockers)) = self.take_versions_below(canonical, bound) {
             let file = FileIdentity::new(*canonical, version.incarnation, version.generation);
-            for stage in slot.stages {
-                retired.push((file.at(stage.stage), stage));
+            for (stage, record) in stages {
+                retired.push((file.at(stage), record));
             }
-            if !slot.blockers.is_empty() {
-                retired_owners.push((file, slot.blockers));
+            if !blockers.is_empty() {
+                retired_owners.push((file, blockers));
             }
         }
         retired.sort_by_key(|a| a.0);
@@ -39,11 +39,8 @@ impl<P> SchedulerDag<P> {
         // 1. Nodes: drop them; move their consumers in other files onto the
         //    live version of the same stage. On removal there is none: the
         //    consumers (Artifacts of importers) are re-linked in step 5.
-        let mut orphans: Vec<(WorkNodeIdentity, DepKey)> = Vec::new();
-        for (key, slot) in &mut retired {
-            for consumer in self.detach_retired(key, slot) {
-                orphans.push((consumer, *key));
-            }
+        let orphans = self.detach_retired(canonical, &retired);
+        for (key, slot) in &retired {
             if let Some(node) = &slot.node {
                 let identity = WorkNodeIdentity::File(*key);
                 self.abandon(&identity, node, &mut effects);

@@ -1,159 +1,139 @@
-//! Unit tests of the two edge sides: a consumer's keys and a key's waiters.
-//! The edge store built from them (both sides moving together inside the
-//! stage records) is tested through the DAG in `dag/tests/requests.rs`.
+//! Unit tests of the edge arena and its lists. The edge store built from
+//! them (both lists moving together inside the stage records) is tested
+//! through the DAG in `dag/tests/requests.rs`.
 
 use super::*;
-use crate::identity::{Canonical, FileIdentity, Generation, Incarnation, TargetStage};
 
-fn key(path: &str) -> DepKey {
-    FileIdentity::new(
-        Canonical::from(path),
-        Incarnation::allocate(),
-        Generation::ZERO,
-    )
-    .at(TargetStage::Analysis)
+fn file(canonical: u32, code: u32) -> End {
+    End::file(canonical, code)
 }
 
-fn consumer(path: &str) -> WorkNodeIdentity {
-    WorkNodeIdentity::File(
-        FileIdentity::new(
-            Canonical::from(path),
-            Incarnation::allocate(),
-            Generation::ZERO,
-        )
-        .at(TargetStage::Artifact(crate::ProfileHash(1))),
-    )
+/// Links `consumer → producer` on both lists.
+fn link(
+    arena: &mut EdgeArena,
+    consumer: (End, &mut EdgeList),
+    producer: (End, &mut EdgeList),
+) -> u32 {
+    let edge = arena.alloc(consumer.0, producer.0);
+    arena.push_consumer(consumer.1, edge);
+    arena.push_producer(producer.1, edge);
+    edge
 }
 
-/// A consumer past the small-vector bound moves to a table and keeps every
-/// key with its sequence number.
+/// An edge unthreaded from both lists and freed leaves no trace: both
+/// lists are empty again, the index holds nothing, and its slot is reused.
 #[test]
-fn a_wide_consumer_moves_to_a_table_and_keeps_every_key() {
-    let keys: Vec<DepKey> = (0..3 * SMALL_DEPS)
-        .map(|i| key(&format!("d{i}.rs")))
-        .collect();
-    let mut deps = ConsumerDeps::default();
-    let mut spares = Spares::default();
-    assert!(
-        deps.is_empty() && deps.capacity() == 0,
-        "nothing allocated yet"
+fn an_edge_leaves_both_lists_and_its_index_entry_together() {
+    let mut arena = EdgeArena::default();
+    let (mut deps, mut waiters) = (EdgeList::EMPTY, EdgeList::EMPTY);
+    let (c, p) = (file(1, 2), file(0, 1));
+    let edge = link(&mut arena, (c, &mut deps), (p, &mut waiters));
+    assert_eq!((deps.len(), waiters.len(), arena.live()), (1, 1, 1));
+    assert_eq!(arena.find(&deps, c, p), Some(edge));
+    assert_eq!(arena.find(&deps, c, file(0, 0)), None);
+    arena.unthread_consumer(&mut deps, edge);
+    arena.unthread_producer(&mut waiters, edge);
+    arena.release(edge);
+    assert_eq!(
+        (deps, waiters, arena.live()),
+        (EdgeList::EMPTY, EdgeList::EMPTY, 0)
     );
-    for (seq, key) in keys.iter().enumerate() {
-        assert!(!deps.contains(key));
-        deps.insert(*key, seq as u64, &mut spares);
-    }
-    assert!(matches!(deps, ConsumerDeps::Many(_)));
-    assert_eq!(deps.len(), keys.len());
-    let mut held = deps.keys();
-    held.sort();
-    let mut expected = keys.clone();
-    expected.sort();
-    assert_eq!(held, expected);
-    assert_eq!(deps.remove(&keys[5]), Some(5));
-    assert_eq!(deps.remove(&keys[5]), None);
-    let mut pairs: Vec<_> = deps.into_pairs().into_iter().map(|(_, seq)| seq).collect();
-    pairs.sort_unstable();
-    assert_eq!(pairs.len(), keys.len() - 1);
-    assert!(!pairs.contains(&5));
+    assert!(arena.index.is_empty());
+    let again = arena.alloc(c, p);
+    assert_eq!(again, edge, "the freed slot is reused");
 }
 
-/// A hub losing most of its waiters one by one keeps the rest in link
-/// order: tombstones are compacted, never reordered.
+/// A consumer past the scan bound is indexed, every edge found by one
+/// probe; shrinking back within the bound takes all of it out of the
+/// index, and every edge is still found by the scan.
 #[test]
-fn a_hubs_waiters_stay_in_link_order_through_removals() {
-    let consumers: Vec<WorkNodeIdentity> =
-        (0..100).map(|i| consumer(&format!("c{i}.rs"))).collect();
-    let mut waiters = Waiters::default();
-    let mut spares = Spares::default();
-    assert!(waiters.is_empty() && waiters.capacity() == 0);
-    for (seq, consumer) in consumers.iter().enumerate() {
-        waiters.push(seq as u64, *consumer, &mut spares);
-    }
-    let kept: Vec<_> = consumers.iter().step_by(7).cloned().collect();
-    for (seq, consumer) in consumers.iter().enumerate() {
-        if !kept.contains(consumer) {
-            waiters.remove(seq as u64);
-        }
-    }
-    waiters.remove(1_000); // not linked: nothing happens
-    assert_eq!(waiters.live, kept.len());
-    assert!(
-        waiters.entries.len() < 2 * kept.len() + 1,
-        "tombstones were compacted"
-    );
-    assert_eq!(waiters.consumers().cloned().collect::<Vec<_>>(), kept);
-}
-
-/// A side that emptied gives its spilled vector to the spares, and the next
-/// side to spill takes that very vector (no allocation) with its entries
-/// intact; the spares keep at most `MAX_SPARES` vectors of at most
-/// `MAX_SPARE_CAPACITY` entries, all empty.
-#[test]
-fn a_spilled_side_that_empties_is_the_next_spills_storage() {
-    let mut spares = Spares::default();
-    let keys: Vec<DepKey> = (0..3).map(|i| key(&format!("s{i}.rs"))).collect();
-    let mut first = ConsumerDeps::default();
-    for (seq, key) in keys.iter().enumerate() {
-        first.insert(*key, seq as u64, &mut spares);
-    }
-    let ConsumerDeps::Few(held) = &first else {
-        panic!("three keys stay a vector");
-    };
-    assert!(held.spilled());
-    let storage = held.as_ptr();
-    for key in &keys {
-        first.remove(key);
-    }
-    spares.keep_deps(std::mem::take(&mut first));
-    assert!(!spares.is_empty());
-    assert_eq!(spares.capacity(), 1 + FIRST_SPILL);
-
-    let mut second = ConsumerDeps::default();
-    second.insert(keys[2], 7, &mut spares);
-    second.insert(keys[0], 8, &mut spares);
-    let ConsumerDeps::Few(held) = &second else {
-        panic!("two keys stay a vector");
-    };
-    assert_eq!(held.as_ptr(), storage, "the spilled vector was reused");
-    assert!(spares.is_empty());
-    assert_eq!(second.remove(&keys[2]), Some(7));
-    assert_eq!(second.remove(&keys[0]), Some(8));
-
-    // A waiter list's storage goes round the same way.
-    let mut waiters = Waiters::default();
-    for seq in 0..3 {
-        waiters.push(seq, consumer(&format!("w{seq}.rs")), &mut spares);
-    }
-    let storage = waiters.entries.as_ptr();
-    spares.keep_waiters(std::mem::take(&mut waiters).entries);
-    let mut next = Waiters::default();
-    next.push(0, consumer("x0.rs"), &mut spares);
-    next.push(1, consumer("x1.rs"), &mut spares);
-    assert_eq!(next.entries.as_ptr(), storage);
-    assert_eq!(next.consumers().count(), 2, "entries moved over, none lost");
-
-    // Bounded: an unspilled side keeps nothing, a long one is freed, and no
-    // more than `MAX_SPARES` are kept.
-    spares.keep_waiters(Waiters::default().entries);
-    assert!(spares.is_empty());
-    let mut hub = Waiters::default();
-    for seq in 0..(MAX_SPARE_CAPACITY as u64 + 1) {
-        hub.push(seq, consumer(&format!("h{seq}.rs")), &mut spares);
-    }
-    spares.keep_waiters(hub.entries);
-    assert!(spares.is_empty(), "a hub's long list is not kept");
-    let sides: Vec<Waiters> = (0..MAX_SPARES + 3)
-        .map(|round| {
-            let mut side = Waiters::default();
-            side.push(0, consumer(&format!("r{round}a.rs")), &mut spares);
-            side.push(1, consumer(&format!("r{round}b.rs")), &mut spares);
-            side
-        })
+fn a_wide_consumer_is_indexed_and_unindexed_as_it_grows_and_shrinks() {
+    let mut arena = EdgeArena::default();
+    let c = file(99, 2);
+    let mut deps = EdgeList::EMPTY;
+    let mut producers: Vec<(End, EdgeList)> = (0..3 * SMALL_DEPS as u32)
+        .map(|i| (file(i, 1), EdgeList::EMPTY))
         .collect();
-    for side in sides {
-        spares.keep_waiters(side.entries);
+    let mut edges = Vec::new();
+    for (p, waiters) in &mut producers {
+        edges.push(link(&mut arena, (c, &mut deps), (*p, waiters)));
     }
-    assert!(spares.capacity() <= MAX_SPARES * MAX_SPARE_CAPACITY);
-    assert_eq!(spares.waiters.len(), MAX_SPARES);
-    assert!(spares.waiters.iter().all(Vec::is_empty));
+    assert_eq!(deps.len(), 3 * SMALL_DEPS);
+    assert_eq!(arena.index.len(), 3 * SMALL_DEPS);
+    for ((p, _), edge) in producers.iter().zip(&edges) {
+        assert_eq!(arena.find(&deps, c, *p), Some(*edge));
+    }
+    // Down to the bound: the index empties at once.
+    while deps.len() > SMALL_DEPS {
+        let (_, waiters) = producers.last_mut().expect("more than the bound");
+        let edge = edges.pop().expect("one per producer");
+        arena.unthread_consumer(&mut deps, edge);
+        arena.unthread_producer(waiters, edge);
+        arena.release(edge);
+        producers.pop();
+    }
+    assert!(arena.index.is_empty(), "{} entries left", arena.index.len());
+    for ((p, _), edge) in producers.iter().zip(&edges) {
+        assert_eq!(arena.find(&deps, c, *p), Some(*edge));
+    }
+    // Taking a wide list whole leaves nothing in the index either.
+    let mut wide = EdgeList::EMPTY;
+    let mut sink = EdgeList::EMPTY;
+    for i in 0..2 * SMALL_DEPS as u32 {
+        link(
+            &mut arena,
+            (file(7, 2), &mut wide),
+            (file(1000 + i, 1), &mut sink),
+        );
+    }
+    assert_eq!(arena.index.len(), 2 * SMALL_DEPS);
+    let taken = arena.take_consumer_list(&mut wide);
+    assert_eq!((taken.len(), wide.len()), (2 * SMALL_DEPS, 0));
+    assert!(arena.index.is_empty());
+}
+
+/// A hub losing consumers from its middle, its front and its back keeps
+/// the rest in link order, and new ones join at the back.
+#[test]
+fn a_producers_consumers_keep_link_order_through_removals() {
+    let mut arena = EdgeArena::default();
+    let p = file(0, 1);
+    let mut waiters = EdgeList::EMPTY;
+    let mut consumers: Vec<EdgeList> = vec![EdgeList::EMPTY; 6];
+    let edges: Vec<u32> = consumers
+        .iter_mut()
+        .enumerate()
+        .map(|(i, deps)| link(&mut arena, (file(i as u32 + 1, 2), deps), (p, &mut waiters)))
+        .collect();
+    for at in [2, 0, 5] {
+        arena.unthread_consumer(&mut consumers[at], edges[at]);
+        arena.unthread_producer(&mut waiters, edges[at]);
+        arena.release(edges[at]);
+    }
+    let order: Vec<u32> = arena
+        .producer_edges(&waiters)
+        .map(|edge| arena.consumer(edge).canonical())
+        .collect();
+    assert_eq!(order, [2, 4, 5]);
+    let mut late_deps = EdgeList::EMPTY;
+    let late = link(&mut arena, (file(9, 2), &mut late_deps), (p, &mut waiters));
+    let order: Vec<u32> = arena
+        .producer_edges(&waiters)
+        .map(|edge| arena.consumer(edge).canonical())
+        .collect();
+    assert_eq!(order, [2, 4, 5, 9]);
+    assert_eq!(arena.producer(late), p);
+}
+
+/// Ends keep what they name: a file stage's canonical id and code, or a
+/// cache consumer's number, never confused.
+#[test]
+fn ends_name_file_stages_and_cache_nodes_apart() {
+    let stage = End::file(u32::MAX - 1, 7);
+    assert_eq!((stage.canonical(), stage.code()), (u32::MAX - 1, 7));
+    assert!(!stage.is_cache());
+    let cache = End::cache(42);
+    assert!(cache.is_cache());
+    assert_eq!(cache.cache_number(), 42);
+    assert_ne!(End::cache(0), End::file(0, 0));
 }

@@ -9,6 +9,7 @@
 //! handles, it changes nothing.
 
 use super::*;
+use crate::edges::End;
 
 impl<P> SchedulerDag<P> {
     /// Admits `key` and the lower stages of its version in one visit of
@@ -42,28 +43,35 @@ impl<P> SchedulerDag<P> {
             }
         }
         let version = key.file.version();
+        // The codes of the chain's stages, numbered before the record is
+        // borrowed.
+        let codes: SmallVec<[u32; 3]> = chain
+            .iter()
+            .map(|stage| self.profiles.code(*stage))
+            .collect();
         let Some(records) = self.files.get_mut(&key.file.canonical) else {
             return false;
         };
         // Only `key` itself may already have waiters (a consumer links
         // before it ensures its producer); nothing may have a node or keys.
-        let clear = records.versions.get(&version).is_none_or(|slot| {
-            slot.done.is_empty()
-                && slot.stages.iter().all(|stage| {
-                    stage.node.is_none()
-                        && stage.deps.is_empty()
-                        && (stage.stage == key.stage || stage.waiters.is_empty())
-                })
-        });
+        let clear = match records.at(version) {
+            Some(stages) => stages.iter().all(|(stage, record)| {
+                record.node.is_none()
+                    && record.deps.is_empty()
+                    && (stage == key.stage || record.waiters.is_empty())
+            }),
+            None => !records.has_records(),
+        };
         if !clear {
             return false;
         }
         let source_class = source_class(Some(records), version);
-        let slot = records.versions.entry_or_default(version);
-        let (admission, seq) = (self.next_admission, self.next_edge_seq);
+        let stages = records.at_entry(version);
+        let admission = self.next_admission;
         let ticket = self.ready.issue();
+        let canonical = key.file.canonical.id();
         for (at, stage) in chain.iter().enumerate() {
-            let entry = slot.entry(*stage);
+            let entry = stages.entry(*stage);
             entry.node = Some(WorkNode {
                 admission: AdmissionId(admission + at as u64),
                 priority,
@@ -80,24 +88,21 @@ impl<P> SchedulerDag<P> {
                 cancel: None,
                 ready_ticket: ticket,
             });
-            if at > 0 {
-                let lower = key.file.at(chain[at - 1]);
-                entry
-                    .deps
-                    .insert(lower, seq + at as u64 - 1, &mut self.spares);
-            }
         }
         for at in 1..chain.len() {
-            let consumer = WorkNodeIdentity::File(key.file.at(chain[at]));
-            slot.entry(chain[at - 1])
-                .waiters
-                .push(seq + at as u64 - 1, consumer, &mut self.spares);
+            let edge = self.edges.alloc(
+                End::file(canonical, codes[at]),
+                End::file(canonical, codes[at - 1]),
+            );
+            self.edges
+                .push_consumer(&mut stages.entry(chain[at]).deps, edge);
+            self.edges
+                .push_producer(&mut stages.entry(chain[at - 1]).waiters, edge);
         }
         let (nodes, edges) = (chain.len(), chain.len() - 1);
+        let _ = edges;
         self.next_admission += nodes as u64;
-        self.next_edge_seq += edges as u64;
         self.node_count += nodes;
-        self.edge_count += edges;
         self.counters.admitted += nodes as u64;
         #[cfg(test)]
         {

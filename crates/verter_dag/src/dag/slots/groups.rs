@@ -45,15 +45,7 @@ impl<P> SchedulerDag<P> {
     /// `key`'s node is finished: then the group is left alone and the
     /// finished outcome is returned for the member's answer.
     pub(in crate::dag) fn join_group(&mut self, key: &DepKey, member: Member) -> Joined {
-        let version = self
-            .files
-            .get_or_default(&key.file.canonical)
-            .versions
-            .entry_or_default(key.file.version());
-        if version.done.get(key.stage).is_some() {
-            return Joined::Finished(Ok(()));
-        }
-        let slot = version.entry(key.stage);
+        let slot = self.stage_entry(key);
         let node_priority = match slot.node.as_ref() {
             Some(node) => match &node.state {
                 NodeState::Done => return Joined::Finished(Ok(())),
@@ -91,17 +83,8 @@ impl<P> SchedulerDag<P> {
 
     /// Every request group, in no set order.
     pub(in crate::dag) fn all_groups(&self) -> impl Iterator<Item = (DepKey, &[Member])> + '_ {
-        self.files.iter().flat_map(|(canonical, records)| {
-            records.versions.iter().flat_map(move |(version, slot)| {
-                slot.stages.iter().filter_map(move |stage| {
-                    if stage.group.is_empty() {
-                        return None;
-                    }
-                    let file =
-                        FileIdentity::new(*canonical, version.incarnation, version.generation);
-                    Some((file.at(stage.stage), stage.group.as_slice()))
-                })
-            })
-        })
+        self.all_records()
+            .filter(|(_, _, record)| !record.group.is_empty())
+            .map(|(file, stage, record)| (file.at(stage), record.group.as_slice()))
     }
 }

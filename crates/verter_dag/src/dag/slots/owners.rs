@@ -23,39 +23,28 @@ impl<P> crate::blockers::OwnerRecords for FileOwners<'_, P> {
     }
 
     fn keys_mut(&mut self, owner: &FileIdentity) -> Option<&mut Vec<DepKey>> {
-        let slot = self
-            .0
-            .get_mut(&owner.canonical)?
-            .versions
-            .get_mut(&owner.version())?;
-        (!slot.blockers.is_empty()).then_some(&mut slot.blockers)
+        let records = self.0.get_mut(&owner.canonical)?;
+        (records.version == owner.version() && !records.blockers.is_empty())
+            .then_some(&mut records.blockers)
     }
 
     fn take(&mut self, owner: &FileIdentity) -> Option<Vec<DepKey>> {
         let records = self.0.get_mut(&owner.canonical)?;
-        let version = owner.version();
-        let slot = records.versions.get_mut(&version)?;
-        if slot.blockers.is_empty() {
+        if records.version != owner.version() || records.blockers.is_empty() {
             return None;
         }
-        let keys = std::mem::take(&mut slot.blockers);
-        if slot.is_empty() {
-            records.versions.remove(&version);
-            if records.is_empty() {
-                self.0.remove(&owner.canonical);
-            }
+        let keys = std::mem::take(&mut records.blockers);
+        if records.is_empty() {
+            self.0.remove(&owner.canonical);
         }
         Some(keys)
     }
 
     fn put(&mut self, owner: &FileIdentity, keys: Vec<DepKey>) {
-        let slot = self
-            .0
-            .get_or_default(&owner.canonical)
-            .versions
-            .entry_or_default(owner.version());
-        debug_assert!(slot.blockers.is_empty(), "{owner} had a record");
-        slot.blockers = keys;
+        let records = self.0.get_or_default(&owner.canonical);
+        records.at_entry(owner.version());
+        debug_assert!(records.blockers.is_empty(), "{owner} had a record");
+        records.blockers = keys;
     }
 }
 
@@ -65,10 +54,7 @@ pub(in crate::dag) fn owner_keys<'a, P>(
     files: &'a CanonicalMap<FileRecords<P>>,
     owner: &FileIdentity,
 ) -> Option<&'a Vec<DepKey>> {
-    files
-        .get(&owner.canonical)?
-        .versions
-        .get(&owner.version())
-        .map(|slot| &slot.blockers)
-        .filter(|keys| !keys.is_empty())
+    let records = files.get(&owner.canonical)?;
+    (records.version == owner.version() && !records.blockers.is_empty())
+        .then_some(&records.blockers)
 }

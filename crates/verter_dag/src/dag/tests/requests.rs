@@ -421,12 +421,12 @@ fn a_hubs_consumers_are_released_in_link_order() {
 #[test]
 fn taken_waiters_carry_their_remaining_counts() {
     let (mut h, dep, other, x, y) = two_cache_nodes_on_a_shared_key();
-    let taken: Vec<_> = h.dag.take_waiters_counted(&dep).collect();
+    let taken: Vec<_> = h.dag.take_waiters_counted(&dep).into_iter().collect();
     assert_eq!(taken, [(x, 1), (y, 0)]);
     assert_eq!(h.dag.dependencies_of(&x), std::slice::from_ref(&other));
     assert!(h.dag.dependencies_of(&y).is_empty());
     assert!(h.dag.consumers_of(&dep).is_empty());
-    assert!(h.dag.take_waiters_counted(&dep).next().is_none());
+    assert!(h.dag.take_waiters_counted(&dep).is_empty());
     let occupancy = h.dag.dependency_occupancy();
     // x → b's Analysis, and each Analysis → its Source.
     assert_eq!(occupancy.edges.edges, 3);
