@@ -4,7 +4,7 @@
 //!
 //! An owner is one file object at one generation ([`FileIdentity`]). Its
 //! record is kept where the caller keeps its other state of that version
-//! ([`OwnerRecords`]: the DAG keeps it in the owner's version record, so
+//! ([`OwnerRecords`]: the DAG keeps it in the owner's file slot, so
 //! retirement takes it out with the version). This module keeps the reverse
 //! index, key → the owners naming it: its size is the demand refcount, so
 //! the count cannot drift from the records. It stores records and nothing

@@ -6,20 +6,21 @@
 //! lock or wakes a thread, so every rule can be tested deterministically.
 //!
 //! # What it holds
-//! - **Per-file records**: per canonical, the published file object
-//!   (incarnation, current generation, submission lifetime) and, per
-//!   version, per stage, its admitted work node and its request waiters. An
-//!   object is live while its record is present; removal deletes it in the
-//!   same call (no tombstones). A node is gated on its dependencies, ready,
-//!   running, done or failed; a failed producer stays resident until its
-//!   generation is retired. A done stage that holds nothing else is kept
-//!   packed (its priority only), not as a stage record. One lookup of the canonical reaches a stage's
-//!   node and group, and retirement takes a file's versions out whole, so
-//!   nothing scans a DAG-wide map (`slots.rs` is the only place records
-//!   enter or leave).
+//! - **One slot per file**: per canonical (indexed by its dense id), the
+//!   published file object (incarnation, current generation, submission
+//!   lifetime) and, inline, the stages of the one version that has records
+//!   (its live version), each with its admitted work node, its request
+//!   waiters and the heads of its edge lists. An object is live while its
+//!   record is present; removal deletes it in the same call (no
+//!   tombstones). A node is gated on its dependencies, ready, running, done
+//!   or failed; a failed producer stays resident until its generation is
+//!   retired. One indexing of the table reaches every stage of a file, and
+//!   retirement takes a file's records out whole, so nothing scans a
+//!   DAG-wide map (`slots.rs` is the only place records enter or leave).
 //! - **Cache nodes**, which belong to no file, in a table of their own.
-//! - **Dependency edges**, both sides of each in its stages' records
-//!   (`links.rs`; cache nodes' keys in a table of their own).
+//! - **Dependency edges**, one arena of compact entries, each on its
+//!   consumer's and its producer's list (`edges.rs`; `links.rs` links and
+//!   unlinks them; cache nodes' lists in a table of their own).
 //! - **Blocker records** (`BlockerRegistry`), the
 //!   **ready queue** and the **capacity ledger**.
 //!

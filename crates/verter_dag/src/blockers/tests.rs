@@ -1,6 +1,6 @@
 //! Unit tests of the blocker registry: the demand index stays a recount of
 //! the records through every funnel. The records sit in a map here, as the
-//! DAG keeps them in its version records.
+//! DAG keeps them in its file slots.
 
 use super::*;
 use crate::identity::{Generation, Incarnation, TargetStage};

@@ -1,5 +1,5 @@
 //! The blocker records as the registry reads and writes them
-//! ([`FileOwners`]): each in its owner's version record, never in a table
+//! ([`FileOwners`]): each in its owner's file slot, never in a table
 //! of its own.
 //!
 //! Part of `slots.rs`. The registry keeps its reverse index in step with
@@ -10,7 +10,7 @@
 
 use super::*;
 
-/// The DAG's blocker records, each in its owner's version record: what
+/// The DAG's blocker records, each in its owner's file slot: what
 /// the registry reads and writes them through. Taking a record out prunes
 /// the version (and file) record it leaves empty.
 pub(in crate::dag) struct FileOwners<'a, P>(

@@ -158,9 +158,8 @@ fn idle_capacity_is_released_only_when_nothing_is_in_flight() {
     h.absorb(effects);
     h.run();
     h.assert_quiescent();
-    // Edge storage lives in the stage records and is given back as each
-    // side empties, to the spares (bounded); the idle release frees the
-    // spares and the ready queue's storage.
+    // Edge storage is the arena's: freed edges stay in it for the next
+    // ones; the idle release frees the arena and the ready queue's storage.
     let before = h.dag.dependency_occupancy();
     assert_eq!(before.edges.edges, 0, "{before:?}");
     assert!(

@@ -564,8 +564,9 @@ fn a_source_moved_to_cpu_holds_no_token_while_it_waits() {
     h.assert_quiescent();
 }
 
-/// A done stage whose record holds nothing else is packed: a built file
-/// keeps no stage records (and no storage for them), and every observer
+/// A done stage whose record holds nothing else costs nothing but its
+/// place in the file's slot: a built file keeps no records in flight and no
+/// heap storage for its stages, and every observer
 /// reads it as before: done, at the priority it ran at, satisfying new
 /// requests and new consumers at once, counted as resident, forgettable.
 #[test]
