@@ -477,6 +477,10 @@ pub struct SchedulerDag<P = ()> {
     /// How many chains `admit_fresh_chain` admitted (tests only).
     #[cfg(test)]
     fresh_chains: usize,
+    /// How many blocker records `record_blockers_directly` made (tests
+    /// only).
+    #[cfg(test)]
+    direct_records: usize,
     blockers: BlockerRegistry,
     ready: ReadyQueue,
     ledger: CapacityLedger,
@@ -523,6 +527,8 @@ impl<P> SchedulerDag<P> {
             spare_tokens: Vec::new(),
             #[cfg(test)]
             fresh_chains: 0,
+            #[cfg(test)]
+            direct_records: 0,
             blockers: BlockerRegistry::default(),
             ready: ReadyQueue::new(config.lane_weights),
             ledger: CapacityLedger::new(config.cpu_budget, config.io_budget, config.remote_budget),

@@ -697,3 +697,53 @@ fn a_dispatch_carries_a_ticket_issued_before_it() {
     let (_, effects) = h.dag.complete(parse);
     h.absorb(effects);
 }
+
+/// A Source commit's blocker record, in the case it almost always is (no
+/// record before; every blocker live, admitted and not failed; no edge to
+/// them yet), is made in one visit of each record, and builds what the
+/// general path builds: the producers raised, the Artifact gated on every
+/// pending blocker in key order and on none that is done, the record and
+/// the reverse index. A second record of the same owner (the record is
+/// replaced) and a blocker with no node yet take the general path.
+#[test]
+fn a_first_blocker_record_is_made_directly_as_the_general_path_would() {
+    let mut h = Harness::new();
+    let (a, b, c, d) = (h.add("a.rs"), h.add("b.rs"), h.add("c.rs"), h.add("d.rs"));
+    h.request(&c, TargetStage::Analysis, WaitPolicy::Follow);
+    // c's Analysis is done before a names it; b's is still pending.
+    h.run();
+    h.request(&b, TargetStage::Analysis, WaitPolicy::Follow);
+    h.request_at(&a, P, WaitPolicy::Follow, Priority::High);
+    let keys = [c.at(TargetStage::Analysis), b.at(TargetStage::Analysis)];
+    h.block(&a, keys);
+    assert_eq!(h.dag.direct_record_count(), 1, "the direct path was taken");
+    assert_eq!(
+        h.dag.dependencies_of(&work(&a, P)),
+        [a.at(TargetStage::Analysis), b.at(TargetStage::Analysis)],
+        "gated on its own Analysis and the pending blocker, not the done one"
+    );
+    assert_eq!(
+        h.dag.consumers_of(&b.at(TargetStage::Analysis)),
+        [work(&a, P)]
+    );
+    assert_eq!(
+        h.dag.priority_of(&work(&b, TargetStage::Analysis)),
+        Some(Priority::High),
+        "the blocker inherits the Artifact's priority"
+    );
+    let mut recorded = keys.to_vec();
+    recorded.sort();
+    assert_eq!(h.dag.blockers_of(&a), recorded);
+    assert!(h.dag.has_analysis_demand(&b.at(TargetStage::Analysis)));
+    // A replaced record, and a blocker with no node: the general path.
+    h.block(&a, [d.at(TargetStage::Analysis)]);
+    assert_eq!(h.dag.direct_record_count(), 1);
+    assert!(
+        h.dag
+            .dependencies_of(&work(&a, P))
+            .contains(&d.at(TargetStage::Analysis)),
+        "the general path created d's Analysis and linked it"
+    );
+    h.run();
+    h.assert_quiescent();
+}
