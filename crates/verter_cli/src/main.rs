@@ -32,13 +32,16 @@
 //!   reported one per line and do not change the exit code), and for
 //!   `explain`, the file's Artifact was explained;
 //! - `1`: nothing could be indexed or written: a missing path, a path with
-//!   no Rust crate, an unwritable output, a watcher that cannot start, a
-//!   file `explain` cannot explain (the build did not index it);
+//!   no Rust crate, an unwritable output or one that is not a regular file,
+//!   standard output refusing the index (`--out -`), a watcher that cannot
+//!   start, a file `explain` cannot explain (the build did not index it);
 //! - `2`: the command line is wrong (from clap): an unknown flag, a
 //!   `--threads` of 0 or past the cap, a value clap cannot take.
 //!
 //! Nothing else: a closed or full standard output loses the summary lines,
-//! not the exit code (with `--out -`, the index not written is exit 1).
+//! not the exit code. A signal that kills the process (Ctrl-C during
+//! `build`, `kill -9`) ends it as signals do; the temporary file a write
+//! leaves is removed by the next run that writes the same output.
 
 mod build;
 mod error;
