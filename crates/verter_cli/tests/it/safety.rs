@@ -390,3 +390,32 @@ fn watch_follows_a_directory_renamed_out_of_and_back_into_the_tree() {
     drop(stdin);
     stop(child, &lines);
 }
+
+#[test]
+fn watch_out_dash_streams_each_index_to_stdout_and_every_other_line_to_stderr() {
+    let dir = super::copy_of_fixture();
+    let mut child = verter()
+        .arg("watch")
+        .arg(dir.path())
+        .args(["--threads", "2", "--out", "-"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run verter watch");
+    let out = super::lines_of(&mut child);
+    let errors = super::stderr_lines_of(&mut child);
+    // Written after the first index.
+    next_line_starting(&errors, "watching ");
+    // Ctrl-C writes it again.
+    stop(child, &errors);
+    let text: Vec<String> = out.iter().collect();
+    let indexes: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&text.join("\n"))
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("standard output is a stream of indexes");
+    assert_eq!(indexes.len(), 2, "{text:?}");
+    for index in &indexes {
+        assert_eq!(index["files"].as_array().map(Vec::len), Some(4));
+    }
+}
