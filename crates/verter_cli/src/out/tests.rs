@@ -95,9 +95,10 @@ fn a_temporary_whose_lock_is_held_is_kept_whatever_its_age() {
     writer.lock().expect("lock");
     remove_stale(&dir.path().join("index.json"), started);
     assert!(held.exists());
+    // Not checked here that it goes once `writer` lets go: a child another
+    // test forks meanwhile may hold the lock's file description until it
+    // execs. `a_temporary_nobody_writes_is_stale_…` covers files unlocked.
     drop(writer);
-    remove_stale(&dir.path().join("index.json"), started);
-    assert!(!held.exists(), "stale once its writer let go");
 }
 
 #[cfg(unix)]
