@@ -1,19 +1,20 @@
 //! `verter build`: index every crate under a path once and print a summary;
 //! with `--stats`, the scheduler's statistics after it (per stage, queue
 //! wait and run time); with `--trace`, a Chrome trace of the build and of
-//! its causes (`trace.rs`).
+//! its causes (`trace.rs`). With `--out -` the index goes to standard
+//! output and everything for a person to standard error.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use verter_index::{
-    Index, IndexError, WalkProgress, discover_crate_roots, index_roots_observed, realpath,
-};
+use verter_index::{WalkProgress, discover_crate_roots, index_roots_observed, realpath};
 
 use crate::error::CliError;
 use crate::host::{self, Insight, Progress, ProgressMode, Recorder};
+use crate::out::OutFile;
 use crate::report;
+use crate::terminal::{self, Stream};
 use crate::trace::Trace;
 
 /// What `verter build` was asked to do.
@@ -33,6 +34,13 @@ pub(crate) struct Options<'a> {
 pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     // Refuse an output that cannot be written before spending the build.
     let out = options.out.map(OutFile::check).transpose()?;
+    // With the index on standard output, the summary goes beside the
+    // warnings.
+    let human = if out.as_ref().is_some_and(OutFile::is_stdout) {
+        Stream::Err
+    } else {
+        Stream::Out
+    };
     let trace = options.trace.map(Trace::start).transpose()?;
     let started = Instant::now();
     let roots = discover_crate_roots(options.path)?;
@@ -60,42 +68,58 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     report::print_failures(&index, &base);
     let counters = scheduler.counters();
     let files = index.files.len() + index.failures.len();
-    println!(
-        "indexed {} crate roots: {} files, {} items, {} uses resolved, {} unresolved, {} files failed",
-        roots.len(),
-        files,
-        index.item_count(),
-        index.resolved_count(),
-        index.unresolved_count(),
-        index.failures.len(),
+    terminal::line(
+        human,
+        format_args!(
+            "indexed {} crate roots: {} files, {} items, {} uses resolved, {} unresolved, {} files failed",
+            roots.len(),
+            files,
+            index.item_count(),
+            index.resolved_count(),
+            index.unresolved_count(),
+            index.failures.len(),
+        ),
     );
-    println!(
-        "stages run: {} parsed, {} analysed, {} resolved; {} dedupe joins; {:.1?} ({:.0} files/s)",
-        counters.source_runs,
-        counters.analysis_runs,
-        counters.artifact_runs,
-        counters.dedupe_joins,
-        elapsed,
-        files as f64 / elapsed.as_secs_f64().max(f64::EPSILON),
+    terminal::line(
+        human,
+        format_args!(
+            "stages run: {} parsed, {} analysed, {} resolved; {} dedupe joins; {:.1?} ({:.0} files/s)",
+            counters.source_runs,
+            counters.analysis_runs,
+            counters.artifact_runs,
+            counters.dedupe_joins,
+            elapsed,
+            files as f64 / elapsed.as_secs_f64().max(f64::EPSILON),
+        ),
     );
-    println!("{}", host::describe_reads(&loader));
+    terminal::line(human, host::describe_reads(&loader));
     if options.stats {
-        // Its lines end in newlines of their own.
-        print!("{}", scheduler.stats());
+        // Stage names and numbers only, a line each.
+        for text in scheduler.stats().to_string().lines() {
+            terminal::line(human, text);
+        }
     }
     if let Some(out) = out {
         out.write(&index)?;
-        println!("wrote {}", out.path().display());
+        terminal::line(human, format_args!("wrote {}", out.describe()));
     }
     if let (Some(trace), Some(path)) = (trace, options.trace) {
-        write_trace(trace, path, scheduler, &recorder, host_started, &base)?;
+        write_trace(
+            trace,
+            path,
+            scheduler,
+            &recorder,
+            host_started,
+            &base,
+            human,
+        )?;
     }
     Ok(())
 }
 
 /// Completes the Chrome trace `trace` (written to `path`) with the causal
 /// log of `scheduler`, started no earlier than `host_started`, and says so
-/// (`build --trace`, `watch --trace`).
+/// on `human` (`build --trace`, `watch --trace`).
 pub(crate) fn write_trace(
     trace: Trace,
     path: &Path,
@@ -103,6 +127,7 @@ pub(crate) fn write_trace(
     recorder: &Recorder,
     host_started: Instant,
     base: &Path,
+    human: Stream,
 ) -> Result<(), CliError> {
     let records = scheduler.causal_log();
     // Counted from 0 over the scheduler's life: a first record past 0
@@ -113,19 +138,22 @@ pub(crate) fn write_trace(
         .min()
         .filter(|&seq| seq > 0)
     {
-        eprintln!(
+        terminal::tell(format_args!(
             "warning: the causal log dropped the first {dropped} events: the trace's causes start later"
-        );
+        ));
     }
     // The log's clock started as the scheduler did, inside `host::start`:
     // `host_started` is a bound, the first host action pins it.
     let log_started = recorder.log_started(&records).unwrap_or(host_started);
     let drawn = trace.finish(&records, log_started, base)?;
-    println!(
-        "wrote {} ({} runs, {} causes drawn as arrows)",
-        path.display(),
-        drawn.runs,
-        drawn.flows
+    terminal::line(
+        human,
+        format_args!(
+            "wrote {} ({} runs, {} causes drawn as arrows)",
+            path.display(),
+            drawn.runs,
+            drawn.flows
+        ),
     );
     Ok(())
 }
@@ -140,99 +168,4 @@ pub(crate) fn tree_base(path: &Path) -> Result<PathBuf, CliError> {
     } else {
         base
     })
-}
-
-/// The `--out` file: checked up front, replaced atomically on every write
-/// (the JSON goes to a temporary file beside it, renamed over it once
-/// complete), so a reader never sees half an index.
-#[derive(Debug, Clone)]
-pub(crate) struct OutFile {
-    path: PathBuf,
-}
-
-impl OutFile {
-    /// Checks that `path` can be written: it is not a directory, and its
-    /// directory exists and accepts a new file (one is created there and
-    /// removed again).
-    pub(crate) fn check(path: &Path) -> Result<Self, CliError> {
-        let failed = |source: std::io::Error| CliError::Write {
-            path: path.to_path_buf(),
-            source,
-        };
-        if path.is_dir() {
-            return Err(failed(std::io::Error::new(
-                std::io::ErrorKind::IsADirectory,
-                "it is a directory",
-            )));
-        }
-        let directory = Self::directory_of(path);
-        if !directory.is_dir() {
-            return Err(failed(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("{} is not a directory", directory.display()),
-            )));
-        }
-        // The temporary file's own name is noise in the message.
-        tempfile::NamedTempFile::new_in(directory)
-            .map_err(|error| failed(std::io::Error::from(error.kind())))?;
-        Ok(Self {
-            path: path.to_path_buf(),
-        })
-    }
-
-    fn directory_of(path: &Path) -> &Path {
-        match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        }
-    }
-
-    /// Writes `index` as JSON, streamed through a buffer rather than built
-    /// as one string (for a synthetic 20 000-file tree the text was 180 MB).
-    pub(crate) fn write(&self, index: &Index) -> Result<(), CliError> {
-        let failed = |source: std::io::Error| CliError::Write {
-            path: self.path.clone(),
-            source,
-        };
-        let temporary =
-            tempfile::NamedTempFile::new_in(Self::directory_of(&self.path)).map_err(failed)?;
-        let mut file = std::io::BufWriter::new(temporary);
-        index.write_json(&mut file).map_err(|error| match error {
-            IndexError::Json(json) if json.is_io() => failed(json.into()),
-            other => other.into(),
-        })?;
-        let temporary = file
-            .into_inner()
-            .map_err(|error| failed(error.into_error()))?;
-        // A temporary file is private (0600); the index is not: keep the
-        // permissions of the file it replaces, or the usual 0644.
-        let permissions = match std::fs::metadata(&self.path) {
-            Ok(existing) => existing.permissions(),
-            Err(_) => default_permissions(temporary.as_file()).map_err(failed)?,
-        };
-        temporary
-            .as_file()
-            .set_permissions(permissions)
-            .map_err(failed)?;
-        temporary
-            .persist(&self.path)
-            .map_err(|error| failed(error.error))?;
-        Ok(())
-    }
-
-    /// Where it is written.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-#[cfg(unix)]
-fn default_permissions(_: &std::fs::File) -> std::io::Result<std::fs::Permissions> {
-    use std::os::unix::fs::PermissionsExt as _;
-    Ok(std::fs::Permissions::from_mode(0o644))
-}
-
-#[cfg(not(unix))]
-fn default_permissions(file: &std::fs::File) -> std::io::Result<std::fs::Permissions> {
-    Ok(file.metadata()?.permissions())
 }

@@ -27,6 +27,16 @@ pub(crate) enum CliError {
         #[source]
         source: std::io::Error,
     },
+    /// An output path holds something other than a regular file (or a
+    /// symbolic link to one): it is not replaced.
+    #[error("cannot write {}: it is {what}, not a regular file", path.display())]
+    NotAFile { path: PathBuf, what: String },
+    /// `--out -`: standard output could not take the index.
+    #[error("cannot write the index to standard output: {source}")]
+    Stdout {
+        #[source]
+        source: std::io::Error,
+    },
     /// The file watcher could not start.
     #[error("cannot watch {}: {source}", path.display())]
     Watch {

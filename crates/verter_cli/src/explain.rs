@@ -24,12 +24,13 @@ use std::sync::Arc;
 
 use verter_dag::{Canonical, TargetStage, WorkNodeIdentity};
 use verter_index::{INDEX_PROFILE, discover_crate_roots, index_roots, realpath};
-use verter_scheduler::{CausalIndex, CutOff, ExplainError, LogRecord, SchedulerEvent};
+use verter_scheduler::{CausalIndex, CutOff, ExplainError, Explanation, LogRecord, SchedulerEvent};
 
 use crate::build::tree_base;
 use crate::error::CliError;
 use crate::host::{self, Insight, Recorder};
 use crate::report;
+use crate::terminal;
 
 /// The stage `verter build` and `verter watch` build every file to, and so
 /// the one `verter explain` explains.
@@ -77,7 +78,9 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                 source,
             },
         })?;
-    println!("{}", relative(&explanation.to_string(), &base));
+    for text in chain(&explanation, &base) {
+        terminal::say(text);
+    }
     Ok(())
 }
 
@@ -106,6 +109,26 @@ fn relative(text: &str, base: &Path) -> String {
         &format!("{}{}", base.display(), std::path::MAIN_SEPARATOR),
         "",
     )
+}
+
+/// The lines of `explanation`, as its `Display` lays them out (the effect,
+/// then `  because …` per cause), with paths under `base` relative. Each
+/// step is rendered on its own: a name holding a newline stays inside its
+/// line, where printing escapes it (`terminal.rs`), and never starts one.
+fn chain(explanation: &Explanation, base: &Path) -> Vec<String> {
+    explanation
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let text = relative(&step.to_string(), base);
+            if i == 0 {
+                text
+            } else {
+                format!("  because {text}")
+            }
+        })
+        .collect()
 }
 
 /// How one stage of a file ended in a change: the last record that says.
@@ -153,6 +176,7 @@ const STAGE_NAMES: [&str; 3] = ["Source", "Analysis", "Artifact"];
 /// - `why FILE: failed` and the chain of the run that failed.
 ///
 /// Paths under `base` are shown relative to it; each chain is indented.
+/// Each element is one line, to be printed escaped (`terminal.rs`).
 pub(crate) fn describe_change(records: &[LogRecord], since: usize, base: &Path) -> Vec<String> {
     let mut order: Vec<Canonical> = Vec::new();
     let mut files: HashMap<Canonical, FileOutcome> = HashMap::new();
@@ -221,8 +245,12 @@ pub(crate) fn describe_change(records: &[LogRecord], since: usize, base: &Path) 
         };
         let path = Path::new(canonical.as_str());
         lines.push(format!("why {}: {verdict}", shown(path, base).display()));
-        let chain = relative(&index.explain_record(record).to_string(), base);
-        lines.extend(chain.lines().map(|line| format!("  {line}")));
+        let explanation = index.explain_record(record);
+        lines.extend(
+            chain(&explanation, base)
+                .iter()
+                .map(|line| format!("  {line}")),
+        );
     }
     lines
 }

@@ -10,7 +10,6 @@
 //! a command asks. The progress display polls the
 //! walk's counters from its own thread, for display only.
 
-use std::io::IsTerminal as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -27,6 +26,7 @@ use verter_scheduler::{
 };
 
 use crate::error::CliError;
+use crate::terminal;
 
 /// A stage that ran and completed, and whether its output was the same as
 /// its previous one (early cutoff: the stages after it did not run).
@@ -276,7 +276,7 @@ impl Progress {
     /// Starts showing `walk` in `mode`.
     pub(crate) fn start(walk: &Arc<WalkProgress>, mode: ProgressMode) -> Self {
         let mode = match mode {
-            ProgressMode::Auto if std::io::stderr().is_terminal() => ProgressMode::Bar,
+            ProgressMode::Auto if terminal::stderr_is_terminal() => ProgressMode::Bar,
             ProgressMode::Auto => ProgressMode::Plain,
             chosen => chosen,
         };
@@ -315,10 +315,10 @@ impl Progress {
                         // prints its one final line only.
                         let due = started.elapsed() >= Duration::from_secs(1) && done < total;
                         if last || due {
-                            eprintln!(
+                            terminal::tell(format_args!(
                                 "indexing: {done}/{total} files parsed, {:.1?}",
                                 started.elapsed()
-                            );
+                            ));
                         }
                     },
                 ))

@@ -2,10 +2,21 @@
 //! the verter scheduler — the reference host.
 //!
 //! ```text
-//! verter build [PATH] [--out index.json] [--trace trace.json] [--stats] [--threads N] [--progress WHEN]
-//! verter watch [PATH] [--out index.json] [--out-dir DIR] [--explain] [--trace trace.json] [--threads N]
+//! verter build [PATH] [--out index.json|-] [--trace trace.json] [--stats] [--threads N] [--progress WHEN]
+//! verter watch [PATH] [--out index.json|-] [--out-dir DIR] [--explain] [--trace trace.json] [--threads N]
 //! verter explain FILE [PATH] [--threads N]
 //! ```
+//!
+//! `--threads N` is at least 1 and at most [`THREADS_PER_CORE`] times the
+//! available parallelism (8 on two cores): more stage threads than that
+//! only contend, and tens of thousands exhaust the machine. `--out -`
+//! writes the index to standard output, and the summary and `wrote` lines
+//! go to standard error with the warnings. `--out` replaces only a regular
+//! file (or the regular file a symbolic link names), whole, flushed to
+//! disk first; a directory, FIFO, socket or device is refused
+//! (`out.rs`). Every name a message shows (a file, a `#[path]`, an
+//! argument) has its control characters and bidi overrides shown as
+//! escapes such as `\x1b` (`terminal.rs`).
 //!
 //! "Why did this run?" has three answers here, all read from the
 //! scheduler's causal log, which the CLI turns on only when asked:
@@ -21,15 +32,24 @@
 //!   reported one per line and do not change the exit code), and for
 //!   `explain`, the file's Artifact was explained;
 //! - `1`: nothing could be indexed or written: a missing path, a path with
-//!   no Rust crate, an unwritable output, a watcher that cannot start, a
-//!   file `explain` cannot explain (the build did not index it);
-//! - `2`: the command line is wrong (from clap).
+//!   no Rust crate, an unwritable output or one that is not a regular file,
+//!   standard output refusing the index (`--out -`), a watcher that cannot
+//!   start, a file `explain` cannot explain (the build did not index it);
+//! - `2`: the command line is wrong (from clap): an unknown flag, a
+//!   `--threads` of 0 or past the cap, a value clap cannot take.
+//!
+//! Nothing else: a closed or full standard output loses the summary lines,
+//! not the exit code. A signal that kills the process (Ctrl-C during
+//! `build`, `kill -9`) ends it as signals do; the temporary file a write
+//! leaves is removed by the next run that writes the same output.
 
 mod build;
 mod error;
 mod explain;
 mod host;
+mod out;
 mod report;
+mod terminal;
 mod trace;
 mod watch;
 
@@ -89,7 +109,8 @@ struct BuildArgs {
     /// A crate, a workspace, a directory of crates, or one `.rs` file.
     #[arg(default_value = ".")]
     path: PathBuf,
-    /// Write the index as JSON to this file.
+    /// Write the index as JSON to this file (`-`: to standard output, and
+    /// the summary to standard error). Only a regular file is replaced.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Write a Chrome trace (open it in Perfetto): every stage span, and
@@ -102,9 +123,10 @@ struct BuildArgs {
     /// time (median, 99th percentile, maximum).
     #[arg(long)]
     stats: bool,
-    /// Stage CPU threads, at least 1 (default: available parallelism).
-    #[arg(long, value_name = "N", value_parser = threads_parser())]
-    threads: Option<u16>,
+    /// Stage CPU threads, from 1 to 4 per available core (default:
+    /// available parallelism).
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    threads: Option<usize>,
     /// How to show progress: a bar with an ETA on a terminal, plain lines
     /// when stderr is piped (`auto`), or always one of them.
     #[arg(long, value_name = "WHEN", default_value = "auto")]
@@ -121,7 +143,9 @@ struct WatchArgs {
     path: PathBuf,
     /// Write the whole index as JSON to this file after the first build,
     /// whenever Enter is pressed, and on exit (replaced atomically: a
-    /// reader sees the old index or the new one).
+    /// reader sees the old index or the new one; `-`: to standard output,
+    /// each index followed by a newline, and every other line to standard
+    /// error).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Keep one JSON file per source file in this directory
@@ -140,9 +164,10 @@ struct WatchArgs {
     /// unchanged (its rebuild stopped early: same parse, same output).
     #[arg(long)]
     explain: bool,
-    /// Stage CPU threads, at least 1 (default: available parallelism).
-    #[arg(long, value_name = "N", value_parser = threads_parser())]
-    threads: Option<u16>,
+    /// Stage CPU threads, from 1 to 4 per available core (default:
+    /// available parallelism).
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    threads: Option<usize>,
     #[command(flatten)]
     reads: host::ReadPolicy,
 }
@@ -157,26 +182,47 @@ struct ExplainArgs {
     /// what to build, as `verter build` would.
     #[arg(default_value = ".")]
     path: PathBuf,
-    /// Stage CPU threads, at least 1 (default: available parallelism).
-    #[arg(long, value_name = "N", value_parser = threads_parser())]
-    threads: Option<u16>,
+    /// Stage CPU threads, from 1 to 4 per available core (default:
+    /// available parallelism).
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    threads: Option<usize>,
     #[command(flatten)]
     reads: host::ReadPolicy,
 }
 
-/// `--threads`: zero threads could run nothing, so it is a usage error.
-fn threads_parser() -> clap::builder::RangedI64ValueParser<u16> {
-    clap::value_parser!(u16).range(1..)
+/// The most stage threads `--threads` takes per available core. Stage work
+/// is CPU-bound, so past a few threads per core more only contend; and
+/// 65 535 of them drove the load average past 2 000 until the process
+/// aborted (issue 46).
+const THREADS_PER_CORE: usize = 4;
+
+/// The most stage threads `--threads` takes here: [`THREADS_PER_CORE`]
+/// times the available parallelism (1 when it cannot be known).
+fn max_threads() -> usize {
+    THREADS_PER_CORE * std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// `--threads`: zero threads could run nothing, and past [`max_threads`]
+/// they only exhaust the machine; both are usage errors.
+fn parse_threads(text: &str) -> Result<usize, String> {
+    let max = max_threads();
+    let cores = max / THREADS_PER_CORE;
+    let range = format!("from 1 to {max} ({THREADS_PER_CORE} per available core, {cores} here)");
+    match text.parse::<usize>() {
+        Ok(threads) if (1..=max).contains(&threads) => Ok(threads),
+        Ok(_) => Err(format!("the number of threads must be {range}")),
+        Err(_) => Err(format!("not a number of threads {range}")),
+    }
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|error| terminal::exit_with::<Cli>(&error));
     let result = match cli.command {
         Command::Build(args) => build::run(&build::Options {
             path: &args.path,
             out: args.out.as_deref(),
             trace: args.trace.as_deref(),
-            threads: args.threads.map(usize::from),
+            threads: args.threads,
             progress: args.progress,
             reads: &args.reads,
             stats: args.stats,
@@ -185,7 +231,7 @@ fn main() -> ExitCode {
             path: &args.path,
             out: args.out.as_deref(),
             out_dir: args.out_dir.as_deref(),
-            threads: args.threads.map(usize::from),
+            threads: args.threads,
             reads: &args.reads,
             explain: args.explain,
             trace: args.trace.as_deref(),
@@ -193,14 +239,14 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&explain::Options {
             file: &args.file,
             path: &args.path,
-            threads: args.threads.map(usize::from),
+            threads: args.threads,
             reads: &args.reads,
         }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            terminal::tell(format_args!("error: {error}"));
             ExitCode::from(1)
         }
     }

@@ -10,6 +10,8 @@ use std::path::Path;
 
 use verter_index::{FileFailure, Index};
 
+use crate::terminal;
+
 /// The warning line for `failure`, without the `warning: ` prefix: the
 /// file (relative to `base` when under it), the deepest
 /// cause (its paths made relative to `base` too), and where the file was
@@ -19,6 +21,9 @@ use verter_index::{FileFailure, Index};
 /// src/util.rs:1:23: cannot parse …  (declared by `mod util;` at src/lib.rs:3)
 /// src/gone.rs: has no backing source (declared by `mod gone;` at src/lib.rs:10)
 /// ```
+///
+/// One line of text, raw: the names in it are a tree's, escaped when it is
+/// printed (`terminal.rs`).
 pub(crate) fn warning(failure: &FileFailure, base: &Path) -> String {
     // The deepest cause is the specific one; the layers above it
     // ("Artifact of F failed: …") say which request carried it.
@@ -60,7 +65,7 @@ pub(crate) fn warning(failure: &FileFailure, base: &Path) -> String {
 /// Prints one `warning:` line per failed file of `index`.
 pub(crate) fn print_failures(index: &Index, base: &Path) {
     for failure in &index.failures {
-        eprintln!("warning: {}", warning(failure, base));
+        terminal::tell(format_args!("warning: {}", warning(failure, base)));
     }
 }
 

@@ -73,9 +73,13 @@ pub(crate) struct Drawn {
 }
 
 impl Trace {
-    /// Installs a Chrome-trace subscriber that writes to `path`.
+    /// Installs a Chrome-trace subscriber that writes to `path`: a
+    /// regular file, or nothing yet (a FIFO would block the build until
+    /// read, a device would take the trace: `out::destination` refuses
+    /// them).
     pub(crate) fn start(path: &Path) -> Result<Self, CliError> {
         use tracing_subscriber::prelude::*;
+        crate::out::destination(path)?;
         std::fs::File::create(path).map_err(|source| CliError::Write {
             path: path.to_path_buf(),
             source,

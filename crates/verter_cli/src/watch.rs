@@ -2,7 +2,10 @@
 //! invalidates the file (the scheduler reloads it), a deletion removes it, a
 //! creation is picked up through its parent's `mod` declaration; a changed
 //! `Cargo.toml`, a new directory, or a new `.rs` file no module declares
-//! yet makes it look for crate roots again (new targets, new packages).
+//! yet makes it look for crate roots again (new targets, new packages). A
+//! directory renamed into the tree stands for every Rust file under it,
+//! and one renamed out of it (or removed) for every file the index holds
+//! under it: the watcher reports the directory alone ([`Batch`]).
 //! After each batch of changes an [`IndexSession`] asks the scheduler again
 //! about only the files the change reaches, and the files whose stages ran
 //! are printed with the latency; a warning is printed when it first appears
@@ -14,22 +17,26 @@
 //! Output stays proportional to the change: `--out-dir` holds one JSON
 //! file per source file and rewrites only the entries that changed;
 //! `--out` (the whole index in one file) is written after the first build,
-//! when Enter is pressed, and on exit. Ctrl-C exits cleanly.
+//! when Enter is pressed, and on exit (`--out -`: to standard output, and
+//! every line for a person to standard error). Ctrl-C exits cleanly.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Instant;
 
+use notify::event::{CreateKind, ModifyKind, RemoveKind};
 use notify::{EventKind, RecursiveMode, Watcher};
 use verter_index::{Index, IndexSession, WalkProgress, discover_crate_roots};
 use verter_scheduler::Invalidation;
 
-use crate::build::{OutFile, tree_base, write_trace};
+use crate::build::{tree_base, write_trace};
 use crate::error::CliError;
 use crate::explain;
 use crate::host::{self, Insight, Recorder, describe};
+use crate::out::{self, Durability, OutFile};
 use crate::report::Reported;
+use crate::terminal::{self, Stream};
 use crate::trace::Trace;
 
 enum Message {
@@ -69,10 +76,95 @@ fn in_target(path: &Path) -> bool {
     path.components().any(|c| c.as_os_str() == "target")
 }
 
+/// What one batch of changed paths stands for.
+#[derive(Debug, Default)]
+struct Batch {
+    /// The paths the change line names: the Rust files and manifests, and
+    /// the directories that came or went with files in them.
+    named: Vec<PathBuf>,
+    /// The files to tell the scheduler about and refresh: the named files,
+    /// the Rust files under each directory that is there now (created, or
+    /// renamed into the tree: the watcher reports nothing under it), and
+    /// the files the index holds under each path that is gone and was not
+    /// a file of its own (a directory renamed out of the tree or removed).
+    files: Vec<PathBuf>,
+    /// Whether a directory came or went: crate roots are looked for again.
+    directories: bool,
+}
+
+impl Batch {
+    /// Sorts `changed` (sorted, deduplicated) into a batch.
+    fn of(changed: &[PathBuf], session: &IndexSession) -> Self {
+        let mut batch = Self::default();
+        for path in changed {
+            if path.is_dir() {
+                batch.named.push(path.clone());
+                batch.directories = true;
+                batch.files.extend(rust_files_under(path));
+            } else if relevant(path) {
+                batch.named.push(path.clone());
+                batch.files.push(path.clone());
+            } else if !path.exists() {
+                // Most such paths are an editor's temporary file renamed
+                // over its source: a look at each path, nothing copied.
+                let under: Vec<PathBuf> = session
+                    .paths()
+                    .map(Path::new)
+                    .filter(|file| file.starts_with(path) && file != path)
+                    .map(Path::to_path_buf)
+                    .collect();
+                if !under.is_empty() {
+                    batch.named.push(path.clone());
+                    batch.directories = true;
+                    batch.files.extend(under);
+                }
+            }
+        }
+        batch.files.sort();
+        batch.files.dedup();
+        batch
+    }
+}
+
+/// The Rust files under `directory`, at any depth, outside `target` and
+/// hidden directories; symbolic links are not followed.
+fn rust_files_under(directory: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![directory.to_path_buf()];
+    while let Some(directory) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&directory) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                let name = entry.file_name();
+                if name != "target" && !name.to_string_lossy().starts_with('.') {
+                    pending.push(path);
+                }
+            } else if kind.is_file() && relevant(&path) {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
 /// Runs `verter watch`.
 pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     let path = options.path;
     let out = options.out.map(OutFile::check).transpose()?;
+    // With the index on standard output, every line for a person goes to
+    // standard error.
+    let human = if out.as_ref().is_some_and(OutFile::is_stdout) {
+        Stream::Err
+    } else {
+        Stream::Out
+    };
+    let say = |message: std::fmt::Arguments<'_>| terminal::line(human, message);
     let out_dir = options.out_dir.map(OutDir::create).transpose()?;
     let trace = options.trace.map(Trace::start).transpose()?;
     let single_file = path.is_file();
@@ -101,7 +193,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     let initial = started.elapsed();
     let mut reported = Reported::default();
     for line in reported.update(&session.failures(), |p| session.contains(p), &base) {
-        eprintln!("{line}");
+        terminal::tell(line);
     }
     recorder.take();
     // `--explain`: the newest causal-log record already explained (the
@@ -129,15 +221,20 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
             EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_)
         ) {
             // A new directory too: files written into it before the
-            // watcher covers it send no event of their own.
-            let folder = matches!(
+            // watcher covers it send no event of their own; a directory
+            // removed; and any rename: a directory renamed into or out of
+            // the tree is reported alone, not the files under it
+            // (`Batch::of` sorts them out).
+            let whole = matches!(
                 event.kind,
-                EventKind::Create(notify::event::CreateKind::Folder)
+                EventKind::Create(CreateKind::Folder)
+                    | EventKind::Remove(RemoveKind::Folder)
+                    | EventKind::Modify(ModifyKind::Name(_))
             );
             let paths: Vec<PathBuf> = event
                 .paths
                 .into_iter()
-                .filter(|p| relevant(p) || (folder && !in_target(p)))
+                .filter(|p| relevant(p) || (whole && !in_target(p)))
                 .collect();
             if !paths.is_empty() {
                 let _ = fs_tx.send(Message::Changed(paths));
@@ -170,13 +267,13 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         let _ = tx.send(Message::Stop);
     });
     // Printed once the watcher is live, so a change made after this line is seen.
-    println!(
+    say(format_args!(
         "watching {}: {} files, {} items, indexed in {:.1?}",
         base.display(),
         session.file_count(),
         session.item_count(),
         initial
-    );
+    ));
 
     let mut stopping = false;
     // Directories created by the last batch, to look into once more: the
@@ -213,17 +310,18 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         if !rescan {
             new_folders.extend(changed.iter().filter(|p| p.is_dir()).cloned());
         }
-        if !changed.is_empty() {
-            changed.sort();
-            changed.dedup();
+        changed.sort();
+        changed.dedup();
+        let batch = Batch::of(&changed, &session);
+        if !batch.named.is_empty() {
             let started = Instant::now();
-            let mut rediscover = false;
+            let mut rediscover = batch.directories;
             // Files whose bytes were what the scheduler had: cut off at the
             // door, nothing to rebuild.
             let mut unchanged = 0;
-            for path in &changed {
+            for path in &batch.files {
                 let exists = path.exists();
-                if path.is_dir() || path.file_name().is_some_and(|name| name == "Cargo.toml") {
+                if path.file_name().is_some_and(|name| name == "Cargo.toml") {
                     rediscover = true;
                     continue;
                 }
@@ -240,20 +338,21 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                     scheduler.remove(&text)
                 };
                 if let Err(error) = result {
-                    eprintln!("warning: {}: {error}", path.display());
+                    terminal::tell(format_args!("warning: {}: {error}", path.display()));
                 }
             }
-            let shown: Vec<String> = changed
+            let shown: Vec<String> = batch
+                .named
                 .iter()
                 .map(|p| p.strip_prefix(&base).unwrap_or(p).display().to_string())
                 .collect();
-            if unchanged == changed.len() {
+            if !batch.directories && unchanged == batch.files.len() {
                 // A `touch`, or a save of the same bytes: nothing moved.
-                println!("unchanged {}", shown.join(", "));
+                say(format_args!("unchanged {}", shown.join(", ")));
                 if write || stopping {
                     write_all(&session)?;
                     if let Some(out) = &out {
-                        println!("wrote {}", out.path().display());
+                        say(format_args!("wrote {}", out.describe()));
                     }
                 }
                 continue;
@@ -262,15 +361,16 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                 match discover_crate_roots(path) {
                     Ok(found) => roots = found,
                     Err(error) => {
-                        eprintln!("warning: keeping the crate roots found before: {error}");
+                        terminal::tell(format_args!(
+                            "warning: keeping the crate roots found before: {error}"
+                        ));
                     }
                 }
             }
-            let files: Vec<&PathBuf> = changed.iter().filter(|p| !p.is_dir()).collect();
-            let refresh = session.refresh(scheduler, &roots, &files)?;
+            let refresh = session.refresh(scheduler, &roots, &batch.files)?;
             let latency = started.elapsed();
             for line in reported.update(&session.failures(), |p| session.contains(p), &base) {
-                eprintln!("{line}");
+                terminal::tell(line);
             }
             // Before the change line: a reader of the line finds the
             // entries written.
@@ -290,11 +390,11 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                     .position(|record| explained.is_none_or(|seen| record.seq > seen))
                     .unwrap_or(records.len());
                 for line in explain::describe_change(&records, since, &base) {
-                    println!("{line}");
+                    say(format_args!("{line}"));
                 }
                 explained = records.last().map(|record| record.seq).or(explained);
             }
-            println!(
+            say(format_args!(
                 "changed {}: rebuilt {} in {:.1?}",
                 shown.join(", "),
                 if rebuilt.is_empty() {
@@ -303,35 +403,48 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                     rebuilt.join(", ")
                 },
                 latency
-            );
+            ));
         }
         if write || stopping {
             write_all(&session)?;
             if let Some(out) = &out {
-                println!("wrote {}", out.path().display());
+                say(format_args!("wrote {}", out.describe()));
             }
         }
     }
     if let (Some(trace), Some(trace_path)) = (trace, options.trace) {
-        write_trace(trace, trace_path, scheduler, &recorder, host_started, &base)?;
+        write_trace(
+            trace,
+            trace_path,
+            scheduler,
+            &recorder,
+            host_started,
+            &base,
+            human,
+        )?;
     }
-    println!("stopped");
+    say(format_args!("stopped"));
     Ok(())
 }
 
 /// `--out-dir`: one JSON file per source file, at the source's path under
 /// the tree with `.json` appended (`src/lib.rs` → `DIR/src/lib.rs.json`):
-/// its entry, or its failure. Each is replaced atomically.
+/// its entry, or its failure. Each is replaced atomically (`out.rs`:
+/// through a recognisable temporary file, not flushed to disk one by one).
 struct OutDir {
     dir: PathBuf,
 }
 
 impl OutDir {
+    /// Creates `dir` if need be, checks that it accepts files, and removes
+    /// the temporary files a killed run left in it.
     fn create(dir: &Path) -> Result<Self, CliError> {
+        let started = std::time::SystemTime::now();
         std::fs::create_dir_all(dir).map_err(|source| CliError::Write {
             path: dir.to_path_buf(),
             source,
         })?;
+        out::remove_stale_under(dir, started);
         OutFile::check(&dir.join(".verter-check"))?;
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -369,13 +482,9 @@ impl OutDir {
             (None, None) => return Ok(()),
         }
         .map_err(|error| failed(error.into()))?;
-        let temporary = tempfile::NamedTempFile::new_in(target.parent().unwrap_or(&self.dir))
-            .map_err(failed)?;
-        std::fs::write(temporary.path(), json).map_err(failed)?;
-        temporary
-            .persist(&target)
-            .map_err(|error| failed(error.error))?;
-        Ok(())
+        out::replace(&target, Durability::Unsynced, |writer| {
+            std::io::Write::write_all(writer, json.as_bytes()).map_err(failed)
+        })
     }
 
     fn write_all(&self, session: &IndexSession, base: &Path) -> Result<(), CliError> {

@@ -269,6 +269,13 @@ impl IndexSession {
         self.entries.contains_key(path)
     }
 
+    /// The files in the index (indexed or failed), canonical, in no
+    /// particular order: what [`IndexSession::index`] lists, without
+    /// copying the entries.
+    pub fn paths(&self) -> impl Iterator<Item = &str> + '_ {
+        self.entries.keys().map(String::as_str)
+    }
+
     /// Items across all indexed files.
     pub fn item_count(&self) -> usize {
         self.artifacts().map(|artifact| artifact.items.len()).sum()

@@ -1,6 +1,7 @@
 //! The `verter` binary, run as a user would: exit codes, the summary, the
 //! JSON shape, bad paths, `watch` reacting to an edit, and why stages ran
-//! (`causes.rs`).
+//! (`causes.rs`), names a tree crafted to act on a terminal (`names.rs`),
+//! and what no flag, path or crash may do (`safety.rs`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -9,6 +10,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 mod causes;
+mod names;
+mod safety;
 mod ux;
 
 fn verter() -> Command {
