@@ -19,7 +19,8 @@
 //!    forgotten by the same body `reset` uses
 //!    (`Scheduler::forget_every_file`). The scheduler is as after a reset.
 //! 2. *After the lock* ([`Scheduler::after_recovery`]): the answers are
-//!    delivered like any hold's, and the panic continues on its thread.
+//!    delivered like any hold's, a `tracing` error names the panic, and
+//!    the panic continues on its thread.
 //! 3. *At the boundary of the scheduler's own work* ([`Scheduler::contain`]:
 //!    a pump pass, a driver pass, a pool job, a waiting host thread's urgent
 //!    stages) the panic of a recovered hold stops: the thread goes on. Out
@@ -82,11 +83,6 @@ impl<E: StageExecutor> Scheduler<E> {
             .internal_errors
             .fetch_add(1, Ordering::Relaxed);
         let cause = panic_message(payload);
-        tracing::error!(
-            panic = %cause,
-            "a lock hold panicked: everyone it left waiting is answered `Internal`, \
-             and the scheduler starts again from nothing"
-        );
         let message: Arc<str> =
             format!("a lock hold panicked ({cause}); the scheduler was reset").into();
         let unknown = Canonical::from(UNKNOWN_PATH);
@@ -172,6 +168,12 @@ impl<E: StageExecutor> Scheduler<E> {
     /// queued, and marks `payload` as a recovered hold's panic, for
     /// [`Self::contain`].
     pub(crate) fn after_recovery(&self, post: PostWork<E>, payload: &Box<dyn Any + Send>) {
+        // A subscriber is host code: told after the lock, like the hooks.
+        tracing::error!(
+            panic = %panic_message(&**payload),
+            "a lock hold panicked: everyone it left waiting is answered `Internal`, \
+             and the scheduler starts again from nothing"
+        );
         self.run_post(post);
         self.progress.notify();
         RECOVERED.with(|recovered| {
