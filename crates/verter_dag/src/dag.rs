@@ -64,6 +64,7 @@ use crate::canonical_map::CanonicalMap;
 use crate::hash::HashMap;
 use smallvec::SmallVec;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::blockers::{BlockerOccupancy, BlockerRegistry};
 use crate::edges::{EdgeArena, EdgeOccupancy};
@@ -489,7 +490,15 @@ pub struct SchedulerDag<P = ()> {
     counters: DagCounters,
     waiter_ids: crate::waiter_ids::WaiterIds,
     next_admission: u64,
+    /// This DAG's number, process-unique (modulo 2^32), carried by every
+    /// dispatch it makes: what tells it a dispatch of a DAG it succeeded
+    /// ([`Self::successor`]).
+    instance: u32,
 }
+
+/// The number of the next DAG made in this process (wrapping: a
+/// dispatch could only be mistaken for a successor's after 2^32 DAGs).
+static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(0);
 
 impl Default for SchedulerDag {
     fn default() -> Self {
@@ -536,7 +545,28 @@ impl<P> SchedulerDag<P> {
             counters: DagCounters::default(),
             waiter_ids: Default::default(),
             next_admission: 0,
+            instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// An empty DAG with `config`'s budgets to take this one's place, for
+    /// a caller that can no longer trust this one's state (the layers
+    /// above, when a lock hold that was changing it panicked): it keeps
+    /// this one's counters, and its ledger starts at zero. A dispatch this
+    /// one (or any DAG before it) made is refused by the successor and
+    /// counted as a stale refusal, without touching the successor's
+    /// ledger (`complete`, `fail`, `continue_on`; `is_current` is false),
+    /// so the ledger stays exact while work dispatched before the switch
+    /// comes back. This DAG is left as it is: the caller takes what it
+    /// still needs from it (its payloads, [`Self::reset`] to cancel the
+    /// tokens of running work).
+    ///
+    /// # Panics
+    /// As [`SchedulerDag::new`].
+    pub fn successor(&self, config: DagConfig) -> Self {
+        let mut successor = Self::with_payloads(config);
+        successor.counters = self.counters;
+        successor
     }
 
     /// Whether no work is in flight: no reservation held, nothing ready, no

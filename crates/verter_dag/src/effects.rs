@@ -103,6 +103,10 @@ pub struct Dispatch {
     pub(crate) reserved: crate::ready::Reserved,
     /// The ticket of the ready-queue entry it was taken from.
     pub(crate) ticket: u64,
+    /// The DAG that made it (`SchedulerDag::successor`): a dispatch made by
+    /// a DAG another one succeeded is refused by the successor without
+    /// touching its ledger. (Four bytes that were padding.)
+    pub(crate) instance: u32,
 }
 
 impl Dispatch {

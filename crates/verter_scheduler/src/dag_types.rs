@@ -310,8 +310,26 @@ impl<E: StageExecutor> DagShared<E> {
     /// the DAG lock). Whoever takes them sets the cell: a delivery that
     /// finds the stash empty was beaten to it, which is not a second
     /// answer. Returns `false` only if the cell was somehow set already.
-    pub(crate) fn deliver(&self) -> bool {
+    ///
+    /// With `distrusted`, the run was answered in a hold that then broke:
+    /// every node is answered [`RequestError::Internal`] carrying that
+    /// message instead of what the hold decided (docs/design.md, "A panic
+    /// under the lock").
+    pub(crate) fn deliver(&self, distrusted: Option<&Arc<str>>) -> bool {
         let results = self.stash.lock().take();
+        let results = match (results, distrusted) {
+            (Some(results), Some(message)) => Some(DagResults::new(
+                (0..results.outcomes.len())
+                    .map(|_| {
+                        Err(RequestError::Internal {
+                            path: "<dag>".into(),
+                            message: Arc::clone(message),
+                        })
+                    })
+                    .collect(),
+            )),
+            (results, _) => results,
+        };
         results.is_none_or(|results| self.cell.set(results).is_ok())
     }
 }

@@ -544,7 +544,9 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
             .collect();
         run.shared.stash(DagResults::new(outcomes));
         let shared = run.shared;
-        Some(Box::new(move || shared.deliver()))
+        Some(Box::new(move |distrusted: Option<&Arc<str>>| {
+            shared.deliver(distrusted)
+        }))
     }
 
     /// Cancels every unanswered node of `run`: each is answered

@@ -118,16 +118,19 @@ impl<T: Send + 'static> Drop for Completion<T> {
         let Some(commit) = self.commit.take() else {
             return;
         };
-        let answer: Answer<T> = if std::thread::panicking() {
-            Err(Box::new(
+        if std::thread::panicking() {
+            let answer: Answer<T> = Err(Box::new(
                 "the executor panicked while it held the work's completion",
-            ))
+            ));
+            // A hold that breaks in this commit is recovered (its waiters
+            // answered); its panic must not leave a destructor while the
+            // thread unwinds (the process would abort).
+            let _ = catch_unwind(AssertUnwindSafe(|| commit(answer)));
         } else {
-            Ok(Err(ExecutorError::msg(
+            commit(Ok(Err(ExecutorError::msg(
                 "the deferred work's completion was dropped without an answer",
-            )))
-        };
-        commit(answer);
+            ))));
+        }
     }
 }
 

@@ -10,7 +10,9 @@
 //! leave the inbox only in the lock hold that admits them), and — when
 //! configured — an idle
 //! re-pump deadline. The deadline is a backstop only: every test
-//! passes with it disabled, so no wake-up depends on a clock.
+//! passes with it disabled, so no wake-up depends on a clock. A lock hold
+//! that panics in a pass is recovered and its panic stops at the pass
+//! (`Scheduler::contain`): the driver keeps admitting.
 
 use std::sync::Weak;
 use std::thread::JoinHandle;
@@ -54,8 +56,12 @@ pub(crate) fn spawn<E: StageExecutor>(
                 let Some(scheduler) = scheduler.upgrade() else {
                     return;
                 };
-                scheduler.drain_inbox();
-                scheduler.dispatch_ready();
+                // A hold that breaks in the pass was recovered (everyone
+                // it left waiting answered): the driver goes on admitting.
+                scheduler.contain(|| {
+                    scheduler.drain_inbox();
+                    scheduler.dispatch_ready();
+                });
                 // The strong reference ends with the pass.
             }
         })

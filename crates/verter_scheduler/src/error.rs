@@ -242,6 +242,23 @@ impl RequestError {
         }
     }
 
+    /// The file the error names, when it names one (a dependency's failure:
+    /// the dependency's file).
+    pub(crate) fn path(&self) -> Option<Canonical> {
+        match self {
+            Self::Superseded { path }
+            | Self::Shutdown { path }
+            | Self::SourceMissing { path }
+            | Self::LoadFailed { path, .. }
+            | Self::ExecutorFailed { path, .. }
+            | Self::ExecutorPanicked { path, .. }
+            | Self::Internal { path, .. }
+            | Self::GenerationExhausted { path } => Some(*path),
+            Self::DependencyFailed { dep, .. } => Some(dep.file.canonical),
+            Self::Cancelled | Self::UpstreamFailed { .. } | Self::DependencyCycle { .. } => None,
+        }
+    }
+
     /// The loader's typed error behind a `LoadFailed` (a dependency's failure
     /// is looked up through `DependencyFailed` too).
     pub fn load_cause(&self) -> Option<&LoadError> {

@@ -38,6 +38,7 @@ use crate::causes::{Demand, DemandRoot, Run, RunReason};
 use crate::cutoff::Priors;
 use crate::error::RequestError;
 use crate::error::panic_message;
+use crate::fault::hold_fault;
 use crate::hooks::{CutOff, HookPoint, SchedulerEvent, guarded};
 use crate::job::{BlockerInputs, Job, Jobs, Work};
 use crate::language::Language;
@@ -298,13 +299,17 @@ impl<E: StageExecutor> Scheduler<E> {
         } else {
             None
         };
-        Job {
+        let job = Job {
             dispatch,
             node,
             work,
             ready_at,
             deferred: None,
-        }
+        };
+        // A test may break the hold here: the job holds its reservation
+        // and has not left the hold (`fault.rs`).
+        hold_fault!(self, Dispatch);
+        job
     }
 
     /// Under the lock, right after `dispatch` left the ready queue (by
@@ -570,7 +575,9 @@ impl<E: StageExecutor> Scheduler<E> {
         let me = self.me.clone();
         let run = move || {
             if let Some(scheduler) = me.upgrade() {
-                scheduler.run_queued(class);
+                // A pool job is the scheduler's own work: a hold that broke
+                // in it was recovered, and the thread goes on.
+                scheduler.contain(|| scheduler.run_queued(class));
             }
         };
         // A full pool already holds enough pending tokens to pop every queued
@@ -631,7 +638,16 @@ impl<E: StageExecutor> Scheduler<E> {
     /// inside a job (an executor waiting on other work) also runs ready work
     /// on its own idle slot when the budget is spent, so nested waits cannot
     /// deadlock on capacity. Returns whether it did anything.
+    ///
+    /// A pass is the scheduler's own work, whoever's thread it runs on: a
+    /// hold that breaks in it is recovered (its waiters answered), and the
+    /// pass ends there, having made progress; any other panic continues.
     pub(crate) fn pump_pass(&self) -> bool {
+        self.contain(|| self.pump_step()).unwrap_or(true)
+    }
+
+    /// [`Self::pump_pass`] inside its boundary.
+    fn pump_step(&self) -> bool {
         // A stage this thread finished and has not committed yet (its batch
         // is still running) may be what the waiter waits for.
         let mut progressed = flush_deferred();

@@ -486,7 +486,7 @@ impl<E: StageExecutor> DagHandle<E> {
         // took them first, it is between taking and setting, and the wait
         // is that long.
         if !self.is_answered() {
-            self.shared.deliver();
+            self.shared.deliver(None);
             self.shared.cell.wait();
         }
     }
@@ -510,7 +510,17 @@ impl<E: StageExecutor> DagHandle<E> {
 
 impl<E: StageExecutor> Drop for DagHandle<E> {
     fn drop(&mut self) {
-        self.cancel_as(true);
+        if std::thread::panicking() {
+            // Dropped by an unwind: a hold that breaks in the cancellation
+            // is recovered (the run answered whole), and its panic must not
+            // leave a destructor while the thread unwinds (the process
+            // would abort).
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.cancel_as(true);
+            }));
+        } else {
+            self.cancel_as(true);
+        }
     }
 }
 

@@ -74,6 +74,25 @@
 //! [`RequestError`]: no request ever hangs. A broken scheduler invariant
 //! answers `Internal` (and is counted) rather than leaving anyone waiting.
 //!
+//! # A panic under the lock
+//! A broken invariant may also panic inside a lock hold (an `.expect` in
+//! lock-held code). Every hold is an unwind boundary: the panic is caught
+//! with the lock still held, the state the lock guards is not trusted and
+//! is recovered as by [`Scheduler::reset`] (every file forgotten, host
+//! DAGs cancelled, started deferred work told), and everyone the hold left
+//! waiting — registered, queued, or answered by the broken hold itself —
+//! is answered [`RequestError::Internal`] after the lock. The capacity
+//! ledger starts again from zero, and work dispatched before the recovery
+//! is refused when it comes back (it never counted in the new ledger).
+//! `SchedulerCounters::holds_recovered` (and `internal_errors`) count it.
+//! Then the panic goes on: out of the host's own call that hit it (a
+//! lifecycle call, a submission that admits, `Completion::complete`), or
+//! up to the boundary of the scheduler's own work — a pump pass (also in
+//! [`Scheduler::wait`] on an inline scheduler), the driver, a pool thread,
+//! a waiting host thread's urgent stages — where it stops and the thread
+//! goes on. Requests are answered from scratch afterwards, as after a
+//! reset (docs/design.md, "A panic under the lock").
+//!
 //! # Stages and demand
 //! A Source request is answered once the Source stage's dependency facts are
 //! integrated, and then work stops. Analysis runs only when demanded: by an
@@ -148,6 +167,7 @@ mod driver;
 mod error;
 mod events;
 mod exec;
+mod fault;
 mod handle;
 mod helpers;
 mod hooks;
@@ -183,6 +203,8 @@ pub use dag_types::{
 };
 pub use deferred::Completion;
 pub use error::{ExecutorError, LoadError, RequestError, panic_message};
+#[cfg(any(test, feature = "test-support"))]
+pub use fault::HoldPoint;
 pub use handle::{BatchHandle, CompletionHandle, Request, Waitable};
 pub use hooks::{CutOff, HookPoint, Hooks, NoHooks, SchedulerEvent};
 pub use host_dag::{

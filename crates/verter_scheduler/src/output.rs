@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use verter_dag::SourceVersion;
+use verter_dag::{Canonical, SourceVersion};
 
 use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot};
 use crate::traits::StageExecutor;
@@ -46,6 +46,15 @@ impl<E: StageExecutor> StageOutput<E> {
             Self::Source(s) => s.version(),
             Self::Analysis(a) => a.version,
             Self::Artifact(a) => a.version,
+        }
+    }
+
+    /// The file the output is of.
+    pub(crate) fn canonical(&self) -> Canonical {
+        match self {
+            Self::Source(s) => *s.canonical(),
+            Self::Analysis(a) => a.canonical,
+            Self::Artifact(a) => a.canonical,
         }
     }
 

@@ -22,14 +22,23 @@
 //!    `answers_are_only_delivered_with_the_lock_released`).
 //! 2. A second answer to one slot is refused by the cell and counted, so a
 //!    test can see it (`SchedulerCounters::duplicate_answers`).
+//! 3. A slot is never lost to a panic under the lock: an unanswered slot
+//!    dropped while its thread unwinds out of a hold (a request the hold
+//!    was admitting) is kept for that hold's recovery ([`take_orphans`]),
+//!    which answers it; and what a broken hold had queued is answered
+//!    with an internal error instead ([`PostWork::distrust`];
+//!    docs/design.md, "A panic under the lock").
 
-use std::cell::Cell;
+use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use verter_dag::Canonical;
 use verter_pools::WaitCell;
 
 use crate::causes::HostAction;
+use crate::error::RequestError;
 use crate::events::Sink;
 use crate::hooks::SchedulerEvent;
 use crate::node::NodeView;
@@ -41,6 +50,22 @@ thread_local! {
     /// Whether this thread holds the DAG lock: set by the guard, read by
     /// `deliver`.
     static HOLDS_DAG_LOCK: Cell<bool> = const { Cell::new(false) };
+    /// Unanswered slots dropped while this thread unwound out of a hold
+    /// (each an `AnswerSlot<E>`, boxed: a thread-local cannot name the
+    /// executor type), for the hold's recovery to answer.
+    static ORPHANS: RefCell<Vec<Box<dyn Any + Send>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The unanswered slots dropped by this thread's unwind out of the hold it
+/// is recovering (see [`AnswerSlot`]'s `Drop`). Under the lock, by the
+/// recovery only.
+pub(crate) fn take_orphans<E: StageExecutor>() -> Vec<AnswerSlot<E>> {
+    ORPHANS
+        .with(|orphans| std::mem::take(&mut *orphans.borrow_mut()))
+        .into_iter()
+        .filter_map(|orphan| orphan.downcast::<AnswerSlot<E>>().ok())
+        .map(|slot| *slot)
+        .collect()
 }
 
 /// Marks the current thread as holding the DAG lock while alive.
@@ -78,7 +103,10 @@ pub(crate) struct NodeRef {
 }
 
 /// Sets a DAG handle's answer after the lock; says whether it was unset.
-pub(crate) type DagDelivery = Box<dyn FnOnce() -> bool + Send>;
+/// Given a message, it answers every node with an internal error carrying
+/// it instead (the run was answered in a hold that then broke,
+/// [`PostWork::distrust`]).
+pub(crate) type DagDelivery = Box<dyn FnOnce(Option<&Arc<str>>) -> bool + Send>;
 
 /// What a request's handle shares with the scheduler.
 pub(crate) struct HandleState<E: StageExecutor> {
@@ -266,6 +294,23 @@ impl<E: StageExecutor> AnswerSlot<E> {
     }
 }
 
+impl<E: StageExecutor> Drop for AnswerSlot<E> {
+    /// A slot dropped unanswered while its thread unwinds out of a lock hold
+    /// (a request the broken hold held on its stack) is kept for the hold's
+    /// recovery, which answers it after the lock (invariant 3). Anything
+    /// else costs one check of the thread's panic count.
+    fn drop(&mut self) {
+        if std::thread::panicking() && holds_dag_lock() && !self.state().cell.is_set() {
+            let orphan = Self {
+                cells: Arc::clone(&self.cells),
+                index: self.index,
+            };
+            // (Never `with`: a panic here, during an unwind, would abort.)
+            let _ = ORPHANS.try_with(|orphans| orphans.borrow_mut().push(Box::new(orphan)));
+        }
+    }
+}
+
 /// The answer cells of an atomic batch, allocated once for all its items;
 /// item `i` answers through [`BatchSlots::slot`]`(i)`. An item answered at
 /// submission leaves its cell unused.
@@ -327,8 +372,13 @@ pub(crate) struct PostWork<E: StageExecutor> {
     /// Answers to DAG nodes' slots: routed to the DAG's state before the
     /// hold ends (`Scheduler::settle_dags`), never delivered to a cell.
     dag_answers: Vec<(NodeRef, RequestResult<E>)>,
-    /// The answers of DAGs answered whole in this hold.
-    dags_done: Vec<DagDelivery>,
+    /// The answers of DAGs answered whole in this hold, each with whether
+    /// it was answered before the hold broke (then it is delivered as
+    /// internal errors carrying `distrusted`).
+    dags_done: Vec<(DagDelivery, bool)>,
+    /// Why the answers queued so far are not trusted: set by
+    /// [`Self::distrust`], in a hold that broke.
+    distrusted: Option<Arc<str>>,
     /// Started deferred work this hold abandoned: told after the lock.
     cancelled: Vec<Arc<crate::deferred::CancelNotice>>,
     /// Whether events are recorded (the hooks observe them).
@@ -362,6 +412,7 @@ impl<E: StageExecutor> PostWork<E> {
             replaced_views: smallvec::SmallVec::new(),
             dag_answers: Vec::new(),
             dags_done: Vec::new(),
+            distrusted: None,
             cancelled: Vec::new(),
             observed,
             hold: 0,
@@ -458,7 +509,38 @@ impl<E: StageExecutor> PostWork<E> {
 
     /// Queues the answers of DAGs answered whole.
     pub(crate) fn dags_answered(&mut self, done: impl IntoIterator<Item = DagDelivery>) {
-        self.dags_done.extend(done);
+        self.dags_done
+            .extend(done.into_iter().map(|deliver| (deliver, false)));
+    }
+
+    /// Under the lock, in a hold that panicked: nothing this hold decided
+    /// so far is trusted, so every answer it queued (requests' and DAG
+    /// nodes') becomes [`RequestError::Internal`] carrying `message`, on
+    /// the path the answer named (`unknown` when it named none), and each
+    /// DAG it answered whole is delivered with every node answered so;
+    /// nothing is dispatched. Its events, discarded values and
+    /// cancellations stay: they happened.
+    pub(crate) fn distrust(&mut self, message: &Arc<str>, unknown: Canonical) {
+        let internal = |result: &RequestResult<E>| RequestError::Internal {
+            path: match result {
+                Ok(output) => output.canonical(),
+                Err(error) => error.path().unwrap_or(unknown),
+            },
+            message: Arc::clone(message),
+        };
+        let results = self.answers.iter_mut().map(|(_, result)| result);
+        let dag_results = self.dag_answers.iter_mut().map(|(_, result)| result);
+        for result in results.chain(dag_results) {
+            let error = internal(result);
+            // The value is the host's: dropped after the lock, with the rest.
+            let before = std::mem::replace(result, Err(error));
+            self.discarded.push(Box::new(before));
+        }
+        for (_, distrusted) in &mut self.dags_done {
+            *distrusted = true;
+        }
+        self.distrusted = Some(Arc::clone(message));
+        self.dispatch = false;
     }
 
     /// Whether there is nothing to deliver.
@@ -498,8 +580,8 @@ impl<E: StageExecutor> PostWork<E> {
                 duplicates.fetch_add(1, Ordering::Relaxed);
             }
         }
-        for deliver in self.dags_done {
-            if !deliver() {
+        for (deliver, distrusted) in self.dags_done {
+            if !deliver(self.distrusted.as_ref().filter(|_| distrusted)) {
                 duplicates.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -124,9 +124,17 @@ pub struct SchedulerCounters {
     /// Answers refused because their request was already answered: always
     /// zero unless an invariant broke.
     pub duplicate_answers: u64,
-    /// Requests answered `Internal` because a scheduler invariant broke:
-    /// always zero unless one did.
+    /// Scheduler invariants found broken (each answered its waiters
+    /// `Internal` instead of leaving them waiting; a lock hold that
+    /// panicked counts one, however many it answered): always zero unless
+    /// one broke.
     pub internal_errors: u64,
+    /// Lock holds that panicked and were recovered: everyone they left
+    /// waiting answered `Internal`, and the scheduler started again from
+    /// nothing, as after a reset (docs/design.md, "A panic under the
+    /// lock"). Each is also one of `internal_errors`. Always zero unless an
+    /// invariant broke (or a test broke a hold: `Scheduler::break_holds`).
+    pub holds_recovered: u64,
     /// Panics caught in test hooks ([`crate::Hooks`]): the scheduler went on
     /// as if the hook had returned.
     pub hook_panics: u64,
@@ -358,6 +366,7 @@ mod lifecycle;
 pub use lifecycle::Invalidation;
 mod publication;
 mod reads;
+mod recovery;
 mod submission;
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,12 @@
 //! "What runs where"). Every hold is timed by its guard (`Held`), into
 //! `SchedulerCounters::lock_held_ns`.
 //!
+//! A hold is also an unwind boundary: a panic under the lock is caught
+//! before the guard drops, everything the lock guards is recovered to a
+//! consistent state in the same hold (`Scheduler::recover_hold`), every
+//! waiter is answered after the lock, and then the panic continues
+//! (docs/design.md, "A panic under the lock").
+//!
 //! # Lock rank
 //! `locked` (the DAG lock) > the source root's publication lock > `nodes`
 //! shards. Nothing takes an outer lock while holding an inner one.
@@ -21,6 +27,7 @@
 //! (`scheduler`, `exec`, `driver`, `witness`): they all build on it.
 
 use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -211,6 +218,15 @@ pub(crate) struct Locked<E: StageExecutor> {
     /// Started deferred work not yet committed, with how to tell it it was
     /// cancelled (`deferred.rs`).
     pub(crate) deferred: crate::deferred::InFlight,
+    /// Requests this hold took off the inbox (or off `registering`) whose
+    /// admission it has not settled yet: `Counters::pending_admissions`
+    /// still counts them. Zero between holds; what a recovered hold
+    /// settles for the admission it broke off.
+    pub(crate) unsettled: usize,
+    /// The write receipt of the inbox item this hold is admitting, reported
+    /// once its admission is done (or by a recovered hold). `None` between
+    /// holds.
+    pub(crate) receipt: Option<crate::inbox::Admitted>,
 }
 
 impl<E: StageExecutor> Locked<E> {
@@ -255,6 +271,7 @@ pub(crate) struct Counters {
     pub(crate) internal_errors: AtomicU64,
     pub(crate) completion_holds: AtomicU64,
     pub(crate) hook_panics: AtomicU64,
+    pub(crate) holds_recovered: AtomicU64,
     pub(crate) batched_stages: AtomicU64,
     pub(crate) caller_stages: AtomicU64,
     pub(crate) deferred_registrations: AtomicU64,
@@ -325,6 +342,10 @@ pub struct Scheduler<E: StageExecutor> {
     /// The object identity a [`Fresh`] node carries until it is bound:
     /// allocated once, never any object's.
     pub(crate) placeholder: (Incarnation, SubmissionLifetime),
+    /// The test seam that makes a chosen hold panic under the lock
+    /// (`fault.rs`); absent without the `test-support` feature.
+    #[cfg(any(test, feature = "test-support"))]
+    pub(crate) faults: crate::fault::HoldFaults,
 }
 
 impl<E: StageExecutor> Scheduler<E> {
@@ -356,6 +377,8 @@ impl<E: StageExecutor> Scheduler<E> {
                 dags: DagRuns::default(),
                 ready_clock: ReadyClock::default(),
                 deferred: crate::deferred::InFlight::default(),
+                unsettled: 0,
+                receipt: None,
             }),
             config,
             loader,
@@ -386,6 +409,8 @@ impl<E: StageExecutor> Scheduler<E> {
             holds: AtomicU64::new(0),
             events_hint: AtomicUsize::new(0),
             created,
+            #[cfg(any(test, feature = "test-support"))]
+            faults: crate::fault::HoldFaults::default(),
         })
     }
 
@@ -429,6 +454,12 @@ impl<E: StageExecutor> Scheduler<E> {
     /// `extra` more ready CPU jobs for it, reserved outside the budget,
     /// into `into` (`Scheduler::take_batched`; docs/design.md, "Several
     /// stages per hold").
+    ///
+    /// # Panics
+    /// If anything panics in the hold (a broken invariant): not before the
+    /// hold is recovered and everyone it leaves waiting is answered, after
+    /// the lock ([`Self::recover_hold`]); then the panic continues from
+    /// here.
     pub(crate) fn transact_batching<R>(
         &self,
         keep: Option<ResourceClass>,
@@ -438,58 +469,31 @@ impl<E: StageExecutor> Scheduler<E> {
         let mut post = self.post_work();
         let (result, jobs, made_ready) = {
             let mut locked = self.lock();
-            let _mark = LockMark::set();
-            if post.observed() {
-                // Under the lock: holds are numbered in lock order.
-                post.hold = self.holds.fetch_add(1, Ordering::Relaxed) + 1;
-            }
-            if self.timed {
-                locked.ready_clock.begin();
-            }
-            let result = f(&mut locked, &mut post);
-            // Host DAGs: answers their nodes got in this hold, and held
-            // nodes the ready queue has room for.
-            if self.dags_unsettled(&locked, &post) {
-                self.settle_dags(&mut locked, &mut post);
-            }
-            let mut made_ready = post.dispatch;
-            let mut jobs = if made_ready {
-                // `take_jobs` dispatches all the budgets allow; what it
-                // leaves ready waits for capacity, which a completion
-                // dispatches in its own hold.
-                let jobs = self.take_jobs(&mut locked, &mut post);
-                post.dispatch = false;
-                if let Some((extra, into)) = batch
-                    && extra > 0
-                    && keep == Some(ResourceClass::Cpu)
-                    && jobs
-                        .iter()
-                        .any(|job| job.dispatch.class == ResourceClass::Cpu)
-                {
-                    self.take_batched(&mut locked, &mut post, extra, into);
+            let mark = LockMark::set();
+            // The unwind boundary: a panic anywhere in the hold is caught
+            // here, with the guard still held, so what the lock guards is
+            // recovered before anyone else can see it. (Not a drop guard:
+            // the recovery is ordinary code, and a panic out of a
+            // destructor that runs during an unwind aborts the process.)
+            let held = catch_unwind(AssertUnwindSafe(|| {
+                self.hold_body(&mut locked, &mut post, keep, batch, f)
+            }));
+            match held {
+                Ok(held) => {
+                    debug_assert_eq!(locked.unsettled, 0, "a hold settles what it admits");
+                    debug_assert!(locked.receipt.is_none(), "a hold reports what it admits");
+                    held
                 }
-                jobs
-            } else {
-                crate::job::Jobs::new()
-            };
-            // Dispatch may answer DAG nodes (a refused stage) and make room
-            // in the ready queue for held ones.
-            while self.dags_unsettled(&locked, &post) {
-                self.settle_dags(&mut locked, &mut post);
-                if post.dispatch {
-                    made_ready = true;
-                    jobs.extend(self.take_jobs(&mut locked, &mut post));
-                    post.dispatch = false;
+                Err(payload) => {
+                    self.recover_hold(&mut locked, &mut post, &*payload);
+                    drop(mark);
+                    drop(locked);
+                    // After the lock, as every hold's: answers, events,
+                    // and what the recovery let go of.
+                    self.after_recovery(post, &payload);
+                    std::panic::resume_unwind(payload);
                 }
             }
-            if jobs.is_empty() {
-                Self::release_idle_capacity(&mut locked);
-            }
-            if self.timed {
-                let issued = locked.dag.tickets_issued();
-                locked.ready_clock.end(issued);
-            }
-            (result, jobs, made_ready)
         };
         self.run_post(post);
         let dispatched = jobs.len();
@@ -501,6 +505,69 @@ impl<E: StageExecutor> Scheduler<E> {
             self.progress.notify();
         }
         (result, kept, dispatched)
+    }
+
+    /// The body of one hold ([`Self::transact_batching`]), under the lock:
+    /// `f`, then settling host DAGs and dispatching what became ready.
+    fn hold_body<R>(
+        &self,
+        locked: &mut Locked<E>,
+        post: &mut PostWork<E>,
+        keep: Option<ResourceClass>,
+        batch: Option<(usize, &mut Vec<Job<E>>)>,
+        f: impl FnOnce(&mut Locked<E>, &mut PostWork<E>) -> R,
+    ) -> (R, crate::job::Jobs<E>, bool) {
+        if post.observed() {
+            // Under the lock: holds are numbered in lock order.
+            post.hold = self.holds.fetch_add(1, Ordering::Relaxed) + 1;
+        }
+        if self.timed {
+            locked.ready_clock.begin();
+        }
+        let result = f(locked, post);
+        // Host DAGs: answers their nodes got in this hold, and held
+        // nodes the ready queue has room for.
+        if self.dags_unsettled(locked, post) {
+            self.settle_dags(locked, post);
+        }
+        let mut made_ready = post.dispatch;
+        let mut jobs = if made_ready {
+            // `take_jobs` dispatches all the budgets allow; what it
+            // leaves ready waits for capacity, which a completion
+            // dispatches in its own hold.
+            let jobs = self.take_jobs(locked, post);
+            post.dispatch = false;
+            if let Some((extra, into)) = batch
+                && extra > 0
+                && keep == Some(ResourceClass::Cpu)
+                && jobs
+                    .iter()
+                    .any(|job| job.dispatch.class == ResourceClass::Cpu)
+            {
+                self.take_batched(locked, post, extra, into);
+            }
+            jobs
+        } else {
+            crate::job::Jobs::new()
+        };
+        // Dispatch may answer DAG nodes (a refused stage) and make room
+        // in the ready queue for held ones.
+        while self.dags_unsettled(locked, post) {
+            self.settle_dags(locked, post);
+            if post.dispatch {
+                made_ready = true;
+                jobs.extend(self.take_jobs(locked, post));
+                post.dispatch = false;
+            }
+        }
+        if jobs.is_empty() {
+            Self::release_idle_capacity(locked);
+        }
+        if self.timed {
+            let issued = locked.dag.tickets_issued();
+            locked.ready_clock.end(issued);
+        }
+        (result, jobs, made_ready)
     }
 
     /// Under the lock, at the end of a hold that dispatched nothing: once no

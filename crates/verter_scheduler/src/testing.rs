@@ -185,7 +185,7 @@ pub fn answered_dag<E: StageExecutor>(
         Weak::<Detached>::new() as Weak<dyn CancelDag>,
     ));
     shared.stash(DagResults::new(outcomes));
-    let unset = shared.deliver();
+    let unset = shared.deliver(None);
     debug_assert!(unset, "a new cell is unset");
     DagHandle { shared }
 }

@@ -66,9 +66,22 @@
 //! reservation held. The causal log's `Ran` records on the `Remote` budget
 //! number the executor's starts.
 //!
+//! # Broken lock holds
+//! A quarter of the default mix's seeds (a stream of their own decides
+//! which, and where) break one to three lock holds on purpose
+//! ([`Op::Break`], the scheduler's `test-support` seam): at an admission,
+//! a commit or a dispatch, the hold panics under the lock and the
+//! scheduler recovers. Every answer is still judged: the recovery is
+//! recorded as a reset of every file at the tick it was seen, and a
+//! request whose window holds one may be answered `Internal`; every handle
+//! is answered once, the ledger is zero at every quiescent point (the
+//! scheduler counts each recovery as one internal error, and nothing
+//! else), and the answers after it are a fresh scheduler's.
+//!
 //! # Parts
 //! - this file: the run, its shared state and its hooks;
 //! - `exec.rs`: one operation, and the judgement of each answer;
+//! - `hold.rs`: breaking a lock hold, and recording its recovery;
 //! - `remote.rs`: delivering parked remote work, and its checks;
 //! - `check.rs`: the quiescent checks and the comparison with a fresh
 //!   scheduler;
@@ -100,6 +113,7 @@ use crate::rng::{fnv1a, mix};
 mod check;
 mod dag;
 mod exec;
+mod hold;
 mod host;
 mod remote;
 mod shrink;
@@ -142,6 +156,9 @@ pub struct RunReport {
     /// What the run's remote work came to (all zero unless its trace
     /// names [`Op::Remote`]).
     pub remote: RemoteStats,
+    /// [`Op::Break`]s run, and the lock holds they broke (each recovered:
+    /// `SchedulerCounters::holds_recovered`).
+    pub breaks: [u64; 2],
 }
 
 /// A run that found a violation: the trace (shrunk when it could be) and
@@ -265,6 +282,7 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
     let cut_off = counters.map_or([0; 3], |c| {
         [c.stages_verified, c.outputs_unchanged, c.unchanged_texts]
     });
+    let recovered = counters.map_or(0, |c| c.holds_recovered);
     let report = {
         let state = shared.state.lock();
         outcome.map(|causes| RunReport {
@@ -277,6 +295,7 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
             dags: state.dag_stats,
             causes,
             remote: shared.remote_stats(),
+            breaks: [state.breaks, recovered],
         })
     };
     (shared, report)
@@ -339,6 +358,15 @@ struct State {
     /// Loader calls the host's own `invalidate` and `close_file` made (on
     /// its thread, not in a Source's load), per file.
     host_loads: BTreeMap<String, u64>,
+    /// While an [`Op::Break`] pumps: armed windows wait (no host operation
+    /// runs inside it, so nothing is sent across the recovery).
+    breaking: bool,
+    /// [`Op::Break`]s run.
+    breaks: u64,
+    /// Remote jobs parked when the last recovery happened: started by the
+    /// DAG the recovery replaced, so the new ledger holds no reservation
+    /// for them (they come back, are refused and count nowhere).
+    stale_remote: usize,
     seq: u64,
     violation: Option<String>,
     ops: u64,
@@ -405,6 +433,9 @@ impl Hooks for InlineHooks {
         };
         let armed = {
             let mut state = shared.state.lock();
+            if state.breaking {
+                return;
+            }
             let found = state.armed.iter().position(|armed| {
                 armed.point == point && armed.stage == label && armed.path == path
             });
@@ -642,7 +673,7 @@ fn trace_paths(trace: &[Op]) -> Vec<String> {
                 Op::Commit { path, .. } | Op::ReadRoot { path, .. } => {
                     out.push(canonical_name(path).to_owned())
                 }
-                Op::Request { req, .. } => req_paths(req, out),
+                Op::Request { req, .. } | Op::Break { req, .. } => req_paths(req, out),
                 Op::Batch { reqs, .. } => reqs.iter().for_each(|req| req_paths(req, out)),
                 Op::Within {
                     path, ops, stage, ..

@@ -24,7 +24,9 @@
 //!   in any order (rightly, wrongly only when cancelled, or dropped) — and
 //!   the checks of the deferred protocol around them.
 //! - [`inline`]: one trace on an inline scheduler: fully deterministic,
-//!   operations placed inside hook windows, quiescent checks, shrinking.
+//!   operations placed inside hook windows, quiescent checks, shrinking;
+//!   on some seeds, lock holds broken on purpose (a panic under the lock,
+//!   through the scheduler's `test-support` seam) and judged as resets.
 //! - [`threaded`]: the same operation mix from many threads on real pools,
 //!   with seeded pauses at the hook points (`cargo xtask soak`).
 //!

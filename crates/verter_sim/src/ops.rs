@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use verter_dag::{Priority, ProfileHash, TargetStage};
-use verter_scheduler::HookPoint;
+use verter_scheduler::{HoldPoint, HookPoint};
 
 use crate::fs::Entry;
 use crate::rng::SimRng;
@@ -198,6 +198,19 @@ pub enum Op {
         /// How.
         how: Delivery,
     },
+    /// Breaks the next lock hold that reaches `point` with a panic under
+    /// the lock (the scheduler's test seam, `Scheduler::break_holds`):
+    /// everything sent is admitted first, then `req` (a read) is submitted
+    /// and the scheduler pumped until the broken hold was recovered, or it
+    /// is idle (then nothing broke). Top level only. A recovery is judged
+    /// as a reset at the tick it was seen: a request waiting then may be
+    /// answered `Internal`, and every file starts from nothing.
+    Break {
+        /// Where the hold breaks.
+        point: HoldPoint,
+        /// The read submitted just before.
+        req: ReqSpec,
+    },
 }
 
 /// How an inline run routes work to the fake remote executor.
@@ -230,6 +243,10 @@ pub struct SimConfig {
     /// seeds do is a function of the seed alone, and the other seeds draw
     /// exactly the traces they drew before it existed.
     pub remote_percent: u32,
+    /// Percent of seeds whose run breaks lock holds ([`Op::Break`], one to
+    /// three times): drawn from a stream of its own, so every other
+    /// operation of a seed's trace is the one it drew before.
+    pub break_percent: u32,
 }
 
 impl Default for SimConfig {
@@ -239,6 +256,7 @@ impl Default for SimConfig {
             ops: 60,
             fault_percent: 6,
             remote_percent: 50,
+            break_percent: 25,
         }
     }
 }
@@ -257,6 +275,13 @@ pub fn remote_spec(seed: u64, percent: u32) -> Option<RemoteSpec> {
         immediate_percent: 10,
         seed: rng.next_u64(),
     })
+}
+
+/// The stream that decides whether a seed's run breaks lock holds, and
+/// where ([`Op::Break`]); `None` for the seeds that do not.
+fn break_stream(seed: u64, percent: u32) -> Option<SimRng> {
+    let mut rng = SimRng::new(crate::rng::mix(seed ^ 0x6272_6561_6b00_0001));
+    rng.chance(percent).then_some(rng)
 }
 
 /// The paths a world can name: its files, plus one nothing ever writes.
@@ -282,6 +307,8 @@ pub struct Generator {
     /// How its run routes work to the fake remote executor, if it does
     /// (then it draws deliveries too).
     remote: Option<RemoteSpec>,
+    /// Where its run breaks lock holds, if it does ([`Op::Break`]).
+    breaks: Option<SimRng>,
 }
 
 const WORDS: [&str; 6] = ["alpha", "beta", "gamma", "delta", "eps", "zeta"];
@@ -292,6 +319,7 @@ impl Generator {
         let paths = universe(&config);
         let owned = paths.clone();
         let remote = remote_spec(seed, config.remote_percent);
+        let breaks = break_stream(seed, config.break_percent);
         Self {
             rng: SimRng::new(seed),
             config,
@@ -300,6 +328,7 @@ impl Generator {
             recent: Vec::new(),
             dags: true,
             remote,
+            breaks,
         }
     }
 
@@ -638,12 +667,43 @@ impl Generator {
         }
         let n = self.config.ops;
         let n = n + usize::from(bound.is_some()) + usize::from(self.remote.is_some());
+        // The first operation after the initial tree.
+        let first = ops.len();
         while ops.len() < n + self.config.files {
             let drawn = self.op();
             ops.extend(drawn);
         }
+        if let Some(mut rng) = self.breaks.take() {
+            let drawn = ops.len() - first;
+            let mut breaks: Vec<(usize, Op)> = (0..1 + rng.below(3))
+                .map(|_| {
+                    let at = first + rng.below(drawn + 1);
+                    (at, Self::break_op(&mut rng, &self.paths))
+                })
+                .collect();
+            // From the last position back, so each lands where it was drawn.
+            breaks.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+            for (at, op) in breaks {
+                ops.insert(at, op);
+            }
+        }
         ops.push(Op::Check);
         ops
+    }
+
+    /// One [`Op::Break`], drawn from the breaks' own stream.
+    fn break_op(rng: &mut SimRng, paths: &[String]) -> Op {
+        let point = *rng.pick(&[HoldPoint::Admission, HoldPoint::Commit, HoldPoint::Dispatch]);
+        Op::Break {
+            point,
+            req: ReqSpec {
+                path: rng.pick(paths).clone(),
+                stage: *rng.pick(&STAGES),
+                priority: Priority::Normal,
+                text: None,
+                language: None,
+            },
+        }
     }
 }
 
@@ -748,6 +808,9 @@ impl fmt::Display for Op {
                 spec.seed
             ),
             Self::Deliver { job, how } => write!(f, "remote: {how} (job #{job})"),
+            Self::Break { point, req } => {
+                write!(f, "break a hold at {point:?} after request {req}")
+            }
         }
     }
 }

@@ -20,9 +20,12 @@
 //! 3. **Typed errors only where the result table allows them.** `Shutdown`
 //!    when the file was removed or reset in the window; `Superseded` only
 //!    for a request that carried text, when a later change to the file
-//!    started in the window. A dependency's removal is not an error: the
-//!    importer asks the loader for it again, as a fresh scheduler would.
-//!    Anything else (`Cancelled`, an internal error) is a violation.
+//!    started in the window; `Internal` only when a lock hold panicked and
+//!    was recovered in the window (a recovery is also recorded as a reset
+//!    of every file, [`Oracle::recovered`]: afterwards files start from
+//!    nothing). A dependency's removal is not an error: the importer asks
+//!    the loader for it again, as a fresh scheduler would. Anything else
+//!    (`Cancelled`, an internal error outside a recovery) is a violation.
 //!
 //! This module owns the histories and the judgement; it never calls the
 //! scheduler.
@@ -86,6 +89,8 @@ pub struct Asked {
 #[derive(Debug)]
 pub struct Oracle {
     files: BTreeMap<String, Mutex<History>>,
+    /// When lock holds that panicked were recovered, in order.
+    recoveries: Mutex<Vec<Tick>>,
 }
 
 impl Oracle {
@@ -101,7 +106,23 @@ impl Oracle {
                     )
                 })
                 .collect(),
+            recoveries: Mutex::new(Vec::new()),
         }
+    }
+
+    /// A lock hold panicked and was recovered at `at`: the caller has
+    /// recorded it as a removal of every file (a recovery resets the
+    /// scheduler); this lets requests waiting then be answered `Internal`.
+    pub fn recovered(&self, at: Tick) {
+        self.recoveries.lock().push(at);
+    }
+
+    /// Whether a recovery happened in `[start, end]`.
+    pub fn recovered_between(&self, start: Tick, end: Tick) -> bool {
+        self.recoveries
+            .lock()
+            .iter()
+            .any(|&at| start <= at && at <= end)
     }
 
     /// Every path.
@@ -349,6 +370,9 @@ impl Oracle {
             Sig::Superseded(p) if p == &asked.path && asked.carried_text => asked
                 .own_record
                 .is_some_and(|own| self.history(&asked.path).lock().superseded_after(own, end)),
+            // Any path: the recovery answers the path the request waited
+            // on, or `<unknown>` for one it was admitting.
+            Sig::Internal(_) => self.recovered_between(start, end),
             _ => false,
         }
     }

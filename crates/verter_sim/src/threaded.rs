@@ -338,6 +338,8 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         // The remote threads answer routed work; the host threads draw no
         // deliveries.
         remote_percent: 0,
+        // Inline only: the threaded host draws plain operations.
+        break_percent: 0,
     };
     let paths = universe(&sim);
     let fs = SimFs::default();

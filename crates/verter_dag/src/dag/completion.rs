@@ -94,21 +94,40 @@ impl<P> SchedulerDag<P> {
             cancel,
             reserved,
             ticket,
+            instance: self.instance,
         })
     }
 
     /// Whether `dispatch` is still the current admission of live work: the
     /// carried identity and admission are compared with the resident node,
-    /// and file work's object must be live at the carried version.
+    /// and file work's object must be live at the carried version. A
+    /// dispatch another DAG made (one this DAG succeeded) is never current.
     pub fn is_current(&self, dispatch: &Dispatch) -> bool {
-        self.current_node(dispatch).is_some()
+        dispatch.instance == self.instance && self.current_node(dispatch).is_some()
+    }
+
+    /// Whether `dispatch` was made by another DAG, one this DAG succeeded
+    /// ([`Self::successor`]): then it is refused and counted, and its
+    /// reservation, which was never this ledger's, is not released.
+    #[inline]
+    fn refuse_foreign(&mut self, dispatch: &Dispatch) -> bool {
+        if dispatch.instance == self.instance {
+            return false;
+        }
+        self.counters.stale_completion_refusals += 1;
+        true
     }
 
     /// Moves running work to the other budget (Source: loaded on I/O, parsed
     /// on CPU): releases its reservation and makes it ready in `class`. A
-    /// stale dispatch is refused (its reservation is released and counted).
+    /// stale dispatch is refused (its reservation is released and counted);
+    /// so is one another DAG made ([`Self::successor`]), whose reservation
+    /// is not this ledger's.
     pub fn continue_on(&mut self, dispatch: Dispatch, class: ResourceClass) -> Effects {
         let mut effects = Effects::default();
+        if self.refuse_foreign(&dispatch) {
+            return effects;
+        }
         self.ledger.release(dispatch.reserved);
         let ticket = self.ready.issue();
         let Some(node) = self.current_node_mut(&dispatch) else {
@@ -134,7 +153,9 @@ impl<P> SchedulerDag<P> {
         effects
     }
 
-    /// Completes `dispatch`. Its reservation is released in every case. If
+    /// Completes `dispatch`. Its reservation is released in every case
+    /// (but a dispatch another DAG made, [`Self::successor`], which is
+    /// refused and holds none of this ledger's). If
     /// it is current, the work is done: its group is answered `Ok`, and
     /// consumers whose last dependency it was become ready. If it is stale,
     /// nothing is published or consumed; the refusal is counted and the
@@ -142,6 +163,9 @@ impl<P> SchedulerDag<P> {
     /// answered its waiters).
     pub fn complete(&mut self, dispatch: Dispatch) -> (bool, Effects) {
         let mut effects = Effects::default();
+        if self.refuse_foreign(&dispatch) {
+            return (false, effects);
+        }
         self.ledger.release(dispatch.reserved);
         let token = match &dispatch.identity {
             WorkNodeIdentity::File(key) => {
@@ -190,13 +214,16 @@ impl<P> SchedulerDag<P> {
     }
 
     /// Fails `dispatch` with the work's own `cause`. Its reservation is
-    /// released in every case. If current, the node stays resident as a
-    /// terminal failure until its generation is retired; its group is
-    /// answered with the failure and every consumer fails with
-    /// `DependencyFailed` (transitively). A stale failure is refused like a
-    /// stale completion.
+    /// released in every case (as in [`Self::complete`]). If current, the
+    /// node stays resident as a terminal failure until its generation is
+    /// retired; its group is answered with the failure and every consumer
+    /// fails with `DependencyFailed` (transitively). A stale failure is
+    /// refused like a stale completion.
     pub fn fail(&mut self, dispatch: Dispatch, cause: FailureCause) -> (bool, Effects) {
         let mut effects = Effects::default();
+        if self.refuse_foreign(&dispatch) {
+            return (false, effects);
+        }
         self.ledger.release(dispatch.reserved);
         let failure = Arc::new(DagFailure::Failed {
             work: dispatch.identity,

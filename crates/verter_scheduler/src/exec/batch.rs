@@ -136,7 +136,15 @@ impl<E: StageExecutor> Installed<E> {
 impl<E: StageExecutor> Drop for Installed<E> {
     fn drop(&mut self) {
         DEFERRED.with(|slot| slot.replace(None));
-        self.0.flush();
+        if std::thread::panicking() {
+            // Dropped by an unwind (a hold of this chain broke, say): a hold
+            // that breaks in this flush too is recovered, and its panic
+            // must not leave a destructor while the thread unwinds (the
+            // process would abort).
+            let _ = catch_unwind(AssertUnwindSafe(|| self.0.flush()));
+        } else {
+            self.0.flush();
+        }
     }
 }
 

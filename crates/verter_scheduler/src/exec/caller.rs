@@ -86,28 +86,37 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         let stack = self.config.stage_stack_size.unwrap_or(DEFAULT_THREAD_STACK);
         stacker::maybe_grow(stack, stack, || {
-            let _kind = CallerKind::enter(CallerKind::CpuWorker);
-            let mut ran = 0;
-            while !answered() {
-                let Some(mut job) = self.jobs[URGENT].pop() else {
-                    break;
-                };
-                loop {
-                    ran += 1;
-                    match self.run_job(job, Some(ResourceClass::Cpu)) {
-                        Some(next) if is_urgent(&next.dispatch) && !answered() => job = next,
-                        Some(next) => {
-                            self.queue_job(next);
-                            break;
-                        }
-                        None => break,
+            // The stages are the scheduler's own work, not the host's: a
+            // hold that breaks in one was recovered (this waiter answered
+            // too, most likely), and the wait goes on.
+            self.contain(|| self.run_urgent_here(&answered))
+                .unwrap_or(1)
+        })
+    }
+
+    /// [`Self::run_urgent`] inside its boundary, on its stack.
+    fn run_urgent_here(&self, answered: &impl Fn() -> bool) -> usize {
+        let _kind = CallerKind::enter(CallerKind::CpuWorker);
+        let mut ran = 0;
+        while !answered() {
+            let Some(mut job) = self.jobs[URGENT].pop() else {
+                break;
+            };
+            loop {
+                ran += 1;
+                match self.run_job(job, Some(ResourceClass::Cpu)) {
+                    Some(next) if is_urgent(&next.dispatch) && !answered() => job = next,
+                    Some(next) => {
+                        self.queue_job(next);
+                        break;
                     }
+                    None => break,
                 }
             }
-            self.counters
-                .caller_stages
-                .fetch_add(ran as u64, Ordering::Relaxed);
-            ran
-        })
+        }
+        self.counters
+            .caller_stages
+            .fetch_add(ran as u64, Ordering::Relaxed);
+        ran
     }
 }

@@ -59,7 +59,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 .name("verter-deferred-start".into())
                 .spawn(move || {
                     if let Some(scheduler) = me.upgrade() {
-                        scheduler.start_queued_deferred();
+                        scheduler.contain(|| scheduler.start_queued_deferred());
                     }
                 });
             if spawned.is_ok() {

@@ -525,6 +525,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 )
             }
         };
+        // A test may break the hold here: the stage is published and its
+        // waiters' answers are queued (`fault.rs`).
+        hold_fault!(self, Commit);
         Self::capacity_released(locked, post);
         broken
     }

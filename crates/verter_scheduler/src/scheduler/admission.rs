@@ -4,8 +4,9 @@
 //! that takes it, its registrations queued under the lock and made a chunk
 //! per later hold (docs/design.md, "Chunked admission"). Only
 //! `register_deferred` takes registrations off that queue, under the lock,
-//! besides teardown, which answers them `Shutdown`
-//! (`queued_registrations_are_taken_only_by_register_deferred_and_teardown`).
+//! besides teardown, which answers them `Shutdown`, and a recovered hold,
+//! which answers them `Internal`
+//! (`queued_registrations_are_taken_only_by_register_deferred_teardown_and_recovery`).
 //! A write or a lifecycle call makes every queued registration first.
 //!
 //! Part of the `scheduler` module, which owns the DAG lock; see its docs for
@@ -17,6 +18,7 @@ use std::collections::VecDeque;
 
 use super::publication::Publish;
 use crate::cutoff::Priors;
+use crate::fault::hold_fault;
 use crate::state::Registering;
 
 impl<E: StageExecutor> Scheduler<E> {
@@ -71,7 +73,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let (urgent, normal) = self.inbox.lens();
         let requests = self.admit_lane(locked, post, Lane::Urgent, urgent)
             + self.admit_lane(locked, post, Lane::Normal, normal);
-        self.settle_admitted(requests);
+        self.settle_admitted(locked, requests);
         self.register_deferred(locked, post, usize::MAX);
         urgent + normal
     }
@@ -83,7 +85,7 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(crate) fn admit_urgent(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> usize {
         let (urgent, _) = self.inbox.lens();
         let requests = self.admit_lane(locked, post, Lane::Urgent, urgent);
-        self.settle_admitted(requests);
+        self.settle_admitted(locked, requests);
         urgent
     }
 
@@ -130,8 +132,9 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Takes `requests` just admitted (in this hold) off the pending count.
     /// Release: whatever those admissions published is visible to a fast
     /// path that sees the count drop.
-    fn settle_admitted(&self, requests: usize) {
+    fn settle_admitted(&self, locked: &mut Locked<E>, requests: usize) {
         if requests > 0 {
+            locked.unsettled -= requests;
             self.counters
                 .pending_admissions
                 .fetch_sub(requests, Ordering::Release);
@@ -151,6 +154,15 @@ impl<E: StageExecutor> Scheduler<E> {
         envelope: crate::inbox::Envelope<Submission<E>>,
     ) -> usize {
         let (item, receipt) = envelope.open();
+        // Reported once the item is admitted, not before: lock-free readers
+        // take a write as admitted once no write waits
+        // (`Inbox::writes_waiting`). Kept under the lock meanwhile, so a
+        // hold that breaks reports it too and leaves no lane pinned.
+        let outer = locked.receipt.replace(receipt);
+        debug_assert!(outer.is_none(), "one envelope is admitted at a time");
+        // Pending until settled (the caller does, at the end of the hold's
+        // admissions); a recovered hold settles them itself.
+        locked.unsettled += item.len();
         if !locked.registering.is_empty() && item.is_write() {
             self.register_deferred(locked, post, usize::MAX);
         }
@@ -177,7 +189,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.admit_large_batch(locked, items, new_files, post)
             }
         };
-        self.inbox.admitted(receipt);
+        if let Some(receipt) = locked.receipt.take() {
+            self.inbox.admitted(receipt);
+        }
         settled
     }
 
@@ -206,7 +220,11 @@ impl<E: StageExecutor> Scheduler<E> {
             let mut publish = Publish::Batch(tx);
             for prepared in batch {
                 match self.apply(locked, prepared, post, &mut publish, Some(number)) {
-                    Some(registering) => locked.registering.push_back(registering),
+                    Some(registering) => {
+                        // Queued: counted pending until it is registered.
+                        locked.unsettled -= 1;
+                        locked.registering.push_back(registering);
+                    }
                     None => answered += 1,
                 }
             }
@@ -227,6 +245,7 @@ impl<E: StageExecutor> Scheduler<E> {
             let Some(registering) = locked.registering.pop_front() else {
                 break;
             };
+            locked.unsettled += 1;
             self.register(locked, registering, post);
             made += 1;
         }
@@ -237,7 +256,7 @@ impl<E: StageExecutor> Scheduler<E> {
             // The queue held a whole batch: give that capacity back.
             locked.registering = VecDeque::new();
         }
-        self.settle_admitted(made);
+        self.settle_admitted(locked, made);
         made
     }
 
@@ -260,7 +279,7 @@ impl<E: StageExecutor> Scheduler<E> {
             items += 1;
             requests += self.admit_envelope(locked, post, envelope);
         }
-        self.settle_admitted(requests);
+        self.settle_admitted(locked, requests);
         items
     }
 
@@ -495,6 +514,9 @@ impl<E: StageExecutor> Scheduler<E> {
             self.absorb(locked, effects, post);
             return;
         }
+        // A test may break the hold here: the waiter is registered, its
+        // work not admitted (`fault.rs`).
+        hold_fault!(self, Admission);
         let identity = WorkNodeIdentity::File(registration.key);
         let effects = locked
             .dag

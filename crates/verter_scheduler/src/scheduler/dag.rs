@@ -122,7 +122,9 @@ impl<E: StageExecutor> Scheduler<E> {
             };
             let mut post = self.post_work();
             shared.stash(DagResults::new(Vec::new()));
-            post.dags_answered([Box::new(move || shared.deliver()) as crate::post::DagDelivery]);
+            post.dags_answered([Box::new(move |distrusted: Option<&Arc<str>>| {
+                shared.deliver(distrusted)
+            }) as crate::post::DagDelivery]);
             self.run_post(post);
             return Ok(Admission::Admitted(handle));
         }
@@ -269,18 +271,26 @@ impl<E: StageExecutor> Scheduler<E> {
     /// with at once is routed in the same loop.
     pub(crate) fn settle_dags(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) {
         loop {
-            let answers = post.take_dag_answers();
-            let routed = !answers.is_empty();
-            for (node, result) in answers {
-                let done = locked.dags.answer(node, result.map(NodeOutput::Stage));
-                post.dags_answered(done);
-            }
+            let routed = Self::route_dag_answers(locked, post);
             let handed = self.hand_over(locked, post);
             if !routed && !handed && !post.has_dag_answers() {
                 Self::release_answers(locked, post);
                 return;
             }
         }
+    }
+
+    /// Under the lock: routes the answers DAG nodes got in this hold so far
+    /// to their runs (the runs answered whole leave as post-work). Returns
+    /// whether there were any.
+    pub(super) fn route_dag_answers(locked: &mut Locked<E>, post: &mut PostWork<E>) -> bool {
+        let answers = post.take_dag_answers();
+        let routed = !answers.is_empty();
+        for (node, result) in answers {
+            let done = locked.dags.answer(node, result.map(NodeOutput::Stage));
+            post.dags_answered(done);
+        }
+        routed
     }
 
     /// Whether `settle_dags` has anything to do at the end of a hold.

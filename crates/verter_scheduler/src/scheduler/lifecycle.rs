@@ -213,28 +213,63 @@ impl<E: StageExecutor> Scheduler<E> {
             // The slots (nodes and texts) leave with the node map's entries.
             let slots = locked.dag.take_payloads();
             let effects = locked.dag.reset();
-            let nodes = self.source_root.publish_transition(|tx| {
-                let nodes: Vec<Arc<FileNode<E>>> = self
-                    .nodes
-                    .iter()
-                    .map(|entry| Arc::clone(entry.value()))
-                    .collect();
-                self.nodes.clear();
-                for node in &nodes {
-                    node.retire();
-                    tx.absent(*node.canonical(), node.version());
-                }
-                nodes
-            });
-            // As a new scheduler: every file no live root reads is forgotten
-            // (it reads `Unknown`, not `Absent`), and the tables' memory is
-            // given back.
-            self.source_root.forget_removed();
-            self.nodes.shrink_to_fit();
-            locked.languages = HashMap::default();
+            let nodes = self.forget_every_file(locked, []);
             self.absorb(locked, effects, post);
             debug_assert!(locked.waiters.is_empty(), "reset answers every waiter");
             (nodes, slots)
         });
+    }
+
+    /// Under the lock: what `reset` and a recovered hold
+    /// (`Scheduler::recover_hold`) both do to what was published. Every
+    /// node of the node map, and each of `also` (the nodes a broken hold
+    /// may have left out of it), is retired and recorded `Absent`, in one
+    /// source-root transition that also clears the node map. Then, as in a
+    /// new scheduler, the source root forgets every file no live root
+    /// reads (it reads `Unknown`, not `Absent`), the tables' memory is
+    /// given back, and the languages of removed files are forgotten.
+    /// Returns the retired nodes: they hold the host's outputs, so they
+    /// leave the hold with the caller.
+    pub(crate) fn forget_every_file(
+        &self,
+        locked: &mut Locked<E>,
+        also: impl IntoIterator<Item = Arc<FileNode<E>>>,
+    ) -> Vec<Arc<FileNode<E>>> {
+        let nodes = self.source_root.publish_transition(|tx| {
+            let mut nodes: Vec<Arc<FileNode<E>>> = self
+                .nodes
+                .iter()
+                .map(|entry| Arc::clone(entry.value()))
+                .collect();
+            self.nodes.clear();
+            for node in &nodes {
+                node.retire();
+                tx.absent(*node.canonical(), node.version());
+            }
+            // A node left out of the map is recorded too, unless the map
+            // had one of its file: one record per file.
+            let mut recorded: Option<std::collections::HashSet<Canonical>> = None;
+            for node in also {
+                node.retire();
+                let recorded = recorded
+                    .get_or_insert_with(|| nodes.iter().map(|node| *node.canonical()).collect());
+                if recorded.insert(*node.canonical()) {
+                    tx.absent(*node.canonical(), node.version());
+                }
+                nodes.push(node);
+            }
+            nodes
+        });
+        self.source_root.forget_removed();
+        self.nodes.shrink_to_fit();
+        locked.languages = HashMap::default();
+        nodes
+    }
+
+    /// Under the lock, in a recovered hold whose [`Self::forget_every_file`]
+    /// broke too (the source root could not be read): the node map is
+    /// emptied, so no reader finds a node of the broken state.
+    pub(crate) fn clear_node_map(&self) {
+        self.nodes.clear();
     }
 }

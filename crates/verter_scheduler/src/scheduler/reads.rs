@@ -129,6 +129,7 @@ impl<E: StageExecutor> Scheduler<E> {
             answered_without_admission: load(&self.counters.answered_without_admission),
             duplicate_answers: load(&self.counters.duplicate_answers),
             internal_errors: load(&self.counters.internal_errors),
+            holds_recovered: load(&self.counters.holds_recovered),
             hook_panics: load(&self.counters.hook_panics),
             completion_holds: load(&self.counters.completion_holds),
             batched_stages: load(&self.counters.batched_stages),

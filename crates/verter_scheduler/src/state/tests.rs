@@ -89,13 +89,14 @@ fn the_dag_lock_is_taken_only_here() {
     assert_eq!(holders, ["transact_batching", "read_locked", "drop"]);
 }
 
-/// A queued registration (`Locked::registering`) leaves the queue in two
+/// A queued registration (`Locked::registering`) leaves the queue in three
 /// places only: `register_deferred`, which registers it (and drops the
-/// queue's capacity once it is empty), and teardown, which answers it
-/// `Shutdown`; every other line that names the queue only reads it,
-/// reserves room or pushes (docs/design.md, "Chunked admission").
+/// queue's capacity once it is empty), teardown, which answers it
+/// `Shutdown`, and a recovered hold, which answers it `Internal`; every
+/// other line that names the queue only reads it, reserves room or pushes
+/// (docs/design.md, "Chunked admission" and "A panic under the lock").
 #[test]
-fn queued_registrations_are_taken_only_by_register_deferred_and_teardown() {
+fn queued_registrations_are_taken_only_by_register_deferred_teardown_and_recovery() {
     let takers = lines_naming(
         ".registering",
         &[
@@ -110,6 +111,7 @@ fn queued_registrations_are_taken_only_by_register_deferred_and_teardown() {
         [
             "scheduler/admission.rs: let Some(registering) = locked.registering.pop_front() else {",
             "scheduler/admission.rs: locked.registering = VecDeque::new();",
+            "scheduler/recovery.rs: let registering = std::mem::take(&mut locked.registering);",
             "state.rs: for registering in locked.registering.drain(..) {",
         ]
     );
@@ -119,7 +121,9 @@ fn queued_registrations_are_taken_only_by_register_deferred_and_teardown() {
 /// exactly these places: a node enters it only in `scheduler/publication.rs`
 /// (`publish`, with the file's DAG slot, and `rehome`, with the source
 /// root's record of the new version), and leaves it only by a retirement
-/// or a reset in `scheduler/lifecycle.rs`.
+/// or a reset in `scheduler/lifecycle.rs` (a recovered hold forgets every
+/// file through the reset's body, `forget_every_file`, or, when even that
+/// breaks, `clear_node_map`).
 #[test]
 fn the_node_map_is_written_only_by_publication_and_lifecycle() {
     let writers = lines_naming(
@@ -135,6 +139,7 @@ fn the_node_map_is_written_only_by_publication_and_lifecycle() {
         writers,
         [
             "scheduler/lifecycle.rs: self.nodes.clear();",
+            "scheduler/lifecycle.rs: self.nodes.clear();",
             "scheduler/lifecycle.rs: self.nodes.remove(&canonical);",
             "scheduler/publication.rs: self.nodes.insert(*canonical, Arc::clone(node));",
             "scheduler/publication.rs: self.nodes.insert(canonical, Arc::clone(&replacement));",
@@ -144,10 +149,11 @@ fn the_node_map_is_written_only_by_publication_and_lifecycle() {
 
 /// Started deferred work's notices (`Locked::deferred`, docs/design.md,
 /// "Deferred work") enter in the hold that dispatches the work and leave
-/// by exactly three ways: its commit forgets it, the hold that abandons the
-/// work takes it to fire, or the teardown takes them all to fire.
+/// by exactly four ways: its commit forgets it, the hold that abandons the
+/// work takes it to fire, or the teardown or a recovered hold (docs/design.md,
+/// "A panic under the lock") takes them all to fire.
 #[test]
-fn deferred_notices_enter_at_dispatch_and_leave_by_commit_abandonment_or_teardown() {
+fn deferred_notices_enter_at_dispatch_and_leave_by_commit_abandonment_teardown_or_recovery() {
     let touching = lines_naming(
         "deferred.",
         &[
@@ -163,6 +169,7 @@ fn deferred_notices_enter_at_dispatch_and_leave_by_commit_abandonment_or_teardow
             "exec.rs: locked.deferred.register(Arc::clone(&notice));",
             "exec/deferred.rs: locked.deferred.forget(notice);",
             "scheduler/admission.rs: locked.deferred.take_due(work, &mut due);",
+            "scheduler/recovery.rs: for notice in locked.deferred.take_all() {",
             "state.rs: for notice in locked.deferred.take_all() {",
         ]
     );

@@ -14,6 +14,8 @@ mod cutoff;
 mod dag;
 mod deferred;
 mod deps;
+#[cfg(feature = "test-support")]
+mod hold_panics;
 mod inline;
 mod lifecycle;
 mod soak;

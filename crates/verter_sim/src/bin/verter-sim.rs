@@ -6,6 +6,8 @@
 //! verter-sim seeds [--from S] [--count N] [--ops N]  run many inline seeds
 //!                [--remote-percent P]  seeds routing work to the fake
 //!                                      remote executor (default 50)
+//!                [--break-percent P]   seeds breaking lock holds on
+//!                                      purpose (default 25)
 //! verter-sim soak [--ops N] [--threads T] [--seed S] the threaded simulator
 //!                [--checkpoint-every N] [--causal-log N (0: off)]
 //!                [--remote-budget B (0: off; default: by the seed)]
@@ -43,6 +45,9 @@ fn main() -> ExitCode {
     }
     if let Some(percent) = flag("--remote-percent") {
         config.remote_percent = percent.min(100) as u32;
+    }
+    if let Some(percent) = flag("--break-percent") {
+        config.break_percent = percent.min(100) as u32;
     }
     match args.first().map(String::as_str) {
         Some("sim") => {
@@ -87,10 +92,14 @@ fn main() -> ExitCode {
             let mut causes = CauseStats::default();
             let mut remote = RemoteStats::default();
             let mut remote_seeds = 0u64;
+            let (mut break_seeds, mut breaks) = (0u64, [0u64; 2]);
             for seed in from..from + count {
                 match run_seed(seed, &config) {
                     Ok(report) => {
                         answers += report.answers;
+                        break_seeds += u64::from(report.breaks[0] > 0);
+                        breaks[0] += report.breaks[0];
+                        breaks[1] += report.breaks[1];
                         remote.add(&report.remote);
                         remote_seeds += u64::from(report.remote.started > 0);
                         deferred += report.deferred_registrations;
@@ -123,6 +132,10 @@ fn main() -> ExitCode {
             println!(
                 "{remote_seeds} seeds started remote work (remote routing on for {}% of seeds); {remote}",
                 config.remote_percent
+            );
+            println!(
+                "{break_seeds} seeds broke lock holds on purpose ({}% of seeds): {} breaks, {} holds panicked and were recovered",
+                config.break_percent, breaks[0], breaks[1]
             );
             println!("{failures} violations");
             if failures == 0 {

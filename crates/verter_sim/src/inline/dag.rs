@@ -313,6 +313,7 @@ impl Shared {
                 .resets
                 .iter()
                 .any(|&(start, stop)| start <= end && stop >= tracked.start);
+            let recovered = self.oracle.recovered_between(tracked.start, end);
             let answers: Vec<_> = results.outcomes().iter().map(render_node).collect();
             let asked = DagAsked {
                 nodes: &tracked.nodes,
@@ -322,6 +323,7 @@ impl Shared {
                 reader: tracked.reader,
                 cancelled: tracked.cancelled,
                 reset,
+                recovered,
                 tokens_cancelled: tracked.tokens_cancelled,
             };
             let verdict = self.oracle.judge_dag(&asked, &answers).map_err(|message| {

@@ -134,6 +134,12 @@ impl Shared {
                 self.judge_answered();
             }
             Op::Commit { path, profile } => self.commit(path, *profile),
+            Op::Break { point, req } => {
+                // Top level only: it pumps.
+                if !in_hook {
+                    self.break_hold(*point, req);
+                }
+            }
             Op::Witness(path) => {
                 if let Some((_, witness)) = scheduler.try_get_witnessed_source(path) {
                     let mut state = self.state.lock();

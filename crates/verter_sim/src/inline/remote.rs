@@ -104,9 +104,12 @@ impl Shared {
         let ledger = self.scheduler().ledger();
         let budgeted = ledger.remote_in_use.saturating_sub(ledger.remote_batched);
         let parked = desk.pending();
+        // Jobs parked before a recovery hold no reservation of the new
+        // ledger: they may be among those parked still.
+        let stale = self.state.lock().stale_remote;
         if ledger.remote_budget != spec.budget
             || budgeted > spec.budget
-            || parked > ledger.remote_in_use
+            || parked > ledger.remote_in_use + stale
         {
             self.violate(format!(
                 "remote capacity: budget {}, {parked} jobs parked, ledger {ledger:?}",

@@ -16,6 +16,8 @@
 //!   failed, and its cause is that upstream's answer;
 //! - `Cancelled` only where something cancelled the node: its own token, its
 //!   DAG's handle (cancelled or dropped), or a reset in its window;
+//! - `Internal` only where a lock hold that panicked was recovered in its
+//!   window (then any node, whether it ran or not);
 //! - a node whose token was cancelled before submission never runs.
 //!
 //! This module owns that judgement; it never calls the scheduler.
@@ -46,8 +48,13 @@ pub struct DagAsked<'a> {
     /// Whether its handle was cancelled (or dropped) before its answer was
     /// observed.
     pub cancelled: bool,
-    /// Whether a reset overlapped its window (a reset cancels every DAG).
+    /// Whether a reset overlapped its window (a reset cancels every DAG;
+    /// so does the recovery of a lock hold that panicked).
     pub reset: bool,
+    /// Whether a lock hold that panicked was recovered in its window: any
+    /// node may then be answered `Internal` (a run the broken hold answered
+    /// whole is delivered with every node so).
+    pub recovered: bool,
     /// Whether its live node tokens were cancelled before its answer was
     /// observed.
     pub tokens_cancelled: bool,
@@ -120,6 +127,8 @@ impl Oracle {
                 .map(|&(from, _, gate)| (from as usize, gate))
         };
         match answer {
+            // Says nothing about whether the node ran.
+            Outcome::Error(Sig::Internal(_)) if asked.recovered => Ok(()),
             Outcome::Error(Sig::Cancelled) => {
                 let cancellable = asked.cancelled
                     || asked.reset
@@ -265,6 +274,7 @@ mod tests {
             reader: Reader { thread: 0, seq: 1 },
             cancelled: false,
             reset: false,
+            recovered: false,
             tokens_cancelled: false,
         }
     }

@@ -35,6 +35,9 @@ pub enum Sig {
     /// `UpstreamFailed`: a DAG node skipped because of the upstream node
     /// (its label) that gave this answer.
     Upstream(String, Box<Sig>),
+    /// `Internal`: a broken invariant, or a lock hold that panicked and was
+    /// recovered (allowed only in a window with such a recovery).
+    Internal(String),
     /// Anything else (a violation wherever it appears).
     Other(String),
 }
@@ -61,6 +64,7 @@ impl From<&RequestError> for Sig {
             RequestError::UpstreamFailed { node, cause } => {
                 Self::Upstream(node.to_string(), Box::new(Self::from(&**cause)))
             }
+            RequestError::Internal { path, .. } => Self::Internal(path.to_string()),
             other => Self::Other(format!("{other:?}")),
         }
     }
@@ -78,6 +82,7 @@ impl fmt::Display for Sig {
             Self::Panicked(p, s) => write!(f, "Panicked({s} {p})"),
             Self::Dependency(p, s, cause) => write!(f, "DependencyFailed({s} {p}: {cause})"),
             Self::Upstream(node, cause) => write!(f, "UpstreamFailed({node}: {cause})"),
+            Self::Internal(p) => write!(f, "Internal({p})"),
             Self::Other(text) => write!(f, "Other({text})"),
         }
     }

@@ -154,6 +154,31 @@ fn shutdown_is_allowed_only_when_a_removal_overlaps_the_window() {
 }
 
 #[test]
+fn an_internal_answer_is_allowed_only_when_a_recovery_is_in_the_window() {
+    let o = oracle(&[("a.rs", text("one"))]);
+    // As the inline run records a recovered hold: every file removed, and
+    // the recovery itself, at one tick.
+    o.apply("a.rs", &Change::Remove, 5, 5, 0, 1);
+    o.recovered(5);
+    let internal = Outcome::Error(Sig::Internal("<unknown>".into()));
+    assert!(
+        o.judge(&asked("a.rs", TargetStage::Source, 4, 7), &internal)
+            .is_ok()
+    );
+    assert!(
+        o.judge(&asked("a.rs", TargetStage::Source, 6, 8), &internal)
+            .is_err(),
+        "a request submitted after the recovery is answered from scratch"
+    );
+    // A removal alone (a reset) allows `Shutdown`, never `Internal`.
+    o.apply("a.rs", &Change::Remove, 10, 11, 0, 2);
+    assert!(
+        o.judge(&asked("a.rs", TargetStage::Source, 9, 12), &internal)
+            .is_err()
+    );
+}
+
+#[test]
 fn a_stale_analysis_is_a_violation() {
     let o = oracle(&[("a.rs", text("one"))]);
     o.apply(

@@ -170,6 +170,8 @@ fn judge(world: &World, tracked: &TrackedDag, results: &DagResults<SimExecutor>,
         reader: tracked.reader,
         cancelled: tracked.cancelled,
         reset: world.resets.load(Ordering::SeqCst) != tracked.resets,
+        // The threaded simulator breaks no lock hold.
+        recovered: false,
         tokens_cancelled: tracked.tokens_cancelled,
     };
     match world.oracle.judge_dag(&asked, &answers) {

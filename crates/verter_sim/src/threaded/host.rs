@@ -287,7 +287,8 @@ impl HostThread {
             | Op::Check
             | Op::ReadyQueueBound(_)
             | Op::Remote(_)
-            | Op::Deliver { .. } => {}
+            | Op::Deliver { .. }
+            | Op::Break { .. } => {}
         }
     }
 

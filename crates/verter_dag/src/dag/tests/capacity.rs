@@ -325,3 +325,69 @@ fn routed_artifacts_wait_on_the_remote_budget_and_leave_the_cpu_budget_free() {
     assert!(h.answers.values().all(|answer| answer.outcome.is_ok()));
     h.assert_quiescent();
 }
+
+#[test]
+fn a_successor_refuses_every_dispatch_of_the_dag_it_replaced_and_its_ledger_stays_exact() {
+    let config = DagConfig::default();
+    let mut h = Harness::with(config);
+    // A cache node with no dependencies, admitted first: the successor
+    // admits the same identity under the same admission number, so only
+    // the DAG's own number tells the two dispatches apart.
+    let cache = cache_node(1);
+    let effects = h
+        .dag
+        .submit_cache_node(cache, Priority::Normal, [])
+        .expect("admitted");
+    h.absorb(effects);
+    let old_cache = h.dequeue(ResourceClass::Cpu).expect("the cache node runs");
+    let a = h.add("a.rs");
+    h.request(&a, TargetStage::Analysis, WaitPolicy::Follow);
+    let load = h.dequeue(ResourceClass::Io).expect("a's load is ready");
+    let failing = {
+        let b = h.add("b.rs");
+        h.request(&b, TargetStage::Source, WaitPolicy::Follow);
+        h.dequeue(ResourceClass::Io).expect("b's load is ready")
+    };
+    let refused_before = h.dag.counters().stale_completion_refusals;
+    let successor = h.dag.successor(config);
+    let predecessor = std::mem::replace(&mut h.dag, successor);
+    assert_eq!(predecessor.ledger().in_use(), 3);
+    assert_eq!(
+        h.dag.ledger().in_use(),
+        0,
+        "a successor's ledger is its own"
+    );
+    assert_eq!(h.dag.counters().dequeued, predecessor.counters().dequeued);
+    let effects = h
+        .dag
+        .submit_cache_node(cache, Priority::Normal, [])
+        .expect("admitted afresh");
+    h.absorb(effects);
+    let new_cache = h
+        .dequeue(ResourceClass::Cpu)
+        .expect("the cache node runs again");
+    assert_eq!(new_cache.admission, old_cache.admission);
+    assert!(!h.dag.is_current(&old_cache));
+    assert!(h.dag.is_current(&new_cache));
+    let (current, effects) = h.dag.complete(old_cache);
+    assert!(!current && effects.is_empty());
+    let effects = h.dag.continue_on(load, ResourceClass::Cpu);
+    assert!(effects.is_empty());
+    let (current, effects) = h
+        .dag
+        .fail(failing, Arc::new(std::io::Error::other("a late failure")));
+    assert!(!current && effects.is_empty());
+    assert_eq!(
+        h.dag.counters().stale_completion_refusals,
+        refused_before + 3
+    );
+    assert_eq!(
+        h.dag.ledger().in_use(),
+        1,
+        "only the successor's own dispatch"
+    );
+    let (current, _) = h.dag.complete(new_cache);
+    assert!(current);
+    assert!(h.dag.is_done(&cache));
+    h.assert_quiescent();
+}
