@@ -437,6 +437,28 @@ impl FsLoader {
     }
 }
 
+/// What `error` says about its path, without naming it: for a message that
+/// names the path itself (a discovery warning).
+pub(crate) fn reason(error: &LoadError) -> String {
+    match error {
+        LoadError::Missing { .. } => "it does not exist".to_owned(),
+        LoadError::NotUtf8 { .. } => "it is not UTF-8".to_owned(),
+        LoadError::Io { message, .. } => message.clone(),
+        LoadError::OutsideRoot { path } => format!(
+            "it resolves to {path}, outside the roots the loader may read: refused, nothing was opened"
+        ),
+        LoadError::NotAFile { kind, .. } => format!("it is a {kind}, not a regular file: refused"),
+        LoadError::TooLarge { bytes, limit, .. } => {
+            format!("it has {bytes} bytes, over the limit of {limit}: refused")
+        }
+        LoadError::SymlinkLoop { .. } => "it loops through symbolic links".to_owned(),
+        LoadError::NameNotUtf8 { resolved, .. } => {
+            format!("it resolves to a name that is not UTF-8 ({resolved}): refused")
+        }
+        other => other.to_string(),
+    }
+}
+
 /// What kind of file `metadata` describes, in words.
 fn file_kind(metadata: &std::fs::Metadata) -> &'static str {
     let file_type = metadata.file_type();
@@ -549,4 +571,4 @@ impl SourceLoader for FsLoader {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
