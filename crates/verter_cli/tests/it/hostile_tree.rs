@@ -299,3 +299,27 @@ fn a_tree_that_cannot_be_listed_exits_1_with_the_os_reason() {
         assert_eq!(output.status.code(), Some(0), "{stderr}");
     }
 }
+
+/// PATH itself a FIFO: nothing to index, exit 1 saying why, at once (a
+/// FIFO opened for reading would block).
+#[test]
+fn a_path_that_is_a_fifo_exits_1_saying_why() {
+    let outer = tempfile::tempdir().expect("temp dir");
+    let fifo = outer.path().join("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let output = output_of({
+        let mut command = verter();
+        command.arg("build").arg(&fifo);
+        command
+    });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "error: reading {} failed: Not a directory (os error 20)",
+            fifo.display()
+        )
+    );
+}
