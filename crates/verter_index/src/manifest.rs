@@ -179,10 +179,14 @@ impl Probe<'_> {
             Ok(metadata) if metadata.is_file() => Kind::File,
             Ok(metadata) if metadata.is_dir() => Kind::Directory,
             Ok(_) => Kind::Other,
+            // `InvalidInput`: a manifest's path with a NUL byte, which no
+            // file can have.
             Err(error)
                 if matches!(
                     error.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                    io::ErrorKind::NotFound
+                        | io::ErrorKind::NotADirectory
+                        | io::ErrorKind::InvalidInput
                 ) =>
             {
                 Kind::Absent

@@ -133,6 +133,18 @@ name = \"demo\"
 }
 
 #[test]
+fn a_target_path_with_a_nul_byte_names_no_file_and_costs_no_warning() {
+    let dir = package(
+        "[package]\nname = \"p\"\n[lib]\npath = \"a\\u0000b.rs\"\n",
+        &["src/main.rs"],
+    );
+    assert_eq!(
+        relative(dir.path(), targets_of(dir.path())),
+        ["src/main.rs"]
+    );
+}
+
+#[test]
 fn a_disabled_build_script_a_virtual_manifest_and_broken_toml() {
     let no_build = package(
         "[package]\nname = \"p\"\nbuild = false\n",
