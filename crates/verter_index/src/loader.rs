@@ -28,9 +28,9 @@
 //! beneath that descriptor following no symbolic link (`open.rs`: `openat2`
 //! with `RESOLVE_BENEATH`, or an `openat(O_NOFOLLOW)` walk). A path that
 //! changed between its check and its open is checked again, at most
-//! [`FsLoader::OPEN_ATTEMPTS`] times; what was opened is judged again by its own
-//! descriptor (regular, within the limit), and it is opened non-blocking,
-//! so a FIFO swapped in cannot block the read either.
+//! [`FsLoader::OPEN_ATTEMPTS`] times; what was opened is judged again by
+//! its own descriptor (regular, within the limit), and it is opened
+//! non-blocking, so a FIFO swapped in cannot block the read either.
 //!
 //! # Invariants
 //! 1. A path that does not exist still gets a stable canonical: its nearest
@@ -221,8 +221,9 @@ impl FsLoader {
         self.accounting.opened.lock().clone()
     }
 
-    /// How many loads it refused (outside the roots, not a regular file,
-    /// too large, a link loop, a name that is not UTF-8).
+    /// How many reads it refused — loads, manifests and listings (outside
+    /// the roots, not a regular file, too large, a link loop, a name that
+    /// is not UTF-8).
     pub fn refused(&self) -> u64 {
         self.accounting.refused.load(Ordering::Relaxed)
     }
