@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use verter_index::{WalkProgress, discover_crate_roots, index_roots_observed, realpath};
+use verter_index::{WalkProgress, discover_crate_roots_with, index_roots_observed, realpath};
 
 use crate::error::CliError;
 use crate::host::{self, Insight, Progress, ProgressMode, Recorder};
@@ -43,10 +43,12 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     };
     let trace = options.trace.map(Trace::start).transpose()?;
     let started = Instant::now();
-    let roots = discover_crate_roots(options.path)?;
     let base = tree_base(options.path)?;
-    let recorder = Arc::new(Recorder::default());
     let loader = options.reads.loader(&base)?;
+    // Manifests and directories are read through the same loader as
+    // sources: confined, regular files only, within the size limit.
+    let roots = report::discovered_roots(discover_crate_roots_with(&loader, options.path)?, &base)?;
+    let recorder = Arc::new(Recorder::default());
     let insight = Insight {
         causal_log: if trace.is_some() {
             host::causal_log_for(&base)

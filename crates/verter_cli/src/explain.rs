@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use verter_dag::{Canonical, TargetStage, WorkNodeIdentity};
-use verter_index::{INDEX_PROFILE, discover_crate_roots, index_roots, realpath};
+use verter_index::{INDEX_PROFILE, discover_crate_roots_with, index_roots, realpath};
 use verter_scheduler::{CausalIndex, CutOff, ExplainError, Explanation, LogRecord, SchedulerEvent};
 
 use crate::build::tree_base;
@@ -48,20 +48,16 @@ pub(crate) struct Options<'a> {
 /// with the causal log on, and prints why FILE's Artifact ran (or was
 /// verified).
 pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
-    let roots = discover_crate_roots(options.path)?;
     let base = tree_base(options.path)?;
+    let loader = options.reads.loader(&base)?;
+    let roots = report::discovered_roots(discover_crate_roots_with(&loader, options.path)?, &base)?;
     let file = locate(options.file, &base)?;
     let recorder = Arc::new(Recorder::default());
     let insight = Insight {
         causal_log: host::causal_log_for(&base),
         stage_stats: false,
     };
-    let host = host::start(
-        options.threads,
-        &recorder,
-        options.reads.loader(&base)?,
-        insight,
-    )?;
+    let host = host::start(options.threads, &recorder, loader, insight)?;
     let scheduler = host.scheduler();
     let mut index = index_roots(scheduler, &roots)?;
     index.relative_to(&base);

@@ -100,8 +100,19 @@ impl ReadPolicy {
         let loader = if self.allow_outside_root {
             FsLoader::unconfined()
         } else {
-            FsLoader::confined_to([base]).map_err(|_| CliError::Missing {
-                path: base.to_path_buf(),
+            FsLoader::confined_to([base]).map_err(|error| {
+                if error.kind() == std::io::ErrorKind::NotFound {
+                    return CliError::Missing {
+                        path: base.to_path_buf(),
+                    };
+                }
+                // Say why (a FIFO or a device given as PATH is no directory).
+                CliError::Index(verter_index::IndexError::Load(
+                    verter_scheduler::LoadError::Io {
+                        path: base.display().to_string(),
+                        message: error.to_string(),
+                    },
+                ))
             })?
         };
         Ok(loader.with_max_file_bytes(self.max_file_size))

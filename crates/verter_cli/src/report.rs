@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use verter_index::{FileFailure, Index};
+use verter_index::{Discovery, DiscoveryWarning, FileFailure, Index};
 
 use crate::terminal;
 
@@ -60,6 +60,33 @@ pub(crate) fn warning(failure: &FileFailure, base: &Path) -> String {
         ));
     }
     line
+}
+
+/// The warning line for an entry the search for crate roots could not use,
+/// without the `warning: ` prefix, with paths under `base` made relative.
+///
+/// ```text
+/// crates/b/Cargo.toml: is not UTF-8: read with the invalid bytes replaced
+/// locked: cannot be read (Permission denied (os error 13)): skipped
+/// ```
+pub(crate) fn discovery_warning(warning: &DiscoveryWarning, base: &Path) -> String {
+    let prefix = format!("{}{}", base.display(), std::path::MAIN_SEPARATOR);
+    warning.to_string().replace(&prefix, "")
+}
+
+/// Prints one `warning:` line per entry `discovery` could not use, and
+/// gives its roots (or, when it found none, the error that says so).
+pub(crate) fn discovered_roots(
+    discovery: Discovery,
+    base: &Path,
+) -> Result<Vec<std::path::PathBuf>, verter_index::IndexError> {
+    for warning in &discovery.warnings {
+        terminal::tell(format_args!(
+            "warning: {}",
+            discovery_warning(warning, base)
+        ));
+    }
+    discovery.into_roots()
 }
 
 /// Prints one `warning:` line per failed file of `index`.

@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use notify::event::{CreateKind, ModifyKind, RemoveKind};
 use notify::{EventKind, RecursiveMode, Watcher};
-use verter_index::{Index, IndexSession, WalkProgress, discover_crate_roots};
+use verter_index::{Index, IndexSession, WalkProgress, discover_crate_roots_with};
 use verter_scheduler::Invalidation;
 
 use crate::build::{tree_base, write_trace};
@@ -35,7 +35,7 @@ use crate::error::CliError;
 use crate::explain;
 use crate::host::{self, Insight, Recorder, describe};
 use crate::out::{self, Durability, OutFile};
-use crate::report::Reported;
+use crate::report::{self, Reported};
 use crate::terminal::{self, Stream};
 use crate::trace::Trace;
 
@@ -168,8 +168,16 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     let out_dir = options.out_dir.map(OutDir::create).transpose()?;
     let trace = options.trace.map(Trace::start).transpose()?;
     let single_file = path.is_file();
-    let mut roots = discover_crate_roots(path)?;
     let base = tree_base(path)?;
+    let loader = options.reads.loader(&base)?;
+    let discovery = discover_crate_roots_with(&loader, path)?;
+    // Each entry discovery could not use is warned about once a session.
+    let mut discovery_warned: std::collections::HashSet<String> = discovery
+        .warnings
+        .iter()
+        .map(|warning| report::discovery_warning(warning, &base))
+        .collect();
+    let mut roots = report::discovered_roots(discovery, &base)?;
     let recorder = Arc::new(Recorder::default());
     let insight = Insight {
         causal_log: if options.explain || trace.is_some() {
@@ -179,12 +187,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         },
         stage_stats: false,
     };
-    let host = host::start(
-        options.threads,
-        &recorder,
-        options.reads.loader(&base)?,
-        insight,
-    )?;
+    let host = host::start(options.threads, &recorder, loader.clone(), insight)?;
     let host_started = Instant::now();
     let scheduler = host.scheduler();
 
@@ -358,8 +361,23 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                 continue;
             }
             if rediscover && !single_file {
-                match discover_crate_roots(path) {
-                    Ok(found) => roots = found,
+                match discover_crate_roots_with(&loader, path) {
+                    Ok(found) => {
+                        for warning in &found.warnings {
+                            let line = report::discovery_warning(warning, &base);
+                            if discovery_warned.insert(line.clone()) {
+                                terminal::tell(format_args!("warning: {line}"));
+                            }
+                        }
+                        match found.into_roots() {
+                            Ok(found) => roots = found,
+                            Err(error) => {
+                                terminal::tell(format_args!(
+                                    "warning: keeping the crate roots found before: {error}"
+                                ));
+                            }
+                        }
+                    }
                     Err(error) => {
                         terminal::tell(format_args!(
                             "warning: keeping the crate roots found before: {error}"

@@ -110,9 +110,15 @@ fn is_file(path: &Path) -> bool {
     path.is_file()
 }
 
-/// `path` canonicalised when possible, else as it is.
+/// `path` canonicalised when possible, else as it is. A canonical form
+/// that is not UTF-8 (a link to such a name) is not used either: replacing
+/// its bytes would name a file that does not exist, and the loader says
+/// what is wrong with the path as it is (`LoadError::NameNotUtf8`).
 fn canonical(path: PathBuf) -> PathBuf {
-    realpath(&path).unwrap_or(path)
+    match realpath(&path) {
+        Ok(canonical) if canonical.to_str().is_some() => canonical,
+        _ => path,
+    }
 }
 
 /// The declarations one `mod name;` makes, each with the location it gives

@@ -3,7 +3,10 @@
 //! - [`FsLoader`] is the [`verter_scheduler::SourceLoader`] on the file
 //!   system (canonical paths, typed `Missing` / `NotUtf8` / `Io` errors).
 //!   It reads only regular files, within a size limit and, when confined,
-//!   only inside its roots; it refuses the rest typed, unopened.
+//!   only inside its roots, confined at the open itself (a file swapped for
+//!   a link out of the root after its check is not followed); it refuses
+//!   the rest typed, unopened. Manifests and target directories are read
+//!   through it too.
 //! - Before `syn` parses a file, a nesting guard refuses one that would
 //!   recurse past [`MAX_NESTING`] levels ([`NestingError`]); stage threads
 //!   have a stack sized for that limit
@@ -18,7 +21,8 @@
 //! - [`index_roots`] walks crates through a scheduler into an [`Index`]
 //!   that serialises to JSON; [`IndexSession`] keeps one and, after
 //!   changes, asks again only about the files they reach;
-//!   [`package_roots`] and [`discover_crate_roots`] find the roots.
+//!   [`package_roots`] and [`discover_crate_roots_with`] find the roots;
+//!   an entry of the tree they cannot use costs one [`DiscoveryWarning`].
 //!
 //! This crate never schedules anything itself and holds no lock across a
 //! call into the scheduler.
@@ -28,8 +32,11 @@
 //!   every Cargo target is a root — `[lib]`, `[[bin]]` and `src/bin/*`,
 //!   `examples/*`, `tests/*`, `benches/*` (by `path` or by name, following
 //!   `autobins` and its siblings), and the build script (`build.rs` or
-//!   `package.build`). A manifest that is not valid TOML is read as if it
-//!   declared nothing: the conventional layout alone.
+//!   `package.build`). A manifest that is not valid TOML, or that cannot be
+//!   read, is read as if it declared nothing: the conventional layout
+//!   alone. Names that are not UTF-8 are skipped with a warning (indexed
+//!   files are named by UTF-8 paths); a module linked to such a name fails
+//!   alone with `LoadError::NameNotUtf8`.
 //! - **Module paths.** The crate directory is the nearest ancestor with a
 //!   `Cargo.toml`; a root is `crate`; below a root, `a/b.rs` and
 //!   `a/b/mod.rs` are `crate::a::b`. A file declared by a parsed parent
@@ -101,7 +108,7 @@ mod summary;
 mod sync;
 mod walk;
 
-pub use error::{IndexError, ParseError};
+pub use error::{DiscoveryWarning, IndexError, ParseError};
 pub use executor::{RustIndexer, RustSource};
 pub use guard::{MAX_NESTING, NestingError};
 pub use index::{DeclaredAt, FileEntry, FileFailure, INDEX_PROFILE, Index, WalkProgress};
@@ -112,4 +119,7 @@ pub use model::{
     UseDecl, Visibility,
 };
 pub use session::{IndexSession, Refresh};
-pub use walk::{discover_crate_roots, index_roots, index_roots_observed, package_roots};
+pub use walk::{
+    Discovery, discover_crate_roots, discover_crate_roots_with, index_roots, index_roots_observed,
+    package_roots,
+};

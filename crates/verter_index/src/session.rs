@@ -313,7 +313,7 @@ impl IndexSession {
                 path: root.to_path_buf(),
                 source,
             })?;
-            canonical.push(path_text(&path));
+            canonical.push(root_text(root, path)?);
         }
         scheduler
             .executor()
@@ -452,6 +452,22 @@ impl IndexSession {
         });
         removed
     }
+}
+/// The text a root is known by: its canonical path, or, when that is not
+/// UTF-8 (a root linked to such a name), the root as given made absolute,
+/// which the loader then refuses by name (`LoadError::NameNotUtf8`) as one
+/// failed file.
+///
+/// # Errors
+/// [`IndexError::NameNotUtf8`] when neither is UTF-8.
+fn root_text(root: &Path, canonical: PathBuf) -> Result<String, IndexError> {
+    if let Some(text) = canonical.to_str() {
+        return Ok(text.to_owned());
+    }
+    std::path::absolute(root)
+        .ok()
+        .and_then(|absolute| absolute.to_str().map(str::to_owned))
+        .ok_or(IndexError::NameNotUtf8 { path: canonical })
 }
 
 /// A hash of what `source` declares (see `Entry::structure`).

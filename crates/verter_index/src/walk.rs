@@ -1,6 +1,13 @@
 //! Indexing whole crates through a scheduler: finding crate roots
-//! ([`package_roots`], [`discover_crate_roots`]), walking each root's module
-//! tree ([`index_roots`]) and the resulting [`Index`], serialisable to JSON.
+//! ([`package_roots`], [`discover_crate_roots_with`]), walking each root's
+//! module tree ([`index_roots`]) and the resulting [`Index`], serialisable
+//! to JSON.
+//!
+//! Finding roots reads manifests and lists directories through an
+//! [`FsLoader`], under its rules; nothing in a tree fails the search: each
+//! entry it cannot use is one [`DiscoveryWarning`] (at most one per entry)
+//! and the rest is searched
+//! (`one_bad_entry_costs_one_warning_and_the_rest_of_the_tree_is_found`).
 //!
 //! The walk only submits requests and reads answers; every load, parse and
 //! resolution is the scheduler's work with a [`RustIndexer`]. A file that
@@ -28,9 +35,10 @@ use std::path::{Path, PathBuf};
 
 use verter_scheduler::Scheduler;
 
-use crate::error::IndexError;
+use crate::error::{DiscoveryWarning, IndexError, Warnings};
 use crate::executor::RustIndexer;
 use crate::index::{Index, WalkProgress};
+use crate::loader::{FsLoader, realpath, reason};
 use crate::session::IndexSession;
 
 /// Indexes every file reachable from `roots` (crate root files) through
@@ -67,13 +75,16 @@ pub fn index_roots_observed(
 /// order. Explicit `[lib]`, `[[bin]]`, `[[example]]`, `[[test]]` and
 /// `[[bench]]` targets are found by `path` or by name; auto-discovery
 /// follows `autobins` and its siblings; `package.build` names or disables
-/// the build script. A manifest that is not valid TOML is read as if it
-/// declared nothing (the conventional layout alone).
+/// the build script. The manifest is read through a loader confined to
+/// `package_dir`; one that cannot be read, is refused, or is not valid TOML
+/// is read as if it declared nothing (the conventional layout alone). What
+/// could not be used is skipped without a word: [`discover_crate_roots_with`]
+/// reports it.
 ///
 /// # Errors
 /// [`IndexError::Missing`] if `package_dir` does not exist,
 /// [`IndexError::NotACrate`] if it has no `Cargo.toml` or no root,
-/// [`IndexError::Io`] if the manifest or a target directory cannot be read.
+/// [`IndexError::Io`] if it cannot be opened as the loader's root.
 pub fn package_roots(package_dir: &Path) -> Result<Vec<PathBuf>, IndexError> {
     if !package_dir.exists() {
         return Err(IndexError::Missing {
@@ -86,63 +97,178 @@ pub fn package_roots(package_dir: &Path) -> Result<Vec<PathBuf>, IndexError> {
     if !package_dir.join("Cargo.toml").is_file() {
         return Err(not_a_crate());
     }
-    let roots = crate::manifest::targets(package_dir)?;
+    let loader = FsLoader::confined_to([package_dir]).map_err(|source| IndexError::Io {
+        path: package_dir.to_path_buf(),
+        source,
+    })?;
+    let roots = crate::manifest::targets(&loader, package_dir, &mut Warnings::default());
     if roots.is_empty() {
         return Err(not_a_crate());
     }
     Ok(roots)
 }
 
-/// Every crate root under `path`: `path` itself if it is a `.rs` file, else
-/// the [`package_roots`] of every directory with a `Cargo.toml` at or below
-/// it (skipping `target` and hidden directories), sorted.
+/// Every crate root under `path`, as [`discover_crate_roots_with`] finds
+/// them with a loader confined to `path` (its directory, for a file),
+/// without the warnings.
 ///
 /// # Errors
-/// [`IndexError::Missing`] if `path` does not exist, [`IndexError::NotACrate`]
-/// if no root is found, [`IndexError::Io`] if a directory cannot be read.
+/// As [`discover_crate_roots_with`], and [`IndexError::NotACrate`] if no
+/// root is found.
 pub fn discover_crate_roots(path: &Path) -> Result<Vec<PathBuf>, IndexError> {
     if !path.exists() {
         return Err(IndexError::Missing {
             path: path.to_path_buf(),
         });
     }
+    let base = if path.is_file() {
+        path.parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+    } else {
+        path
+    };
+    let loader = FsLoader::confined_to([base]).map_err(|source| IndexError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    discover_crate_roots_with(&loader, path)?.into_roots()
+}
+
+/// What the search for crate roots found: the roots, and a warning for
+/// each entry of the tree it could not use.
+#[derive(Debug)]
+#[must_use = "the warnings say what was skipped"]
+pub struct Discovery {
+    /// The path searched, as given.
+    path: PathBuf,
+    /// The crate root files, sorted.
+    pub roots: Vec<PathBuf>,
+    /// One per entry that could not be used, in the order met; everything
+    /// else was searched.
+    pub warnings: Vec<DiscoveryWarning>,
+}
+
+impl Discovery {
+    /// The roots, or [`IndexError::NotACrate`] when there are none.
+    ///
+    /// # Errors
+    /// [`IndexError::NotACrate`] naming the path searched.
+    pub fn into_roots(self) -> Result<Vec<PathBuf>, IndexError> {
+        if self.roots.is_empty() {
+            return Err(IndexError::NotACrate { path: self.path });
+        }
+        Ok(self.roots)
+    }
+}
+
+/// Every crate root under `path`: `path` itself if it is a `.rs` file, else
+/// the Cargo targets of every directory with a `Cargo.toml` at or below it
+/// (skipping `target` and hidden directories, not following symbolic links
+/// to directories), sorted, named under `path`'s canonical form. Manifests
+/// are read and directories listed through `loader`, under its rules
+/// (confined, regular files only, within its size limit, never blocking).
+///
+/// Nothing in the tree fails the search: a directory that cannot be listed,
+/// a manifest that cannot be read or is refused (a link out of the tree, a
+/// FIFO, too large), a name that is not UTF-8, each costs one
+/// [`DiscoveryWarning`] with the reason, and the rest is searched. A
+/// package whose manifest cannot be read is searched by its conventional
+/// layout. No roots is not an error here ([`Discovery::into_roots`] makes
+/// it one).
+///
+/// # Errors
+/// [`IndexError::Missing`] if `path` does not exist,
+/// [`IndexError::Io`] if it cannot be canonicalised,
+/// [`IndexError::NameNotUtf8`] if its canonical name is not UTF-8,
+/// [`IndexError::NotACrate`] if it is a file but not a `.rs` file,
+/// [`IndexError::Load`] if it is a directory that cannot be listed (or
+/// lies outside the loader's roots).
+pub fn discover_crate_roots_with(loader: &FsLoader, path: &Path) -> Result<Discovery, IndexError> {
+    if !path.exists() {
+        return Err(IndexError::Missing {
+            path: path.to_path_buf(),
+        });
+    }
+    let canonical = realpath(path).map_err(|source| IndexError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if canonical.to_str().is_none() {
+        return Err(IndexError::NameNotUtf8 { path: canonical });
+    }
+    let mut discovery = Discovery {
+        path: path.to_path_buf(),
+        roots: Vec::new(),
+        warnings: Vec::new(),
+    };
     if path.is_file() {
-        return if path.extension().is_some_and(|ext| ext == "rs") {
-            Ok(vec![path.to_path_buf()])
-        } else {
-            Err(IndexError::NotACrate {
-                path: path.to_path_buf(),
-            })
-        };
-    }
-    let mut roots = Vec::new();
-    let mut pending = vec![path.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        if dir.join("Cargo.toml").is_file() {
-            match package_roots(&dir) {
-                Ok(found) => roots.extend(found),
-                Err(IndexError::NotACrate { .. }) => {} // e.g. a virtual manifest
-                Err(other) => return Err(other),
-            }
+        if path.extension().is_some_and(|ext| ext == "rs") {
+            discovery.roots.push(path.to_path_buf());
+            return Ok(discovery);
         }
-        let io = |source| IndexError::Io {
-            path: dir.clone(),
-            source,
-        };
-        for entry in std::fs::read_dir(&dir).map_err(io)? {
-            let entry = entry.map_err(io)?;
-            let name = entry.file_name();
-            let skipped = name == "target" || name.to_string_lossy().starts_with('.');
-            if !skipped && entry.file_type().map_err(io)?.is_dir() {
-                pending.push(entry.path());
-            }
-        }
-    }
-    roots.sort();
-    if roots.is_empty() {
         return Err(IndexError::NotACrate {
             path: path.to_path_buf(),
         });
     }
-    Ok(roots)
+    // From the canonical path, so roots and warnings name what the loader
+    // resolves, whatever the spelling given.
+    let mut warnings = Warnings::default();
+    let mut pending = vec![canonical.clone()];
+    while let Some(dir) = pending.pop() {
+        let entries = match loader.list_dir(&dir) {
+            Ok(entries) => entries,
+            Err(error) if dir == canonical => return Err(IndexError::Load(error)),
+            Err(error) => {
+                warnings.push(DiscoveryWarning::Unreadable {
+                    path: dir,
+                    reason: reason(&error),
+                });
+                continue;
+            }
+        };
+        let mut manifest = false;
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(error) => {
+                    warnings.push(DiscoveryWarning::Unreadable {
+                        path: dir.clone(),
+                        reason: error.to_string(),
+                    });
+                    break;
+                }
+            };
+            let name = entry.file_name();
+            if name == "Cargo.toml" {
+                manifest = true;
+                continue;
+            }
+            let skipped = name == "target" || name.as_encoded_bytes().starts_with(b".");
+            if skipped {
+                continue;
+            }
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() && name.to_str().is_none() => {
+                    warnings.push(DiscoveryWarning::NameNotUtf8 { path: entry.path() });
+                }
+                Ok(kind) if kind.is_dir() => pending.push(entry.path()),
+                Ok(_) => {}
+                Err(error) => warnings.push(DiscoveryWarning::Unreadable {
+                    path: entry.path(),
+                    reason: error.to_string(),
+                }),
+            }
+        }
+        if manifest {
+            // A virtual manifest, or one whose package has no target, adds
+            // no root.
+            discovery
+                .roots
+                .extend(crate::manifest::targets(loader, &dir, &mut warnings));
+        }
+    }
+    discovery.roots.sort();
+    discovery.warnings = warnings.into_list();
+    Ok(discovery)
 }

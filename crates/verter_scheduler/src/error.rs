@@ -168,6 +168,16 @@ pub enum LoadError {
         /// The path.
         path: String,
     },
+    /// The path resolves (through a symbolic link) to a file whose name is
+    /// not UTF-8: refused, as canonicals are UTF-8 text and the file could
+    /// not be named as itself.
+    #[error("{path} resolves to a name that is not UTF-8 ({resolved}): refused")]
+    NameNotUtf8 {
+        /// The path.
+        path: String,
+        /// Where it resolves, with the bytes that are not UTF-8 replaced.
+        resolved: String,
+    },
 }
 
 /// What a [`crate::StageExecutor`] reports when a stage fails: a message,

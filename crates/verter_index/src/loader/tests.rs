@@ -4,6 +4,18 @@ use std::fs;
 
 use super::*;
 
+/// Whether this process reads files whatever their mode (root, or
+/// `CAP_DAC_OVERRIDE`): tested, not assumed, by reading a mode 000 file.
+#[cfg(unix)]
+pub(crate) fn permissions_are_bypassed() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("locked");
+    fs::write(&file, "x").expect("write");
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o000)).expect("chmod");
+    fs::read(&file).is_ok()
+}
+
 fn temp_dir() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let canonical = fs::canonicalize(dir.path()).expect("canonical");
@@ -171,4 +183,292 @@ fn rust_files_are_rust_and_everything_else_is_text() {
 fn a_path_ending_in_dot_dot_that_does_not_exist_is_an_error() {
     let (_guard, dir) = temp_dir();
     assert!(realpath(&dir.join("nope/..")).is_err());
+}
+
+/// The loaders a race test runs on: confined to `root`, opening with each
+/// resolver, with `hook` between the checks and the open.
+#[cfg(unix)]
+fn racing_loaders(
+    root: &Path,
+    hook: impl Fn(&Path) + Clone + Send + Sync + 'static,
+) -> Vec<FsLoader> {
+    [open::Resolver::Openat2, open::Resolver::Walk]
+        .into_iter()
+        .map(|resolver| {
+            FsLoader::confined_to([root])
+                .expect("the root exists")
+                .with_resolver(resolver)
+                .before_open(hook.clone())
+        })
+        .collect()
+}
+
+/// ```text
+/// load(tree/lib.rs)                         hook (after the checks, before the open)
+/// resolve: tree/lib.rs, inside, regular ──▶ tree/lib.rs := link to ../secret.rs
+/// open beneath tree/, following no link: a link → changed, check again
+/// resolve: secret.rs, outside the root → OutsideRoot; secret.rs never opened
+/// ```
+#[cfg(unix)]
+#[test]
+fn a_file_swapped_for_a_link_out_of_the_root_after_its_check_is_not_read() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (_guard, outer) = temp_dir();
+    let root = outer.join("tree");
+    fs::create_dir(&root).expect("mkdir");
+    fs::write(outer.join("secret.rs"), "outside").expect("write");
+    let hooked = Arc::new(AtomicUsize::new(0));
+    let swap = {
+        let (hooked, secret) = (Arc::clone(&hooked), outer.join("secret.rs"));
+        move |path: &Path| {
+            hooked.fetch_add(1, Ordering::SeqCst);
+            fs::remove_file(path).expect("rm");
+            std::os::unix::fs::symlink(&secret, path).expect("symlink");
+        }
+    };
+    for loader in racing_loaders(&root, swap) {
+        let _ = fs::remove_file(root.join("lib.rs"));
+        fs::write(root.join("lib.rs"), "inside").expect("write");
+        hooked.store(0, Ordering::SeqCst);
+        let loaded = loader.load(&canonical(&root.join("lib.rs")));
+        assert!(
+            matches!(&loaded, Err(LoadError::OutsideRoot { path }) if path.ends_with("secret.rs")),
+            "{loader:?}: {loaded:?}"
+        );
+        assert_eq!(hooked.load(Ordering::SeqCst), 1, "the second check refused");
+        assert!(loader.opened().is_empty(), "{:?}", loader.opened());
+        assert_eq!(loader.refused(), 1);
+    }
+}
+
+/// ```text
+/// load(tree/sub/mod.rs)                     hook
+/// resolve: inside, regular ───────────────▶ tree/sub := link to ../elsewhere
+/// open beneath tree/: `sub` is a link → changed, check again
+/// resolve: elsewhere/mod.rs, outside → OutsideRoot; nothing there opened
+/// ```
+#[cfg(unix)]
+#[test]
+fn a_directory_swapped_for_a_link_out_of_the_root_after_its_check_is_not_read() {
+    let (_guard, outer) = temp_dir();
+    let root = outer.join("tree");
+    fs::create_dir(outer.join("elsewhere")).expect("mkdir");
+    fs::write(outer.join("elsewhere/mod.rs"), "outside").expect("write");
+    let swap = {
+        let (root, elsewhere) = (root.clone(), outer.join("elsewhere"));
+        move |_: &Path| {
+            fs::remove_dir_all(root.join("sub")).expect("rm");
+            std::os::unix::fs::symlink(&elsewhere, root.join("sub")).expect("symlink");
+        }
+    };
+    for loader in racing_loaders(&outer.join("elsewhere/.."), |_: &Path| {}) {
+        // A loader confined to the parent reads both: the control case.
+        fs::create_dir_all(root.join("sub")).expect("mkdir");
+        fs::write(root.join("sub/mod.rs"), "inside").expect("write");
+        let inside = canonical(&root.join("sub/mod.rs"));
+        assert_eq!(&*loader.load(&inside).expect("loads"), "inside");
+    }
+    fs::create_dir_all(&root).expect("mkdir");
+    for loader in racing_loaders(&root, swap) {
+        let _ = fs::remove_file(root.join("sub"));
+        fs::create_dir_all(root.join("sub")).expect("mkdir");
+        fs::write(root.join("sub/mod.rs"), "inside").expect("write");
+        let loaded = loader.load(&canonical(&root.join("sub/mod.rs")));
+        assert!(
+            matches!(&loaded, Err(LoadError::OutsideRoot { .. })),
+            "{loader:?}: {loaded:?}"
+        );
+        assert!(loader.opened().is_empty(), "{:?}", loader.opened());
+    }
+}
+
+/// A swap that stays inside the root is followed, as a link checked in
+/// place is: the second check resolves it, the open reads its target.
+#[cfg(unix)]
+#[test]
+fn a_file_swapped_for_a_link_that_stays_inside_is_read_through_it() {
+    let (_guard, root) = temp_dir();
+    fs::write(root.join("other.rs"), "other").expect("write");
+    let swap = {
+        let other = root.join("other.rs");
+        move |path: &Path| {
+            if path.ends_with("lib.rs") {
+                fs::remove_file(path).expect("rm");
+                std::os::unix::fs::symlink(&other, path).expect("symlink");
+            }
+        }
+    };
+    for loader in racing_loaders(&root, swap) {
+        let _ = fs::remove_file(root.join("lib.rs"));
+        fs::write(root.join("lib.rs"), "inside").expect("write");
+        let loaded = loader.load(&canonical(&root.join("lib.rs")));
+        assert_eq!(loaded.as_deref(), Ok("other"), "{loader:?}");
+        assert_eq!(loader.opened(), [root.join("other.rs")]);
+    }
+}
+
+/// A tree that swaps the file again before every open costs a load
+/// [`FsLoader::OPEN_ATTEMPTS`] checks, then one typed error.
+#[cfg(unix)]
+#[test]
+fn a_path_that_keeps_changing_is_given_up_after_a_bounded_number_of_checks() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (_guard, root) = temp_dir();
+    let hooked = Arc::new(AtomicUsize::new(0));
+    let swap = {
+        let (hooked, root) = (Arc::clone(&hooked), root.clone());
+        move |path: &Path| {
+            let n = hooked.fetch_add(1, Ordering::SeqCst);
+            let next = root.join(format!("next{n}.rs"));
+            fs::write(&next, "next").expect("write");
+            fs::remove_file(path).expect("rm");
+            std::os::unix::fs::symlink(&next, path).expect("symlink");
+        }
+    };
+    for loader in racing_loaders(&root, swap) {
+        // Each swap links to a file never used before (`next{n}.rs`).
+        let _ = fs::remove_file(root.join("lib.rs"));
+        fs::write(root.join("lib.rs"), "inside").expect("write");
+        let before = hooked.load(Ordering::SeqCst);
+        let loaded = loader.load(&canonical(&root.join("lib.rs")));
+        assert!(
+            matches!(&loaded, Err(LoadError::Io { message, .. }) if message.contains("changed between its check and its open 3 times")),
+            "{loaded:?}"
+        );
+        assert_eq!(
+            hooked.load(Ordering::SeqCst) - before,
+            FsLoader::OPEN_ATTEMPTS as usize
+        );
+        assert!(loader.opened().is_empty(), "{:?}", loader.opened());
+    }
+}
+
+/// A FIFO swapped in after the check opens at once (non-blocking) and is
+/// refused by its descriptor's metadata; nothing is read or counted open.
+#[cfg(unix)]
+#[test]
+fn a_fifo_swapped_in_after_its_check_is_refused_without_blocking() {
+    let (_guard, root) = temp_dir();
+    let probe = root.join("probe");
+    let made = std::process::Command::new("mkfifo").arg(&probe).status();
+    if !made.is_ok_and(|status| status.success()) {
+        return; // no mkfifo: the open-level test covers the non-blocking open
+    }
+    let swap = |path: &Path| {
+        fs::remove_file(path).expect("rm");
+        let made = std::process::Command::new("mkfifo").arg(path).status();
+        assert!(made.is_ok_and(|status| status.success()), "mkfifo");
+    };
+    for loader in racing_loaders(&root, swap) {
+        let _ = fs::remove_file(root.join("lib.rs"));
+        fs::write(root.join("lib.rs"), "inside").expect("write");
+        let loaded = loader.load(&canonical(&root.join("lib.rs")));
+        assert!(
+            matches!(&loaded, Err(LoadError::NotAFile { kind: "FIFO", .. })),
+            "{loaded:?}"
+        );
+        assert!(loader.opened().is_empty());
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_module_linked_to_a_name_that_is_not_utf8_says_so() {
+    use std::os::unix::ffi::OsStrExt;
+    let (_guard, root) = temp_dir();
+    let target = root.join(std::ffi::OsStr::from_bytes(b"\xff.rs"));
+    fs::write(&target, "pub fn f() {}").expect("write");
+    std::os::unix::fs::symlink(&target, root.join("foo.rs")).expect("symlink");
+    let loader = FsLoader::confined_to([&root]).expect("the root exists");
+    let foo = root.join("foo.rs");
+    let foo = foo.to_str().expect("utf-8");
+    assert!(matches!(
+        loader.realpath(foo),
+        Err(LoadError::NameNotUtf8 { .. })
+    ));
+    let loaded = loader.load(&Canonical::from(foo));
+    assert!(
+        matches!(&loaded, Err(LoadError::NameNotUtf8 { path, resolved }) if path == foo && resolved.ends_with("\u{fffd}.rs")),
+        "{loaded:?}"
+    );
+    assert_eq!(
+        loaded.expect_err("refused").to_string(),
+        format!(
+            "{foo} resolves to a name that is not UTF-8 ({}): refused",
+            root.join("\u{fffd}.rs").display()
+        )
+    );
+    assert!(loader.opened().is_empty());
+    // As bytes (a manifest), the name does not matter.
+    assert_eq!(
+        loader.read_bytes(Path::new(foo)).expect("read"),
+        b"pub fn f() {}"
+    );
+}
+
+#[test]
+fn bytes_read_for_manifests_follow_the_rules_sources_do() {
+    let (_outer_guard, outer) = temp_dir();
+    let root = outer.join("tree");
+    fs::create_dir(&root).expect("mkdir");
+    fs::write(outer.join("Cargo.toml"), "[package]").expect("write");
+    fs::write(root.join("big.toml"), "x".repeat(64)).expect("write");
+    fs::write(root.join("Latin1.toml"), b"name = \"Jos\xe9\"").expect("write");
+    let loader = FsLoader::confined_to([&root])
+        .expect("the root exists")
+        .with_max_file_bytes(32);
+    assert_eq!(
+        loader.read_bytes(&root.join("Latin1.toml")).expect("bytes"),
+        b"name = \"Jos\xe9\""
+    );
+    assert!(matches!(
+        loader.read_bytes(&root.join("../Cargo.toml")),
+        Err(LoadError::OutsideRoot { .. })
+    ));
+    assert!(matches!(
+        loader.read_bytes(&root.join("big.toml")),
+        Err(LoadError::TooLarge { limit: 32, .. })
+    ));
+    assert!(matches!(
+        loader.read_bytes(&root),
+        Err(LoadError::NotAFile {
+            kind: "directory",
+            ..
+        })
+    ));
+    assert!(matches!(
+        loader.read_bytes(&root.join("gone.toml")),
+        Err(LoadError::Missing { .. })
+    ));
+    assert_eq!(loader.opened(), [root.join("Latin1.toml")]);
+}
+
+#[test]
+fn a_directory_outside_the_roots_is_not_listed() {
+    let (_outer_guard, outer) = temp_dir();
+    let root = outer.join("tree");
+    fs::create_dir_all(root.join("src")).expect("mkdir");
+    fs::write(root.join("src/lib.rs"), "").expect("write");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&outer, root.join("up")).expect("symlink");
+    let loader = FsLoader::confined_to([&root]).expect("the root exists");
+    let names: Vec<_> = loader
+        .list_dir(&root.join("src"))
+        .expect("listed")
+        .map(|entry| entry.expect("an entry").file_name())
+        .collect();
+    assert_eq!(names, ["lib.rs"]);
+    assert!(matches!(
+        loader.list_dir(&outer),
+        Err(LoadError::OutsideRoot { .. })
+    ));
+    #[cfg(unix)]
+    assert!(matches!(
+        loader.list_dir(&root.join("up")),
+        Err(LoadError::OutsideRoot { .. })
+    ));
+    assert!(matches!(
+        loader.list_dir(&root.join("gone")),
+        Err(LoadError::Missing { .. })
+    ));
 }

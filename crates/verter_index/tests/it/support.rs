@@ -146,3 +146,38 @@ pub(crate) fn watchdog<T: Send + 'static>(
         Err(_) => panic!("{name}: still running after 60 s (deadlock or lost wake-up)"),
     }
 }
+
+/// Whether this process reads files whatever their mode (root, or
+/// `CAP_DAC_OVERRIDE`): tested, not assumed, by reading a mode 000 file.
+#[cfg(unix)]
+pub(crate) fn permissions_are_bypassed() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("locked");
+    std::fs::write(&file, "x").expect("write");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+    std::fs::read(&file).is_ok()
+}
+
+/// Creates `levels` nested directories of 200-byte names under `dir`,
+/// each renamed to its long name from the deepest up, so no call ever
+/// names a path longer than the OS limit though the deepest is; returns
+/// the chain of names. `leaf` runs on the deepest directory (by its short
+/// path) before the renames.
+#[cfg(unix)]
+pub(crate) fn nest_past_the_path_limit(
+    dir: &Path,
+    levels: usize,
+    leaf: impl FnOnce(&Path),
+) -> Vec<String> {
+    let short: PathBuf = std::iter::repeat_n("s", levels).collect();
+    std::fs::create_dir_all(dir.join(&short)).expect("mkdir");
+    leaf(&dir.join(&short));
+    let long = "d".repeat(200);
+    for depth in (1..=levels).rev() {
+        let parent: PathBuf = std::iter::repeat_n("s", depth - 1).collect();
+        std::fs::rename(dir.join(&parent).join("s"), dir.join(&parent).join(&long))
+            .expect("rename to the long name");
+    }
+    vec![long; levels]
+}
