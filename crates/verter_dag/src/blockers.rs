@@ -260,6 +260,9 @@ impl BlockerRegistry {
             .collect()
     }
 
+    /// Adds `owner` to `key`'s owners. `owner`'s record just gained `key`
+    /// (it did not hold it), so by invariant 1 `owner` is not among them:
+    /// no scan of the owners.
     fn add_ref(&mut self, key: &DepKey, owner: &FileIdentity) {
         let keys = self
             .refs
@@ -272,7 +275,7 @@ impl BlockerRegistry {
                 &mut keys.last_mut().expect("just pushed").1
             }
         };
-        owners.insert(*owner);
+        owners.insert_absent(*owner);
     }
 
     fn remove_ref(&mut self, key: &DepKey, owner: &FileIdentity) {

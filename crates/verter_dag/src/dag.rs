@@ -80,7 +80,7 @@ use crate::ready::{
 };
 use slots::{CacheConsumers, Profiles, Stages};
 
-pub use demand::{Demand, DemandRoot, MAX_DEMAND_DEPTH};
+pub use demand::{ChainEnd, ConsumerChain, MAX_DEMAND_DEPTH};
 
 /// Budgets and fairness settings of a [`SchedulerDag`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

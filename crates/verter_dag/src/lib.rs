@@ -104,7 +104,7 @@ mod waiter_ids;
 pub use blockers::BlockerOccupancy;
 pub use canonical_map::CanonicalMap;
 pub use dag::{
-    DEFAULT_REMOTE_BUDGET, DagConfig, DagCounters, Demand, DemandRoot, DependencyOccupancy,
+    ChainEnd, ConsumerChain, DEFAULT_REMOTE_BUDGET, DagConfig, DagCounters, DependencyOccupancy,
     LinkOutcome, MAX_DEMAND_DEPTH, ObjectError, Registration, RemoteRoutes, SchedulerDag,
 };
 pub use edges::EdgeOccupancy;

@@ -71,6 +71,21 @@ impl<T: Hash + Eq> SmallSet<T> {
         }
     }
 
+    /// Inserts `value`, which the caller knows is not in the set (checked
+    /// in debug builds): no scan of the entries.
+    pub(crate) fn insert_absent(&mut self, value: T) {
+        match self {
+            Self::Few(values) if values.len() < SMALL => {
+                debug_assert!(!values.contains(&value), "the value was in the set");
+                values.push(value);
+            }
+            Self::Few(_) | Self::Many(_) => {
+                let inserted = self.insert(value);
+                debug_assert!(inserted, "the value was in the set");
+            }
+        }
+    }
+
     /// Removes `value`; returns whether it was present.
     pub(crate) fn remove(&mut self, value: &T) -> bool {
         match self {

@@ -26,8 +26,18 @@ impl<K, V> Default for VecMap<K, V> {
 }
 
 impl<K: Ord, V> VecMap<K, V> {
+    #[inline]
     fn search(&self, key: &K) -> Result<usize, usize> {
-        self.entries.binary_search_by(|(k, _)| k.cmp(key))
+        // Almost always one entry: compare it before searching.
+        match self.entries.as_slice() {
+            [] => Err(0),
+            [(only, _)] => match only.cmp(key) {
+                std::cmp::Ordering::Equal => Ok(0),
+                std::cmp::Ordering::Less => Err(1),
+                std::cmp::Ordering::Greater => Err(0),
+            },
+            entries => entries.binary_search_by(|(k, _)| k.cmp(key)),
+        }
     }
 
     /// The value of `key`, if present.

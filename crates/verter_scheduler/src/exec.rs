@@ -335,16 +335,16 @@ impl<E: StageExecutor> Scheduler<E> {
     ) {
         let demand = locked.dag.demand_of(&dispatch.identity);
         let by = match demand.root {
-            verter_dag::DemandRoot::Waiter(waiter) => DemandRoot::Request {
+            verter_dag::ChainEnd::Waiter(waiter) => DemandRoot::Request {
                 waiter: waiter.get(),
             },
-            verter_dag::DemandRoot::CacheNode(node) => locked
+            verter_dag::ChainEnd::CacheNode(node) => locked
                 .dags
                 .flight(&node)
                 .and_then(crate::dags::Flight::first_run)
                 .map_or(DemandRoot::Nobody, |dag| DemandRoot::Dag { dag }),
-            verter_dag::DemandRoot::Blocker(owner) => DemandRoot::Blocker { owner },
-            verter_dag::DemandRoot::Nobody => DemandRoot::Nobody,
+            verter_dag::ChainEnd::Blocker(owner) => DemandRoot::Blocker { owner },
+            verter_dag::ChainEnd::Nobody => DemandRoot::Nobody,
         };
         let identity = dispatch.identity;
         post.event(|| {

@@ -19,17 +19,17 @@ pub const MAX_DEMAND_DEPTH: usize = 16;
 /// What wants a work node: the consumers its edges lead through, nearest
 /// first, and what wants the last of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Demand {
+pub struct ConsumerChain {
     /// Consumers between the work and [`Self::root`], nearest first: each
     /// waits on the one before it (the work itself first).
     pub through: SmallVec<[WorkNodeIdentity; 2]>,
     /// What wants the last consumer (or the work, when `through` is empty).
-    pub root: DemandRoot,
+    pub root: ChainEnd,
 }
 
-/// The end of a [`Demand`].
+/// The end of a [`ConsumerChain`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DemandRoot {
+pub enum ChainEnd {
     /// A request waiter is registered on it (the first one, in
     /// registration order).
     Waiter(WaiterId),
@@ -48,7 +48,7 @@ impl<P> SchedulerDag<P> {
     /// What wants `identity`: the first request waiter on it, or else on
     /// its first consumer, and so on, up to [`MAX_DEMAND_DEPTH`] consumers;
     /// for an Analysis nothing waits on, a blocker record that names it.
-    pub fn demand_of(&self, identity: &WorkNodeIdentity) -> Demand {
+    pub fn demand_of(&self, identity: &WorkNodeIdentity) -> ConsumerChain {
         let mut through = SmallVec::new();
         let mut current = *identity;
         // The version record of the last step: a stage's consumers are
@@ -58,7 +58,7 @@ impl<P> SchedulerDag<P> {
         let root = loop {
             let key = match current {
                 WorkNodeIdentity::File(key) => key,
-                cache @ WorkNodeIdentity::CacheNode { .. } => break DemandRoot::CacheNode(cache),
+                cache @ WorkNodeIdentity::CacheNode { .. } => break ChainEnd::CacheNode(cache),
             };
             let slot = match version {
                 Some((file, slot)) if file == key.file => Some(slot),
@@ -76,7 +76,7 @@ impl<P> SchedulerDag<P> {
             let next = match slot.and_then(|slot| slot.get(key.stage)) {
                 Some(stage) => {
                     if let Some(member) = stage.group.first() {
-                        break DemandRoot::Waiter(member.waiter);
+                        break ChainEnd::Waiter(member.waiter);
                     }
                     self.first_waiter(stage)
                 }
@@ -87,17 +87,17 @@ impl<P> SchedulerDag<P> {
                     through.push(consumer);
                     current = consumer;
                 }
-                Some(_) => break DemandRoot::Nobody,
+                Some(_) => break ChainEnd::Nobody,
                 None => match key.stage {
                     TargetStage::Analysis => match self.blockers.an_owner(&key) {
-                        Some(owner) => break DemandRoot::Blocker(owner),
-                        None => break DemandRoot::Nobody,
+                        Some(owner) => break ChainEnd::Blocker(owner),
+                        None => break ChainEnd::Nobody,
                     },
-                    _ => break DemandRoot::Nobody,
+                    _ => break ChainEnd::Nobody,
                 },
             }
         };
-        Demand { through, root }
+        ConsumerChain { through, root }
     }
 
     /// How many ready-queue tickets were issued so far: a work node made

@@ -551,7 +551,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     .dag
                     .demand_of(&WorkNodeIdentity::File(live.at(TargetStage::Analysis)));
                 let needer = match demand.root {
-                    verter_dag::DemandRoot::Blocker(owner) => Some(owner.at(TargetStage::Source)),
+                    verter_dag::ChainEnd::Blocker(owner) => Some(owner.at(TargetStage::Source)),
                     _ => demand
                         .through
                         .last()

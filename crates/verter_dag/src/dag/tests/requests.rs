@@ -654,30 +654,30 @@ fn demand_follows_consumers_to_the_first_request_waiter() {
         demand.through.as_slice(),
         [work(&a, TargetStage::Analysis), work(&a, P),]
     );
-    assert_eq!(demand.root, DemandRoot::Waiter(waiter));
+    assert_eq!(demand.root, ChainEnd::Waiter(waiter));
     let blocker = h.dag.demand_of(&work(&m, TargetStage::Analysis));
     assert_eq!(blocker.through.as_slice(), [work(&a, P)]);
-    assert_eq!(blocker.root, DemandRoot::Waiter(waiter));
+    assert_eq!(blocker.root, ChainEnd::Waiter(waiter));
     // Once every waiter is answered, nothing wants the work any more.
     h.run();
     assert_eq!(
         h.dag.demand_of(&source),
-        Demand {
+        ConsumerChain {
             through: SmallVec::new(),
-            root: DemandRoot::Nobody,
+            root: ChainEnd::Nobody,
         }
     );
     // An Analysis nothing waits on is still wanted by the blocker record
     // that names it.
     assert_eq!(
         h.dag.demand_of(&work(&m, TargetStage::Analysis)).root,
-        DemandRoot::Blocker(a)
+        ChainEnd::Blocker(a)
     );
     let cache = WorkNodeIdentity::CacheNode {
         cache_id: crate::identity::SchedulerCacheId(1),
         key_hash: 2,
     };
-    assert_eq!(h.dag.demand_of(&cache).root, DemandRoot::CacheNode(cache));
+    assert_eq!(h.dag.demand_of(&cache).root, ChainEnd::CacheNode(cache));
 }
 
 #[test]
