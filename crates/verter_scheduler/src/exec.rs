@@ -430,7 +430,7 @@ impl<E: StageExecutor> Scheduler<E> {
             return Err(internal(dispatch, "dispatched work has no live node"));
         };
         let node = Arc::clone(&slot.node);
-        let view = node.peek();
+        let view = &slot.view;
         let incarnation = key.file.incarnation;
         let work = match key.stage {
             TargetStage::Source => match &slot.text {
@@ -536,11 +536,11 @@ impl<E: StageExecutor> Scheduler<E> {
         locked: &Locked<E>,
         key: &DepKey,
     ) -> Option<Arc<AnalysisSnapshot<E::Analysis>>> {
-        let node = &locked.dag.payload(&key.file.canonical)?.node;
-        if node.incarnation() != key.file.incarnation {
+        let slot = locked.dag.payload(&key.file.canonical)?;
+        if slot.node.incarnation() != key.file.incarnation {
             return None;
         }
-        let view = node.peek();
+        let view = &slot.view;
         (view.generation == key.file.generation)
             .then(|| view.analysis().cloned())
             .flatten()

@@ -189,12 +189,12 @@ impl<E: StageExecutor> FileNode<E> {
         self.view.load_full()
     }
 
-    /// The current view, borrowed for a short read (no reference count
-    /// taken): what code under the DAG lock reads outputs through. Hold it
-    /// only while reading; a thread has few of these at once before they
-    /// cost as much as [`Self::view`].
-    pub(crate) fn peek(&self) -> arc_swap::Guard<Arc<NodeView<E>>> {
-        self.view.load()
+    /// The current view, for the DAG lock's copy of it
+    /// (`FileSlot::view`): what code under the lock reads outputs through
+    /// and passes to every change of the view below, so the lock is the
+    /// token of every write and a hold reads no `ArcSwap`.
+    pub(crate) fn current_view(&self) -> Arc<NodeView<E>> {
+        self.view.load_full()
     }
 
     /// The generation of the current view.
@@ -230,65 +230,67 @@ impl<E: StageExecutor> FileNode<E> {
         self.deferred_by.store(batch, Ordering::Relaxed);
     }
 
-    /// Under the DAG lock: starts an empty view for a new generation.
+    /// Under the DAG lock: starts an empty view for a new generation,
+    /// published here and in `view`, the lock's copy of the current view.
     /// Returns the view it replaced: it holds the host's outputs, so the
     /// caller lets it go after the lock (`PostWork::discard_view`).
     #[must_use = "the replaced view holds host outputs: discard it into the post-work"]
-    pub(crate) fn reset_view(&self, generation: Generation) -> Arc<NodeView<E>> {
-        let replaced = self.view.swap(Arc::new(NodeView::empty(generation)));
-        self.generation.store(generation.get(), Ordering::Release);
-        replaced
-    }
-
-    /// The view at `generation`, if it is the current one.
-    fn view_at(&self, generation: Generation) -> Option<arc_swap::Guard<Arc<NodeView<E>>>> {
-        let current = self.view.load();
-        (current.generation == generation).then_some(current)
-    }
-
-    /// Under the DAG lock: publishes `source` if the view is still at
-    /// `generation` and has none. A refused snapshot comes back: it holds the
-    /// host's parse, so the caller drops it after the lock
-    /// (`PostWork::discard`).
-    pub(crate) fn publish_source(
+    pub(crate) fn reset_view(
         &self,
+        view: &mut Arc<NodeView<E>>,
+        generation: Generation,
+    ) -> Arc<NodeView<E>> {
+        let fresh = Arc::new(NodeView::empty(generation));
+        self.view.store(Arc::clone(&fresh));
+        self.generation.store(generation.get(), Ordering::Release);
+        std::mem::replace(view, fresh)
+    }
+
+    /// Under the DAG lock: publishes `source` if the current view (`view`,
+    /// the lock's copy) is still at `generation` and has none. A refused
+    /// snapshot comes back: it holds the host's parse, so the caller drops
+    /// it after the lock (`PostWork::discard`).
+    pub(crate) fn publish_source(
+        view: &NodeView<E>,
         generation: Generation,
         source: Arc<SourceSnapshot<E::Source>>,
     ) -> Result<(), Arc<SourceSnapshot<E::Source>>> {
-        match self.view_at(generation) {
-            Some(view) => view.source.set(source),
-            None => Err(source),
+        if view.generation != generation {
+            return Err(source);
         }
+        view.source.set(source)
     }
 
-    /// Under the DAG lock: publishes `analysis` if the view is still at
-    /// `generation`; like [`Self::publish_source`].
+    /// Under the DAG lock: publishes `analysis` if the current view is still
+    /// at `generation`; like [`Self::publish_source`].
     pub(crate) fn publish_analysis(
-        &self,
+        view: &NodeView<E>,
         generation: Generation,
         analysis: Arc<AnalysisSnapshot<E::Analysis>>,
     ) -> Result<(), Arc<AnalysisSnapshot<E::Analysis>>> {
-        match self.view_at(generation) {
-            Some(view) => view.analysis.set(analysis),
-            None => Err(analysis),
+        if view.generation != generation {
+            return Err(analysis);
         }
+        view.analysis.set(analysis)
     }
 
     /// Under the DAG lock: publishes `artifact` (replacing any of its
-    /// profile) if the view is still at `generation`; a refused artifact
-    /// comes back. The first artifact of a view sets its cell; anything else
-    /// publishes a copy of the view and returns the view it replaced, which
-    /// may hold the only reference to a replaced artifact: the caller drops
-    /// it after the lock (`PostWork::discard_view`).
+    /// profile) if the current view (`view`, the lock's copy) is still at
+    /// `generation`; a refused artifact comes back. The first artifact of a
+    /// view sets its cell; anything else publishes a copy of the view, here
+    /// and in `view`, and returns the view it replaced, which may hold the
+    /// only reference to a replaced artifact: the caller drops it after the
+    /// lock (`PostWork::discard_view`).
     #[must_use = "a replaced view may hold host outputs: discard it into the post-work"]
     pub(crate) fn publish_artifact(
         &self,
+        view: &mut Arc<NodeView<E>>,
         generation: Generation,
         artifact: Arc<ArtifactSnapshot<E::Artifact>>,
     ) -> Published<E, ArtifactSnapshot<E::Artifact>> {
-        let Some(view) = self.view_at(generation) else {
+        if view.generation != generation {
             return Err(artifact);
-        };
+        }
         if view.artifact(artifact.profile).is_none() && view.next.get().is_none() {
             let _ = view.next.set(artifact);
             return Ok(None);
@@ -299,25 +301,26 @@ impl<E: StageExecutor> FileNode<E> {
             .cloned()
             .collect();
         artifacts.push(artifact);
-        Ok(Some(
-            self.view.swap(Arc::new(view.with_artifacts(artifacts))),
-        ))
+        let copy = Arc::new(view.with_artifacts(artifacts));
+        Ok(Some(self.replace_view(view, copy)))
     }
 
-    /// Under the DAG lock: stops serving the `profile` artifact if the view
-    /// is still at `generation`, publishing a copy of the view without it.
-    /// `Err` when the view is not at `generation`; otherwise the view it
-    /// replaced, if it had that artifact (the caller drops it after the
-    /// lock, as [`Self::publish_artifact`]'s).
+    /// Under the DAG lock: stops serving the `profile` artifact if the
+    /// current view (`view`, the lock's copy) is still at `generation`,
+    /// publishing a copy of the view without it. `Err` when the view is not
+    /// at `generation`; otherwise the view it replaced, if it had that
+    /// artifact (the caller drops it after the lock, as
+    /// [`Self::publish_artifact`]'s).
     #[must_use = "a replaced view may hold host outputs: discard it into the post-work"]
     pub(crate) fn remove_artifact(
         &self,
+        view: &mut Arc<NodeView<E>>,
         generation: Generation,
         profile: ProfileHash,
     ) -> Result<Replaced<E>, NotAtGeneration> {
-        let Some(view) = self.view_at(generation) else {
+        if view.generation != generation {
             return Err(NotAtGeneration);
-        };
+        }
         if view.artifact(profile).is_none() {
             return Ok(None);
         }
@@ -326,9 +329,19 @@ impl<E: StageExecutor> FileNode<E> {
             .filter(|a| a.profile != profile)
             .cloned()
             .collect();
-        Ok(Some(
-            self.view.swap(Arc::new(view.with_artifacts(artifacts))),
-        ))
+        let copy = Arc::new(view.with_artifacts(artifacts));
+        Ok(Some(self.replace_view(view, copy)))
+    }
+
+    /// Publishes `copy` (of the same generation) as the current view, here
+    /// and in `view`; returns the view it replaced.
+    fn replace_view(
+        &self,
+        view: &mut Arc<NodeView<E>>,
+        copy: Arc<NodeView<E>>,
+    ) -> Arc<NodeView<E>> {
+        self.view.store(Arc::clone(&copy));
+        std::mem::replace(view, copy)
     }
 }
 

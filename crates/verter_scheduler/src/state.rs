@@ -175,6 +175,11 @@ pub(crate) struct KnownText {
 pub(crate) struct FileSlot<E: StageExecutor> {
     /// The published node: the same one `Scheduler::nodes` holds.
     pub(crate) node: Arc<FileNode<E>>,
+    /// The node's current view, as the lock holds it: what code under the
+    /// lock reads outputs through (no `ArcSwap` load), and what every change
+    /// of the view is made through (`FileNode::reset_view`,
+    /// `publish_artifact`, ...), which keeps the two the same.
+    pub(crate) view: Arc<crate::node::NodeView<E>>,
     /// The text of the file's live version, when known.
     pub(crate) text: Option<KnownText>,
     /// What the first parsed source that named this file classified it

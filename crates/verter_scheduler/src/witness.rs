@@ -152,7 +152,15 @@ impl<E: StageExecutor> Scheduler<E> {
                 locked.revisions.next(),
                 crate::snapshot::Revision::NEVER,
             ));
-            match node.publish_artifact(witness.generation(), Arc::clone(&artifact)) {
+            let published = match locked.dag.payload_mut(&witness.file.canonical) {
+                Some(slot) => node.publish_artifact(
+                    &mut slot.view,
+                    witness.generation(),
+                    Arc::clone(&artifact),
+                ),
+                None => Err(Arc::clone(&artifact)),
+            };
+            match published {
                 Ok(Some(replaced)) => post.discard_view(replaced),
                 Ok(None) => {}
                 Err(refused) => {
@@ -175,7 +183,10 @@ impl<E: StageExecutor> Scheduler<E> {
         self.transact(|locked, post| {
             self.admit_sent(locked, post);
             let node = Self::witnessed_node(&locked.dag, witness)?;
-            let view = node.view();
+            let Some(slot) = locked.dag.payload_mut(&witness.file.canonical) else {
+                return Ok(false);
+            };
+            let view = Arc::clone(&slot.view);
             let evicted = view.artifact(profile).filter(|artifact| {
                 artifact.version.incarnation == witness.incarnation()
                     && artifact.version.generation <= witness.generation()
@@ -185,7 +196,9 @@ impl<E: StageExecutor> Scheduler<E> {
             };
             // The evicted artifact and the view that held it are the host's
             // outputs: dropped after the lock.
-            if let Ok(Some(replaced)) = node.remove_artifact(view.generation, profile) {
+            if let Ok(Some(replaced)) =
+                node.remove_artifact(&mut slot.view, view.generation, profile)
+            {
                 post.discard_view(replaced);
             }
             // The DAG must forget the build too, or the next request would be

@@ -80,7 +80,6 @@ pub(super) enum Outcome<E: StageExecutor> {
     },
     /// A Source parse with its resolved forward and blocker dependencies.
     Parsed {
-        node: Arc<FileNode<E>>,
         result: Result<ParsedSource<E::Source>, RequestError>,
         cut: Cut,
     },
@@ -489,9 +488,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 self.commit_load(locked, dispatch, &file, result, post);
                 None
             }
-            Outcome::Parsed { node, result, cut } => {
+            Outcome::Parsed { result, cut } => {
                 match result {
-                    Ok(parsed) => self.commit_source(locked, dispatch, &node, parsed, cut, post),
+                    Ok(parsed) => self.commit_source(locked, dispatch, parsed, cut, post),
                     Err(error) => self.fail_current(locked, dispatch, error, post),
                 }
                 None
@@ -502,8 +501,8 @@ impl<E: StageExecutor> Scheduler<E> {
                 &node,
                 (result, cut),
                 std::iter::empty(),
-                |node, generation, analysis| {
-                    node.publish_analysis(generation, analysis).map(|()| None)
+                |_, view, generation, analysis| {
+                    FileNode::publish_analysis(view, generation, analysis).map(|()| None)
                 },
                 post,
             ),
@@ -630,6 +629,7 @@ impl<E: StageExecutor> Scheduler<E> {
         inputs: impl IntoIterator<Item = (&'a Canonical, verter_dag::SourceVersion)>,
         publish: impl FnOnce(
             &FileNode<E>,
+            &mut Arc<crate::node::NodeView<E>>,
             verter_dag::Generation,
             Arc<T>,
         ) -> Result<Replaced<E>, Arc<T>>,
@@ -676,7 +676,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
                 // What the publication let go holds host outputs: it is
                 // dropped after the lock.
-                match publish(node, file.generation, value) {
+                let published = match locked.dag.payload_mut(&file.canonical) {
+                    Some(slot) => publish(node, &mut slot.view, file.generation, value),
+                    None => Err(value),
+                };
+                match published {
                     Ok(Some(replaced)) => post.discard_view(replaced),
                     Ok(None) => {}
                     Err(refused) => {

@@ -125,7 +125,8 @@ impl<E: StageExecutor> Scheduler<E> {
             (Ok(_), None) => unreachable!("dependencies are extracted for every parse"),
         };
         drop(prior);
-        Outcome::Parsed { node, result, cut }
+        drop(node);
+        Outcome::Parsed { result, cut }
     }
 
     /// A new parse's revisions (docs/design.md, "Early cutoff"): the
@@ -200,7 +201,6 @@ impl<E: StageExecutor> Scheduler<E> {
         &self,
         locked: &mut Locked<E>,
         dispatch: Dispatch,
-        node: &Arc<FileNode<E>>,
         mut deps: ParsedSource<E::Source>,
         cut: Cut,
         post: &mut PostWork<E>,
@@ -266,7 +266,11 @@ impl<E: StageExecutor> Scheduler<E> {
         } else {
             debug_assert!(false, "a new parse is not shared before its commit");
         }
-        if let Err(refused) = node.publish_source(file.generation, deps.snapshot) {
+        let published = match locked.dag.payload(&file.canonical) {
+            Some(slot) => FileNode::publish_source(&slot.view, file.generation, deps.snapshot),
+            None => Err(deps.snapshot),
+        };
+        if let Err(refused) = published {
             debug_assert!(false, "a current dispatch matches the node's view");
             post.discard(refused);
         }

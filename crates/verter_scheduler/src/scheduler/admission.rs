@@ -416,13 +416,16 @@ impl<E: StageExecutor> Scheduler<E> {
                     },
                 };
                 let mut replaced = None;
+                let mut slot = locked.dag.payload_mut(&canonical);
                 publish.record(&self.source_root, |tx| {
-                    if swept.is_some() {
-                        replaced = Some(node.reset_view(live.generation));
+                    if swept.is_some()
+                        && let Some(slot) = slot.as_deref_mut()
+                    {
+                        replaced = Some(node.reset_view(&mut slot.view, live.generation));
                     }
                     present(tx, &source);
                 });
-                if let Some(slot) = locked.dag.payload_mut(&canonical) {
+                if let Some(slot) = slot {
                     if let Some(replaced) = replaced {
                         // What the old generation served is what the new
                         // one's stages are verified against.
@@ -626,7 +629,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 // reference: the host's output, dropped after the lock.
                 // The artifact stays as the prior its rebuild is verified
                 // against: only a blocker changed.
-                if let Ok(Some(replaced)) = slot.node.remove_artifact(key.file.generation, profile)
+                if let Ok(Some(replaced)) =
+                    slot.node
+                        .remove_artifact(&mut slot.view, key.file.generation, profile)
                 {
                     if let Some(evicted) = replaced.artifact(profile) {
                         Priors::keep_artifact(&mut slot.priors, Arc::clone(evicted), post);
@@ -651,11 +656,11 @@ impl<E: StageExecutor> Scheduler<E> {
         locked: &Locked<E>,
         key: &verter_dag::DepKey,
     ) -> Option<crate::output::StageOutput<E>> {
-        let node = &locked.dag.payload(&key.file.canonical)?.node;
-        if node.incarnation() != key.file.incarnation {
+        let slot = locked.dag.payload(&key.file.canonical)?;
+        if slot.node.incarnation() != key.file.incarnation {
             return None;
         }
-        let view = node.peek();
+        let view = &slot.view;
         if view.generation != key.file.generation {
             return None;
         }

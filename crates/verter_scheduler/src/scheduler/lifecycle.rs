@@ -89,27 +89,36 @@ impl<E: StageExecutor> Scheduler<E> {
                         text,
                         hash,
                     });
+                    // The node was read from this slot above, in this hold.
+                    let mut slot = locked.dag.payload_mut(&canonical);
                     let (replaced, epoch) = self.source_root.publish_transition(|tx| {
                         match &source {
                             Some(source) => present(tx, source),
                             None => tx.pending(canonical, live.version()),
                         }
-                        (node.reset_view(live.generation), tx.epoch())
+                        let replaced = slot
+                            .as_deref_mut()
+                            .map(|slot| node.reset_view(&mut slot.view, live.generation));
+                        (replaced, tx.epoch())
                     });
                     post.act(|| HostAction::Invalidated {
                         file: live,
                         epoch: epoch.get(),
                     });
-                    if let Some(slot) = locked.dag.payload_mut(&canonical) {
+                    if let Some(slot) = slot {
                         // What the old generation served is what the new
                         // one's stages are verified against.
-                        Priors::keep_view(&mut slot.priors, &replaced, post);
+                        if let Some(replaced) = &replaced {
+                            Priors::keep_view(&mut slot.priors, replaced, post);
+                        }
                         slot.text = source.map(|text| KnownText {
                             text,
                             published: true,
                         });
                     }
-                    post.discard_view(replaced);
+                    if let Some(replaced) = replaced {
+                        post.discard_view(replaced);
+                    }
                     if known {
                         // Its Source needs no load: it starts on the CPU
                         // budget.

@@ -71,6 +71,7 @@ impl<E: StageExecutor> Scheduler<E> {
         self.nodes.insert(*canonical, Arc::clone(node));
         let slot = FileSlot {
             node: Arc::clone(node),
+            view: node.current_view(),
             text: None,
             priors: None,
             // A removed file's named language comes back with its node.
@@ -149,6 +150,7 @@ impl<E: StageExecutor> Scheduler<E> {
         });
         // The slot follows the node map: the replacement, with the text.
         if let Some(slot) = locked.dag.payload_mut(&canonical) {
+            slot.view = replacement.current_view();
             slot.node = Arc::clone(&replacement);
             slot.text = known.map(|source| KnownText {
                 text: source,
