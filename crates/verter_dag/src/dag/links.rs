@@ -339,7 +339,8 @@ impl<P> SchedulerDag<P> {
             }
             edge = next;
         }
-        for (consumer, class, priority, ticket) in continuations.into_iter().rev() {
+        // Popped, not iterated by value: the inline buffer is not moved.
+        while let Some((consumer, class, priority, ticket)) = continuations.pop() {
             self.enqueue_ready(consumer, class, priority, ticket, Place::Front);
         }
     }

@@ -203,9 +203,7 @@ impl<E: StageExecutor> Scheduler<E> {
             }
         };
         let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
-        let mut finished = self.finished(dispatch, outcome);
-        finished.ran = ran;
-        finished
+        self.finished_ran(dispatch, outcome, ran)
     }
 
     /// Before a file job's executor call (on the worker, or where deferred
@@ -384,9 +382,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let outcome = self.cached(&identity, result);
         let because = self.observes_events.then_some(RunReason::CacheNode);
         let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
-        let mut finished = self.finished(dispatch, outcome);
-        finished.ran = ran;
-        finished
+        self.finished_ran(dispatch, outcome, ran)
     }
 
     /// Before a cache node's executor call: the pause point, then whether
@@ -414,7 +410,20 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// A job's end on the worker: the `BeforeCompletion` pause, then the
     /// finished stage for its commit.
+    #[inline]
     pub(super) fn finished(&self, dispatch: Dispatch, outcome: Outcome<E>) -> Finished<E> {
+        self.finished_ran(dispatch, outcome, None)
+    }
+
+    /// [`Self::finished`] with the run to report: built in place, so the
+    /// run's output is not moved once more to set it.
+    #[inline]
+    fn finished_ran(
+        &self,
+        dispatch: Dispatch,
+        outcome: Outcome<E>,
+        ran: Option<Box<Run>>,
+    ) -> Finished<E> {
         if self.pauses {
             let identity = dispatch.identity;
             guarded(&self.counters.hook_panics, || {
@@ -426,7 +435,7 @@ impl<E: StageExecutor> Scheduler<E> {
         Finished {
             dispatch,
             outcome,
-            ran: None,
+            ran,
         }
     }
 
@@ -467,13 +476,12 @@ impl<E: StageExecutor> Scheduler<E> {
         if let Some(run) = ran {
             post.event(|| SchedulerEvent::Ran(run));
         }
-        let outcome = match outcome {
-            Outcome::Cached { result } => {
-                self.commit_cache(locked, dispatch, result, post);
-                return None;
-            }
-            outcome => outcome,
-        };
+        // Cache runs commit on their own; the outcome is matched where it
+        // lies, not moved into a new binding.
+        if let Outcome::Cached { result } = outcome {
+            self.commit_cache(locked, dispatch, result, post);
+            return None;
+        }
         if matches!(outcome, Outcome::Stale) || !locked.dag.is_current(&dispatch) {
             self.refuse(locked, dispatch, post);
             // What it produced is the host's: dropped after the lock.
