@@ -10,6 +10,13 @@ use super::verify::Cut;
 use super::*;
 use crate::traits::SourceDeps;
 
+/// Up to this many dependencies of one parse are deduplicated by a scan of
+/// those kept so far; more, through a set (`resolve_deps`).
+const DEDUPE_BY_SCAN: usize = 32;
+
+/// The set `resolve_deps` deduplicates a wide parse's dependencies with.
+type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
+
 impl<E: StageExecutor> Scheduler<E> {
     /// The I/O half of Source: read the bytes (the CPU half parses them).
     pub(super) fn run_load(&self, file: &FileIdentity) -> Outcome<E> {
@@ -166,6 +173,11 @@ impl<E: StageExecutor> Scheduler<E> {
         let mut named = 0;
         let mut resolve = |paths: Vec<DepPath>| -> Result<Canonicals, RequestError> {
             let mut resolved = Canonicals::with_capacity(paths.len());
+            // A parse names a few files, found again by a scan; one that
+            // names many (a file of thousands of `mod` lines) is deduplicated
+            // through a set, so it costs linear time, not quadratic.
+            let mut seen: Option<HashSet<Canonical>> = (paths.len() > DEDUPE_BY_SCAN)
+                .then(|| HashSet::with_capacity_and_hasher(paths.len(), Default::default()));
             for path in paths {
                 let canonical = match path {
                     // A path nothing backs still gets a canonical: its load
@@ -175,7 +187,11 @@ impl<E: StageExecutor> Scheduler<E> {
                         .unwrap_or_else(|_| Canonical::from(path.as_str())),
                     DepPath::Canonical(canonical) => canonical,
                 };
-                if canonical == file.canonical || resolved.contains(&canonical) {
+                let repeated = match &mut seen {
+                    Some(seen) => !seen.insert(canonical),
+                    None => resolved.contains(&canonical),
+                };
+                if canonical == file.canonical || repeated {
                     continue;
                 }
                 languages.push(self.classify(&canonical)?, named);
