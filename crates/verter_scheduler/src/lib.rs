@@ -227,10 +227,16 @@ pub use traits::{
     StageExecutor,
 };
 pub use typed::Handle;
+// Every type a public method or field of this crate names, from the
+// layers below, so a host names them all through this crate
+// (`every_type_the_facade_names_is_reachable_from_its_root`).
 pub use verter_dag::{
-    CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, Priority,
-    ProfileHash, RemoteRoutes, ResourceClass, SchedulerCacheId, SourceVersion, TargetStage,
-    WaitPolicy, WorkNodeIdentity,
+    CancellationToken, Canonical, DagConfig, DepKey, DependencyOccupancy, FileIdentity, Generation,
+    Incarnation, LedgerSnapshot, Priority, ProfileHash, RemoteRoutes, ResourceClass,
+    SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage, WaitPolicy, WorkNodeIdentity,
 };
 pub use verter_pools::{PoolError, SchedulerCpuPool, SchedulerIoPool};
+pub use verter_source_root::{
+    ContentHash, GcReport, SchedulerSourceRoot, SourceRootStats, SourceState,
+};
 pub use witness::{SourceWitness, WaitGraphOccupancy, WitnessError};

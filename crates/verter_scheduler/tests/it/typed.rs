@@ -106,3 +106,40 @@ fn a_typed_batch_answers_each_item_with_its_stages_output() {
         .collect();
     assert_quiescent(&scheduler, &untyped);
 }
+
+/// Every type a public method of the facade returns or takes, and every type
+/// of a public configuration field, is named through `verter_scheduler`
+/// alone: a host depends on this crate and nothing below it. (Each binding
+/// below is written with the crate's own path, so a missing re-export fails
+/// to compile.)
+#[test]
+fn every_type_the_facade_names_is_reachable_from_its_root() {
+    let files = MemFiles::with(&[("a.rs", "x")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let built = scheduler.ask(Source.of("a.rs"));
+    scheduler.wait(&built).expect("parsed");
+    let ledger: verter_scheduler::LedgerSnapshot = scheduler.ledger();
+    assert_eq!(ledger.in_use(), 0);
+    let occupancy: verter_scheduler::DependencyOccupancy = scheduler.dependency_occupancy();
+    assert_eq!(occupancy.ready, 0);
+    let root: verter_scheduler::SchedulerSourceRoot = scheduler.capture_root();
+    let a = verter_scheduler::Canonical::from("a.rs");
+    let state: verter_scheduler::SourceState<verter_scheduler::SourceText> =
+        scheduler.source_state_at(&root, &a);
+    assert!(matches!(
+        state,
+        verter_scheduler::SourceState::Present { .. }
+    ));
+    drop(root);
+    let stats: verter_scheduler::SourceRootStats = scheduler.source_root_stats();
+    assert_eq!(stats.live_roots, 0);
+    let _: verter_scheduler::GcReport = scheduler.gc_source_root();
+    let hash: verter_scheduler::ContentHash = verter_scheduler::content_hash("x");
+    assert_eq!(hash, verter_scheduler::content_hash("x"));
+    let node = scheduler.node(&a).expect("published");
+    let _: verter_scheduler::SubmissionLifetime = node.lifetime();
+    let dag: verter_scheduler::DagConfig = verter_scheduler::SchedulerConfig::default().dag;
+    assert!(dag.cpu_budget > 0);
+}
