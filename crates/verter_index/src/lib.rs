@@ -4,9 +4,11 @@
 //!   system (canonical paths, typed `Missing` / `NotUtf8` / `Io` errors).
 //!   It reads only regular files, within a size limit and, when confined,
 //!   only inside its roots; it refuses the rest typed, unopened.
-//! - Before `syn` parses a file, a nesting guard refuses one that would
-//!   recurse past [`MAX_NESTING`] levels ([`NestingError`]); stage threads
-//!   have a stack sized for that limit
+//! - Before `syn` parses a file, a guard refuses one that would recurse
+//!   past [`MAX_NESTING`] levels, build a syntax tree deeper than
+//!   [`MAX_TREE_DEPTH`] (a chain of operators, calls or fields), or declare
+//!   more than [`MAX_DECLARATIONS`] files ([`NestingError`]); stage threads
+//!   have a stack sized for those limits
 //!   (`SchedulerConfig::stage_stack_size`).
 //! - [`RustIndexer`] is the [`verter_scheduler::StageExecutor`]: Source
 //!   parses a file and keeps a `Send + Sync` [`RustSource`] (module path,
@@ -103,7 +105,7 @@ mod walk;
 
 pub use error::{IndexError, ParseError};
 pub use executor::{RustIndexer, RustSource};
-pub use guard::{MAX_NESTING, NestingError};
+pub use guard::{MAX_DECLARATIONS, MAX_NESTING, MAX_TREE_DEPTH, NestingError};
 pub use index::{DeclaredAt, FileEntry, FileFailure, INDEX_PROFILE, Index, WalkProgress};
 pub use layout::ModuleLocation;
 pub use loader::{FsLoader, realpath};
