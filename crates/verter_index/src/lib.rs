@@ -97,6 +97,7 @@ mod layout;
 mod loader;
 mod manifest;
 mod model;
+mod probe;
 mod resolve;
 mod session;
 mod summary;

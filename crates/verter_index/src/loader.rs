@@ -131,7 +131,7 @@ impl FsLoader {
 
     /// Resolves, checks and reads `path` (see the module docs).
     fn read(&self, path: &str) -> Result<Vec<u8>, LoadError> {
-        let resolved = match std::fs::canonicalize(path) {
+        let resolved = match resolve(Path::new(path)) {
             Ok(resolved) => resolved,
             Err(error) => return Err(self.io_error(path, &error)),
         };
@@ -235,6 +235,34 @@ fn open_nonblocking(path: &Path) -> io::Result<std::fs::File> {
     std::fs::File::open(path)
 }
 
+/// What `std::fs::canonicalize` answers for `path`, in two system calls on
+/// Linux: opening it `O_PATH` resolves it in one walk of the kernel (and
+/// opens nothing: no device is opened, a FIFO cannot block, no content is
+/// readable through the descriptor), and `/proc/self/fd` names what was
+/// resolved. `canonicalize` (the C library's `realpath`) reads every
+/// component as a link instead, one system call each, each walking the
+/// path from the root: quadratic in a path's depth, so a module chain N
+/// deep cost O(N³) in the kernel. Without `/proc`, or elsewhere, it is
+/// `canonicalize`.
+#[cfg(target_os = "linux")]
+fn resolve(path: &Path) -> io::Result<PathBuf> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let handle = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)?;
+    match std::fs::read_link(format!("/proc/self/fd/{}", handle.as_raw_fd())) {
+        Ok(resolved) if resolved.is_absolute() => Ok(resolved),
+        _ => std::fs::canonicalize(path),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn resolve(path: &Path) -> io::Result<PathBuf> {
+    std::fs::canonicalize(path)
+}
+
 #[cfg(unix)]
 fn is_symlink_loop(error: &io::Error) -> bool {
     error.raw_os_error() == Some(libc::ELOOP)
@@ -254,7 +282,7 @@ fn is_symlink_loop(_error: &io::Error) -> bool {
 /// ends in `..` or is a root) or an ancestor cannot be canonicalised for
 /// another reason than not existing.
 pub fn realpath(path: &Path) -> io::Result<PathBuf> {
-    match std::fs::canonicalize(path) {
+    match resolve(path) {
         Ok(canonical) => Ok(canonical),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             let name = match path.components().next_back() {
