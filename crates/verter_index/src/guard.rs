@@ -245,6 +245,14 @@ enum Previous {
     Condition,
     /// `&&` or `||` between operands: a `let` after it is a `let` chain's.
     Logical,
+    /// A `for` that was counted: a `<` after it opens lifetimes
+    /// (`for<'a> Fn(&'a T)`), not a loop.
+    For,
+    /// `<` or, inside one, `,`: a name after it may be bound (`Output =`).
+    ArgumentStart,
+    /// A name just after [`Previous::ArgumentStart`]: an `=` after it binds
+    /// an associated type, and nests nothing.
+    BindingName,
 }
 
 /// How far a declaration's shape has been read.
@@ -424,7 +432,7 @@ impl Level {
         let after_block = std::mem::take(&mut self.after_block);
         let at_start = std::mem::take(&mut self.at_start);
         let attribute = std::mem::take(&mut self.attribute);
-        self.previous = Previous::Other;
+        let previous = std::mem::replace(&mut self.previous, Previous::Other);
         self.after_operand = false;
         let shape = std::mem::replace(&mut self.shape, Shape::None);
         match (shape, operator) {
@@ -442,6 +450,7 @@ impl Level {
                     && !self.closure_params
                 {
                     self.run = opened;
+                    self.previous = Previous::ArgumentStart;
                 }
             }
             "#" => {
@@ -469,11 +478,22 @@ impl Level {
             // A `let`'s own `=` nests nothing the `let` did not (counted
             // there when the `let` is nested).
             "=" if std::mem::take(&mut self.let_pattern) => {}
+            // `Add<Self, Output = Self>` binds a name (in a comparison,
+            // `x < a = b = c` still counts every `=` but the first).
+            "=" if previous == Previous::BindingName && !self.angles.is_empty() => {}
             "=" | "+=" | "-=" | "*=" | "/=" | "%=" | "^=" | "&=" | "|=" | "<<=" | ">>=" | "->"
-            | ".." | "..." | "..=" | "@" => self.run += 1,
+            | "@" => self.run += 1,
+            // A range nests only where an operand starts (`.. ..x`); after
+            // one (`'a'..='z'`, `0..n`) it ends a chain of ranges.
+            ".." | "..." | "..=" if prefix => self.run += 1,
             "<" | "<<" if !after_value => {
+                if previous == Previous::For {
+                    // `for<'a>` names lifetimes: the `for` nests nothing.
+                    self.run -= 1;
+                }
                 let opens = operator.len();
                 self.angles.extend(std::iter::repeat_n(self.run, opens));
+                self.previous = Previous::ArgumentStart;
             }
             ">" => {
                 self.angles.pop();
@@ -549,7 +569,11 @@ impl Level {
                 }
                 self.previous = Previous::Condition;
             }
-            "match" | "for" if !at_start => self.run += 1,
+            "match" if !at_start => self.run += 1,
+            "for" if !at_start => {
+                self.run += 1;
+                self.previous = Previous::For;
+            }
             "let" => {
                 self.let_pattern = true;
                 if !at_start && !matches!(previous, Previous::Condition | Previous::Logical) {
@@ -558,6 +582,7 @@ impl Level {
             }
             "return" | "break" | "yield" | "become" | "box" => self.run += 1,
             "use" => self.in_use = true,
+            _ if previous == Previous::ArgumentStart => self.previous = Previous::BindingName,
             _ => {}
         }
         self.after_operand = !is_not_operand(ident);

@@ -240,6 +240,25 @@ fn else_if_chains_go_back_to_their_depth_at_each_else() {
 }
 
 #[test]
+fn bounds_bindings_hrtbs_and_range_patterns_do_not_count_as_recursion() {
+    // As in funty (a supertrait list of 69 `Output = Self` bindings and
+    // `for<'a>` bounds) and unicode-normalization (a 666-range pattern).
+    let bounds = format!(
+        "pub trait Numeric: Sized{} {{}}",
+        " + Add<Self, Output = Self> + for<'a> Add<&'a Self, Output = Self>".repeat(200)
+    );
+    assert!(recursion(&bounds) < 8, "{}", recursion(&bounds));
+    let ranges = format!(
+        "fn f(c: char) -> bool {{ match c {{ 'a'..='b'{} => true, _ => false }} }}",
+        " | 'c'..='d'".repeat(1000)
+    );
+    assert!(recursion(&ranges) < 8, "{}", recursion(&ranges));
+    // Where they do nest, they still count: `x < a = b = …`, `.. ..x`.
+    assert!(recursion(&format!("fn f() {{ x < a{}; }}", " = a".repeat(40))) >= 39);
+    assert!(recursion(&format!("fn f() {{ 0..{}x; }}", ".. ".repeat(40))) >= 40);
+}
+
+#[test]
 fn separators_outside_closures_and_generics_cut_what_came_before() {
     // Many items, statements, arms and arguments: each its own segment.
     let wide = format!(
@@ -358,6 +377,11 @@ impl Survey {
                     .get((sorted.len() * per_mille / 1000).min(sorted.len().saturating_sub(1)))
                     .map_or(0, |(value, _)| *value)
             };
+            if std::env::var_os("VERTER_GUARD_SURVEY_TOP").is_some() {
+                for (value, path) in sorted.iter().rev().take(12) {
+                    let _ = writeln!(out, "  {name} {value} {}", path.display());
+                }
+            }
             let _ = writeln!(
                 out,
                 "{name}: median {}, p99 {}, p99.9 {}, max {} ({})",

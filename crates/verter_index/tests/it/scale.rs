@@ -116,8 +116,8 @@ fn a_file_declaring_the_most_modules_allowed_indexes_each_missing_one_with_its_l
             .map(|i| format!("mod m{i};\n"))
             .collect();
         std::fs::write(root.join("src/lib.rs"), lib).expect("write");
-        let scheduler =
-            Scheduler::new_inline(config(), FsLoader::default(), RustIndexer::new()).expect("config");
+        let scheduler = Scheduler::new_inline(config(), FsLoader::default(), RustIndexer::new())
+            .expect("config");
         let mut index =
             index_roots(&scheduler, &package_roots(&root).expect("roots")).expect("index");
         assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
