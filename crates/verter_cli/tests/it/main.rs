@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 mod causes;
+mod depth;
 mod ux;
 
 fn verter() -> Command {
