@@ -303,8 +303,9 @@ fn this_workspaces_own_sources_are_far_below_every_limit() {
         deepest.declarations
     );
     // `VERTER_GUARD_SURVEY=DIR:DIR… cargo test -p verter_index --lib
-    // survey -- --nocapture` prints the distribution over other trees (the
-    // figures in docs/reliability.md).
+    // this_workspaces -- --nocapture` prints the distribution over other
+    // trees (the figures in docs/reliability.md); with
+    // `VERTER_GUARD_SURVEY_TOP=1`, the twelve largest files of each figure.
     if let Ok(dirs) = std::env::var("VERTER_GUARD_SURVEY") {
         let dirs: Vec<_> = std::env::split_paths(&dirs).collect();
         println!("{}", survey(&dirs).report());
