@@ -46,9 +46,15 @@
 //!   is its top level's. It counts every token as a possible level of the
 //!   tree, which no construct exceeds.
 //!
-//! Both over-count (`a < b` opens an angle, a block costs its group and its
-//! keyword) and that is the safe direction: they must never under-count
-//! what `syn` does.
+//! Some tokens count only where they nest: a range where an operand starts
+//! (`.. ..x`, not `'a'..='z'`), a `for` not followed by `<` (`for<'a>`
+//! names lifetimes), an `=` that is neither a `let`'s nor an associated
+//! type's (`Output = T`), an `if`, `while`, `match`, `for` or `let` that
+//! does not start a statement (nor a `let` right after `if`, `while`, `&&`
+//! or `||`), and a `::` only inside a `use`. Both estimates over-count
+//! (`a < b` opens an angle, a block costs its group and its keyword) and
+//! that is the safe direction: they must never under-count what `syn`
+//! does.
 //!
 //! # Invariants
 //! 1. The recursion estimate of a file is at least the nesting of its
