@@ -633,10 +633,12 @@ impl Level {
             self.after_operand = false;
             return;
         }
-        // A closed group is an operand (`(a)`, `[1]`, `{ … }`).
+        // A closed group is an operand (`(a)`, `[1]`, `{ … }`). After a
+        // `{ … }` a statement may start, and a `<` there opens a path
+        // (`{} <T as A>::f()`): only `(…)` and `[…]` make it a comparison.
         self.after_operand = true;
-        self.after_value = true;
         self.after_block = delimiter == Delimiter::Brace;
+        self.after_value = !self.after_block;
     }
 }
 

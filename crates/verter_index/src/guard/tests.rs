@@ -28,6 +28,11 @@ fn nested(construct: &str, n: usize) -> String {
         "generics" => format!("type T = {}u8{};", "Vec<".repeat(n), ">".repeat(n)),
         "generic_commas" => format!("type T = {}u8{};", "A<x, ".repeat(n), ">".repeat(n)),
         "qualified" => format!("type T = {}T{};", "<".repeat(n), " as A>::B".repeat(n)),
+        "qualified_after_a_block" => format!(
+            "fn f() {{ {{}} {}T{}::f(); }}",
+            "<".repeat(n),
+            " as A>::B".repeat(n)
+        ),
         "fn_pointers" => format!("type T = {}u8;", "fn() -> ".repeat(n)),
         "fn_traits" => format!("fn f() -> {}u8 {{}}", "impl Fn() -> ".repeat(n)),
         "dyn_fn_traits" => format!("type T = Box<{}u8>;", "dyn Fn() -> ".repeat(n)),
@@ -60,7 +65,7 @@ fn nested(construct: &str, n: usize) -> String {
     }
 }
 
-const CONSTRUCTS: [&str; 36] = [
+const CONSTRUCTS: [&str; 37] = [
     "parens",
     "brackets",
     "braces",
@@ -75,6 +80,7 @@ const CONSTRUCTS: [&str; 36] = [
     "generics",
     "generic_commas",
     "qualified",
+    "qualified_after_a_block",
     "fn_pointers",
     "fn_traits",
     "dyn_fn_traits",
