@@ -613,3 +613,77 @@ fn a_hostile_file_is_refused_by_name_with_its_limit() {
         "{error}"
     );
 }
+
+/// Tokens a repeated unit is drawn from: words, keywords, operators,
+/// literals and small balanced groups.
+const VOCABULARY: [&str; 77] = [
+    "x", "a", "T", "u8", "if", "else", "while", "match", "for", "in", "let", "loop", "return",
+    "break", "yield", "become", "box", "move", "async", "await", "unsafe", "const", "static",
+    "dyn", "impl", "fn", "as", "mut", "ref", "use", "where", "crate", "self", "Self", "raw", "+",
+    "-", "*", "/", "!", "&", "|", "&&", "||", "<<", ">>", "=", "+=", "==", "<", ">", "<=", "@",
+    ".", "..", "..=", ",", ";", ":", "::", "->", "=>", "#", "?", "'a", "0", "1.0", "\"s\"", "'c'",
+    "()", "[]", "{}", "(x)", "[0]", "{x}", "<T>", "::<T>",
+];
+
+/// What a unit repeats inside.
+const CONTEXTS: [(&str, &str); 8] = [
+    ("fn f() { ", " }"),
+    ("fn f() { let _ = ", "; }"),
+    ("type T = ", ";"),
+    ("fn f() { let ", " = 0; }"),
+    ("fn f() { match x { ", " => {} } }"),
+    ("", ""),
+    ("m! { fn f() { ", " } }"),
+    ("#[path = \"p.rs\"] mod p; fn f() { {} ", " }"),
+];
+
+fn repeated_unit() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    (
+        proptest::collection::vec(proptest::sample::select(&VOCABULARY[..]), 1..5),
+        100usize..8_000,
+        0..CONTEXTS.len(),
+    )
+        .prop_map(|(unit, times, context)| {
+            let (open, close) = CONTEXTS[context];
+            format!(
+                "{open}{}{close}",
+                format!("{} ", unit.join(" ")).repeat(times)
+            )
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config {
+        cases: std::env::var("VERTER_GUARD_CASES")
+            .ok()
+            .and_then(|cases| cases.parse().ok())
+            .unwrap_or(32),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(
+            std::env::var("VERTER_GUARD_SEED")
+                .ok()
+                .and_then(|seed| seed.parse().ok())
+                .unwrap_or(0x46),
+        ),
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    })]
+
+    /// Any short run of tokens repeated thousands of times, in any of a few
+    /// contexts, is parsed, summarised and dropped on the stage stack, or
+    /// refused typed: never a stack overflow. (A case that overflows
+    /// aborts the test binary; run with `--nocapture` to see which.)
+    #[test]
+    fn a_repeated_run_of_tokens_never_overflows_the_stage_stack(text in repeated_unit()) {
+        if std::env::var_os("VERTER_GUARD_CASES").is_some() {
+            eprintln!("case: {}", text.chars().take(120).collect::<String>());
+        }
+        let answer = on_stage_stack(move || summary::parse("unit.rs", &text).map(drop));
+        if let Err(error) = answer {
+            proptest::prop_assert!(
+                matches!(error, ParseError::TooDeep(_) | ParseError::Syntax { .. }),
+                "{error:?}"
+            );
+        }
+    }
+}
