@@ -22,7 +22,7 @@
 //!    (`[[bin]] path = "src/cli.rs"`) or a parent's `mod` says otherwise
 //!    (`a_declared_root_is_its_own_crate_whatever_its_place`).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::layout::{self, ModuleLocation};
@@ -51,8 +51,11 @@ type ModuleEntry = (PathBuf, CratePath, PathBuf); // (parent, parent's module, c
 struct Table {
     /// The truth: what each parent declared at its last parse.
     by_parent: HashMap<PathBuf, (CratePath, Vec<Declared>)>,
-    /// Index: child → the parents declaring it, sorted.
-    by_child: HashMap<PathBuf, BTreeSet<PathBuf>>,
+    /// Index: child → the parents declaring it, sorted, each with the
+    /// position of its first declaration of the child in its `by_parent`
+    /// list (so finding a child's location never scans a parent's list: a
+    /// file declaring N children costs O(N), not O(N²)).
+    by_child: HashMap<PathBuf, BTreeMap<PathBuf, usize>>,
     /// Index: (crate root, module) → declarations of an existing file for it.
     by_module: HashMap<(PathBuf, CratePath), BTreeSet<ModuleEntry>>,
     /// Files the host named as crate roots (Cargo targets): each is the
@@ -119,12 +122,13 @@ impl Declarations {
             return;
         }
         let parent_module = parent_location.module_path.clone();
-        for child in &declared {
+        for (position, child) in declared.iter().enumerate() {
             table
                 .by_child
                 .entry(child.child.clone())
                 .or_default()
-                .insert(parent.to_path_buf());
+                .entry(parent.to_path_buf())
+                .or_insert(position);
             if child.exists && child.defines_module {
                 table
                     .by_module
@@ -165,12 +169,11 @@ impl Declarations {
         if table.roots.contains(child) {
             return Some(layout::root_location(child));
         }
-        let parent = table.by_child.get(child)?.first()?;
+        let (parent, &position) = table.by_child.get(child)?.first_key_value()?;
         let (_, declared) = table.by_parent.get(parent)?;
-        declared
-            .iter()
-            .find(|declared| declared.child == child)
-            .map(|declared| declared.location.clone())
+        let declared = declared.get(position)?;
+        debug_assert_eq!(declared.child, child, "by_child points into by_parent");
+        Some(declared.location.clone())
     }
 
     /// The existing file that `module` of the crate rooted at `crate_root`

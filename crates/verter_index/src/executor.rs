@@ -23,6 +23,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use verter_dag::Canonical;
 use verter_scheduler::{
     AnalysisInput, ArtifactInput, ExecutorError, SourceDeps, SourceInput, StageExecutor,
 };
@@ -30,8 +31,9 @@ use verter_scheduler::{
 use crate::declarations::{Declarations, Declared};
 use crate::error::ParseError;
 use crate::layout::{self, ModuleLocation};
-use crate::loader::{path_text, realpath};
+use crate::loader::path_text;
 use crate::model::{CratePath, FileArtifact, FileIndex, IncludeDecl, Item, ModDecl, UseDecl};
+use crate::probe::{self, canonical, is_file};
 use crate::resolve::{self, BlockerContext};
 use crate::summary;
 use crate::summary::RawMod;
@@ -106,21 +108,6 @@ impl RustIndexer {
     }
 }
 
-fn is_file(path: &Path) -> bool {
-    path.is_file()
-}
-
-/// `path` canonicalised when possible, else as it is. A canonical form
-/// that is not UTF-8 (a link to such a name) is not used either: replacing
-/// its bytes would name a file that does not exist, and the loader says
-/// what is wrong with the path as it is (`LoadError::NameNotUtf8`).
-fn canonical(path: PathBuf) -> PathBuf {
-    match realpath(&path) {
-        Ok(canonical) if canonical.to_str().is_some() => canonical,
-        _ => path,
-    }
-}
-
 /// The declarations one `mod name;` makes, each with the location it gives
 /// its file: its file, or, with `#[cfg_attr(…, path = "…")]`, every
 /// existing file any branch names plus the default one (all optional). When
@@ -136,15 +123,18 @@ fn declare_mod(
     let root = raw
         .in_macro_rules
         .then(|| layout::root_location(&location.crate_root));
+    // The declaring file is canonical, so its directory is too: children
+    // below it are probed the cheap way (`probe`).
+    let own_dir = layout::parent_dir(file);
     let candidate = |path_attr: Option<&str>, optional: bool| {
         let mut parent = location;
         let candidates =
             layout::child_candidates(file, location.mod_rs, &raw.scope, &raw.name, path_attr);
-        let (mut child, mut exists) = layout::pick_existing(candidates, &is_file);
+        let (mut child, mut exists) = probe::find_child(Some(&own_dir), candidates);
         if let Some(root) = root.as_ref().filter(|_| !exists) {
             let at_root =
                 layout::child_candidates(&root.crate_root, true, &raw.scope, &raw.name, path_attr);
-            if let (found, true) = layout::pick_existing(at_root, &is_file) {
+            if let (found, true) = probe::find_child(None, at_root) {
                 (child, exists, parent) = (found, true, root);
             }
         }
@@ -153,7 +143,7 @@ fn declare_mod(
             scope: raw.scope.clone(),
             line: raw.line,
             path_attr: path_attr.map(str::to_owned),
-            file: canonical(child),
+            file: child,
             exists,
             optional,
         };
@@ -208,11 +198,14 @@ fn declare_deps(source: &RustSource, deps: &mut SourceDeps) {
         .iter()
         .filter(|include| include.exists || !include.optional)
         .map(|include| &include.file);
+    // Every one is canonical already (`probe::find_child`, `canonical`):
+    // declared as such, the scheduler does not ask the loader to resolve it
+    // again (a `realpath` costs a system call per component of the path).
     for file in mods.chain(includes) {
-        deps.forward(path_text(file));
+        deps.forward(Canonical::from(path_text(file)));
     }
     for file in &source.blockers {
-        deps.blocker(path_text(file));
+        deps.blocker(Canonical::from(path_text(file)));
     }
 }
 
@@ -243,17 +236,19 @@ impl StageExecutor for RustIndexer {
             .iter()
             .flat_map(|raw| declare_mod(file, &location, raw))
             .unzip();
+        let own_dir = layout::parent_dir(file);
         let includes: Vec<IncludeDecl> = summary
             .includes
             .iter()
             .map(|raw| {
-                let path = layout::parent_dir(file).join(&raw.path);
+                let (found, exists) =
+                    probe::find_child(Some(&own_dir), vec![own_dir.join(&raw.path)]);
                 IncludeDecl {
                     path: raw.path.clone(),
                     scope: raw.scope.clone(),
                     line: raw.line,
-                    exists: is_file(&path),
-                    file: canonical(path),
+                    exists,
+                    file: found,
                     optional: raw.optional,
                 }
             })

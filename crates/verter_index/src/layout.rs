@@ -201,18 +201,6 @@ pub(crate) fn child_candidates(
     }
 }
 
-/// The first existing candidate, or the first candidate when none exists,
-/// with whether it exists.
-pub(crate) fn pick_existing(
-    candidates: Vec<PathBuf>,
-    is_file: &dyn Fn(&Path) -> bool,
-) -> (PathBuf, bool) {
-    match candidates.iter().position(|candidate| is_file(candidate)) {
-        Some(index) => (candidates[index].clone(), true),
-        None => (candidates.into_iter().next().unwrap_or_default(), false),
-    }
-}
-
 /// The file that defines `module` by convention in the crate of `location`:
 /// the crate root for `crate`, else `root_dir/a/b.rs` or
 /// `root_dir/a/b/mod.rs`, whichever exists.

@@ -7,9 +7,11 @@
 //!   a link out of the root after its check is not followed); it refuses
 //!   the rest typed, unopened. Manifests and target directories are read
 //!   through it too.
-//! - Before `syn` parses a file, a nesting guard refuses one that would
-//!   recurse past [`MAX_NESTING`] levels ([`NestingError`]); stage threads
-//!   have a stack sized for that limit
+//! - Before `syn` parses a file, a guard refuses one that would recurse
+//!   past [`MAX_NESTING`] levels, build a syntax tree deeper than
+//!   [`MAX_TREE_DEPTH`] (a chain of operators, calls or fields), or declare
+//!   more than [`MAX_DECLARATIONS`] files ([`NestingError`]); stage threads
+//!   have a stack sized for those limits
 //!   (`SchedulerConfig::stage_stack_size`).
 //! - [`RustIndexer`] is the [`verter_scheduler::StageExecutor`]: Source
 //!   parses a file and keeps a `Send + Sync` [`RustSource`] (module path,
@@ -102,6 +104,7 @@ mod layout;
 mod loader;
 mod manifest;
 mod model;
+mod probe;
 mod resolve;
 mod session;
 mod summary;
@@ -110,7 +113,7 @@ mod walk;
 
 pub use error::{DiscoveryWarning, IndexError, ParseError};
 pub use executor::{RustIndexer, RustSource};
-pub use guard::{MAX_NESTING, NestingError};
+pub use guard::{MAX_DECLARATIONS, MAX_NESTING, MAX_TREE_DEPTH, NestingError};
 pub use index::{DeclaredAt, FileEntry, FileFailure, INDEX_PROFILE, Index, WalkProgress};
 pub use layout::ModuleLocation;
 pub use loader::{FsLoader, realpath};

@@ -311,7 +311,7 @@ impl FsLoader {
 
     /// One check, open and read of `path`.
     fn attempt(&self, path: &Path, shown: &str, purpose: Purpose) -> Result<Vec<u8>, Attempt> {
-        let resolved = std::fs::canonicalize(path).map_err(|error| self.io_error(shown, &error))?;
+        let resolved = resolve(path).map_err(|error| self.io_error(shown, &error))?;
         let inside = match self.roots {
             Some(_) => match self.root_of(&resolved) {
                 Some(inside) => Some(inside),
@@ -496,6 +496,34 @@ fn open_nonblocking(path: &Path) -> io::Result<std::fs::File> {
     std::fs::File::open(path)
 }
 
+/// What `std::fs::canonicalize` answers for `path`, in two system calls on
+/// Linux: opening it `O_PATH` resolves it in one walk of the kernel (and
+/// opens nothing: no device is opened, a FIFO cannot block, no content is
+/// readable through the descriptor), and `/proc/self/fd` names what was
+/// resolved. `canonicalize` (the C library's `realpath`) reads every
+/// component as a link instead, one system call each, each walking the
+/// path from the root: quadratic in a path's depth, so a module chain N
+/// deep cost O(N³) in the kernel. Without `/proc`, or elsewhere, it is
+/// `canonicalize`.
+#[cfg(target_os = "linux")]
+fn resolve(path: &Path) -> io::Result<PathBuf> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let handle = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)?;
+    match std::fs::read_link(format!("/proc/self/fd/{}", handle.as_raw_fd())) {
+        Ok(resolved) if resolved.is_absolute() => Ok(resolved),
+        _ => std::fs::canonicalize(path),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn resolve(path: &Path) -> io::Result<PathBuf> {
+    std::fs::canonicalize(path)
+}
+
 #[cfg(unix)]
 fn is_symlink_loop(error: &io::Error) -> bool {
     error.raw_os_error() == Some(libc::ELOOP)
@@ -515,7 +543,7 @@ fn is_symlink_loop(_error: &io::Error) -> bool {
 /// ends in `..` or is a root) or an ancestor cannot be canonicalised for
 /// another reason than not existing.
 pub fn realpath(path: &Path) -> io::Result<PathBuf> {
-    match std::fs::canonicalize(path) {
+    match resolve(path) {
         Ok(canonical) => Ok(canonical),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             let name = match path.components().next_back() {

@@ -29,7 +29,7 @@ use crate::error::IndexError;
 use crate::executor::{RustIndexer, RustSource};
 use crate::index::{DeclaredAt, FileEntry, FileFailure, INDEX_PROFILE, Index, WalkProgress};
 use crate::loader::{path_text, realpath};
-use crate::model::FileArtifact;
+use crate::model::{FileArtifact, IncludeDecl, ModDecl};
 
 /// One file as the session last saw it.
 #[derive(Debug, Clone)]
@@ -335,13 +335,19 @@ impl IndexSession {
         let mut sources = VecDeque::new();
         let mut pending = Vec::new();
         let entries = &self.entries;
+        // Every path the walk asks about is canonical already (a root
+        // resolved by `set_roots`, a child the scheduler resolved, an entry's
+        // key): asking by its `Canonical` spares the loader a `realpath` per
+        // request, which costs one system call per component of the path (a
+        // module chain N deep made that O(N³) in the kernel).
         let mut submit = |path: String, site: Option<DeclaredAt>, sources: &mut VecDeque<_>| {
             if entries.contains_key(&path) || !seen.insert(path.clone()) {
                 return;
             }
-            sources.push_back((path.clone(), scheduler.ask(stage::Source.of(path.clone()))));
-            let analysis = scheduler.ask(stage::Analysis.of(path.clone()));
-            let artifact = scheduler.ask(stage::Artifact(INDEX_PROFILE).of(path.clone()));
+            let canonical = Canonical::from(path.as_str());
+            sources.push_back((path.clone(), scheduler.ask(stage::Source.of(canonical))));
+            let analysis = scheduler.ask(stage::Analysis.of(canonical));
+            let artifact = scheduler.ask(stage::Artifact(INDEX_PROFILE).of(canonical));
             progress.discovered.fetch_add(1, Ordering::Relaxed);
             pending.push((path, analysis, artifact, site));
         };
@@ -359,8 +365,9 @@ impl IndexSession {
             let Ok(parent) = answer else {
                 continue; // the Artifact answers with the same failure
             };
+            let sites = DeclarationSites::of(&parent.parsed);
             for child in &parent.forward_deps {
-                let site = declaration_of(&parent.parsed, child, &file);
+                let site = sites.site(child, &file);
                 let held = entries.get(child.as_str());
                 if held.is_some_and(|e| e.declared_at.as_ref().is_some_and(|d| d.file == file)) {
                     moved_sites.push((child.to_string(), site.clone()));
@@ -488,23 +495,49 @@ fn same_outcome(old: &Entry, new: &Entry) -> bool {
     }
 }
 
-/// The declaration in `parent` (the file at `parent_path`) that names
-/// `child`, spelled as written.
-fn declaration_of(parent: &RustSource, child: &Canonical, parent_path: &str) -> Option<DeclaredAt> {
-    let child = Path::new(child.as_str());
-    let site = |line, declaration| DeclaredAt {
-        file: parent_path.to_owned(),
-        line,
-        declaration,
-    };
-    if let Some(decl) = parent.mods.iter().find(|m| m.file == child) {
-        return Some(site(decl.line, format!("mod {};", decl.name)));
+/// Where each file a parent names is declared in it: the first `mod` that
+/// names it, else the first `include!`. Built once per parsed parent, so a
+/// parent naming N files costs O(N), not O(N²).
+struct DeclarationSites<'a> {
+    by_file: HashMap<&'a Path, Site<'a>>,
+}
+
+/// One declaration, as [`DeclarationSites`] keeps it.
+#[derive(Clone, Copy)]
+enum Site<'a> {
+    Mod(&'a ModDecl),
+    Include(&'a IncludeDecl),
+}
+
+impl<'a> DeclarationSites<'a> {
+    fn of(parent: &'a RustSource) -> Self {
+        let mut by_file = HashMap::with_capacity(parent.mods.len() + parent.includes.len());
+        for decl in &parent.mods {
+            by_file
+                .entry(decl.file.as_path())
+                .or_insert(Site::Mod(decl));
+        }
+        for include in &parent.includes {
+            by_file
+                .entry(include.file.as_path())
+                .or_insert(Site::Include(include));
+        }
+        Self { by_file }
     }
-    parent
-        .includes
-        .iter()
-        .find(|i| i.file == child)
-        .map(|i| site(i.line, format!("include!({:?})", i.path)))
+
+    /// The declaration that names `child` in the parent at `parent_path`,
+    /// spelled as written.
+    fn site(&self, child: &Canonical, parent_path: &str) -> Option<DeclaredAt> {
+        let (line, declaration) = match self.by_file.get(Path::new(child.as_str()))? {
+            Site::Mod(decl) => (decl.line, format!("mod {};", decl.name)),
+            Site::Include(include) => (include.line, format!("include!({:?})", include.path)),
+        };
+        Some(DeclaredAt {
+            file: parent_path.to_owned(),
+            line,
+            declaration,
+        })
+    }
 }
 
 #[cfg(test)]

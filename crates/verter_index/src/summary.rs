@@ -49,7 +49,7 @@ use std::str::FromStr;
 use proc_macro2::{Span, TokenStream};
 
 use crate::error::ParseError;
-use crate::guard::{self, MAX_NESTING};
+use crate::guard;
 use crate::model::{Item, Visibility};
 
 mod items;
@@ -131,9 +131,10 @@ pub(crate) struct Summary {
 }
 
 /// Parses `text` (the file `path`, for messages) and summarises it. The
-/// nesting guard sees the tokens first (see [`crate::guard`]): a file that
-/// would recurse past [`MAX_NESTING`] is refused, typed, before `syn` parses
-/// it.
+/// guard sees the tokens first (see [`crate::guard`]): a file that would
+/// recurse past [`crate::MAX_NESTING`], build a syntax tree deeper than
+/// [`crate::MAX_TREE_DEPTH`] or declare more than [`crate::MAX_DECLARATIONS`] files is
+/// refused, typed, before `syn` parses it.
 #[cfg(test)]
 pub(crate) fn parse(path: &str, text: &str) -> Result<Summary, ParseError> {
     match parse_or_salvage(path, text) {
@@ -143,9 +144,11 @@ pub(crate) fn parse(path: &str, text: &str) -> Result<Summary, ParseError> {
 }
 
 /// Parses `text` (the file `path`, for messages) and summarises it. The
-/// nesting guard sees the tokens first (see [`crate::guard`]): a file that
-/// would recurse past [`MAX_NESTING`] is refused, typed, before `syn` parses
-/// it. A file that lexes and passes the guard but does not parse
+/// guard sees the tokens first (see [`crate::guard`]): a file that would
+/// recurse past [`crate::MAX_NESTING`], build a syntax tree deeper than
+/// [`crate::MAX_TREE_DEPTH`] or declare more than [`crate::MAX_DECLARATIONS`] files is
+/// refused, typed, before `syn` parses it (and declares nothing). A file
+/// that lexes and passes the guard but does not parse
 /// (edition-2015 syntax `syn` rejects, a typo) still yields its `mod`
 /// declarations and `include!`s, found by their shape in the tokens
 /// (invariant 6), beside the error; its items and uses are left empty.
@@ -165,14 +168,14 @@ pub(crate) fn parse_or_salvage(path: &str, text: &str) -> (Summary, Option<Parse
     parsed
 }
 
-/// Lexes once, checks the nesting, then parses those tokens.
+/// Lexes once, checks the guard's limits, then parses those tokens.
 fn parse_guarded(path: &str, text: &str) -> (Summary, Option<ParseError>) {
     let failed = |error| (Summary::default(), Some(error));
     let tokens = match TokenStream::from_str(without_bom_and_shebang(text)) {
         Ok(tokens) => tokens,
         Err(error) => return failed(syntax_error(path, &syn::Error::from(error))),
     };
-    if let Err(error) = guard::check(&tokens, MAX_NESTING) {
+    if let Err(error) = guard::check(&tokens) {
         return failed(error.into());
     }
     let mut summary = Summary::default();

@@ -10,6 +10,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 mod causes;
+mod depth;
 #[cfg(unix)]
 mod hostile_tree;
 mod names;

@@ -144,15 +144,6 @@ fn a_path_attribute_inside_an_inline_module_is_relative_to_its_directory() {
 }
 
 #[test]
-fn the_first_existing_candidate_wins_and_a_missing_child_keeps_the_first() {
-    let files = fs(&["/p/src/a/mod.rs"]);
-    let found = pick_existing(candidates("/p/src/lib.rs", true, &[], "a", None), &files);
-    assert_eq!(found, (PathBuf::from("/p/src/a/mod.rs"), true));
-    let missing = pick_existing(candidates("/p/src/lib.rs", true, &[], "z", None), &files);
-    assert_eq!(missing, (PathBuf::from("/p/src/z.rs"), false));
-}
-
-#[test]
 fn a_child_inherits_its_parents_crate_and_a_path_attribute_makes_it_mod_rs() {
     let parent = locate(Path::new("/p/src/lib.rs"), &fs(CRATE));
     let scope = vec!["inline".to_owned()];

@@ -472,3 +472,41 @@ fn a_directory_outside_the_roots_is_not_listed() {
         Err(LoadError::Missing { .. })
     ));
 }
+
+#[cfg(unix)]
+#[test]
+fn resolving_agrees_with_canonicalize_through_links_loops_and_fifos() {
+    use std::os::unix::fs::symlink;
+    let (_guard, dir) = temp_dir();
+    fs::create_dir_all(dir.join("a/b")).expect("mkdir");
+    fs::write(dir.join("a/b/c.rs"), "").expect("write");
+    symlink(dir.join("a"), dir.join("link")).expect("link");
+    symlink(dir.join("a/b/c.rs"), dir.join("file_link.rs")).expect("link");
+    symlink(dir.join("loop.rs"), dir.join("loop.rs")).expect("link");
+    let fifo = dir.join("pipe.rs");
+    let has_fifo = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|status| status.success());
+    let mut paths = vec![
+        dir.join("a/b/c.rs"),
+        dir.join("link/b/c.rs"),
+        dir.join("link/b/../b/c.rs"),
+        dir.join("file_link.rs"),
+        dir.join("a/b"),
+        dir.join("missing.rs"),
+        dir.join("loop.rs"),
+        dir.join("a/b/c.rs/below.rs"),
+        PathBuf::from("."),
+        PathBuf::new(),
+    ];
+    if has_fifo {
+        // Resolved without being opened: this would block otherwise.
+        paths.push(fifo);
+    }
+    for path in paths {
+        let fast = resolve(&path).map_err(|error| error.kind());
+        let slow = fs::canonicalize(&path).map_err(|error| error.kind());
+        assert_eq!(fast, slow, "{}", path.display());
+    }
+}

@@ -1,9 +1,12 @@
 //! Hostile sources, generated: deep nesting of every bracket and recursive
-//! construct, huge literals, long lines, random bytes (NUL, invalid UTF-8),
-//! byte-order marks, shebangs, CRLF. Each is written to a file and indexed
-//! through a confined loader and an inline scheduler on a thread with the
-//! default stage stack. Every one ends in a value or a typed error: no
-//! panic (caught or not), no abort, nothing opened outside the tree.
+//! construct, long chains that nest only in the syntax tree (postfix,
+//! member, method, call, index, binary operator, cast, `else if` and `let`
+//! chains, mixed), huge literals, long lines, random bytes (NUL, invalid
+//! UTF-8), byte-order marks, shebangs, CRLF. Each is written to a file and
+//! indexed through a confined loader and an inline scheduler on a thread
+//! with the default stage stack, so the parse and the drop of its tree run
+//! on that stack. Every one ends in a value or a typed error: no panic
+//! (caught or not), no abort, nothing opened outside the tree.
 //! `VERTER_HOSTILE_CASES` raises the number of cases (48 by default, which
 //! CI runs).
 
@@ -27,8 +30,21 @@ fn nesting() -> impl Strategy<Value = String> {
         Just(("&", "")),
         Just(("|x| ", "")),
         Just(("return ", "")),
+        Just(("become ", "")),
         Just(("a = ", "")),
         Just(("mod m { ", "}")),
+        Just(("A<x, ", ">")),
+        Just(("|a, b| ", "")),
+        Just(("fn() -> ", "")),
+        Just(("impl Fn() -> ", "")),
+        Just((".. ", "")),
+        Just(("a @ ", "")),
+        Just(("if ", " {}")),
+        Just(("while ", " {}")),
+        Just(("match ", " {}")),
+        Just(("for a in ", " {}")),
+        Just(("let a = ", "")),
+        Just(("<", " as A>::B")),
     ];
     (proptest::collection::vec(piece, 0..400), 0usize..3).prop_map(|(pieces, wrap)| {
         let open: String = pieces.iter().map(|(o, _)| *o).collect();
@@ -41,9 +57,50 @@ fn nesting() -> impl Strategy<Value = String> {
     })
 }
 
+/// A chain whose tokens stay flat while `syn`'s tree nests one level per
+/// link: thousands of links, of one kind or mixed, around the tree depth
+/// limit (8 192).
+fn chain() -> impl Strategy<Value = String> {
+    let link = prop_oneof![
+        Just("?"),
+        Just(".f"),
+        Just(".0"),
+        Just(".m()"),
+        Just("()"),
+        Just("[0]"),
+        Just(".await"),
+        Just(" + x"),
+        Just(" - x"),
+        Just(" * x"),
+        Just(" / x"),
+        Just(" % x"),
+        Just(" ^ x"),
+        Just(" & x"),
+        Just(" | x"),
+        Just(" << 1"),
+        Just(" >> 1"),
+        Just(" && x"),
+        Just(" || x"),
+        Just(" as T"),
+        Just(" else if a {}"),
+        Just(" && let a = b"),
+    ];
+    let links = prop_oneof![
+        (link.clone(), 0usize..12_000).prop_map(|(link, n)| link.repeat(n)),
+        proptest::collection::vec(link, 0..12_000).prop_map(|links| links.concat()),
+    ];
+    (links, 0usize..4).prop_map(|(links, wrap)| match wrap {
+        0 => format!("async fn f() {{ x{links}; }}"),
+        1 => format!("fn f() {{ if a {{}}{links} }}"),
+        2 => format!("m! {{ fn f() {{ x{links}; }} }}"),
+        _ => format!("#[path = \"p.rs\"] mod p; fn f() {{ let _ = x{links}; }}"),
+    })
+}
+
 fn fragment() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         nesting().prop_map(String::into_bytes),
+        chain().prop_map(String::into_bytes),
         (0usize..50_000)
             .prop_map(|n| format!("const S: &str = \"{}\";", "a".repeat(n)).into_bytes()),
         (0usize..20_000).prop_map(|n| format!("const N: u128 = {};", "9".repeat(n)).into_bytes()),
@@ -157,17 +214,34 @@ proptest! {
     }
 }
 
+/// The guard's refusal behind `answer`, if that is what it is.
+fn refusal(answer: &Result<(), RequestError>) -> Option<&verter_index::NestingError> {
+    answer
+        .as_ref()
+        .err()
+        .and_then(|e| e.executor_cause::<verter_index::NestingError>())
+}
+
 #[test]
 fn the_generator_reaches_the_refusals() {
-    // Past the nesting limit, and bytes that are not UTF-8: each refused typed.
+    // Past the nesting limit, past the tree depth limit, and bytes that are
+    // not UTF-8: each refused typed.
     let deep =
         index(format!("fn f() {{ {}1{} }}", "(".repeat(5_000), ")".repeat(5_000)).into_bytes());
     assert!(
-        deep.as_ref()
-            .err()
-            .and_then(|e| e.executor_cause::<verter_index::NestingError>())
-            .is_some(),
+        matches!(
+            refusal(&deep),
+            Some(verter_index::NestingError::TooDeep { .. })
+        ),
         "{deep:?}"
+    );
+    let chained = index(format!("fn f() {{ x{}; }}", ".m()?".repeat(5_000)).into_bytes());
+    assert!(
+        matches!(
+            refusal(&chained),
+            Some(verter_index::NestingError::TreeTooDeep { .. })
+        ),
+        "{chained:?}"
     );
     let bytes = index(vec![b'f', 0xff, b'n']);
     assert!(
@@ -177,4 +251,53 @@ fn the_generator_reaches_the_refusals() {
         ),
         "{bytes:?}"
     );
+}
+
+/// The shapes of issue 46 at about a million tokens each (the first a
+/// 300 KB file): before the tree depth limit, each overflowed the stage
+/// stack while parsing or dropping, and aborted the process.
+#[test]
+fn token_flat_chains_of_a_million_tokens_are_refused_typed_not_aborted() {
+    for (name, text) in [
+        (
+            "tries",
+            format!("pub fn f() {{ x{}; }}", "?".repeat(300_000)),
+        ),
+        (
+            "fields",
+            format!("pub fn f() {{ x{}; }}", ".f".repeat(500_000)),
+        ),
+        (
+            "methods",
+            format!("pub fn f() {{ x{}; }}", ".m()".repeat(333_000)),
+        ),
+        (
+            "calls",
+            format!("pub fn f() {{ x{}; }}", "()".repeat(1_000_000)),
+        ),
+        (
+            "sums",
+            format!("pub fn f() {{ x{}; }}", "+x".repeat(500_000)),
+        ),
+        (
+            "casts",
+            format!("pub fn f() {{ x{}; }}", " as T".repeat(500_000)),
+        ),
+        (
+            "else_ifs",
+            format!(
+                "pub fn f() {{ if a {{}}{} }}",
+                " else if a {}".repeat(200_000)
+            ),
+        ),
+    ] {
+        let answer = index(text.into_bytes());
+        assert!(
+            matches!(
+                refusal(&answer),
+                Some(verter_index::NestingError::TreeTooDeep { .. })
+            ),
+            "{name}: {answer:?}"
+        );
+    }
 }

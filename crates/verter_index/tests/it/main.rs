@@ -14,6 +14,7 @@ mod incremental;
 mod json;
 mod macros;
 mod own_repository;
+mod scale;
 mod targets;
 mod threaded;
 mod tree;
