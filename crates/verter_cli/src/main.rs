@@ -39,9 +39,18 @@
 //!   `--threads` of 0 or past the cap, a value clap cannot take.
 //!
 //! Nothing else: a closed or full standard output loses the summary lines,
-//! not the exit code. A signal that kills the process (Ctrl-C during
-//! `build`, `kill -9`) ends it as signals do; the temporary file a write
-//! leaves is removed by the next run that writes the same output.
+//! not the exit code. An interrupt or termination request (Ctrl-C,
+//! `SIGINT`, `SIGTERM`, `SIGHUP`) during `build` or `explain` ends it with
+//! exit 1 and one line saying nothing was written (the temporary file a
+//! write under way leaves is removed by the next run that writes the same
+//! output); `watch` stops as it does on Ctrl-C, writing `--out` first. Only
+//! `kill -9`, which no process can answer, ends it as that signal does.
+//!
+//! `VERTER_TEST_PAUSE_BEFORE_BUILD`, when set, makes `build` say `paused`
+//! on standard error once its interrupt handler is in place and then wait
+//! for standard input to close before it builds: the handshake the
+//! interrupt test uses (`crates/verter_cli/tests/it/safety.rs`). Nothing
+//! else reads it.
 
 mod build;
 mod error;
@@ -215,8 +224,27 @@ fn parse_threads(text: &str) -> Result<usize, String> {
     }
 }
 
+/// The test-only pause before a build (see the crate docs).
+const PAUSE_BEFORE_BUILD: &str = "VERTER_TEST_PAUSE_BEFORE_BUILD";
+
+/// Ends the process with exit 1 and one line when it is asked to stop
+/// (`build`, `explain`: see "Exit codes").
+fn exit_when_interrupted() {
+    let _ = ctrlc::set_handler(|| {
+        terminal::tell("error: interrupted: nothing was written");
+        std::process::exit(1);
+    });
+}
+
 fn main() -> ExitCode {
     let cli = Cli::try_parse().unwrap_or_else(|error| terminal::exit_with::<Cli>(&error));
+    if !matches!(cli.command, Command::Watch(_)) {
+        exit_when_interrupted();
+    }
+    if matches!(cli.command, Command::Build(_)) && std::env::var_os(PAUSE_BEFORE_BUILD).is_some() {
+        terminal::tell("paused");
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
+    }
     let result = match cli.command {
         Command::Build(args) => build::run(&build::Options {
             path: &args.path,

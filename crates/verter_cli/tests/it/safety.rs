@@ -419,3 +419,50 @@ fn watch_out_dash_streams_each_index_to_stdout_and_every_other_line_to_stderr() 
         assert_eq!(index["files"].as_array().map(Vec::len), Some(4));
     }
 }
+
+/// An interrupt or a termination request during `build` ends it with exit 1
+/// and one line that says nothing was written, never killed by the signal
+/// (issue 46: no signal ends a build other than with 0, 1 or 2). The build
+/// is held before it starts (`VERTER_TEST_PAUSE_BEFORE_BUILD`) until the
+/// signal has been handled: the handshake is its `paused` line, printed
+/// once its handler is in place, so the test does not depend on timing.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_or_terminated_build_exits_1_and_writes_nothing() {
+    use std::io::{BufRead, BufReader};
+    for signal in ["-INT", "-TERM"] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = dir.path().join("index.json");
+        let mut child = verter()
+            .arg("build")
+            .arg(fixture())
+            .arg("--out")
+            .arg(&out)
+            .arg("--progress")
+            .arg("off")
+            .env("VERTER_TEST_PAUSE_BEFORE_BUILD", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn verter");
+        let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("read stderr");
+        assert_eq!(line.trim_end(), "paused", "{signal}");
+        let status = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        let exit = child.wait().expect("verter exits");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).expect("read stderr");
+        assert_eq!(exit.code(), Some(1), "{signal}: {exit:?}, {rest}");
+        assert!(
+            rest.contains("error: interrupted: nothing was written"),
+            "{signal}: {rest}"
+        );
+        assert!(!out.exists(), "{signal}: nothing was written");
+    }
+}
