@@ -13,8 +13,12 @@
 //! 3. *Run* (no lock): the loader (I/O pool) or the executor (CPU pool),
 //!    inside a panic boundary, unless the dispatch's cancellation token was
 //!    cancelled meanwhile (then the work is refused without running). The
-//!    token goes to the executor, so a long stage can stop early. Source
-//!    also resolves the paths of the dependencies its parse declared here.
+//!    last step before the call begins the run on the token
+//!    (`Scheduler::begin_run`: marked with this thread, unless cancelled,
+//!    in one atomic step; the mark goes when the call returns), so a reset
+//!    knows which stages it must wait for. The token goes to the executor,
+//!    so a long stage can stop early. Source also resolves the paths of
+//!    the dependencies its parse declared here.
 //! 4. *Complete* (one lock hold): compare the carried identity with the live
 //!    node (`SchedulerDag::is_current`). A current completion publishes its
 //!    output and consumes its facts; a stale one publishes and consumes
@@ -29,8 +33,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use verter_dag::{
-    Canonical, DepKey, Dispatch, Effects, FileIdentity, Priority, ResourceClass, TargetStage,
-    WorkNodeIdentity,
+    CancellationToken, Canonical, DepKey, Dispatch, Effects, FileIdentity, Priority, ResourceClass,
+    RunnerId, TargetStage, WorkNodeIdentity,
 };
 use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
 
@@ -748,5 +752,6 @@ mod source;
 mod verify;
 
 pub(crate) use batch::flush_deferred;
+pub(crate) use run::this_runner;
 #[cfg(test)]
 mod tests;

@@ -36,7 +36,11 @@
 //! (on [`SourceInput`], [`AnalysisInput`] and [`ArtifactInput`]) is
 //! cancelled, a job that has not started is refused without running its
 //! executor, and a running one may stop early (its result is refused
-//! either way). `SchedulerCounters::cancellations` counts it.
+//! either way). `SchedulerCounters::cancellations` counts it. "Started"
+//! is exact: the last step before a loader or executor call is one
+//! atomic step on the token, ordered with the cancel. [`Scheduler::reset`]
+//! also waits for the stages it cancelled: once it returns, none is
+//! running and none will start (docs/design.md, "Reset").
 //!
 //! # Early cutoff
 //! A rebuild stops where an output did not change. [`Scheduler::invalidate`]

@@ -42,9 +42,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam::queue::SegQueue;
 use verter_dag::{
-    Canonical, DagFailure, DependencyOccupancy, Effects, FileIdentity, Generation, LedgerSnapshot,
-    ObjectError, ObjectRecord, Priority, ResourceClass, SourceVersion, TargetStage, WaitPolicy,
-    WorkNodeIdentity,
+    CancellationToken, Canonical, DagFailure, DependencyOccupancy, Effects, FileIdentity,
+    Generation, LedgerSnapshot, ObjectError, ObjectRecord, Priority, ResourceClass, SourceVersion,
+    TargetStage, WaitPolicy, WorkNodeIdentity,
 };
 use verter_pools::{CallerKind, SchedulerCpuPool, SchedulerIoPool, wait_or_drive_with};
 use verter_source_root::{

@@ -200,12 +200,25 @@ impl<E: StageExecutor> Scheduler<E> {
     /// read), and the DAG's, the node map's and the source root's backing
     /// storage is released. Everything submitted before is admitted first
     /// (and so shut down).
+    ///
+    /// Once it returns, no executor or loader call for work it cancelled
+    /// starts, and none is still running: it waits for the stages that
+    /// were running (each sees its cancelled token and may return early;
+    /// one that ignores it is waited for). A waiting stage thread or
+    /// inline caller runs other work meanwhile. The one exception is a
+    /// reset called from inside a stage (an executor, a loader, a hook):
+    /// the stages on the calling thread's own stack end after it returns.
+    /// (`remove`, an edit and a cancelled DAG do not wait: their running
+    /// stages may finish after the call returns, and are refused.)
     pub fn reset(&self) {
         // The retired nodes leave the hold with the caller: their outputs
         // are the host's values, dropped after the lock.
-        let _retired = self.transact(|locked, post| {
+        let (retired, running) = self.transact(|locked, post| {
             self.admit_sent(locked, post);
             post.act(|| HostAction::Reset);
+            // What runs now, before anything forgets it: what this hold
+            // cancels and the call then waits for.
+            let running = locked.dag.running_tokens();
             // Host DAGs are answered whole (their unanswered nodes
             // `Cancelled`) and their cache flights cancelled, before the
             // DAG forgets every work node.
@@ -216,8 +229,42 @@ impl<E: StageExecutor> Scheduler<E> {
             let nodes = self.forget_every_file(locked, []);
             self.absorb(locked, effects, post);
             debug_assert!(locked.waiters.is_empty(), "reset answers every waiter");
-            (nodes, slots)
+            ((nodes, slots), running)
         });
+        drop(retired);
+        self.await_runs(running);
+    }
+
+    /// After a reset's hold, which cancelled every token of `running`:
+    /// waits until no run of that work is in progress on another thread
+    /// (docs/design.md, "Reset"). Runs on this thread's own stack are left
+    /// out: they end after the caller returns. Wakes on the progress
+    /// signal, which a run cancelled while it lasted raises as it ends; a
+    /// thread that drives while it waits (a stage thread, an inline
+    /// caller) pumps meanwhile, since what those runs wait for may be work
+    /// only it can run.
+    fn await_runs(&self, mut running: Vec<CancellationToken>) {
+        let me = crate::exec::this_runner();
+        let elsewhere =
+            |token: &CancellationToken| token.runner().is_some_and(|runner| runner != me);
+        running.retain(elsewhere);
+        if running.is_empty() {
+            return;
+        }
+        let drives = self.is_inline() || CallerKind::current().drives_while_waiting();
+        loop {
+            // Read before the check: a run that ends after it raises the
+            // signal past `seen`, so the park returns.
+            let seen = self.progress.epoch();
+            running.retain(elsewhere);
+            if running.is_empty() {
+                return;
+            }
+            if drives && self.pump_pass() {
+                continue;
+            }
+            self.progress.park(seen, self.config.wait_backstop);
+        }
     }
 
     /// Under the lock: what `reset` and a recovered hold

@@ -4,13 +4,14 @@
 //! simulator found (see `docs/reliability.md`), named after the rule it broke.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use verter_dag::{Canonical, TargetStage};
 use verter_scheduler::stage::Source;
 use verter_scheduler::{
-    ConfigError, HookPoint, Language, LoadError, Request, RequestError, Scheduler, SchedulerConfig,
-    SourceLoader, StageOutput,
+    ConfigError, HookPoint, HostAction, Language, LoadError, Request, RequestError, Scheduler,
+    SchedulerConfig, SchedulerEvent, SourceLoader, StageOutput,
 };
 use verter_source_root::SourceState;
 
@@ -312,10 +313,16 @@ fn a_dispatched_job_is_not_run_after_remove_returns() {
 }
 
 /// ```text
-/// test thread                          stage worker
-/// request Source(a.rs) ──────────────▶ parse starts, blocks in the executor
-/// reset() while it runs
-/// let the parse go on ───────────────▶ finds its token cancelled
+/// test thread        reset thread             stage worker
+/// request Source(a.rs) ─────────────────────▶ parse starts, blocks in the
+///                                             executor
+///                    reset(): cancels the
+///                    parse, then waits for it
+/// sees the reset's Cancelled event
+/// let the parse go on ──────────────────────▶ finds its token cancelled,
+///                                             reset has not returned
+///                    returns once the parse
+///                    returned
 /// then: the parse saw the cancellation, its result was refused
 /// ```
 #[test]
@@ -326,21 +333,47 @@ fn a_running_stage_sees_its_cancellation_token() {
         let (entered_tx, entered) = mpsc::channel::<()>();
         let (go, go_rx) = mpsc::channel::<()>();
         let go_rx = parking_lot::Mutex::new(go_rx);
-        let _ = executor.on_source.set(Box::new(move |path| {
-            if path == "a.rs" {
-                let _ = entered_tx.send(());
-                let _ = go_rx.lock().recv();
-            }
-        }));
+        let reset_returned = Arc::new(AtomicBool::new(false));
+        let returned_in_run = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        {
+            let (reset_returned, returned_in_run) =
+                (Arc::clone(&reset_returned), Arc::clone(&returned_in_run));
+            let _ = executor.on_source.set(Box::new(move |path| {
+                if path == "a.rs" {
+                    let _ = entered_tx.send(());
+                    let _ = go_rx.lock().recv();
+                    returned_in_run
+                        .lock()
+                        .push(reset_returned.load(Ordering::SeqCst));
+                }
+            }));
+        }
         let hooks = Arc::new(GateHooks::default());
         let scheduler = threaded(&files, &executor, &hooks);
         let waiting = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
         entered.recv().expect("the parse started");
-        scheduler.reset();
         let events = hooks.subscribe();
+        let resetting = {
+            let (scheduler, reset_returned) = (Arc::clone(&scheduler), Arc::clone(&reset_returned));
+            std::thread::spawn(move || {
+                scheduler.reset();
+                reset_returned.store(true, Ordering::SeqCst);
+            })
+        };
+        // The reset's hold cancelled the parse; its events are delivered
+        // before it waits for the parse.
+        await_event(&events, |event| {
+            matches!(event, SchedulerEvent::Cancelled(_, Some(HostAction::Reset)))
+        });
         go.send(()).unwrap();
+        resetting.join().expect("reset returned");
         await_event(&events, is_refusal);
         assert_eq!(*executor.cancelled_sources.lock(), ["a.rs"]);
+        assert_eq!(
+            *returned_in_run.lock(),
+            [false],
+            "reset returned while the stage it cancelled was still running"
+        );
         assert!(matches!(
             scheduler.wait(&waiting),
             Err(RequestError::Shutdown { .. })

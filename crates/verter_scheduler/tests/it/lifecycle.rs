@@ -139,6 +139,92 @@ fn reset_answers_every_waiter_and_empties_occupancy() {
     });
 }
 
+/// ```text
+/// test thread                          stage worker
+/// request Source(a.rs) ──────────────▶ passes every check and announces
+///                                      its run (WillLoad, then for the
+///                                      parse WillExecute): held there
+/// reset() returns
+/// let it go on ──────────────────────▶ the reset cancelled it before its
+///                                      run began: refused, not run
+/// then: neither the loader nor the executor was called for it after the
+///       reset returned; the request answered Shutdown
+/// ```
+#[test]
+fn no_stage_a_reset_cancelled_starts_after_the_reset_returned() {
+    for stage in ["Load", "Source"] {
+        watchdog("no start after reset", move || {
+            let files = MemFiles::with(&[("a.rs", "x")]);
+            let executor = LineExecutor::default();
+            let hooks = Arc::new(GateHooks::default());
+            let scheduler = threaded(&files, &executor, &hooks);
+            let gate = hooks.hold_announced("a.rs", stage);
+            let waiting = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+            gate.wait_arrival();
+            let (loads, parses) = (
+                files.load_kinds.lock().len(),
+                executor.runs_of("a.rs", "Source"),
+            );
+            scheduler.reset();
+            let events = hooks.subscribe();
+            gate.open();
+            await_event(&events, is_refusal);
+            assert_eq!(
+                (
+                    files.load_kinds.lock().len(),
+                    executor.runs_of("a.rs", "Source")
+                ),
+                (loads, parses),
+                "{stage}: host code ran for work the reset had cancelled, after it returned"
+            );
+            assert!(matches!(
+                scheduler.wait(&waiting),
+                Err(RequestError::Shutdown { .. })
+            ));
+            assert_quiescent(&scheduler, &[&waiting]);
+        });
+    }
+}
+
+/// A reset called from inside a stage does not wait for the stages on its
+/// own thread's stack (they end after it returns), inline or on a stage
+/// thread, and the request that stage serves is answered `Shutdown`.
+#[test]
+fn a_reset_from_inside_a_stage_returns_without_waiting_for_that_stage() {
+    for threads in [false, true] {
+        watchdog("reset inside a stage", move || {
+            let files = MemFiles::with(&[("a.rs", "x")]);
+            let executor = LineExecutor::default();
+            let hooks = Arc::new(GateHooks::default());
+            let scheduler = if threads {
+                threaded(&files, &executor, &hooks)
+            } else {
+                inline(&files, &executor, &hooks)
+            };
+            let slot: SchedulerSlot = Default::default();
+            slot.set(Arc::downgrade(&scheduler)).ok();
+            let returned = Arc::new(parking_lot::Mutex::new(Vec::new()));
+            {
+                let returned = Arc::clone(&returned);
+                let _ = executor.on_source.set(Box::new(move |path| {
+                    let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
+                    scheduler.reset();
+                    returned.lock().push(path.to_owned());
+                }));
+            }
+            let waiting = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+            assert!(matches!(
+                scheduler.wait(&waiting),
+                Err(RequestError::Shutdown { .. })
+            ));
+            assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
+            assert_eq!(*returned.lock(), ["a.rs"]);
+            assert_eq!(*executor.cancelled_sources.lock(), ["a.rs"]);
+            assert_quiescent(&scheduler, &[&waiting]);
+        });
+    }
+}
+
 /// After `reset()` the source root holds what a new scheduler's does: every
 /// file no live root reads is forgotten (it reads `Unknown`, not `Absent`)
 /// and the tables' memory is given back; a file held by a root captured
