@@ -288,6 +288,52 @@ fn reset_leaves_the_source_root_as_a_new_schedulers() {
     assert_quiescent(&scheduler, &handles);
 }
 
+/// One `gc_source_root()` forgets every removed file no root reads, the
+/// latest removal's tombstone too (it took two calls, or never went while
+/// nothing else was published after it): what is left is one version per
+/// live file, and a removed file reads `Unknown` as in a new scheduler.
+#[test]
+fn one_gc_forgets_every_removal_the_latest_included() {
+    let files = MemFiles::with(&[("a.rs", "x"), ("b.rs", "y"), ("c.rs", "z")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    for path in ["a.rs", "b.rs", "c.rs"] {
+        let parsed = scheduler.submit_request(Request::new(path, TargetStage::Source));
+        scheduler.wait(&parsed).expect("parsed");
+    }
+    // Two removals, then the last one alone: each time one call.
+    for (removals, live) in [(&["a.rs", "b.rs"][..], 1), (&["c.rs"][..], 0)] {
+        for path in removals {
+            scheduler.remove(path).expect("removed");
+        }
+        let report = scheduler.gc_source_root();
+        assert_eq!(report.forgotten_files, removals.len(), "{report:?}");
+        let stats = scheduler.source_root_stats();
+        assert_eq!(
+            (stats.tracked_files, stats.retained_versions),
+            (live, live),
+            "{stats:?}"
+        );
+        let root = scheduler.capture_root();
+        for path in removals {
+            assert_eq!(
+                scheduler.source_state_at(&root, &Canonical::from(*path)),
+                SourceState::Unknown
+            );
+        }
+    }
+    // A file added again afterwards is read from the loader as a new one.
+    let again = scheduler.submit_request(Request::new("c.rs", TargetStage::Source));
+    scheduler.wait(&again).expect("parsed again");
+    assert!(
+        scheduler
+            .source_state_at(&scheduler.capture_root(), &Canonical::from("c.rs"))
+            .is_present()
+    );
+    assert_quiescent(&scheduler, &[&again]);
+}
+
 #[test]
 fn dropping_the_scheduler_after_another_pump_took_the_wake_stops_the_driver() {
     watchdog("teardown", || {
