@@ -74,6 +74,11 @@
 //! | a dependency fails or is missing | `DependencyFailed` | `DependencyFailed` |
 //! | a blocker is removed | rebuilt on the blocker as the loader has it now | rebuilt on the blocker as the loader has it now |
 //!
+//! Answers the loader decided, a missing file's `SourceMissing` included,
+//! stand until the host says the file changed: [`Scheduler::invalidate`]
+//! reads a tracked file again, also one it removed that an importer's
+//! build took in again, once it is back on disk.
+//!
 //! Every request is answered exactly once, with a value or a typed
 //! [`RequestError`]: no request ever hangs. A broken scheduler invariant
 //! answers `Internal` (and is counted) rather than leaving anyone waiting.

@@ -31,9 +31,21 @@ impl<E: StageExecutor> Scheduler<E> {
     /// the file reads `Pending` in the source root until its Source loads
     /// it again. Waiters without text follow to the new generation (their
     /// work is re-admitted); waiters that carried text are answered
-    /// `Superseded`. Paths the scheduler does not track are ignored
-    /// ([`Invalidation::Untracked`]). Everything the caller submitted
-    /// before is admitted first.
+    /// `Superseded`. Everything the caller submitted before is admitted
+    /// first.
+    ///
+    /// A path is tracked while the scheduler has a live object for it: a
+    /// file a request or an upsert named, or one the scheduler took in
+    /// itself — a dependency a parse named, or a removed blocker an
+    /// importer needs again — whether its load succeeded or failed. A
+    /// failed load is an answer like an output: a file missing when it was
+    /// loaded answers `SourceMissing` (and its importers
+    /// `DependencyFailed`) until it is invalidated, also after it is back
+    /// on disk; invalidating it reads it again. This is how a host says a
+    /// file it removed is back ([`Invalidation::Changed`] when the scheduler
+    /// had taken it in again for an importer). A path the scheduler does
+    /// not track is ignored ([`Invalidation::Untracked`]): a request for it
+    /// reads the loader anyway.
     pub fn invalidate(&self, path: &str) -> Result<Invalidation, RequestError> {
         self.invalidate_with(path, true)
     }
@@ -156,9 +168,14 @@ impl<E: StageExecutor> Scheduler<E> {
     /// cancelled, the node is unpublished and the source root records it
     /// `Absent` — in one lock hold, the node map and the source root in one
     /// transition. Files whose Artifacts wait on it keep depending on it:
-    /// they ask the loader for it again (a successor object) and fail with
-    /// `DependencyFailed` if it has none. A later request creates a
-    /// successor (new incarnation, generation 0). Unknown paths are ignored.
+    /// the next build of one asks the loader for it again (a successor
+    /// object, new incarnation, generation 0, which the scheduler then
+    /// tracks) and fails with `DependencyFailed` if it has none. That
+    /// answer stands, as every answer does, until the host says the file
+    /// changed: once it is back on disk, [`Self::invalidate`] it (or upsert
+    /// it), and the importers' next builds read it. A later request for the
+    /// file itself finds that successor, or, if no importer made one,
+    /// creates one and reads the loader. Unknown paths are ignored.
     /// Everything the caller submitted before is admitted first.
     pub fn remove(&self, path: &str) -> Result<(), RequestError> {
         let canonical = self.canonicalize(path)?;

@@ -10,8 +10,8 @@ use std::sync::mpsc;
 use verter_dag::{Canonical, TargetStage};
 use verter_scheduler::stage::Source;
 use verter_scheduler::{
-    ConfigError, HookPoint, HostAction, Language, LoadError, Request, RequestError, Scheduler,
-    SchedulerConfig, SchedulerEvent, SourceLoader, StageOutput,
+    ConfigError, HookPoint, HostAction, Invalidation, Language, LoadError, Request, RequestError,
+    Scheduler, SchedulerConfig, SchedulerEvent, SourceLoader, StageOutput,
 };
 use verter_source_root::SourceState;
 
@@ -67,6 +67,46 @@ fn a_removal_never_erases_an_importers_dependency_facts() {
     scheduler.wait(&upsert).expect("parsed");
     assert_eq!(artifact(&scheduler, "a.rs").unwrap(), "p7:a.rs=2,m.rs@g0=3");
     assert_quiescent(&scheduler, &[&direct, &upsert]);
+}
+
+/// A blocker removed and deleted is taken in again by its importer's next
+/// build (missing: `DependencyFailed`), so the scheduler tracks it again.
+/// Back on disk, it keeps answering what the loader said until the host
+/// says so, as every answer does: `invalidate` then reads it (`Changed`,
+/// not `Untracked`, as `invalidate`'s docs say), and the importer builds on
+/// it. A removed file nothing took in again is untracked: `invalidate`
+/// ignores it, and a request reads the loader.
+#[test]
+fn a_removed_blocker_back_on_disk_is_read_once_invalidated() {
+    let files = MemFiles::with(&[("a.rs", "use m.rs"), ("m.rs", "one"), ("z.rs", "z")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    assert_eq!(artifact(&scheduler, "a.rs").unwrap(), "p7:a.rs=2,m.rs@g0=1");
+    files.delete("m.rs");
+    scheduler.remove("m.rs").unwrap();
+    assert_missing_blocker(artifact(&scheduler, "a.rs"), "m.rs");
+    // Back on disk, not announced: the answers the loader gave stand.
+    files.write("m.rs", "one two");
+    assert_missing_blocker(artifact(&scheduler, "a.rs"), "m.rs");
+    let direct = scheduler.ask(Source.of("m.rs"));
+    assert!(matches!(
+        scheduler.wait(&direct),
+        Err(RequestError::SourceMissing { .. })
+    ));
+    // Announced: the importer's build took it in, so it is tracked.
+    assert_eq!(scheduler.invalidate("m.rs").unwrap(), Invalidation::Changed);
+    assert_eq!(artifact(&scheduler, "a.rs").unwrap(), "p7:a.rs=2,m.rs@g1=2");
+    // A removed file nothing needs is not tracked: ignored, and read anew.
+    scheduler.remove("z.rs").unwrap();
+    files.write("z.rs", "z z");
+    assert_eq!(
+        scheduler.invalidate("z.rs").unwrap(),
+        Invalidation::Untracked
+    );
+    let z = scheduler.ask(Source.of("z.rs"));
+    assert_eq!(scheduler.wait(&z).expect("read anew").parsed, ["z z"]);
+    assert_quiescent(&scheduler, &[direct.untyped(), z.untyped()]);
 }
 
 #[test]
