@@ -574,7 +574,7 @@ impl<E: StageExecutor> Scheduler<E> {
         };
         self.jobs[queue].push(job);
         if queue == URGENT {
-            self.helpers.wake_all();
+            self.helpers.wake_one();
         }
         let me = self.me.clone();
         let run = move || {

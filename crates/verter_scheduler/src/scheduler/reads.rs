@@ -139,6 +139,7 @@ impl<E: StageExecutor> Scheduler<E> {
             completion_holds: load(&self.counters.completion_holds),
             batched_stages: load(&self.counters.batched_stages),
             caller_stages: load(&self.counters.caller_stages),
+            helper_wakes: self.helpers.woken(),
             deferred_registrations: load(&self.counters.deferred_registrations),
             lock_held_ns: load(&self.counters.lock_held_ns),
         }
