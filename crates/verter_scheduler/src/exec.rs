@@ -61,6 +61,12 @@ thread_local! {
     static JOB_DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
+/// Whether the calling thread is inside a job (running a stage, or
+/// waiting inside one).
+pub(crate) fn in_job() -> bool {
+    JOB_DEPTH.with(Cell::get) > 0
+}
+
 /// Leaves one level of [`JOB_DEPTH`] when dropped (also on unwind).
 struct JobDepth;
 

@@ -32,8 +32,8 @@ pub(crate) struct Helpers {
 
 impl Helpers {
     /// Unparks one registered helper, if any: called after an urgent job is
-    /// pushed. Most recently registered first (the host thread that just
-    /// asked for urgent work, most likely), then round robin.
+    /// pushed. Round robin over the registry, so a burst of jobs wakes as
+    /// many helpers as there are jobs.
     pub(crate) fn wake_one(&self) {
         let threads = self.threads.lock();
         if threads.is_empty() {

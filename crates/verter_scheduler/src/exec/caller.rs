@@ -18,7 +18,7 @@
 //!    next, any other (or any once the answer is in) it queues.
 //! 3. With no urgent job queued and its answer missing, it parks. Queueing
 //!    an urgent job unparks one registered helper (after the push, under
-//!    the registry's lock; the newest first, then round robin), and the
+//!    the registry's lock; round robin), and the
 //!    answer's `set` calls the waker: a registration comes before the
 //!    check that precedes the park, so neither wake can be lost (a
 //!    thread's unpark token outlives a park that has not begun), and a job

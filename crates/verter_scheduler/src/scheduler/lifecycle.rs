@@ -223,8 +223,10 @@ impl<E: StageExecutor> Scheduler<E> {
     /// were running (each sees its cancelled token and may return early;
     /// one that ignores it is waited for). A waiting stage thread or
     /// inline caller runs other work meanwhile. The one exception is a
-    /// reset called from inside a stage (an executor, a loader, a hook):
-    /// the stages on the calling thread's own stack end after it returns.
+    /// reset called from inside a stage (an executor or a loader, or a hook
+    /// it calls): it returns without waiting, since the stages on its own
+    /// stack end only after it returns, and stages that waited for each
+    /// other's end would wait forever.
     /// (`remove`, an edit and a cancelled DAG do not wait: their running
     /// stages may finish after the call returns, and are refused.)
     pub fn reset(&self) {
@@ -253,17 +255,21 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// After a reset's hold, which cancelled every token of `running`:
-    /// waits until no run of that work is in progress on another thread
-    /// (docs/design.md, "Reset"). Runs on this thread's own stack are left
-    /// out: they end after the caller returns. Wakes on the progress
-    /// signal, which a run cancelled while it lasted raises as it ends; a
-    /// thread that drives while it waits (a stage thread, an inline
-    /// caller) pumps meanwhile, since what those runs wait for may be work
-    /// only it can run.
+    /// waits until no run of that work is in progress (docs/design.md,
+    /// "Reset"). A reset called from inside a stage (this thread runs a job,
+    /// or one of the runs is its own) does not wait: its own runs end only
+    /// after it returns, and a stage that waited for other stages could
+    /// wait for one that waits for it. Wakes on the progress signal, which
+    /// a run cancelled while it lasted raises as it ends; a thread that
+    /// drives while it waits (a stage thread, an inline caller) pumps
+    /// meanwhile, since what those runs wait for may be work only it can
+    /// run.
     fn await_runs(&self, mut running: Vec<CancellationToken>) {
         let me = crate::exec::this_runner();
-        let elsewhere =
-            |token: &CancellationToken| token.runner().is_some_and(|runner| runner != me);
+        if crate::exec::in_job() || running.iter().any(|token| token.runner() == Some(me)) {
+            return;
+        }
+        let elsewhere = |token: &CancellationToken| token.runner().is_some();
         running.retain(elsewhere);
         if running.is_empty() {
             return;

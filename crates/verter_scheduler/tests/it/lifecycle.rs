@@ -288,6 +288,54 @@ fn reset_leaves_the_source_root_as_a_new_schedulers() {
     assert_quiescent(&scheduler, &handles);
 }
 
+/// ```text
+/// stage thread 1                       stage thread 2
+/// a.rs's parse starts ─── barrier ──── b.rs's parse starts
+/// reset()                              reset()
+///            ──────────── barrier ────
+/// then: both passed the second barrier: neither reset waited for the
+///       other thread's stage, which ends only after both resets
+///       returned; both requests are answered Shutdown
+/// ```
+#[test]
+fn two_stages_that_reset_at_once_do_not_wait_for_each_other() {
+    watchdog("resets inside two stages", || {
+        let files = MemFiles::with(&[("a.rs", "a"), ("b.rs", "b")]);
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        let slot: SchedulerSlot = Default::default();
+        slot.set(Arc::downgrade(&scheduler)).ok();
+        let both_running = Arc::new(std::sync::Barrier::new(2));
+        let returned = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        {
+            let returned = Arc::clone(&returned);
+            let _ = executor.on_source.set(Box::new(move |path| {
+                both_running.wait();
+                let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
+                scheduler.reset();
+                both_running.wait();
+                returned.lock().push(path.to_owned());
+            }));
+        }
+        let handles: Vec<_> = ["a.rs", "b.rs"]
+            .iter()
+            .map(|path| scheduler.submit_request(Request::new(*path, TargetStage::Source)))
+            .collect();
+        for handle in &handles {
+            assert!(matches!(
+                scheduler.wait(handle),
+                Err(RequestError::Shutdown { .. })
+            ));
+        }
+        assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
+        let mut returned = returned.lock().clone();
+        returned.sort();
+        assert_eq!(returned, ["a.rs", "b.rs"]);
+        assert_quiescent(&scheduler, &handles.iter().collect::<Vec<_>>());
+    });
+}
+
 /// One `gc_source_root()` forgets every removed file no root reads, the
 /// latest removal's tombstone too (it took two calls, or never went while
 /// nothing else was published after it): what is left is one version per
