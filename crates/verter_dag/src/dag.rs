@@ -619,6 +619,20 @@ impl<P> SchedulerDag<P> {
         self.waiter_ids.recycle(waiter);
     }
 
+    /// The cancellation tokens of the work running now (dispatched, not
+    /// completed), in no particular order: what [`Self::reset`] cancels,
+    /// so that its caller can wait for the runs of that work to end
+    /// ([`CancellationToken::runner`]). O(1) when nothing is running.
+    pub fn running_tokens(&self) -> Vec<CancellationToken> {
+        if self.ledger.snapshot().in_use() == 0 {
+            return Vec::new();
+        }
+        self.all_nodes()
+            .filter(|(_, node)| matches!(node.state, NodeState::Running))
+            .filter_map(|(_, node)| node.cancel.clone())
+            .collect()
+    }
+
     /// Removes every object at once: every waiter is answered `Shutdown`,
     /// running work is abandoned, and the backing storage of every table is
     /// released. Reservations of running work stay in the ledger until their

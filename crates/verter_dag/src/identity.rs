@@ -30,7 +30,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use cancellation::CancellationToken;
+pub use cancellation::{CancellationToken, RunnerId};
 
 /// The canonical path of a file: the key every layer uses for it.
 ///

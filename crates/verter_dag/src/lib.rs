@@ -86,7 +86,11 @@
 //! - [`TargetStage`], [`ProfileHash`]: which stage of a file is wanted.
 //! - [`FileIdentity`], [`DepKey`], [`WorkNodeIdentity`]: the one identity
 //!   shape for work on files (a file identity plus a stage) and for cache nodes.
-//! - [`Priority`], [`SchedulerCacheId`], [`CancellationToken`].
+//! - [`Priority`], [`SchedulerCacheId`].
+//! - [`CancellationToken`], with the run gate the layer above begins a
+//!   host call through ([`CancellationToken::begin_run`], marked with a
+//!   [`RunnerId`]), and [`SchedulerDag::running_tokens`], the tokens a
+//!   reset cancels and its caller waits on.
 
 mod blockers;
 mod canonical_map;
@@ -112,7 +116,7 @@ pub use effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, Waite
 pub use error::{DagFailure, FailureCause, GenerationExhausted, LinkError};
 pub use identity::{
     CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, ObjectRecord,
-    Priority, ProfileHash, SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage,
-    WorkNodeIdentity,
+    Priority, ProfileHash, RunnerId, SchedulerCacheId, SourceVersion, SubmissionLifetime,
+    TargetStage, WorkNodeIdentity,
 };
 pub use ready::{AdmissionId, DEFAULT_LANE_WEIGHTS, LedgerSnapshot, ResourceClass};

@@ -13,8 +13,12 @@
 //! 3. *Run* (no lock): the loader (I/O pool) or the executor (CPU pool),
 //!    inside a panic boundary, unless the dispatch's cancellation token was
 //!    cancelled meanwhile (then the work is refused without running). The
-//!    token goes to the executor, so a long stage can stop early. Source
-//!    also resolves the paths of the dependencies its parse declared here.
+//!    last step before the call begins the run on the token
+//!    (`Scheduler::begin_run`: marked with this thread, unless cancelled,
+//!    in one atomic step; the mark goes when the call returns), so a reset
+//!    knows which stages it must wait for. The token goes to the executor,
+//!    so a long stage can stop early. Source also resolves the paths of
+//!    the dependencies its parse declared here.
 //! 4. *Complete* (one lock hold): compare the carried identity with the live
 //!    node (`SchedulerDag::is_current`). A current completion publishes its
 //!    output and consumes its facts; a stale one publishes and consumes
@@ -29,8 +33,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use verter_dag::{
-    Canonical, DepKey, Dispatch, Effects, FileIdentity, Priority, ResourceClass, TargetStage,
-    WorkNodeIdentity,
+    CancellationToken, Canonical, DepKey, Dispatch, Effects, FileIdentity, Priority, ResourceClass,
+    RunnerId, TargetStage, WorkNodeIdentity,
 };
 use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
 
@@ -55,6 +59,12 @@ thread_local! {
     /// How many jobs this thread is inside (an executor may wait, and so
     /// pump and run another job, while running one).
     static JOB_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Whether the calling thread is inside a job (running a stage, or
+/// waiting inside one).
+pub(crate) fn in_job() -> bool {
+    JOB_DEPTH.with(Cell::get) > 0
 }
 
 /// Leaves one level of [`JOB_DEPTH`] when dropped (also on unwind).
@@ -570,7 +580,7 @@ impl<E: StageExecutor> Scheduler<E> {
         };
         self.jobs[queue].push(job);
         if queue == URGENT {
-            self.helpers.wake_all();
+            self.helpers.wake_one();
         }
         let me = self.me.clone();
         let run = move || {
@@ -748,5 +758,6 @@ mod source;
 mod verify;
 
 pub(crate) use batch::flush_deferred;
+pub(crate) use run::this_runner;
 #[cfg(test)]
 mod tests;

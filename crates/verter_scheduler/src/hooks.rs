@@ -65,9 +65,13 @@ pub enum SchedulerEvent {
     Ingested(FileIdentity, DepKey),
     /// Work left the ready queue for a thread, wanted by [`Demand`].
     Dispatched(WorkNodeIdentity, Demand),
-    /// A Source is about to be loaded (the I/O half of the stage).
+    /// A Source is about to be loaded (the I/O half of the stage). If its
+    /// work is cancelled before the load begins (the very next step), it
+    /// is refused instead, with no `Ran`.
     WillLoad(WorkNodeIdentity),
-    /// A stage's executor is about to run (for Source: the parse).
+    /// A stage's executor is about to run (for Source: the parse). If its
+    /// work is cancelled before the call begins (the very next step), it is
+    /// refused instead, with no `Ran`.
     WillExecute(WorkNodeIdentity),
     /// A stage ran (its executor or loader returned, or panicked): why,
     /// where and for how long. Its commit reports what became of it.

@@ -36,7 +36,11 @@
 //! (on [`SourceInput`], [`AnalysisInput`] and [`ArtifactInput`]) is
 //! cancelled, a job that has not started is refused without running its
 //! executor, and a running one may stop early (its result is refused
-//! either way). `SchedulerCounters::cancellations` counts it.
+//! either way). `SchedulerCounters::cancellations` counts it. "Started"
+//! is exact: the last step before a loader or executor call is one
+//! atomic step on the token, ordered with the cancel. [`Scheduler::reset`]
+//! also waits for the stages it cancelled: once it returns, none is
+//! running and none will start (docs/design.md, "Reset").
 //!
 //! # Early cutoff
 //! A rebuild stops where an output did not change. [`Scheduler::invalidate`]
@@ -69,6 +73,11 @@
 //! | the file is removed, or `reset()` (also when it is added again before the request is admitted) | `Shutdown` | `Shutdown` |
 //! | a dependency fails or is missing | `DependencyFailed` | `DependencyFailed` |
 //! | a blocker is removed | rebuilt on the blocker as the loader has it now | rebuilt on the blocker as the loader has it now |
+//!
+//! Answers the loader decided, a missing file's `SourceMissing` included,
+//! stand until the host says the file changed: [`Scheduler::invalidate`]
+//! reads a tracked file again, also one it removed that an importer's
+//! build took in again, once it is back on disk.
 //!
 //! Every request is answered exactly once, with a value or a typed
 //! [`RequestError`]: no request ever hangs. A broken scheduler invariant

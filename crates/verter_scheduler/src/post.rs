@@ -246,6 +246,10 @@ impl<E: StageExecutor> Answered<E> {
 pub(crate) struct AnswerSlot<E: StageExecutor> {
     cells: Arc<Cells<E>>,
     index: u32,
+    /// Whether its request is urgent (`High` or above): its answer is
+    /// delivered before every other wake-up of the hold that gives it
+    /// ([`PostWork::deliver`]).
+    urgent: bool,
 }
 
 impl<E: StageExecutor> AnswerSlot<E> {
@@ -262,6 +266,7 @@ impl<E: StageExecutor> AnswerSlot<E> {
         Self {
             cells: Arc::new(Cells::One(HandleState::new())),
             index: 0,
+            urgent: false,
         }
     }
 
@@ -271,7 +276,14 @@ impl<E: StageExecutor> AnswerSlot<E> {
         Self {
             cells: Arc::new(Cells::Dag(HandleState::new(), node)),
             index: 0,
+            urgent: false,
         }
+    }
+
+    /// The slot, marked as a request's that is urgent when `urgent`.
+    pub(crate) fn urgent_if(mut self, urgent: bool) -> Self {
+        self.urgent = urgent;
+        self
     }
 
     /// The state a handle reads.
@@ -285,6 +297,7 @@ impl<E: StageExecutor> AnswerSlot<E> {
         Self {
             cells: Arc::clone(&self.cells),
             index: self.index,
+            urgent: self.urgent,
         }
     }
 
@@ -304,6 +317,7 @@ impl<E: StageExecutor> Drop for AnswerSlot<E> {
             let orphan = Self {
                 cells: Arc::clone(&self.cells),
                 index: self.index,
+                urgent: self.urgent,
             };
             // (Never `with`: a panic here, during an unwind, would abort.)
             let _ = ORPHANS.try_with(|orphans| orphans.borrow_mut().push(Box::new(orphan)));
@@ -343,6 +357,7 @@ impl<E: StageExecutor> BatchSlots<E> {
         AnswerSlot {
             cells: Arc::clone(&self.cells),
             index,
+            urgent: false,
         }
     }
 
@@ -556,13 +571,14 @@ impl<E: StageExecutor> PostWork<E> {
 
     /// Fires the events (first, so a waiter that has its answer knows every
     /// event of the work that answered it was reported), then answers every
-    /// slot, counting a second answer to a slot in `duplicates` and a
+    /// slot, urgent requests' first (docs/design.md, "Urgent answers
+    /// first"), counting a second answer to a slot in `duplicates` and a
     /// panicking hook in `hook_panics`. Returns whether newly ready work
     /// must be dispatched.
     ///
     /// # Panics
     /// In debug builds, if the calling thread holds the DAG lock.
-    pub(crate) fn deliver(self, sink: &Sink<'_>, duplicates: &AtomicU64) -> bool {
+    pub(crate) fn deliver(mut self, sink: &Sink<'_>, duplicates: &AtomicU64) -> bool {
         if !self.events.is_empty() {
             sink.events_hint.store(self.events.len(), Ordering::Relaxed);
         }
@@ -572,6 +588,14 @@ impl<E: StageExecutor> PostWork<E> {
         );
         if !self.events.is_empty() {
             crate::events::emit_all(sink, self.hold, self.events);
+        }
+        // Every answer may wake a thread, and a woken thread may take the
+        // core from this one before it gets to the next answer: an urgent
+        // request's waiter is woken before anyone else. Stable, so the
+        // others keep the order the hold decided; only a hold that answers
+        // an urgent request among others reorders anything.
+        if self.answers.len() > 1 && self.answers[1..].iter().any(|(slot, _)| slot.urgent) {
+            self.answers.sort_by_key(|(slot, _)| !slot.urgent);
         }
         for (slot, result) in self.answers {
             let state = slot.state();

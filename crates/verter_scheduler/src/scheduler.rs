@@ -42,9 +42,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam::queue::SegQueue;
 use verter_dag::{
-    Canonical, DagFailure, DependencyOccupancy, Effects, FileIdentity, Generation, LedgerSnapshot,
-    ObjectError, ObjectRecord, Priority, ResourceClass, SourceVersion, TargetStage, WaitPolicy,
-    WorkNodeIdentity,
+    CancellationToken, Canonical, DagFailure, DependencyOccupancy, Effects, FileIdentity,
+    Generation, LedgerSnapshot, ObjectError, ObjectRecord, Priority, ResourceClass, SourceVersion,
+    TargetStage, WaitPolicy, WorkNodeIdentity,
 };
 use verter_pools::{CallerKind, SchedulerCpuPool, SchedulerIoPool, wait_or_drive_with};
 use verter_source_root::{
@@ -147,6 +147,10 @@ pub struct SchedulerCounters {
     /// Urgent stages a host thread ran itself while it waited for an answer
     /// (`SchedulerConfig::callers_run_urgent_work`).
     pub caller_stages: u64,
+    /// Waiting host threads woken to run a queued urgent stage: one per
+    /// stage queued while any waits (docs/design.md, "Urgent work on a
+    /// waiting host thread").
+    pub helper_wakes: u64,
     /// Requests of large atomic batches registered in a later hold than
     /// the one that applied their batch's edits
     /// (`SchedulerConfig::registrations_per_hold`).

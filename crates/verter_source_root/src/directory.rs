@@ -226,7 +226,9 @@ impl<T: Clone + Send + Sync + 'static> SchedulerSourceDirectory<T> {
     /// reads reads `Unknown`, as in a new directory (the forgetting gets an
     /// epoch of its own). When no file is left tracked, the tables' memory
     /// is given back too. `Scheduler::reset` runs it after removing every
-    /// file, so a reset scheduler holds what a new one does.
+    /// file, so a reset scheduler holds what a new one does; the layer
+    /// above's explicit GC is this too, so that one call forgets the
+    /// latest removal.
     ///
     /// # Panics
     /// If called from inside a publication closure of the same directory.

@@ -102,6 +102,46 @@ fn cancellation_is_idempotent_and_visible_across_threads() {
 }
 
 #[test]
+fn a_run_never_begins_on_a_cancelled_token() {
+    let runner = RunnerId::allocate();
+    let token = CancellationToken::new();
+    token.cancel();
+    assert!(!token.begin_run(runner));
+    assert_eq!(token.runner(), None);
+    assert!(token.is_cancelled());
+}
+
+#[test]
+fn a_run_cancelled_while_it_lasts_reports_it_when_it_ends() {
+    let (runner, other) = (RunnerId::allocate(), RunnerId::allocate());
+    assert_ne!(runner, other);
+    let token = CancellationToken::new();
+    assert!(token.begin_run(runner));
+    assert_eq!(token.runner(), Some(runner));
+    // One run at a time.
+    assert!(!token.begin_run(other));
+    assert!(!token.is_cancelled());
+    // The canceller finds the mark until the run ends.
+    assert!(token.cancel());
+    assert!(token.is_cancelled());
+    assert_eq!(token.runner(), Some(runner));
+    assert!(token.end_run(), "the end reports the cancel");
+    assert_eq!(token.runner(), None);
+    assert!(token.is_cancelled());
+    // A run that was not cancelled ends quietly, and the token is fresh.
+    let quiet = CancellationToken::new();
+    assert!(quiet.begin_run(other));
+    assert!(!quiet.end_run());
+    assert!(quiet.is_reusable());
+    assert!(quiet.begin_run(runner));
+    assert!(
+        !quiet.is_reusable(),
+        "a running token is not handed out again"
+    );
+    assert!(!quiet.end_run());
+}
+
+#[test]
 fn submission_lifetimes_are_unique() {
     let lifetimes: HashSet<_> = (0..1000).map(|_| SubmissionLifetime::allocate()).collect();
     assert_eq!(lifetimes.len(), 1000);

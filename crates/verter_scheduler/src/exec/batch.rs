@@ -7,7 +7,10 @@
 //! batched (`Scheduler::take_batched`). The thread runs them one after
 //! another; each finished one waits in the thread's *deferred* list until
 //! the round's last has run, and one hold then commits them all and takes
-//! the next round. A deferred stage is still running as far as the DAG is
+//! the next round. An urgent stage (CPU work at `High` or above) ends its
+//! round early: it is committed as soon as it ran, and the round's unrun
+//! jobs run after what that hold hands the thread. A deferred stage is
+//! still running as far as the DAG is
 //! concerned (its reservation is held, nothing is published), so a stale
 //! one is refused at the commit like any other.
 //!
@@ -128,6 +131,11 @@ impl<E: StageExecutor> Installed<E> {
         self.0.pending.borrow_mut().pop_front()
     }
 
+    /// Whether the round still holds unrun jobs.
+    fn has_pending(&self) -> bool {
+        !self.0.pending.borrow().is_empty()
+    }
+
     fn take(&self, into: &mut Vec<Finished<E>>) {
         into.append(&mut self.0.finished.borrow_mut());
     }
@@ -180,10 +188,23 @@ impl<E: StageExecutor> Scheduler<E> {
                     .hold(&mut round);
             }
             let mut current = Some(first);
+            // Whether an urgent stage cut this round short.
+            let mut cut = false;
             while let Some(job) = current {
                 jobs += 1;
+                let urgent = is_urgent(&job.dispatch);
                 let done = self.execute(job);
-                current = installed.as_ref().and_then(Installed::next);
+                // An urgent stage ends its round: it is committed (and its
+                // waiter answered, or its next stage kept for this thread)
+                // now, not after the round's other stages. The round's
+                // unrun jobs stay held for this thread, after what the
+                // commit hands it.
+                current = if urgent {
+                    cut = installed.as_ref().is_some_and(Installed::has_pending);
+                    None
+                } else {
+                    installed.as_ref().and_then(Installed::next)
+                };
                 match (&installed, current.is_some()) {
                     // Later jobs of the round may wait on it: deferred, so a
                     // pump on this thread commits it first.
@@ -201,14 +222,19 @@ impl<E: StageExecutor> Scheduler<E> {
             // `batch_time`, judged by this round's stages.
             let per_stage = (started.elapsed().as_nanos() / u128::from(jobs)).max(1);
             let fit = self.config.batch_time.as_nanos() / per_stage;
-            let extra = usize::try_from(fit).map_or(limit - 1, |fit| fit.min(limit - 1));
+            // A round cut short takes no more: it still holds its own.
+            let extra = match cut {
+                true => 0,
+                false => usize::try_from(fit).map_or(limit - 1, |fit| fit.min(limit - 1)),
+            };
             let (next, message) = self.complete_all(
                 &mut finished,
                 Some(ResourceClass::Cpu),
                 Some((extra, &mut round)),
             );
             broken = broken.or(message);
-            kept = next;
+            // A round an urgent stage cut short may still hold unrun jobs.
+            kept = next.or_else(|| installed.as_ref().and_then(Installed::next));
         }
         debug_assert!(round.is_empty(), "batched jobs come with a kept one");
         if let Some(deferred) = installed.take() {

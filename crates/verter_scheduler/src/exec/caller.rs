@@ -17,18 +17,21 @@
 //!    completion keeping the next CPU job for it; an urgent one it runs
 //!    next, any other (or any once the answer is in) it queues.
 //! 3. With no urgent job queued and its answer missing, it parks. Queueing
-//!    an urgent job unparks every registered helper (after the push, under
-//!    the registry's lock), and the answer's `set` calls the waker: a
-//!    registration comes before the check that precedes the park, so
-//!    neither wake can be lost (a thread's unpark token outlives a park
-//!    that has not begun).
+//!    an urgent job unparks one registered helper (after the push, under
+//!    the registry's lock; round robin), and the
+//!    answer's `set` calls the waker: a registration comes before the
+//!    check that precedes the park, so neither wake can be lost (a
+//!    thread's unpark token outlives a park that has not begun), and a job
+//!    no helper takes still has its pool token.
 //!
 //! # Invariants
 //! 1. A waiting host thread runs a queued urgent stage while every stage
 //!    thread is busy, and its answer arrives without them
 //!    (`a_waiting_host_thread_runs_its_urgent_stage_while_the_stage_threads_are_busy`).
 //! 2. Urgent work queued after the waiter parked wakes it
-//!    (`urgent_work_queued_after_the_caller_parked_wakes_it`).
+//!    (`urgent_work_queued_after_the_caller_parked_wakes_it`), and one
+//!    queued urgent stage wakes one waiting host thread, not every one
+//!    (`one_queued_urgent_stage_wakes_one_waiting_host_thread`).
 //! 3. Off (`SchedulerConfig::callers_run_urgent_work`), a host thread runs
 //!    no stage (`with_the_option_off_a_host_thread_runs_no_stage`).
 

@@ -137,6 +137,13 @@ impl<E: StageExecutor> Scheduler<E> {
                 return;
             }
         };
+        // The run is begun on a clone of the token: the dispatch moves into
+        // the completion before the start is called.
+        let cancel = dispatch.cancel.clone();
+        let Some(running) = self.begin_run(&cancel) else {
+            self.complete_deferred(Finished::stale(dispatch), &notice);
+            return;
+        };
         let Work::Artifact {
             profile,
             analysis,
@@ -150,7 +157,6 @@ impl<E: StageExecutor> Scheduler<E> {
         self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
         // Sorted by path, as `ArtifactInput` promises (see `execute`).
         blockers.sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
-        let cancel = dispatch.cancel.clone();
         let started = Started {
             dispatch,
             notice: Arc::clone(&notice),
@@ -191,6 +197,8 @@ impl<E: StageExecutor> Scheduler<E> {
         let _ = catch_unwind(AssertUnwindSafe(|| {
             self.executor.start_artifact(&input, done);
         }));
+        // The start returned: the run (this thread's part of it) ends.
+        drop(running);
     }
 
     fn start_cache(
@@ -207,7 +215,8 @@ impl<E: StageExecutor> Scheduler<E> {
         else {
             unreachable!("only a cache node's job has no file node");
         };
-        if !self.begin_cache(&dispatch) {
+        let cancel = dispatch.cancel.clone();
+        let Some(running) = self.begin_cache(&dispatch, &cancel) else {
             let finished = self.finished(
                 dispatch,
                 Outcome::Cached {
@@ -216,9 +225,8 @@ impl<E: StageExecutor> Scheduler<E> {
             );
             self.complete_deferred(finished, &notice);
             return;
-        }
+        };
         let identity = dispatch.identity;
-        let cancel = dispatch.cancel.clone();
         let started = Started {
             dispatch,
             notice: Arc::clone(&notice),
@@ -243,6 +251,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let _ = catch_unwind(AssertUnwindSafe(|| {
             self.executor.start_cache_node(&input, done);
         }));
+        drop(running);
     }
 
     /// A deferred answer arrived (on the completing thread): times the run

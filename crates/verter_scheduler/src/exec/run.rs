@@ -64,8 +64,38 @@ pub(super) enum Gate<E: StageExecutor> {
     /// Verified against its prior instead of running.
     Verified(super::verify::Verified<E>),
     /// To run, with why (when events are observed; its `WillExecute` or
-    /// `WillLoad` already emitted).
+    /// `WillLoad` already emitted). The caller then begins the run
+    /// ([`Scheduler::begin_run`]), right away.
     Run(Option<RunReason>),
+}
+
+/// A run that has begun: its work's token carries this thread's mark
+/// ([`verter_dag::CancellationToken::begin_run`]) until it drops, which
+/// happens once the host call it covers returned. `Scheduler::reset`
+/// waits for the runs of the work it cancelled to end (docs/design.md,
+/// "Reset"), so one cancelled while it lasts raises the progress signal
+/// when it ends.
+pub(crate) struct Running<'t> {
+    token: &'t CancellationToken,
+    progress: &'t verter_pools::ProgressSignal,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if self.token.end_run() {
+            self.progress.notify();
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's mark on the tokens of the runs it begins.
+    static RUNNER: RunnerId = RunnerId::allocate();
+}
+
+/// The calling thread's runner id.
+pub(crate) fn this_runner() -> RunnerId {
+    RUNNER.with(|runner| *runner)
 }
 
 /// What a job's run produced.
@@ -135,6 +165,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 return self.finished(dispatch, verified.into_outcome(node, work));
             }
         };
+        let Some(running) = self.begin_run(&dispatch.cancel) else {
+            return Finished::stale(dispatch);
+        };
         let started = self.timed.then(Instant::now);
         let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
         let _span = span.enter();
@@ -202,6 +235,8 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         };
+        // The host calls returned: the run ends (a reset may wait for it).
+        drop(running);
         let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
         self.finished_ran(dispatch, outcome, ran)
     }
@@ -210,7 +245,9 @@ impl<E: StageExecutor> Scheduler<E> {
     /// work starts): refuses work that is already stale — checked again
     /// after the pause point, where a test (or a slow thread) may have let
     /// the world move on — and verifies a stage none of whose inputs changed
-    /// since its prior output.
+    /// since its prior output. Work that is to run is announced; its
+    /// caller then begins the run ([`Self::begin_run`]) as the last step
+    /// before the host call.
     #[inline(always)]
     pub(super) fn begin(
         &self,
@@ -259,6 +296,25 @@ impl<E: StageExecutor> Scheduler<E> {
             self.observes_events
                 .then(|| super::verify::run_reason(file, work)),
         )
+    }
+
+    /// The gate, the last step before a host call for work (after its
+    /// `WillExecute` or `WillLoad`): begins a run of the work `token` (its
+    /// dispatch's, or a clone) belongs to on this thread, unless it was
+    /// cancelled (`None`: refused, never run). One read-modify-write on
+    /// the token, ordered with the hold that cancels it: work cancelled by
+    /// then never runs, and a reset that cancels it later finds the run
+    /// and waits for it to end (see [`Running`]).
+    #[inline]
+    pub(super) fn begin_run<'t>(&'t self, token: &'t CancellationToken) -> Option<Running<'t>> {
+        // (Built only once the run began: dropping one ends a run.)
+        if !token.begin_run(this_runner()) {
+            return None;
+        }
+        Some(Running {
+            token,
+            progress: &self.progress,
+        })
     }
 
     /// An Artifact's answer as its commit takes it: the snapshot, judged
@@ -360,14 +416,14 @@ impl<E: StageExecutor> Scheduler<E> {
             unreachable!("only a cache node's job has no file node");
         };
         let identity = dispatch.identity;
-        if !self.begin_cache(&dispatch) {
+        let Some(running) = self.begin_cache(&dispatch, &dispatch.cancel) else {
             return self.finished(
                 dispatch,
                 Outcome::Cached {
                     result: Err(RequestError::Cancelled),
                 },
             );
-        }
+        };
         let started = self.timed.then(Instant::now);
         let _span = tracing::debug_span!("cache node", node = %identity, generation).entered();
         let input = crate::traits::CacheNodeInput {
@@ -379,6 +435,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let result = catch_unwind(AssertUnwindSafe(|| {
             self.executor.execute_cache_node(&input)
         }));
+        drop(running);
         let outcome = self.cached(&identity, result);
         let because = self.observes_events.then_some(RunReason::CacheNode);
         let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
@@ -386,10 +443,15 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// Before a cache node's executor call: the pause point, then whether
-    /// its flight still runs (`false`: cancelled meanwhile, answered
+    /// its flight still runs (`None`: cancelled meanwhile, answered
     /// `Cancelled` and refused at commit). A run that goes ahead is
-    /// announced and counted.
-    pub(super) fn begin_cache(&self, dispatch: &Dispatch) -> bool {
+    /// announced, begun on `token` (the dispatch's, or a clone; see
+    /// [`Self::begin`]) and counted.
+    pub(super) fn begin_cache<'t>(
+        &'t self,
+        dispatch: &Dispatch,
+        token: &'t CancellationToken,
+    ) -> Option<Running<'t>> {
         let identity = dispatch.identity;
         if self.pauses {
             guarded(&self.counters.hook_panics, || {
@@ -399,13 +461,14 @@ impl<E: StageExecutor> Scheduler<E> {
             });
         }
         if dispatch.cancel.is_cancelled() {
-            return false;
+            return None;
         }
         if self.observes_events {
             self.emit_now(SchedulerEvent::WillExecute(identity));
         }
+        let running = self.begin_run(token)?;
         self.counters.cache_runs.fetch_add(1, Ordering::Relaxed);
-        true
+        Some(running)
     }
 
     /// A job's end on the worker: the `BeforeCompletion` pause, then the

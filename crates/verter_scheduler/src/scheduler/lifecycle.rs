@@ -31,9 +31,21 @@ impl<E: StageExecutor> Scheduler<E> {
     /// the file reads `Pending` in the source root until its Source loads
     /// it again. Waiters without text follow to the new generation (their
     /// work is re-admitted); waiters that carried text are answered
-    /// `Superseded`. Paths the scheduler does not track are ignored
-    /// ([`Invalidation::Untracked`]). Everything the caller submitted
-    /// before is admitted first.
+    /// `Superseded`. Everything the caller submitted before is admitted
+    /// first.
+    ///
+    /// A path is tracked while the scheduler has a live object for it: a
+    /// file a request or an upsert named, or one the scheduler took in
+    /// itself — a dependency a parse named, or a removed blocker an
+    /// importer needs again — whether its load succeeded or failed. A
+    /// failed load is an answer like an output: a file missing when it was
+    /// loaded answers `SourceMissing` (and its importers
+    /// `DependencyFailed`) until it is invalidated, also after it is back
+    /// on disk; invalidating it reads it again. This is how a host says a
+    /// file it removed is back ([`Invalidation::Changed`] when the scheduler
+    /// had taken it in again for an importer). A path the scheduler does
+    /// not track is ignored ([`Invalidation::Untracked`]): a request for it
+    /// reads the loader anyway.
     pub fn invalidate(&self, path: &str) -> Result<Invalidation, RequestError> {
         self.invalidate_with(path, true)
     }
@@ -165,9 +177,14 @@ impl<E: StageExecutor> Scheduler<E> {
     /// cancelled, the node is unpublished and the source root records it
     /// `Absent` — in one lock hold, the node map and the source root in one
     /// transition. Files whose Artifacts wait on it keep depending on it:
-    /// they ask the loader for it again (a successor object) and fail with
-    /// `DependencyFailed` if it has none. A later request creates a
-    /// successor (new incarnation, generation 0). Unknown paths are ignored.
+    /// the next build of one asks the loader for it again (a successor
+    /// object, new incarnation, generation 0, which the scheduler then
+    /// tracks) and fails with `DependencyFailed` if it has none. That
+    /// answer stands, as every answer does, until the host says the file
+    /// changed: once it is back on disk, [`Self::invalidate`] it (or upsert
+    /// it), and the importers' next builds read it. A later request for the
+    /// file itself finds that successor, or, if no importer made one,
+    /// creates one and reads the loader. Unknown paths are ignored.
     /// Everything the caller submitted before is admitted first.
     pub fn remove(&self, path: &str) -> Result<(), RequestError> {
         let canonical = self.canonicalize(path)?;
@@ -209,12 +226,27 @@ impl<E: StageExecutor> Scheduler<E> {
     /// read), and the DAG's, the node map's and the source root's backing
     /// storage is released. Everything submitted before is admitted first
     /// (and so shut down).
+    ///
+    /// Once it returns, no executor or loader call for work it cancelled
+    /// starts, and none is still running: it waits for the stages that
+    /// were running (each sees its cancelled token and may return early;
+    /// one that ignores it is waited for). A waiting stage thread or
+    /// inline caller runs other work meanwhile. The one exception is a
+    /// reset called from inside a stage (an executor or a loader, or a hook
+    /// it calls): it returns without waiting, since the stages on its own
+    /// stack end only after it returns, and stages that waited for each
+    /// other's end would wait forever.
+    /// (`remove`, an edit and a cancelled DAG do not wait: their running
+    /// stages may finish after the call returns, and are refused.)
     pub fn reset(&self) {
         // The retired nodes leave the hold with the caller: their outputs
         // are the host's values, dropped after the lock.
-        let _retired = self.transact(|locked, post| {
+        let (retired, running) = self.transact(|locked, post| {
             self.admit_sent(locked, post);
             post.act(|| HostAction::Reset);
+            // What runs now, before anything forgets it: what this hold
+            // cancels and the call then waits for.
+            let running = locked.dag.running_tokens();
             // Host DAGs are answered whole (their unanswered nodes
             // `Cancelled`) and their cache flights cancelled, before the
             // DAG forgets every work node.
@@ -225,8 +257,46 @@ impl<E: StageExecutor> Scheduler<E> {
             let nodes = self.forget_every_file(locked, []);
             self.absorb(locked, effects, post);
             debug_assert!(locked.waiters.is_empty(), "reset answers every waiter");
-            (nodes, slots)
+            ((nodes, slots), running)
         });
+        drop(retired);
+        self.await_runs(running);
+    }
+
+    /// After a reset's hold, which cancelled every token of `running`:
+    /// waits until no run of that work is in progress (docs/design.md,
+    /// "Reset"). A reset called from inside a stage (this thread runs a job,
+    /// or one of the runs is its own) does not wait: its own runs end only
+    /// after it returns, and a stage that waited for other stages could
+    /// wait for one that waits for it. Wakes on the progress signal, which
+    /// a run cancelled while it lasted raises as it ends; a thread that
+    /// drives while it waits (a stage thread, an inline caller) pumps
+    /// meanwhile, since what those runs wait for may be work only it can
+    /// run.
+    fn await_runs(&self, mut running: Vec<CancellationToken>) {
+        let me = crate::exec::this_runner();
+        if crate::exec::in_job() || running.iter().any(|token| token.runner() == Some(me)) {
+            return;
+        }
+        let elsewhere = |token: &CancellationToken| token.runner().is_some();
+        running.retain(elsewhere);
+        if running.is_empty() {
+            return;
+        }
+        let drives = self.is_inline() || CallerKind::current().drives_while_waiting();
+        loop {
+            // Read before the check: a run that ends after it raises the
+            // signal past `seen`, so the park returns.
+            let seen = self.progress.epoch();
+            running.retain(elsewhere);
+            if running.is_empty() {
+                return;
+            }
+            if drives && self.pump_pass() {
+                continue;
+            }
+            self.progress.park(seen, self.config.wait_backstop);
+        }
     }
 
     /// Under the lock: what `reset` and a recovered hold

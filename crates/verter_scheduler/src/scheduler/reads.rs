@@ -49,9 +49,14 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// Frees every source version neither the current epoch nor a live root
     /// reads, now (the source root also collects on its own as it
-    /// publishes).
+    /// publishes), and forgets every removed file no live root reads, the
+    /// latest removal's included: such a file then reads `Unknown`, as in a
+    /// new scheduler, and the forgetting gets an epoch of its own. One call
+    /// does all of it (a collection on its own, as the source root runs
+    /// while it publishes, keeps a removal made in the current snapshot
+    /// readable as `Absent` until a later one).
     pub fn gc_source_root(&self) -> GcReport {
-        self.source_root.gc()
+        self.source_root.forget_removed()
     }
 
     /// The committed output of each `(canonical, stage)`, read without the
@@ -134,6 +139,7 @@ impl<E: StageExecutor> Scheduler<E> {
             completion_holds: load(&self.counters.completion_holds),
             batched_stages: load(&self.counters.batched_stages),
             caller_stages: load(&self.counters.caller_stages),
+            helper_wakes: self.helpers.woken(),
             deferred_registrations: load(&self.counters.deferred_registrations),
             lock_held_ns: load(&self.counters.lock_held_ns),
         }

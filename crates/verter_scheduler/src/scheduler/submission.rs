@@ -381,7 +381,7 @@ impl<E: StageExecutor> Scheduler<E> {
             lifetime,
             fresh,
             // Only a request that waits gets a shared answer cell.
-            slot: slot(),
+            slot: slot().urgent_if(request.priority >= Priority::High),
         }))
     }
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use verter_dag::TargetStage;
+use verter_dag::{Priority, TargetStage};
 use verter_scheduler::{ConfigError, Request, SchedulerConfig};
 
 use crate::support::*;
@@ -126,6 +126,60 @@ fn a_stage_waiting_on_its_own_threads_uncommitted_stage_is_answered() {
 fn a_stage_waiting_on_a_later_stage_of_its_own_round_is_answered() {
     watchdog("waiting on a later stage of the round", || {
         a_wait_inside_a_round("a.rs", "b.rs");
+    });
+}
+
+/// ```text
+/// one stage thread, rounds of up to 8 stages, no time bound
+/// batch: u.rs's Artifact (High) and six Normal parses, with their texts
+/// round 1: u's parse (High, picked first)
+/// round 2: u's Analysis among the Normal parses
+///   u's Analysis ran ─▶ committed at once; the hold keeps u's Artifact
+///   u's Artifact runs next, and only then the round's other parses
+/// then: u's Artifact ran right after its Analysis; every answer as usual
+/// ```
+#[test]
+fn an_urgent_stage_is_committed_before_the_rest_of_its_round_runs() {
+    watchdog("urgent stage ends its round", || {
+        let hooks = Arc::new(GateHooks::default());
+        let mut config = one_thread(&hooks, 8);
+        // Only the stage thread runs stages: the rounds are all there is.
+        config.callers_run_urgent_work = false;
+        let files = MemFiles::default();
+        let executor = LineExecutor::default();
+        let scheduler = threaded_with(&files, &executor, config);
+        let mut requests = vec![
+            Request::new("u.rs", ARTIFACT)
+                .text("u u")
+                .priority(Priority::High),
+        ];
+        requests.extend(
+            (0..6).map(|i| Request::new(format!("n{i}.rs"), TargetStage::Source).text("n")),
+        );
+        let batch = scheduler.submit_batch_atomic(requests);
+        for result in scheduler.wait_batch(&batch) {
+            result.expect("answered");
+        }
+        let runs: Vec<(String, &str)> = executor
+            .runs
+            .lock()
+            .iter()
+            .map(|run| (run.path.clone(), run.stage))
+            .collect();
+        let at = |stage: &str| {
+            runs.iter()
+                .position(|(path, ran)| path == "u.rs" && *ran == stage)
+                .expect("u.rs ran every stage")
+        };
+        assert!(
+            runs[at("Analysis") + 1..at("Artifact")].is_empty(),
+            "stages ran between u's Analysis and its Artifact: {runs:?}"
+        );
+        assert!(
+            scheduler.counters().batched_stages > 0,
+            "no round was batched"
+        );
+        assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
     });
 }
 

@@ -4,14 +4,17 @@
 //! answer that arrives before the gate opens can only have come from the
 //! waiting host thread.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::mpsc;
+use std::task::{Context, Wake, Waker};
 use std::thread::{self, ThreadId};
 
 use parking_lot::Mutex;
 use verter_dag::{Priority, TargetStage};
 use verter_scheduler::stage::Source;
-use verter_scheduler::{HookPoint, Request, SchedulerConfig};
+use verter_scheduler::{HookPoint, Request, SchedulerConfig, SchedulerEvent};
 
 use crate::support::*;
 
@@ -192,5 +195,105 @@ fn a_helping_wait_with_a_deadline_returns_none_while_the_answer_is_held() {
         assert_eq!(answer.parsed, ["a a"]);
         assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
         assert_quiescent(&scheduler, &[a.untyped()]);
+    });
+}
+
+/// Records, in order, which handle's answer woke it.
+struct WakeOrder(&'static str, Arc<Mutex<Vec<&'static str>>>);
+
+impl Wake for WakeOrder {
+    fn wake(self: Arc<Self>) {
+        self.1.lock().push(self.0);
+    }
+}
+
+/// ```text
+/// test thread                          stage worker
+/// ask Source(a.rs), Normal ──────────▶ its load is held after dispatch
+/// ask Source(a.rs), High: joins it (after the Normal one)
+/// a waker on each handle records when it is woken
+/// open ──────────────────────────────▶ the parse's commit answers both in
+///                                      one hold
+/// then: the High request's waiter was woken first, though it joined last
+/// ```
+#[test]
+fn a_hold_wakes_an_urgent_requests_waiter_before_the_others() {
+    watchdog("urgent answer first", || {
+        let hooks = Arc::new(GateHooks::default());
+        let files = MemFiles::with(&[("a.rs", "a")]);
+        let executor = LineExecutor::default();
+        let scheduler = threaded(&files, &executor, &hooks);
+        let loading = hooks.hold("a.rs", "Load", HookPoint::AfterDispatch);
+        let mut normal = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+        loading.wait_arrival();
+        let events = hooks.subscribe();
+        let mut urgent = scheduler
+            .submit_request(Request::new("a.rs", TargetStage::Source).priority(Priority::High));
+        await_event(&events, |event| matches!(event, SchedulerEvent::DidJoin(_)));
+        let order = Arc::new(Mutex::new(Vec::new()));
+        for (label, handle) in [("normal", &mut normal), ("urgent", &mut urgent)] {
+            let waker = Waker::from(Arc::new(WakeOrder(label, Arc::clone(&order))));
+            let polled = Pin::new(handle).poll(&mut Context::from_waker(&waker));
+            assert!(polled.is_pending(), "{label} is answered only by the parse");
+        }
+        loading.open();
+        scheduler.wait(&normal).expect("parsed");
+        scheduler.wait(&urgent).expect("parsed");
+        assert_eq!(*order.lock(), ["urgent", "normal"]);
+        assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
+        assert_quiescent(&scheduler, &[&normal, &urgent]);
+    });
+}
+
+/// ```text
+/// stage thread: held      host A, then host B: wait on Normal parses
+///                         queued behind it (registered helpers)
+/// test thread: asks b.rs's Artifact (High, with its text): its parse is
+///   queued on the urgent queue
+/// then: one waiting host thread was woken for it, not both; the answer
+///   comes all the same
+/// ```
+#[test]
+fn one_queued_urgent_stage_wakes_one_waiting_host_thread() {
+    watchdog("one helper per urgent stage", || {
+        let hooks = Arc::new(GateHooks::default());
+        let files = MemFiles::with(&[("a.rs", "a"), ("c.rs", "c"), ("d.rs", "d")]);
+        let executor = LineExecutor::default();
+        let scheduler = threaded_with(&files, &executor, one_stage_thread(&hooks, 8, true));
+        let busy = hooks.hold("a.rs", "Source", HookPoint::AfterDispatch);
+        let a = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+        busy.wait_arrival();
+        let mut waiters = Vec::new();
+        for (helpers, path) in [(1, "c.rs"), (2, "d.rs")] {
+            let host = Arc::clone(&scheduler);
+            waiters.push(thread::spawn(move || {
+                let handle = host.submit_request(Request::new(path, TargetStage::Source));
+                host.wait(&handle).map(|_| ())
+            }));
+            while scheduler.helping_waiters() < helpers {
+                thread::yield_now();
+            }
+        }
+        let before = scheduler.counters().helper_wakes;
+        let b = scheduler.ask(
+            Artifact(PROFILE)
+                .of("b.rs")
+                .text("b b")
+                .priority(Priority::High),
+        );
+        let answer = scheduler.wait(&b).expect("built");
+        assert!(answer.data().ends_with("b.rs=2"), "{}", answer.data());
+        assert_eq!(
+            scheduler.counters().helper_wakes - before,
+            1,
+            "one urgent stage queued, one waiting host thread woken"
+        );
+        busy.open();
+        for waiter in waiters {
+            waiter.join().expect("no panic").expect("parsed");
+        }
+        scheduler.wait(&a).expect("parsed");
+        assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
+        assert_quiescent(&scheduler, &[&a, b.untyped()]);
     });
 }

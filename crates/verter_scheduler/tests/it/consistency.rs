@@ -4,13 +4,14 @@
 //! simulator found (see `docs/reliability.md`), named after the rule it broke.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use verter_dag::{Canonical, TargetStage};
 use verter_scheduler::stage::Source;
 use verter_scheduler::{
-    ConfigError, HookPoint, Language, LoadError, Request, RequestError, Scheduler, SchedulerConfig,
-    SourceLoader, StageOutput,
+    ConfigError, HookPoint, HostAction, Invalidation, Language, LoadError, Request, RequestError,
+    Scheduler, SchedulerConfig, SchedulerEvent, SourceLoader, StageOutput,
 };
 use verter_source_root::SourceState;
 
@@ -66,6 +67,46 @@ fn a_removal_never_erases_an_importers_dependency_facts() {
     scheduler.wait(&upsert).expect("parsed");
     assert_eq!(artifact(&scheduler, "a.rs").unwrap(), "p7:a.rs=2,m.rs@g0=3");
     assert_quiescent(&scheduler, &[&direct, &upsert]);
+}
+
+/// A blocker removed and deleted is taken in again by its importer's next
+/// build (missing: `DependencyFailed`), so the scheduler tracks it again.
+/// Back on disk, it keeps answering what the loader said until the host
+/// says so, as every answer does: `invalidate` then reads it (`Changed`,
+/// not `Untracked`, as `invalidate`'s docs say), and the importer builds on
+/// it. A removed file nothing took in again is untracked: `invalidate`
+/// ignores it, and a request reads the loader.
+#[test]
+fn a_removed_blocker_back_on_disk_is_read_once_invalidated() {
+    let files = MemFiles::with(&[("a.rs", "use m.rs"), ("m.rs", "one"), ("z.rs", "z")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    assert_eq!(artifact(&scheduler, "a.rs").unwrap(), "p7:a.rs=2,m.rs@g0=1");
+    files.delete("m.rs");
+    scheduler.remove("m.rs").unwrap();
+    assert_missing_blocker(artifact(&scheduler, "a.rs"), "m.rs");
+    // Back on disk, not announced: the answers the loader gave stand.
+    files.write("m.rs", "one two");
+    assert_missing_blocker(artifact(&scheduler, "a.rs"), "m.rs");
+    let direct = scheduler.ask(Source.of("m.rs"));
+    assert!(matches!(
+        scheduler.wait(&direct),
+        Err(RequestError::SourceMissing { .. })
+    ));
+    // Announced: the importer's build took it in, so it is tracked.
+    assert_eq!(scheduler.invalidate("m.rs").unwrap(), Invalidation::Changed);
+    assert_eq!(artifact(&scheduler, "a.rs").unwrap(), "p7:a.rs=2,m.rs@g1=2");
+    // A removed file nothing needs is not tracked: ignored, and read anew.
+    scheduler.remove("z.rs").unwrap();
+    files.write("z.rs", "z z");
+    assert_eq!(
+        scheduler.invalidate("z.rs").unwrap(),
+        Invalidation::Untracked
+    );
+    let z = scheduler.ask(Source.of("z.rs"));
+    assert_eq!(scheduler.wait(&z).expect("read anew").parsed, ["z z"]);
+    assert_quiescent(&scheduler, &[direct.untyped(), z.untyped()]);
 }
 
 #[test]
@@ -312,10 +353,16 @@ fn a_dispatched_job_is_not_run_after_remove_returns() {
 }
 
 /// ```text
-/// test thread                          stage worker
-/// request Source(a.rs) ──────────────▶ parse starts, blocks in the executor
-/// reset() while it runs
-/// let the parse go on ───────────────▶ finds its token cancelled
+/// test thread        reset thread             stage worker
+/// request Source(a.rs) ─────────────────────▶ parse starts, blocks in the
+///                                             executor
+///                    reset(): cancels the
+///                    parse, then waits for it
+/// sees the reset's Cancelled event
+/// let the parse go on ──────────────────────▶ finds its token cancelled,
+///                                             reset has not returned
+///                    returns once the parse
+///                    returned
 /// then: the parse saw the cancellation, its result was refused
 /// ```
 #[test]
@@ -326,21 +373,47 @@ fn a_running_stage_sees_its_cancellation_token() {
         let (entered_tx, entered) = mpsc::channel::<()>();
         let (go, go_rx) = mpsc::channel::<()>();
         let go_rx = parking_lot::Mutex::new(go_rx);
-        let _ = executor.on_source.set(Box::new(move |path| {
-            if path == "a.rs" {
-                let _ = entered_tx.send(());
-                let _ = go_rx.lock().recv();
-            }
-        }));
+        let reset_returned = Arc::new(AtomicBool::new(false));
+        let returned_in_run = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        {
+            let (reset_returned, returned_in_run) =
+                (Arc::clone(&reset_returned), Arc::clone(&returned_in_run));
+            let _ = executor.on_source.set(Box::new(move |path| {
+                if path == "a.rs" {
+                    let _ = entered_tx.send(());
+                    let _ = go_rx.lock().recv();
+                    returned_in_run
+                        .lock()
+                        .push(reset_returned.load(Ordering::SeqCst));
+                }
+            }));
+        }
         let hooks = Arc::new(GateHooks::default());
         let scheduler = threaded(&files, &executor, &hooks);
         let waiting = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
         entered.recv().expect("the parse started");
-        scheduler.reset();
         let events = hooks.subscribe();
+        let resetting = {
+            let (scheduler, reset_returned) = (Arc::clone(&scheduler), Arc::clone(&reset_returned));
+            std::thread::spawn(move || {
+                scheduler.reset();
+                reset_returned.store(true, Ordering::SeqCst);
+            })
+        };
+        // The reset's hold cancelled the parse; its events are delivered
+        // before it waits for the parse.
+        await_event(&events, |event| {
+            matches!(event, SchedulerEvent::Cancelled(_, Some(HostAction::Reset)))
+        });
         go.send(()).unwrap();
+        resetting.join().expect("reset returned");
         await_event(&events, is_refusal);
         assert_eq!(*executor.cancelled_sources.lock(), ["a.rs"]);
+        assert_eq!(
+            *returned_in_run.lock(),
+            [false],
+            "reset returned while the stage it cancelled was still running"
+        );
         assert!(matches!(
             scheduler.wait(&waiting),
             Err(RequestError::Shutdown { .. })

@@ -139,6 +139,92 @@ fn reset_answers_every_waiter_and_empties_occupancy() {
     });
 }
 
+/// ```text
+/// test thread                          stage worker
+/// request Source(a.rs) ──────────────▶ passes every check and announces
+///                                      its run (WillLoad, then for the
+///                                      parse WillExecute): held there
+/// reset() returns
+/// let it go on ──────────────────────▶ the reset cancelled it before its
+///                                      run began: refused, not run
+/// then: neither the loader nor the executor was called for it after the
+///       reset returned; the request answered Shutdown
+/// ```
+#[test]
+fn no_stage_a_reset_cancelled_starts_after_the_reset_returned() {
+    for stage in ["Load", "Source"] {
+        watchdog("no start after reset", move || {
+            let files = MemFiles::with(&[("a.rs", "x")]);
+            let executor = LineExecutor::default();
+            let hooks = Arc::new(GateHooks::default());
+            let scheduler = threaded(&files, &executor, &hooks);
+            let gate = hooks.hold_announced("a.rs", stage);
+            let waiting = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+            gate.wait_arrival();
+            let (loads, parses) = (
+                files.load_kinds.lock().len(),
+                executor.runs_of("a.rs", "Source"),
+            );
+            scheduler.reset();
+            let events = hooks.subscribe();
+            gate.open();
+            await_event(&events, is_refusal);
+            assert_eq!(
+                (
+                    files.load_kinds.lock().len(),
+                    executor.runs_of("a.rs", "Source")
+                ),
+                (loads, parses),
+                "{stage}: host code ran for work the reset had cancelled, after it returned"
+            );
+            assert!(matches!(
+                scheduler.wait(&waiting),
+                Err(RequestError::Shutdown { .. })
+            ));
+            assert_quiescent(&scheduler, &[&waiting]);
+        });
+    }
+}
+
+/// A reset called from inside a stage does not wait for the stages on its
+/// own thread's stack (they end after it returns), inline or on a stage
+/// thread, and the request that stage serves is answered `Shutdown`.
+#[test]
+fn a_reset_from_inside_a_stage_returns_without_waiting_for_that_stage() {
+    for threads in [false, true] {
+        watchdog("reset inside a stage", move || {
+            let files = MemFiles::with(&[("a.rs", "x")]);
+            let executor = LineExecutor::default();
+            let hooks = Arc::new(GateHooks::default());
+            let scheduler = if threads {
+                threaded(&files, &executor, &hooks)
+            } else {
+                inline(&files, &executor, &hooks)
+            };
+            let slot: SchedulerSlot = Default::default();
+            slot.set(Arc::downgrade(&scheduler)).ok();
+            let returned = Arc::new(parking_lot::Mutex::new(Vec::new()));
+            {
+                let returned = Arc::clone(&returned);
+                let _ = executor.on_source.set(Box::new(move |path| {
+                    let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
+                    scheduler.reset();
+                    returned.lock().push(path.to_owned());
+                }));
+            }
+            let waiting = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+            assert!(matches!(
+                scheduler.wait(&waiting),
+                Err(RequestError::Shutdown { .. })
+            ));
+            assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
+            assert_eq!(*returned.lock(), ["a.rs"]);
+            assert_eq!(*executor.cancelled_sources.lock(), ["a.rs"]);
+            assert_quiescent(&scheduler, &[&waiting]);
+        });
+    }
+}
+
 /// After `reset()` the source root holds what a new scheduler's does: every
 /// file no live root reads is forgotten (it reads `Unknown`, not `Absent`)
 /// and the tables' memory is given back; a file held by a root captured
@@ -200,6 +286,100 @@ fn reset_leaves_the_source_root_as_a_new_schedulers() {
     let mut handles: Vec<_> = built.iter().collect();
     handles.push(&again);
     assert_quiescent(&scheduler, &handles);
+}
+
+/// ```text
+/// stage thread 1                       stage thread 2
+/// a.rs's parse starts ─── barrier ──── b.rs's parse starts
+/// reset()                              reset()
+///            ──────────── barrier ────
+/// then: both passed the second barrier: neither reset waited for the
+///       other thread's stage, which ends only after both resets
+///       returned; both requests are answered Shutdown
+/// ```
+#[test]
+fn two_stages_that_reset_at_once_do_not_wait_for_each_other() {
+    watchdog("resets inside two stages", || {
+        let files = MemFiles::with(&[("a.rs", "a"), ("b.rs", "b")]);
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        let slot: SchedulerSlot = Default::default();
+        slot.set(Arc::downgrade(&scheduler)).ok();
+        let both_running = Arc::new(std::sync::Barrier::new(2));
+        let returned = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        {
+            let returned = Arc::clone(&returned);
+            let _ = executor.on_source.set(Box::new(move |path| {
+                both_running.wait();
+                let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
+                scheduler.reset();
+                both_running.wait();
+                returned.lock().push(path.to_owned());
+            }));
+        }
+        let handles: Vec<_> = ["a.rs", "b.rs"]
+            .iter()
+            .map(|path| scheduler.submit_request(Request::new(*path, TargetStage::Source)))
+            .collect();
+        for handle in &handles {
+            assert!(matches!(
+                scheduler.wait(handle),
+                Err(RequestError::Shutdown { .. })
+            ));
+        }
+        assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
+        let mut returned = returned.lock().clone();
+        returned.sort();
+        assert_eq!(returned, ["a.rs", "b.rs"]);
+        assert_quiescent(&scheduler, &handles.iter().collect::<Vec<_>>());
+    });
+}
+
+/// One `gc_source_root()` forgets every removed file no root reads, the
+/// latest removal's tombstone too (it took two calls, or never went while
+/// nothing else was published after it): what is left is one version per
+/// live file, and a removed file reads `Unknown` as in a new scheduler.
+#[test]
+fn one_gc_forgets_every_removal_the_latest_included() {
+    let files = MemFiles::with(&[("a.rs", "x"), ("b.rs", "y"), ("c.rs", "z")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    for path in ["a.rs", "b.rs", "c.rs"] {
+        let parsed = scheduler.submit_request(Request::new(path, TargetStage::Source));
+        scheduler.wait(&parsed).expect("parsed");
+    }
+    // Two removals, then the last one alone: each time one call.
+    for (removals, live) in [(&["a.rs", "b.rs"][..], 1), (&["c.rs"][..], 0)] {
+        for path in removals {
+            scheduler.remove(path).expect("removed");
+        }
+        let report = scheduler.gc_source_root();
+        assert_eq!(report.forgotten_files, removals.len(), "{report:?}");
+        let stats = scheduler.source_root_stats();
+        assert_eq!(
+            (stats.tracked_files, stats.retained_versions),
+            (live, live),
+            "{stats:?}"
+        );
+        let root = scheduler.capture_root();
+        for path in removals {
+            assert_eq!(
+                scheduler.source_state_at(&root, &Canonical::from(*path)),
+                SourceState::Unknown
+            );
+        }
+    }
+    // A file added again afterwards is read from the loader as a new one.
+    let again = scheduler.submit_request(Request::new("c.rs", TargetStage::Source));
+    scheduler.wait(&again).expect("parsed again");
+    assert!(
+        scheduler
+            .source_state_at(&scheduler.capture_root(), &Canonical::from("c.rs"))
+            .is_present()
+    );
+    assert_quiescent(&scheduler, &[&again]);
 }
 
 #[test]

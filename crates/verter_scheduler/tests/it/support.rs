@@ -235,6 +235,8 @@ type GateKey = (String, &'static str, HookPoint);
 #[derive(Default)]
 pub(crate) struct GateHooks {
     gates: Mutex<HashMap<GateKey, GateEnds>>,
+    /// Work held when its run is announced (`WillExecute`, `WillLoad`).
+    announced: Mutex<HashMap<(String, &'static str), GateEnds>>,
     pub events: Mutex<Vec<SchedulerEvent>>,
     event_tx: Mutex<Option<Sender<SchedulerEvent>>>,
 }
@@ -248,6 +250,18 @@ impl GateHooks {
         self.gates
             .lock()
             .insert((path.to_owned(), stage, point), (arrived_tx, release_rx));
+        Gate { arrived, release }
+    }
+
+    /// Holds the next run of `stage` (as in [`Self::hold`]) of `path` where
+    /// it is announced (`WillExecute`, `WillLoad`), once: past every check
+    /// of its pause point, before its executor or loader is called.
+    pub(crate) fn hold_announced(&self, path: &str, stage: &'static str) -> Gate {
+        let (arrived_tx, arrived) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        self.announced
+            .lock()
+            .insert((path.to_owned(), stage), (arrived_tx, release_rx));
         Gate { arrived, release }
     }
 
@@ -290,6 +304,20 @@ impl Hooks for GateHooks {
         self.events.lock().push(event.clone());
         if let Some(tx) = &*self.event_tx.lock() {
             let _ = tx.send(event.clone());
+        }
+        let (work, loading) = match event {
+            SchedulerEvent::WillExecute(work) => (work, false),
+            SchedulerEvent::WillLoad(work) => (work, true),
+            _ => return,
+        };
+        let Some(file) = work.file() else { return };
+        let key = (file.canonical.to_string(), stage_label(work, loading));
+        let gate = self.announced.lock().remove(&key);
+        if let Some((arrived, release)) = gate {
+            let _ = arrived.send(*work);
+            release
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the test never opened the gate");
         }
     }
 }
