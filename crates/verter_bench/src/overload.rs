@@ -247,7 +247,7 @@ fn verter_overload(
             .send((Arc::clone(path), handle, submitted))
             .expect("the waiter thread is running");
         if index % 256 == 0 {
-            max_queue = max_queue.max(scheduler.ready_queue_depth());
+            max_queue = max_queue.max(scheduler.observe().ready_queue_depth());
         }
     }
     drop(answer_tx);
@@ -386,7 +386,7 @@ fn verter_dag_overload(
             .send((Arc::clone(path), handle, first_attempt))
             .expect("the waiter thread is running");
         if index % 256 == 0 {
-            max_queue = max_queue.max(scheduler.ready_queue_depth());
+            max_queue = max_queue.max(scheduler.observe().ready_queue_depth());
         }
     }
     let admitted_all = start.elapsed();

@@ -260,7 +260,7 @@ impl VerterSystem {
 
     /// The scheduler's counters.
     pub fn counters(&self) -> SchedulerCounters {
-        self.scheduler.counters()
+        self.scheduler.observe().counters()
     }
 }
 
@@ -373,6 +373,7 @@ impl System for VerterSystem {
             .collect();
         let committed = self
             .scheduler
+            .snapshot()
             .committed_outputs(canonicals.iter().map(|canonical| (canonical, ARTIFACT)));
         self.reads += paths.len() as u64;
         // Each answer by its index in `paths`; the result map is filled
@@ -416,7 +417,7 @@ impl System for VerterSystem {
     }
 
     fn touched(&self) -> u64 {
-        let counters = self.scheduler.counters();
+        let counters = self.scheduler.observe().counters();
         self.reads
             + counters.submits
             + counters.source_runs
@@ -426,7 +427,7 @@ impl System for VerterSystem {
     }
 
     fn cutoffs(&self) -> Option<CutOffs> {
-        let counters = self.scheduler.counters();
+        let counters = self.scheduler.observe().counters();
         Some(CutOffs {
             verified: counters.stages_verified,
             unchanged: counters.outputs_unchanged,
@@ -453,7 +454,9 @@ impl System for VerterSystem {
     }
 
     fn lock_held(&self) -> Option<Duration> {
-        Some(Duration::from_nanos(self.scheduler.counters().lock_held_ns))
+        Some(Duration::from_nanos(
+            self.scheduler.observe().counters().lock_held_ns,
+        ))
     }
 
     fn observed(&self) -> Observed {
@@ -462,12 +465,14 @@ impl System for VerterSystem {
         // also those its ring has dropped since. Reading it copies the ring.
         let events = (config.causal_log > 0).then(|| {
             self.scheduler
+                .observe()
                 .causal_log()
                 .last()
                 .map_or(0, |record| record.seq + 1)
         });
         let stage_samples = config.stage_stats.then(|| {
             self.scheduler
+                .observe()
                 .stats()
                 .stages
                 .iter()

@@ -25,7 +25,7 @@ pub(crate) struct Options<'a> {
     pub(crate) threads: Option<usize>,
     pub(crate) progress: ProgressMode,
     pub(crate) reads: &'a host::ReadPolicy,
-    /// Print the scheduler's statistics (`Scheduler::stats`) after the
+    /// Print the scheduler's statistics (`Observer::stats`) after the
     /// summary.
     pub(crate) stats: bool,
 }
@@ -68,7 +68,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     let elapsed = started.elapsed();
     index.relative_to(&base);
     report::print_failures(&index, &base);
-    let counters = scheduler.counters();
+    let counters = scheduler.observe().counters();
     let files = index.files.len() + index.failures.len();
     terminal::line(
         human,
@@ -97,7 +97,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     terminal::line(human, host::describe_reads(&loader));
     if options.stats {
         // Stage names and numbers only, a line each.
-        for text in scheduler.stats().to_string().lines() {
+        for text in scheduler.observe().stats().to_string().lines() {
             terminal::line(human, text);
         }
     }
@@ -131,7 +131,7 @@ pub(crate) fn write_trace(
     base: &Path,
     human: Stream,
 ) -> Result<(), CliError> {
-    let records = scheduler.causal_log();
+    let records = scheduler.observe().causal_log();
     // Counted from 0 over the scheduler's life: a first record past 0
     // means the ring dropped the oldest ones.
     if let Some(dropped) = records

@@ -3,7 +3,7 @@
 //! FILE's Artifact, and what `verter watch --explain` prints after each
 //! change, one block per file the change reached ([`describe_change`]).
 //!
-//! Both read the causal log (`Scheduler::causal_log`, `CausalIndex`) and
+//! Both read the causal log (`Observer::causal_log`, `CausalIndex`) and
 //! print its chains with paths under the tree made relative; neither
 //! changes what the scheduler does.
 //!
@@ -63,6 +63,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     index.relative_to(&base);
     report::print_failures(&index, &base);
     let explanation = scheduler
+        .observe()
         .explain(&file.to_string_lossy(), INDEX_ARTIFACT)
         .map_err(|error| match error {
             ExplainError::NotRun { .. } => CliError::NotIndexed {

@@ -201,7 +201,11 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     recorder.take();
     // `--explain`: the newest causal-log record already explained (the
     // first build's are not).
-    let mut explained = scheduler.causal_log().last().map(|record| record.seq);
+    let mut explained = scheduler
+        .observe()
+        .causal_log()
+        .last()
+        .map(|record| record.seq);
     let write_all = |session: &IndexSession| -> Result<(), CliError> {
         if let Some(out) = &out {
             let mut index = session.index();
@@ -402,7 +406,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
             // Before the change line, like the warnings: a reader of the
             // line has every explanation of it.
             if options.explain {
-                let records = scheduler.causal_log();
+                let records = scheduler.observe().causal_log();
                 let since = records
                     .iter()
                     .position(|record| explained.is_none_or(|seen| record.seq > seen))

@@ -81,7 +81,7 @@
 //! );
 //! let outputs: Vec<&str> = edited.iter().map(|r| r.as_ref().expect("built").data().as_str()).collect();
 //! assert_eq!(outputs, ["notes.txt: 4 words", "draft.txt: 1 words"]);
-//! assert_eq!(host.scheduler().counters().batches, 3);
+//! assert_eq!(host.scheduler().observe().counters().batches, 3);
 //! ```
 
 mod batch;

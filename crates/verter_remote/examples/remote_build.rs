@@ -411,7 +411,7 @@ fn run() -> Result<(), String> {
         if phase == "edit" && kept_is_fresh(&scheduler) {
             build(&scheduler, &paths)?;
         }
-        let runs_before = scheduler.counters().artifact_runs;
+        let runs_before = scheduler.observe().counters().artifact_runs;
         let asked = if phase == "edit" {
             let first = paths.first().ok_or("no modules to edit")?;
             let text =
@@ -431,7 +431,7 @@ fn run() -> Result<(), String> {
         let elapsed = asked.elapsed();
         let count = |by: By| built.values().filter(|(b, _)| *b == by).count();
         let rmeta: usize = built.values().map(|(_, bytes)| bytes).sum();
-        let runs = scheduler.counters().artifact_runs - runs_before;
+        let runs = scheduler.observe().counters().artifact_runs - runs_before;
         println!(
             "{mode} {phase}: {} modules ({} KiB of metadata) in {:.3} s; {} Artifact runs; built locally {}, remote executed {}, remote cache hits {} (action cache {}, execute {})",
             paths.len(),
@@ -453,5 +453,5 @@ fn run() -> Result<(), String> {
 /// Whether `scheduler` has built nothing yet (an `edit` phase run first
 /// builds once before editing).
 fn kept_is_fresh(scheduler: &Scheduler<Rustc>) -> bool {
-    scheduler.counters().artifact_runs == 0
+    scheduler.observe().counters().artifact_runs == 0
 }

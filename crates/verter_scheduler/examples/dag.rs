@@ -41,8 +41,7 @@ impl StageExecutor for Checker {
 
 fn main() {
     let config = SchedulerConfig::with_threads(2, 1);
-    let (cpu, io) = config.build_pools().expect("pools");
-    let scheduler = Scheduler::new(config, Disk, Checker, cpu, io).expect("a valid configuration");
+    let scheduler = Scheduler::threaded(config, Disk, Checker).expect("a valid configuration");
     let at_most_two = scheduler.cpu_concurrency_semaphore(2);
     let mut dag = Dag::new();
     let a = dag.add(stage::Analysis.of("a.rs"));

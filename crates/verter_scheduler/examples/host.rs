@@ -32,8 +32,7 @@ impl StageExecutor for Lines {
 
 fn main() {
     let config = SchedulerConfig::with_threads(2, 1);
-    let (cpu, io) = config.build_pools().expect("pools");
-    let scheduler = Scheduler::new(config, Disk, Lines, cpu, io).expect("a valid configuration");
+    let scheduler = Scheduler::threaded(config, Disk, Lines).expect("a valid configuration");
     // The handle's answer is an artifact: no match on the stage.
     let handle = scheduler.ask(stage::Artifact(ProfileHash(0)).of("main.rs"));
     println!("{}", scheduler.wait(&handle).expect("built").data());

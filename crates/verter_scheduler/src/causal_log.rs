@@ -157,7 +157,7 @@ impl CausalLog {
     }
 }
 
-/// Why [`crate::Scheduler::explain`] has no explanation.
+/// Why [`crate::Observer::explain`] has no explanation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExplainError {
@@ -250,7 +250,7 @@ pub struct CausalIndex<'a> {
 
 impl<'a> CausalIndex<'a> {
     /// Indexes `records`, in the order of decisions (by `hold`, then
-    /// `seq`), as [`crate::Scheduler::causal_log`] returns them: a cause is
+    /// `seq`), as [`crate::Observer::causal_log`] returns them: a cause is
     /// looked for before its effect.
     pub fn new(records: &'a [LogRecord]) -> Self {
         let mut index = Self {

@@ -26,8 +26,7 @@ pub enum HostAction {
         /// The new version.
         file: FileIdentity,
     },
-    /// [`crate::Scheduler::invalidate`] (or `invalidate_always`,
-    /// `close_file`) made `file`'s version, published at source-root
+    /// [`crate::Scheduler::invalidate`] (or `invalidate_always`) made `file`'s version, published at source-root
     /// `epoch`.
     Invalidated {
         /// The new version.

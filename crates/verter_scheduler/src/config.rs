@@ -84,12 +84,12 @@ pub struct SchedulerConfig {
     /// [`MAX_READY_QUEUE_DEPTH`].
     pub max_ready_queue_depth: usize,
     /// How many events the causal log keeps (docs/design.md, "Causes"):
-    /// the newest this many, for [`crate::Scheduler::explain`] and
-    /// [`crate::Scheduler::causal_log`]. `0` keeps none and records
+    /// the newest this many, for [`crate::Observer::explain`] and
+    /// [`crate::Observer::causal_log`]. `0` keeps none and records
     /// nothing. Default: `0` (off; [`crate::DEFAULT_CAUSAL_LOG`] is a
     /// size for a host that turns it on).
     pub causal_log: usize,
-    /// Whether [`crate::Scheduler::stats`] keeps per-stage histograms of
+    /// Whether [`crate::Observer::stats`] keeps per-stage histograms of
     /// queue wait and run time (two clock reads and a short lock per
     /// stage). Its counters are kept either way. Default: `false`.
     pub stage_stats: bool,
@@ -237,6 +237,19 @@ impl SchedulerConfig {
         let io = SchedulerIoPool::new(self.io_threads, self.io_queue_capacity())?;
         Ok((Arc::new(cpu), Arc::new(io)))
     }
+}
+
+/// Why [`crate::Scheduler::threaded`] could not start a scheduler. Nothing
+/// is left running: a pool that did start is joined before this returns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The configuration is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A pool's threads could not be started.
+    #[error(transparent)]
+    Pool(#[from] PoolError),
 }
 
 /// Why a scheduler could not be built from a configuration. Nothing was

@@ -25,7 +25,7 @@
 //! nothing, never a write sent before it — and every call that takes the
 //! DAG lock — [`Scheduler::invalidate`], [`Scheduler::remove`],
 //! [`Scheduler::reset`], the witness calls, and reads such as
-//! [`Scheduler::try_get_source`] and [`Scheduler::capture_root`] — first
+//! [`Snapshot::try_get_source`] and [`Snapshot::capture_root`] — first
 //! admits what is still queued. An upsert followed by an invalidate ends on
 //! the loader's text; an item of [`Scheduler::submit_batch_atomic`] sees the
 //! edits of the items before it.
@@ -59,8 +59,8 @@
 //! [`HostAction`] that started it, the [`Demand`] that wanted the work
 //! when it was dispatched, the [`RunReason`] a stage ran instead of being
 //! verified. With [`SchedulerConfig::causal_log`] on, the newest events are
-//! kept and [`Scheduler::explain`] follows a stage's chain back to the
-//! host action that started it; [`Scheduler::stats`] has per-stage
+//! kept and [`Observer::explain`] follows a stage's chain back to the
+//! host action that started it; [`Observer::stats`] has per-stage
 //! histograms of queue wait and run time when
 //! [`SchedulerConfig::stage_stats`] is on.
 //!
@@ -203,7 +203,7 @@ mod witness;
 
 pub use causal_log::{CausalIndex, DEFAULT_CAUSAL_LOG, ExplainError, Explanation, LogRecord};
 pub use causes::{Backpressure, Demand, DemandRoot, HostAction, Run, RunReason, Step};
-pub use config::{ConfigError, MAX_READY_QUEUE_DEPTH, SchedulerConfig};
+pub use config::{ConfigError, MAX_READY_QUEUE_DEPTH, SchedulerConfig, StartError};
 // What a host names to embed the scheduler, from the layers below, so that
 // the common case depends on this crate alone.
 pub use dag_types::{
@@ -223,7 +223,9 @@ pub use host_dag::{
 pub use language::Language;
 pub use node::{FileNode, NodeView};
 pub use output::{RequestResult, StageOutput};
-pub use scheduler::{Invalidation, QuiescenceReport, SchedulerCounters, SchedulerStats};
+pub use scheduler::{
+    Invalidation, Observer, QuiescenceReport, SchedulerCounters, SchedulerStats, Snapshot,
+};
 pub use snapshot::{
     AnalysisSnapshot, ArtifactSnapshot, Canonicals, Revision, SourceSnapshot, SourceText,
     content_hash,

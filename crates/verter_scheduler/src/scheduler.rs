@@ -27,7 +27,7 @@
 //!
 //! # A caller reads its own writes
 //! Nothing is admitted before a write sent before it. Every other call
-//! that takes the DAG lock — `invalidate`, `close_file`, `remove`, `reset`,
+//! that takes the DAG lock — `invalidate`, `remove`, `reset`,
 //! the witness calls, and the reads that consult the lock — first admits
 //! what was in the inbox when it started, and every queued registration
 //! (`admit_sent`), in the same hold. So a thread's earlier
@@ -52,7 +52,7 @@ use verter_source_root::{
 };
 
 use crate::causes::{Backpressure, HostAction};
-use crate::config::{ConfigError, SchedulerConfig};
+use crate::config::{ConfigError, SchedulerConfig, StartError};
 use crate::error::{RequestError, panic_message};
 use crate::handle::{BatchHandle, CompletionHandle, Request};
 use crate::hooks::SchedulerEvent;
@@ -118,7 +118,7 @@ pub struct SchedulerCounters {
     /// Panics caught in host code (loader and executor).
     pub executor_panics: u64,
     /// Requests answered from committed output at submission, without
-    /// admission, plus the items [`Scheduler::committed_outputs`] answered
+    /// admission, plus the items [`Snapshot::committed_outputs`] answered
     /// from committed output (reads of the same kind, counted together).
     pub answered_without_admission: u64,
     /// Answers refused because their request was already answered: always
@@ -209,6 +209,23 @@ impl QuiescenceReport {
 }
 
 impl<E: StageExecutor> Scheduler<E> {
+    /// A threaded scheduler in one call: builds its own pools from
+    /// `config` ([`SchedulerConfig::build_pools`]) and starts on them (see
+    /// [`Self::new`]). The pools live as long as the scheduler.
+    ///
+    /// # Errors
+    /// [`StartError::Config`] if the configuration is unusable,
+    /// [`StartError::Pool`] if a pool's threads could not be started.
+    pub fn threaded(
+        config: SchedulerConfig,
+        loader: impl SourceLoader,
+        executor: E,
+    ) -> Result<Arc<Self>, StartError> {
+        config.validate()?;
+        let (cpu, io) = config.build_pools()?;
+        Ok(Self::new(config, loader, executor, cpu, io)?)
+    }
+
     /// A scheduler running on host-built pools, with a driver thread.
     ///
     /// # Errors
@@ -280,8 +297,8 @@ impl<E: StageExecutor> Scheduler<E> {
         ))
     }
 
-    /// Whether this scheduler has no threads.
-    pub fn is_inline(&self) -> bool {
+    /// Whether this scheduler has no threads (`Observer::is_inline`).
+    pub(crate) fn is_inline(&self) -> bool {
         matches!(self.mode, Mode::Inline)
     }
 
@@ -366,11 +383,15 @@ mod causes;
 pub use causes::SchedulerStats;
 mod dag;
 mod lifecycle;
+mod observe;
+pub use observe::Observer;
 
 pub use lifecycle::Invalidation;
 mod publication;
 mod reads;
 mod recovery;
+mod snapshot;
+pub use snapshot::Snapshot;
 mod submission;
 #[cfg(test)]
 mod tests;

@@ -281,7 +281,7 @@ pub(crate) struct Counters {
     pub(crate) caller_stages: AtomicU64,
     pub(crate) deferred_registrations: AtomicU64,
     /// Nanoseconds the DAG lock was held, summed over every hold: added by
-    /// [`Held`] when a hold ends, read by `Scheduler::counters`.
+    /// [`Held`] when a hold ends, read by `Observer::counters`.
     pub(crate) lock_held_ns: AtomicU64,
     /// Requests enqueued and not yet admitted. Incremented before the send,
     /// decremented in the lock hold that admits them.

@@ -1,6 +1,6 @@
 //! Stage statistics (docs/design.md, "Causes"): the scheduler's counters
 //! with, when [`crate::SchedulerConfig::stage_stats`] is on, per-stage
-//! histograms of queue wait and run time ([`crate::Scheduler::stats`]).
+//! histograms of queue wait and run time ([`crate::Observer::stats`]).
 //!
 //! The histograms are recorded by the thread that ran the stage, after the
 //! run and outside the DAG lock, each under its own short mutex (a leaf:

@@ -1,7 +1,7 @@
 //! Witnesses: proof of which file object and generation a source
 //! snapshot came from, and the artifact commits they fence.
 //!
-//! A [`SourceWitness`] is minted only by [`Scheduler::try_get_witnessed_source`],
+//! A [`SourceWitness`] is minted only by [`Snapshot::try_get_witnessed_source`],
 //! together with the text it witnesses. [`Scheduler::commit_artifact`]
 //! publishes only into the live, unretired object the witness came from, at
 //! exactly that generation; [`Scheduler::remove_artifact_not_newer_than`]
@@ -20,14 +20,14 @@ use verter_dag::{
 };
 
 use crate::node::FileNode;
-use crate::snapshot::{ArtifactSnapshot, SourceText};
+use crate::snapshot::ArtifactSnapshot;
 use crate::state::Scheduler;
 use crate::traits::StageExecutor;
 
 /// Which file object and generation a source snapshot came from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SourceWitness {
-    file: FileIdentity,
+    pub(crate) file: FileIdentity,
 }
 
 impl SourceWitness {
@@ -90,33 +90,6 @@ pub struct WaitGraphOccupancy {
 }
 
 impl<E: StageExecutor> Scheduler<E> {
-    /// The text of `path`'s live version, if it is known, with a witness of
-    /// the object and generation it belongs to.
-    pub fn try_get_witnessed_source(&self, path: &str) -> Option<(SourceText, SourceWitness)> {
-        let canonical = self.canonicalize(path).ok()?;
-        self.transact(|locked, post| {
-            self.admit_sent(locked, post);
-            let live = locked.dag.live_file(&canonical)?;
-            let known = locked.dag.payload(&canonical)?.text.as_ref()?;
-            (known.text.version == live.version())
-                .then(|| (known.text.clone(), SourceWitness { file: live }))
-        })
-    }
-
-    /// The text `witness` was minted with, if its object is still live at
-    /// that generation (the host's publication fence gets the same answer as
-    /// [`Self::commit_artifact`] would).
-    pub fn try_get_source_for_witness(&self, witness: &SourceWitness) -> Option<SourceText> {
-        self.transact(|locked, post| {
-            self.admit_sent(locked, post);
-            if !locked.dag.is_live(&witness.file) {
-                return None;
-            }
-            let known = locked.dag.payload(&witness.file.canonical)?.text.as_ref()?;
-            (known.text.version == witness.version()).then(|| known.text.clone())
-        })
-    }
-
     /// Publishes `data` as the `profile` artifact of the object `witness` came
     /// from, at the witnessed generation. Refused unless that object is live
     /// and still at that generation. Readers of the node's view see it; a
@@ -237,17 +210,5 @@ impl<E: StageExecutor> Scheduler<E> {
             return Err(gone());
         }
         Ok(node)
-    }
-
-    /// Waiters and wait-for relations held now.
-    pub fn wait_graph_occupancy(&self) -> WaitGraphOccupancy {
-        let occupancy = self.with_dag(|locked| locked.dag.dependency_occupancy());
-        WaitGraphOccupancy {
-            request_waiters: occupancy.waiters,
-            groups: occupancy.groups,
-            gated_consumers: occupancy.edges.consumers,
-            edges: occupancy.edges.edges,
-            producers_with_waiters: occupancy.edges.keys,
-        }
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! This module owns those rules, as pure functions of a log's records (in
 //! the order of decisions, by `hold` and then `seq`, as
-//! `Scheduler::causal_log` returns them and `CausalIndex` reads them) and,
+//! `Observer::causal_log` returns them and `CausalIndex` reads them) and,
 //! for the run counts, of what the simulated executor and loader say they
 //! did; it never drives a scheduler. The inline simulator judges a seed's
 //! whole log at the end of its trace ([`judge_log`]); the threaded soak

@@ -242,7 +242,7 @@ pub fn logged_run(trace: &[Op]) -> LoggedRun {
     let (shared, result) = run(trace);
     LoggedRun {
         result,
-        records: shared.scheduler().causal_log(),
+        records: shared.scheduler().observe().causal_log(),
         executed: shared.executed(),
     }
 }
@@ -277,7 +277,10 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
         Err(payload) => Err(format!("panicked: {}", panic_text(&*payload))),
     };
     let outcome = outcome.and_then(|()| shared.judge_causes());
-    let counters = shared.scheduler.get().map(|scheduler| scheduler.counters());
+    let counters = shared
+        .scheduler
+        .get()
+        .map(|scheduler| scheduler.observe().counters());
     let deferred_registrations = counters.map_or(0, |c| c.deferred_registrations);
     let cut_off = counters.map_or([0; 3], |c| {
         [c.stages_verified, c.outputs_unchanged, c.unchanged_texts]
@@ -355,7 +358,7 @@ struct State {
     /// Events the hooks saw but the announcements of a run (`WillLoad`,
     /// `WillExecute`): what the causal log must hold.
     events: u64,
-    /// Loader calls the host's own `invalidate` and `close_file` made (on
+    /// Loader calls the host's own `invalidate` calls made (on
     /// its thread, not in a Source's load), per file.
     host_loads: BTreeMap<String, u64>,
     /// While an [`Op::Break`] pumps: armed windows wait (no host operation

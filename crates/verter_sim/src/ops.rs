@@ -79,7 +79,8 @@ pub enum Op {
     },
     /// `invalidate(path)`.
     Invalidate(String),
-    /// `close_file(path)`.
+    /// An editor closes `path`'s overlay: `invalidate(path)`, the file
+    /// reverts to the loader's bytes.
     Close(String),
     /// `remove(path)`.
     Remove(String),
@@ -725,7 +726,7 @@ impl fmt::Display for Op {
         match self {
             Self::Write { path, entry } => write!(f, "write {path} {entry}"),
             Self::Invalidate(path) => write!(f, "invalidate {path}"),
-            Self::Close(path) => write!(f, "close_file {path}"),
+            Self::Close(path) => write!(f, "close {path}"),
             Self::Remove(path) => write!(f, "remove {path}"),
             Self::Reset => f.write_str("reset"),
             Self::Request { req, keep } => {

@@ -394,6 +394,7 @@ impl Oracle {
     ) -> Option<(Outcome, Result<(), String>)> {
         let canonical = verter_dag::Canonical::from(canonical_name(path));
         let got = scheduler
+            .snapshot()
             .committed_outputs([(&canonical, stage)])
             .pop()
             .flatten();

@@ -469,7 +469,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         }
     }
     let elapsed = started.elapsed();
-    let counters = world.scheduler.counters();
+    let counters = world.scheduler.observe().counters();
     SoakReport {
         ops: world.ops.load(Ordering::SeqCst),
         answers: world.answers.load(Ordering::SeqCst),

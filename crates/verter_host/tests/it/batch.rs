@@ -174,7 +174,7 @@ fn an_empty_batch_returns_at_once_and_accounts_nothing() {
                 panic!("an empty batch runs no item")
             });
         assert!(results.is_empty());
-        let counters = host.scheduler().counters();
+        let counters = host.scheduler().observe().counters();
         assert_eq!(counters.batches, 0, "an empty batch accounts nothing");
         assert_eq!(counters.submits, 0, "an empty batch submits nothing");
         assert!(spans_named("empty-probe").is_empty(), "and opens no span");
@@ -240,7 +240,7 @@ fn a_batch_started_inside_an_item_runs_inline_on_a_one_thread_coordinator() {
         assert!(inner.iter().all(|span| span.placement == "nested batch"));
         assert_eq!(spans_named("nested-outer")[0].placement, "coordinator");
         assert_eq!(
-            host.scheduler().counters().batches,
+            host.scheduler().observe().counters().batches,
             5,
             "1 outer + 2 x 2 inner"
         );
@@ -297,7 +297,7 @@ fn every_non_empty_batch_accounts_exactly_one_batch_submission() {
     watchdog("accounting", || {
         let hooks = Arc::new(GateHooks::default());
         let host = threaded(&two_files(), &LineExecutor::default(), &hooks, 2);
-        let batches = || host.scheduler().counters().batches;
+        let batches = || host.scheduler().observe().counters().batches;
         let _ = host.request_many(vec![
             Request::new("a.rs", TargetStage::Source),
             Request::new("b.rs", TargetStage::Analysis),

@@ -36,7 +36,7 @@ fn compile_many_upserts_then_builds_every_artifact_in_input_order() {
                 format!("{PROFILE}:b.rs=3")
             ]
         );
-        assert_eq!(host.scheduler().counters().batches, 2);
+        assert_eq!(host.scheduler().observe().counters().batches, 2);
         // Each file was parsed once: the build reused the upsert's parse.
         let parses = executor
             .runs
@@ -137,7 +137,7 @@ fn compile_paths_builds_the_files_the_loader_reads() {
             *results[2].as_ref().expect("built").data(),
             format!("{PROFILE}:b.rs=2")
         );
-        assert_eq!(host.scheduler().counters().batches, 1);
+        assert_eq!(host.scheduler().observe().counters().batches, 1);
         assert_quiescent(&host);
     });
 }
@@ -175,7 +175,7 @@ fn an_inline_host_runs_every_batch_on_its_caller() {
         for thread in host.map_batch("inline-pair", vec![(), ()], |()| thread::current().id()) {
             assert_eq!(thread.expect("no panic"), caller);
         }
-        assert_eq!(host.scheduler().counters().batches, 3);
+        assert_eq!(host.scheduler().observe().counters().batches, 3);
         assert_quiescent(&host);
     });
 }

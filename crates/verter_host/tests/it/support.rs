@@ -306,10 +306,10 @@ pub(crate) fn watchdog<T: Send + 'static>(
 #[track_caller]
 pub(crate) fn assert_quiescent(host: &VerterHost<LineExecutor>) {
     assert_eq!(
-        host.scheduler().quiescence_report(),
+        host.scheduler().observe().quiescence_report(),
         QuiescenceReport::clean()
     );
-    let counters = host.scheduler().counters();
+    let counters = host.scheduler().observe().counters();
     assert_eq!(
         counters.duplicate_answers, 0,
         "a request was answered twice"

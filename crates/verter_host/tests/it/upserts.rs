@@ -40,7 +40,7 @@ fn upsert_many_publishes_every_file_before_the_first_parse() {
                     .expect("the scheduler lives");
                 let all_published = canonicals
                     .iter()
-                    .all(|canonical| scheduler.node(canonical).is_some());
+                    .all(|canonical| scheduler.snapshot().node(canonical).is_some());
                 at_first_parse.lock().get_or_insert(all_published);
             });
             assert!(executor.on_source.set(callback).is_ok());
@@ -60,7 +60,7 @@ fn upsert_many_publishes_every_file_before_the_first_parse() {
             assert_eq!(source.canonical().as_str(), path);
             assert_eq!(&*source.text.text, format!("text of {path}"));
         }
-        let counters = host.scheduler().counters();
+        let counters = host.scheduler().observe().counters();
         assert_eq!(counters.batches, 1);
         assert_eq!(counters.submits, 8);
         assert_quiescent(&host);

@@ -169,8 +169,15 @@ fn index(bytes: Vec<u8>) -> Result<(), RequestError> {
                 TargetStage::Artifact(ProfileHash(1)),
             ));
             let answer = scheduler.wait(&handle).map(drop);
-            assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
-            assert_eq!(scheduler.counters().executor_panics, 0, "a stage panicked");
+            assert_eq!(
+                scheduler.observe().quiescence_report(),
+                QuiescenceReport::clean()
+            );
+            assert_eq!(
+                scheduler.observe().counters().executor_panics,
+                0,
+                "a stage panicked"
+            );
             answer
         })
         .expect("a stage-sized thread")

@@ -29,7 +29,7 @@ fn editing_one_module_reruns_only_it_and_the_artifacts_blocked_on_it() {
     copy_dir(&fixture("tree"), &dir);
     let scheduler = inline_scheduler();
     let before = render(&index_package(&scheduler, &dir), &dir);
-    let cold = scheduler.counters();
+    let cold = scheduler.observe().counters();
     assert_eq!(
         (cold.source_runs, cold.analysis_runs, cold.artifact_runs),
         (7, 7, 7)
@@ -43,7 +43,7 @@ fn editing_one_module_reruns_only_it_and_the_artifacts_blocked_on_it() {
         .invalidate(strings.to_str().expect("utf-8 path"))
         .expect("invalidated");
     let after = render(&index_package(&scheduler, &dir), &dir);
-    let warm = scheduler.counters();
+    let warm = scheduler.observe().counters();
     assert_eq!(
         (
             warm.source_runs - cold.source_runs,

@@ -82,7 +82,10 @@ fn a_module_chain_is_resolved_once_not_once_per_file_and_request() {
     let realpaths = Arc::clone(&loader.realpaths);
     let scheduler = Scheduler::new_inline(config(), loader, RustIndexer::new()).expect("config");
     let mut index = index_roots(&scheduler, &package_roots(&root).expect("roots")).expect("index");
-    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+    assert_eq!(
+        scheduler.observe().quiescence_report(),
+        QuiescenceReport::clean()
+    );
     index.relative_to(&root);
     assert!(index.failures.is_empty(), "{:?}", index.failures);
     assert_eq!(index.files.len(), depth + 1);
@@ -121,7 +124,10 @@ fn a_file_declaring_the_most_modules_allowed_indexes_each_missing_one_with_its_l
             .expect("config");
         let mut index =
             index_roots(&scheduler, &package_roots(&root).expect("roots")).expect("index");
-        assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+        assert_eq!(
+            scheduler.observe().quiescence_report(),
+            QuiescenceReport::clean()
+        );
         index.relative_to(&root);
         assert_eq!(index.files.len(), 1, "lib.rs indexes");
         index.failures

@@ -47,7 +47,10 @@ pub(crate) fn threaded_scheduler() -> Arc<Scheduler<RustIndexer>> {
 pub(crate) fn index_package(scheduler: &Scheduler<RustIndexer>, dir: &Path) -> Index {
     let roots = package_roots(dir).expect("a package");
     let mut index = index_roots(scheduler, &roots).expect("the roots exist");
-    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+    assert_eq!(
+        scheduler.observe().quiescence_report(),
+        QuiescenceReport::clean()
+    );
     index.relative_to(dir);
     index
 }

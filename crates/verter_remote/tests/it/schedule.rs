@@ -77,8 +77,8 @@ fn a_routed_artifact_runs_remotely_and_a_fresh_scheduler_hits_the_action_cache()
         let mut priorities = executes(&h.fake.calls());
         priorities.sort_unstable();
         assert_eq!(priorities, [-1, 0], "High maps to -1, Normal to 0");
-        assert_eq!(first.ledger().in_use(), 0);
-        assert_eq!(first.quiescence_report().deferred_in_flight, 0);
+        assert_eq!(first.observe().ledger().in_use(), 0);
+        assert_eq!(first.observe().quiescence_report().deferred_in_flight, 0);
 
         // Another scheduler over the same files: answered by the action
         // cache, nothing executed.
@@ -117,7 +117,10 @@ fn an_edit_of_a_file_whose_artifact_runs_remotely_cancels_the_operation() {
         h.fake.release_held();
         let output = scheduler.wait(&handle).expect("built");
         assert_eq!(output.as_artifact().expect("artifact").data().text, "new");
-        assert_eq!(scheduler.quiescence_report().deferred_in_flight, 0);
-        assert_eq!(scheduler.ledger().in_use(), 0);
+        assert_eq!(
+            scheduler.observe().quiescence_report().deferred_in_flight,
+            0
+        );
+        assert_eq!(scheduler.observe().ledger().in_use(), 0);
     });
 }

@@ -65,7 +65,10 @@ fn an_artifact_gets_its_blockers_sorted_by_path_not_by_first_sight() {
     );
     let output = scheduler.wait(&handle).expect("builds");
     assert_eq!(*output.data(), "blocker_order/a.rs,blocker_order/z.rs");
-    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+    assert_eq!(
+        scheduler.observe().quiescence_report(),
+        QuiescenceReport::clean()
+    );
 }
 
 /// A broken invariant at an Artifact commit (a current dispatch built from
@@ -129,9 +132,9 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
         handle.try_result(),
         Some(Err(crate::RequestError::Internal { .. }))
     ));
-    assert_eq!(scheduler.counters().internal_errors, 1);
-    assert_eq!(scheduler.ledger().in_use(), 0);
-    let node = scheduler.node(&Canonical::from("a.rs")).unwrap();
+    assert_eq!(scheduler.observe().counters().internal_errors, 1);
+    assert_eq!(scheduler.observe().ledger().in_use(), 0);
+    let node = scheduler.snapshot().node(&Canonical::from("a.rs")).unwrap();
     assert!(
         node.view().artifact(PROFILE).is_none(),
         "nothing was published"

@@ -7,7 +7,7 @@ use super::*;
 
 use crate::cutoff::Priors;
 
-/// What [`Scheduler::invalidate`] (or [`Scheduler::close_file`]) did.
+/// What [`Scheduler::invalidate`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Invalidation {
     /// The loader's bytes are the text the scheduler already had: nothing
@@ -165,12 +165,6 @@ impl<E: StageExecutor> Scheduler<E> {
                 None
             }
         }
-    }
-
-    /// Closes an editor's overlay: the file reverts to the loader's bytes.
-    /// The same transition as [`Self::invalidate`].
-    pub fn close_file(&self, path: &str) -> Result<Invalidation, RequestError> {
-        self.invalidate(path)
     }
 
     /// Removes the file: its waiters are answered `Shutdown`, its work is

@@ -20,12 +20,6 @@ impl<E: StageExecutor> Scheduler<E> {
         Handle::new(self.submit_request(ask.into_request()), stage)
     }
 
-    /// [`Self::submit_batch`] of typed requests of one stage: each handle's
-    /// answer is `S`'s output, in input order.
-    pub fn ask_batch<S: Stage<E>>(&self, asks: Vec<Ask<S>>) -> Vec<Handle<E, S>> {
-        asks.into_iter().map(|ask| self.ask(ask)).collect()
-    }
-
     /// [`Self::submit_batch_atomic`] of typed requests of one stage: one
     /// inbox item, its edits in one hold; each handle's answer is `S`'s
     /// output, in input order.
@@ -288,22 +282,6 @@ impl<E: StageExecutor> Scheduler<E> {
             };
             self.progress.park(seen, remaining);
         }
-    }
-
-    /// Driving waiters (inline callers, stage workers) and `wait_idle`
-    /// callers parked on the scheduler's progress signal right now: for
-    /// diagnostics, and for tests that must know a waiter is parked before
-    /// they let work go on.
-    pub fn idle_waiters(&self) -> usize {
-        self.progress.parked_threads()
-    }
-
-    /// Host threads inside [`Self::wait`] that run urgent stages while they
-    /// wait ([`crate::SchedulerConfig::callers_run_urgent_work`]), parked or
-    /// running one right now: for diagnostics, and for tests that must know
-    /// such a waiter is in before they let work go on.
-    pub fn helping_waiters(&self) -> usize {
-        self.helpers.len()
     }
 
     /// Whether nothing is waiting for admission, queued, ready or running.

@@ -80,7 +80,10 @@ fn a_waker_that_reenters_the_scheduler_never_deadlocks() {
         handle.try_result(),
         Some(Err(RequestError::Shutdown { .. }))
     ));
-    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+    assert_eq!(
+        scheduler.observe().quiescence_report(),
+        QuiescenceReport::clean()
+    );
 }
 
 #[test]
@@ -211,7 +214,7 @@ fn an_urgent_admission_leaves_no_registration_queued() {
     );
 
     scheduler.admit_urgent_here();
-    let report = scheduler.quiescence_report();
+    let report = scheduler.observe().quiescence_report();
     assert_eq!(report.inbox, 0);
     assert_eq!(report.queued_registrations, 0, "{report:?}");
     assert_eq!(report.pending_admissions, 0, "{report:?}");
@@ -221,7 +224,10 @@ fn an_urgent_admission_leaves_no_registration_queued() {
     }
     scheduler.wait(&read).expect("parsed");
     scheduler.run_until_idle();
-    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+    assert_eq!(
+        scheduler.observe().quiescence_report(),
+        QuiescenceReport::clean()
+    );
 }
 
 /// A request for committed output is answered by the submitting thread
@@ -235,7 +241,7 @@ fn a_request_answered_at_submission_holds_its_answer_and_shares_no_cell() {
     let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
     assert!(first.pending().is_some(), "it had to wait for its Source");
     let built = scheduler.wait(&first).unwrap();
-    let answers_before = scheduler.counters().answered_without_admission;
+    let answers_before = scheduler.observe().counters().answered_without_admission;
 
     let again = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
     assert!(again.pending().is_none(), "answered at submission");
@@ -247,7 +253,7 @@ fn a_request_answered_at_submission_holds_its_answer_and_shares_no_cell() {
     assert!(batch.handles()[0].pending().is_none());
     assert!(batch.handles()[1].pending().is_some(), "b.rs must be built");
     assert_eq!(
-        scheduler.counters().answered_without_admission,
+        scheduler.observe().counters().answered_without_admission,
         answers_before + 2
     );
 
@@ -286,5 +292,8 @@ fn a_request_answered_at_submission_holds_its_answer_and_shares_no_cell() {
     assert!(unresolved.pending().is_some());
     assert!(matches!(unresolved.try_result(), Some(Err(_))));
     assert!(std::mem::size_of::<CompletionHandle<Lines>>() <= 2 * std::mem::size_of::<usize>());
-    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+    assert_eq!(
+        scheduler.observe().quiescence_report(),
+        QuiescenceReport::clean()
+    );
 }

@@ -44,7 +44,7 @@ fn build(config: SchedulerConfig, n: usize) -> (Vec<String>, verter_scheduler::S
         &scheduler,
         &handles.iter().map(|h| h.untyped()).collect::<Vec<_>>(),
     );
-    (answers, scheduler.counters())
+    (answers, scheduler.observe().counters())
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn a_wait_inside_a_round(waiter: &'static str, waited: &'static str) {
     for result in scheduler.wait_batch(&batch) {
         result.expect("parsed");
     }
-    let counters = scheduler.counters();
+    let counters = scheduler.observe().counters();
     assert!(counters.batched_stages >= 2, "{counters:?}");
     assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
 }
@@ -176,7 +176,7 @@ fn an_urgent_stage_is_committed_before_the_rest_of_its_round_runs() {
             "stages ran between u's Analysis and its Artifact: {runs:?}"
         );
         assert!(
-            scheduler.counters().batched_stages > 0,
+            scheduler.observe().counters().batched_stages > 0,
             "no round was batched"
         );
         assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());

@@ -79,7 +79,7 @@ fn a_waiting_host_thread_runs_its_urgent_stage_while_the_stage_threads_are_busy(
         let me = thread::current().id();
         assert_eq!(parser_of(&parsers, "b.rs"), Some(me));
         assert_eq!(
-            scheduler.counters().caller_stages,
+            scheduler.observe().counters().caller_stages,
             3,
             "Source, Analysis, Artifact"
         );
@@ -88,7 +88,7 @@ fn a_waiting_host_thread_runs_its_urgent_stage_while_the_stage_threads_are_busy(
             None,
             "normal work stays queued"
         );
-        assert_eq!(scheduler.helping_waiters(), 0);
+        assert_eq!(scheduler.observe().helping_waiters(), 0);
 
         busy.open();
         scheduler.wait(&a).expect("parsed");
@@ -124,7 +124,7 @@ fn urgent_work_queued_after_the_caller_parked_wakes_it() {
             })
         };
         let waiter_id = ran_on_rx.recv().expect("the waiter started");
-        while scheduler.helping_waiters() == 0 {
+        while scheduler.observe().helping_waiters() == 0 {
             thread::yield_now();
         }
         loading.open();
@@ -166,7 +166,7 @@ fn with_the_option_off_a_host_thread_runs_no_stage() {
         scheduler.wait(&b).expect("built");
         opener.join().expect("opened");
         assert_ne!(parser_of(&parsers, "b.rs"), Some(thread::current().id()));
-        assert_eq!(scheduler.counters().caller_stages, 0);
+        assert_eq!(scheduler.observe().counters().caller_stages, 0);
         scheduler.wait(&a).expect("parsed");
         assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
         assert_quiescent(&scheduler, &[&a, &b]);
@@ -186,7 +186,11 @@ fn a_helping_wait_with_a_deadline_returns_none_while_the_answer_is_held() {
         // The load is held: no deadline can see the answer.
         let timeout = std::time::Duration::from_millis(5);
         assert!(scheduler.wait_timeout(&a, timeout).is_none());
-        assert_eq!(scheduler.helping_waiters(), 0, "the waiter deregistered");
+        assert_eq!(
+            scheduler.observe().helping_waiters(),
+            0,
+            "the waiter deregistered"
+        );
         loading.open();
         let answer = scheduler
             .wait_timeout(&a, std::time::Duration::from_secs(60))
@@ -270,11 +274,11 @@ fn one_queued_urgent_stage_wakes_one_waiting_host_thread() {
                 let handle = host.submit_request(Request::new(path, TargetStage::Source));
                 host.wait(&handle).map(|_| ())
             }));
-            while scheduler.helping_waiters() < helpers {
+            while scheduler.observe().helping_waiters() < helpers {
                 thread::yield_now();
             }
         }
-        let before = scheduler.counters().helper_wakes;
+        let before = scheduler.observe().counters().helper_wakes;
         let b = scheduler.ask(
             Artifact(PROFILE)
                 .of("b.rs")
@@ -284,7 +288,7 @@ fn one_queued_urgent_stage_wakes_one_waiting_host_thread() {
         let answer = scheduler.wait(&b).expect("built");
         assert!(answer.data().ends_with("b.rs=2"), "{}", answer.data());
         assert_eq!(
-            scheduler.counters().helper_wakes - before,
+            scheduler.observe().counters().helper_wakes - before,
             1,
             "one urgent stage queued, one waiting host thread woken"
         );

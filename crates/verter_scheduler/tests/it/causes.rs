@@ -1,5 +1,5 @@
 //! Causes (docs/design.md, "Causes"): every stage run says why it ran, and
-//! `Scheduler::explain` follows the chain back to what the host did. One
+//! `Observer::explain` follows the chain back to what the host did. One
 //! snapshot per kind of cause; the chains run on an inline scheduler, so
 //! every id in them (waiters, epochs, generations) is the same on every run
 //! (DAG run ids, which are process-wide, are written `#R`).
@@ -35,6 +35,7 @@ fn build(scheduler: &Scheduler<Words>, path: &str) {
 
 fn explain(scheduler: &Scheduler<Words>, path: &str, stage: TargetStage) -> String {
     scheduler
+        .observe()
         .explain(path, stage)
         .expect("explained")
         .to_string()
@@ -43,7 +44,7 @@ fn explain(scheduler: &Scheduler<Words>, path: &str, stage: TargetStage) -> Stri
 /// Every run, verification and dispatch in the log has a chain, and every
 /// chain ends at a host action.
 fn assert_every_chain_ends_at_the_host(scheduler: &Scheduler<Words>) {
-    let records = scheduler.causal_log();
+    let records = scheduler.observe().causal_log();
     let index = CausalIndex::new(&records);
     for (i, record) in records.iter().enumerate() {
         if matches!(
@@ -186,7 +187,7 @@ fn a_cache_node_is_explained_by_the_dag_that_asked() {
     let results = scheduler.wait(&handle);
     // `Words` runs no cache nodes: the run fails, and is explained all the same.
     assert!(results.get(node).is_err());
-    let records = scheduler.causal_log();
+    let records = scheduler.observe().causal_log();
     let index = CausalIndex::new(&records);
     let ran = records
         .iter()
@@ -217,6 +218,7 @@ fn a_chain_whose_records_left_the_log_says_so() {
     let scheduler = logged_with(&files, 4);
     build(&scheduler, "a.rs");
     let explained = scheduler
+        .observe()
         .explain("a.rs", ARTIFACT_0)
         .expect("its run is among the last");
     assert!(!explained.ends_at_host_action());
@@ -237,13 +239,13 @@ fn explain_without_a_log_or_a_run_is_a_typed_error() {
     )
     .expect("a valid configuration");
     assert_eq!(
-        off.explain("a.rs", ARTIFACT_0),
+        off.observe().explain("a.rs", ARTIFACT_0),
         Err(ExplainError::LogDisabled)
     );
-    assert!(off.causal_log().is_empty());
+    assert!(off.observe().causal_log().is_empty());
     let on = logged(&files);
     assert!(matches!(
-        on.explain("a.rs", ARTIFACT_0),
+        on.observe().explain("a.rs", ARTIFACT_0),
         Err(ExplainError::NotRun { .. })
     ));
     assert_eq!(SchedulerConfig::default().causal_log, 0, "off by default");
@@ -253,6 +255,7 @@ fn explain_without_a_log_or_a_run_is_a_typed_error() {
 /// supersessions, refusals, failures.
 fn causes_of(scheduler: &Scheduler<Words>, kinds: &[&str]) -> String {
     scheduler
+        .observe()
         .causal_log()
         .iter()
         .filter(|record| kinds.contains(&record.event.kind()))
@@ -304,7 +307,7 @@ fn a_cancellation_names_the_host_action_that_caused_it() {
         gate.wait_arrival();
         let edit = scheduler.upsert("a.rs", "one more", Default::default());
         // Admitted (so the held parse is cancelled) before it goes on.
-        let _ = scheduler.capture_root();
+        let _ = scheduler.snapshot().capture_root();
         gate.open();
         scheduler.wait(&edit).expect("parsed");
         scheduler.wait(&a).expect("follows to g1");
@@ -394,7 +397,7 @@ fn stats_count_every_run_with_its_wait_and_time_only_when_asked() {
     let scheduler = Scheduler::new_inline(config, files.clone(), Words::default())
         .expect("a valid configuration");
     build(&scheduler, "a.rs");
-    let stats = scheduler.stats();
+    let stats = scheduler.observe().stats();
     let runs: Vec<_> = stats
         .stages
         .iter()
@@ -430,7 +433,7 @@ fn stats_count_every_run_with_its_wait_and_time_only_when_asked() {
     )
     .expect("a valid configuration");
     build(&off, "a.rs");
-    let stats = off.stats();
+    let stats = off.observe().stats();
     assert!(stats.stages.iter().all(|stage| stage.run_time.count() == 0));
     assert_eq!(
         stats.counters.artifact_runs, 1,

@@ -90,7 +90,10 @@ fn answers(per_hold: usize, scenario: &Scenario) -> (Vec<String>, u64) {
     // again) may still be queued: an inline scheduler runs it here.
     assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
     assert_quiescent(&scheduler, &handles);
-    (rendered, scheduler.counters().deferred_registrations)
+    (
+        rendered,
+        scheduler.observe().counters().deferred_registrations,
+    )
 }
 
 /// Asserts that chunked and whole admission answer `scenario` alike, and

@@ -136,7 +136,7 @@ fn an_importer_sees_its_blocker_through_reset_rehome_and_close() {
     let overlay = scheduler.upsert("m.rs", "one two three", Default::default());
     scheduler.wait(&overlay).expect("parsed");
     assert_eq!(artifact(&scheduler, "a.rs").unwrap(), "p7:a.rs=2,m.rs@g1=3");
-    scheduler.close_file("m.rs").unwrap();
+    scheduler.invalidate("m.rs").unwrap();
     assert_eq!(artifact(&scheduler, "a.rs").unwrap(), "p7:a.rs=2,m.rs@g2=1");
     assert_quiescent(&scheduler, &[&rehome, &rehome_a, &overlay]);
 }
@@ -167,7 +167,7 @@ fn an_atomic_batch_reads_its_own_writes() {
             panic!("the batch's Analysis item: {:?}", results[1]);
         };
         assert_eq!(*analysis.data(), 4, "threaded: {threaded_mode}");
-        assert_eq!(scheduler.counters().answered_without_admission, 0);
+        assert_eq!(scheduler.observe().counters().answered_without_admission, 0);
         let mut handles: Vec<_> = batch.handles().iter().collect();
         handles.push(built.untyped());
         assert_quiescent(&scheduler, &handles);
@@ -216,12 +216,20 @@ fn a_lifecycle_call_is_ordered_after_the_callers_earlier_submissions() {
     // And a read sees the caller's own upsert at once.
     let again = scheduler.upsert("a.rs", "read me", Default::default());
     assert_eq!(
-        &*scheduler.try_get_source("a.rs").expect("upserted").text,
+        &*scheduler
+            .snapshot()
+            .try_get_source("a.rs")
+            .expect("upserted")
+            .text,
         "read me"
     );
-    let root = scheduler.capture_root();
+    let root = scheduler.snapshot().capture_root();
     assert_eq!(
-        &*scheduler.try_get_source_at(&root, "a.rs").unwrap().text,
+        &*scheduler
+            .snapshot()
+            .try_get_source_at(&root, "a.rs")
+            .unwrap()
+            .text,
         "read me"
     );
     scheduler.wait(&again).unwrap();
@@ -229,45 +237,52 @@ fn a_lifecycle_call_is_ordered_after_the_callers_earlier_submissions() {
 }
 
 #[test]
-fn invalidate_and_close_stop_serving_the_old_text_at_once() {
+fn each_invalidation_stops_serving_the_old_text_at_once() {
     let files = MemFiles::with(&[("a.rs", "first")]);
     let executor = LineExecutor::default();
     let hooks = Arc::new(GateHooks::default());
     let scheduler = inline(&files, &executor, &hooks);
     let canonical = Canonical::from("a.rs");
-    for close in [false, true] {
+    // Twice: an edit told, then an editor's overlay closed (the same call).
+    for new_text in ["second", "third"] {
         let load = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
         scheduler.wait(&load).unwrap();
-        let before = scheduler.capture_root();
+        let before = scheduler.snapshot().capture_root();
         let old = scheduler
+            .snapshot()
             .try_get_source("a.rs")
             .expect("loaded")
             .text
             .clone();
-        files.write("a.rs", if close { "third" } else { "second" });
-        if close {
-            scheduler.close_file("a.rs").unwrap();
-        } else {
-            scheduler.invalidate("a.rs").unwrap();
-        }
+        files.write("a.rs", new_text);
+        scheduler.invalidate("a.rs").unwrap();
         // In the same hold: the old text is no longer served (the loader's
         // new bytes, read by the invalidation, are), and a root captured
         // before still reads the old text.
-        let new_text = if close { "third" } else { "second" };
-        assert_eq!(&*scheduler.try_get_source("a.rs").unwrap().text, new_text);
-        let now = scheduler.capture_root();
+        assert_eq!(
+            &*scheduler.snapshot().try_get_source("a.rs").unwrap().text,
+            new_text
+        );
+        let now = scheduler.snapshot().capture_root();
         assert!(matches!(
-            scheduler.source_state_at(&now, &canonical),
+            scheduler.snapshot().source_state_at(&now, &canonical),
             SourceState::Present { payload, .. } if &*payload.text == new_text
         ));
         assert_eq!(
-            scheduler.try_get_source_at(&before, "a.rs").unwrap().text,
+            scheduler
+                .snapshot()
+                .try_get_source_at(&before, "a.rs")
+                .unwrap()
+                .text,
             old
         );
         let reload = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
         scheduler.wait(&reload).unwrap();
-        let expected = if close { "third" } else { "second" };
-        assert_eq!(&*scheduler.try_get_source("a.rs").unwrap().text, expected);
+        let expected = new_text;
+        assert_eq!(
+            &*scheduler.snapshot().try_get_source("a.rs").unwrap().text,
+            expected
+        );
         assert_quiescent(&scheduler, &[&load, &reload]);
     }
 }
@@ -281,13 +296,13 @@ fn remove_unpublishes_the_node_and_records_absent_in_one_transition() {
     let canonical = Canonical::from("a.rs");
     let load = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
     scheduler.wait(&load).unwrap();
-    let before = scheduler.capture_root();
+    let before = scheduler.snapshot().capture_root();
     let epoch = before.visible_epoch();
     scheduler.remove("a.rs").unwrap();
-    let after = scheduler.capture_root();
-    assert!(scheduler.node(&canonical).is_none());
+    let after = scheduler.snapshot().capture_root();
+    assert!(scheduler.snapshot().node(&canonical).is_none());
     assert!(matches!(
-        scheduler.source_state_at(&after, &canonical),
+        scheduler.snapshot().source_state_at(&after, &canonical),
         SourceState::Absent { .. }
     ));
     assert_eq!(
@@ -295,7 +310,12 @@ fn remove_unpublishes_the_node_and_records_absent_in_one_transition() {
         epoch.get() + 1,
         "one transition"
     );
-    assert!(scheduler.source_state_at(&before, &canonical).is_present());
+    assert!(
+        scheduler
+            .snapshot()
+            .source_state_at(&before, &canonical)
+            .is_present()
+    );
     assert_quiescent(&scheduler, &[&load]);
 }
 
@@ -347,7 +367,7 @@ fn a_dispatched_job_is_not_run_after_remove_returns() {
         gate.open();
         await_event(&events, is_refusal);
         assert_eq!(executor.runs_of("a.rs", "Analysis"), 0);
-        assert!(scheduler.counters().cancellations >= 1);
+        assert!(scheduler.observe().counters().cancellations >= 1);
         assert_quiescent(&scheduler, &[&waiting]);
     });
 }
@@ -454,7 +474,7 @@ fn an_idle_inline_waiter_is_woken_when_another_thread_queues_its_work() {
             let (scheduler, handle) = (Arc::clone(&scheduler), handle.clone());
             std::thread::spawn(move || scheduler.wait(&handle).map(|o| o.version()))
         };
-        while scheduler.idle_waiters() == 0 {
+        while scheduler.observe().idle_waiters() == 0 {
             std::thread::yield_now();
         }
         gate.open();
@@ -500,7 +520,7 @@ fn panics_in_realpath_and_classify_are_typed_and_counted() {
             Err(RequestError::LoadFailed { .. })
         ));
     }
-    assert_eq!(scheduler.counters().executor_panics, 2);
+    assert_eq!(scheduler.observe().counters().executor_panics, 2);
 }
 
 #[test]
@@ -570,11 +590,11 @@ fn wait_idle_returns_once_everything_sent_is_done() {
             .collect();
         assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
         // c.rs was ingested by b.rs's parse and loaded although nobody asked.
-        assert!(scheduler.try_get_source("c.rs").is_some());
+        assert!(scheduler.snapshot().try_get_source("c.rs").is_some());
         assert_quiescent(&scheduler, &handles.iter().collect::<Vec<_>>());
         // The source root is reachable through the scheduler.
         let _ = scheduler.gc_source_root();
-        let stats = scheduler.source_root_stats();
+        let stats = scheduler.observe().source_root_stats();
         assert_eq!(stats.live_roots, 0);
         assert!(stats.retained_versions <= stats.tracked_files, "{stats:?}");
     });

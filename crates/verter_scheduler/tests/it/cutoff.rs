@@ -149,7 +149,10 @@ fn the_door_cuts_off_an_invalidate_or_upsert_of_unchanged_bytes() {
     let words = Words::default();
     let scheduler = inline_words(&files, &words);
     let first = built(&scheduler, "a.rs", FULL);
-    let node = scheduler.node(&Canonical::from("a.rs")).expect("published");
+    let node = scheduler
+        .snapshot()
+        .node(&Canonical::from("a.rs"))
+        .expect("published");
     let generation = node.generation();
     // The loader's bytes are the known text: nothing changes.
     assert_eq!(
@@ -157,7 +160,7 @@ fn the_door_cuts_off_an_invalidate_or_upsert_of_unchanged_bytes() {
         Invalidation::Unchanged
     );
     assert_eq!(
-        scheduler.close_file("a.rs").unwrap(),
+        scheduler.invalidate("a.rs").unwrap(),
         Invalidation::Unchanged
     );
     // An upsert of the same text: the same rule.
@@ -172,7 +175,7 @@ fn the_door_cuts_off_an_invalidate_or_upsert_of_unchanged_bytes() {
         .expect("ok");
     assert!(Arc::ptr_eq(&answer, first.as_ref().unwrap()));
     assert_eq!(words.runs.lock().len(), 3, "no stage ran again");
-    assert_eq!(scheduler.counters().unchanged_texts, 3);
+    assert_eq!(scheduler.observe().counters().unchanged_texts, 3);
     // Untracked paths are still ignored, and changed bytes still change.
     assert_eq!(
         scheduler.invalidate("m.rs").unwrap(),
@@ -195,7 +198,7 @@ fn the_door_recognises_a_known_text_before_it_is_parsed() {
     let again = scheduler.upsert("a.rs", "x y", Default::default());
     scheduler.wait(&again).expect("parsed");
     scheduler.wait(&first).expect("parsed");
-    assert_eq!(scheduler.counters().unchanged_texts, 1);
+    assert_eq!(scheduler.observe().counters().unchanged_texts, 1);
     assert_eq!(
         words.runs_of("a.rs", "Source"),
         1,
@@ -224,7 +227,7 @@ fn an_unchanged_source_verifies_its_analysis_and_artifact() {
     assert_eq!(new.data(), old.data());
     assert_eq!(new.changed_at(), old.changed_at());
     assert_eq!(*new.data(), fresh(&files, "a.rs", FULL));
-    let counters = scheduler.counters();
+    let counters = scheduler.observe().counters();
     assert_eq!(counters.stages_verified, 2);
     assert_eq!(counters.outputs_unchanged, 1, "the Source");
 }
@@ -295,7 +298,7 @@ fn an_artifact_that_runs_again_to_an_equal_output_keeps_its_revision() {
         "a host may skip writing it"
     );
     assert!(new.verified_at() > old.verified_at());
-    assert_eq!(scheduler.counters().outputs_unchanged, 1);
+    assert_eq!(scheduler.observe().counters().outputs_unchanged, 1);
 }
 
 #[test]
@@ -372,7 +375,7 @@ fn an_executor_that_cannot_compare_cuts_off_nothing_but_unchanged_bytes() {
     let again = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
     scheduler.wait(&again).expect("built");
     assert_eq!(executor.runs_of("a.rs", "Artifact"), 2, "no same_* given");
-    let counters = scheduler.counters();
+    let counters = scheduler.observe().counters();
     assert_eq!(
         (counters.stages_verified, counters.outputs_unchanged),
         (0, 0)

@@ -215,7 +215,10 @@ fn assert_quiet(scheduler: &Scheduler<DagExec>) {
         scheduler.wait_idle(Duration::from_secs(30)),
         "the scheduler went idle"
     );
-    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
+    assert_eq!(
+        scheduler.observe().quiescence_report(),
+        QuiescenceReport::clean()
+    );
 }
 
 fn upstream_failed(results: &DagResults<DagExec>, index: usize) -> bool {
@@ -248,9 +251,9 @@ fn a_cache_node_gated_on_file_analyses_runs_after_them_with_its_context() {
     assert_eq!(*results.get(b).expect("b's analysis").data(), 1);
     assert_eq!(*results.get(check).expect("the cache node"), 105);
     assert_eq!(exec.runs(), vec![100]);
-    assert_eq!(scheduler.counters().cache_runs, 1);
+    assert_eq!(scheduler.observe().counters().cache_runs, 1);
     // The analyses are the pipeline's: a later request reads them.
-    assert_eq!(scheduler.counters().analysis_runs, 2);
+    assert_eq!(scheduler.observe().counters().analysis_runs, 2);
     assert_quiet(&scheduler);
 }
 
@@ -469,8 +472,8 @@ fn a_cycle_is_refused_before_anything_is_admitted() {
     }
     scheduler.run_until_idle();
     assert!(exec.runs().is_empty());
-    assert_eq!(scheduler.counters().submits, 0);
-    assert_eq!(scheduler.counters().analysis_runs, 0);
+    assert_eq!(scheduler.observe().counters().submits, 0);
+    assert_eq!(scheduler.observe().counters().analysis_runs, 0);
     assert_quiet(&scheduler);
 }
 
@@ -484,7 +487,7 @@ fn backpressure_admits_nothing_and_leaves_the_ready_queue_as_it_was() {
     let mut dag = Dag::new();
     let nodes: Vec<_> = (0..5).map(|key| dag.add(cache(key))).collect();
     let first = submit(&scheduler, dag);
-    assert_eq!(scheduler.ready_queue_depth(), 2);
+    assert_eq!(scheduler.observe().ready_queue_depth(), 2);
     let before = state_of(&scheduler);
     let mut second = Dag::new();
     let late = second.add(cache(50));
@@ -492,7 +495,7 @@ fn backpressure_admits_nothing_and_leaves_the_ready_queue_as_it_was() {
         .try_submit_dag(second.clone(), &NoDedupeHook)
         .expect("well-formed");
     assert!(refused.is_backpressured());
-    assert_eq!(scheduler.ready_queue_depth(), 2);
+    assert_eq!(scheduler.observe().ready_queue_depth(), 2);
     assert_eq!(state_of(&scheduler), before);
     let results = scheduler.wait(&first);
     for node in nodes {
@@ -547,7 +550,7 @@ fn dropping_a_dag_handle_cancels_every_descendant_and_frees_its_capacity() {
         }
         let handle = submit(&scheduler, dag);
         assert_eq!(started_rx.recv().expect("the root started"), 1);
-        assert_eq!(scheduler.quiescence_report().dag_permits, 1);
+        assert_eq!(scheduler.observe().quiescence_report().dag_permits, 1);
         drop(handle);
         assert_quiet(&scheduler);
         assert_eq!(exec.runs(), vec![1], "no descendant ran");
@@ -556,7 +559,7 @@ fn dropping_a_dag_handle_cancels_every_descendant_and_frees_its_capacity() {
             vec![1],
             "the running root saw its token"
         );
-        assert_eq!(scheduler.ledger().in_use(), 0);
+        assert_eq!(scheduler.observe().ledger().in_use(), 0);
     });
 }
 

@@ -186,9 +186,12 @@ fn routed_artifacts_complete_from_other_threads_and_hold_no_cpu_slot() {
         // All three are started before any completes: with one CPU slot,
         // that is only possible because a started Artifact holds none.
         let started: Vec<_> = (0..3).map(|_| next(&remote.artifacts)).collect();
-        let ledger = scheduler.ledger();
+        let ledger = scheduler.observe().ledger();
         assert_eq!((ledger.remote_in_use, ledger.cpu_in_use), (3, 0));
-        assert_eq!(scheduler.quiescence_report().deferred_in_flight, 3);
+        assert_eq!(
+            scheduler.observe().quiescence_report().deferred_in_flight,
+            3
+        );
         assert!(handles.iter().all(|handle| !handle.is_answered()));
         // Completed from three other threads.
         let completers: Vec<_> = started
@@ -245,7 +248,7 @@ fn the_remote_budget_bounds_the_work_started_and_not_completed() {
             remote.artifacts.try_recv().is_err(),
             "the budget of 2 is spent"
         );
-        assert_eq!(scheduler.ledger().remote_in_use, 2);
+        assert_eq!(scheduler.observe().ledger().remote_in_use, 2);
         first.done.complete(first.answer);
         let third = next(&remote.artifacts);
         for started in [second, third] {
@@ -281,7 +284,7 @@ fn an_edit_cancels_started_work_and_its_late_answer_publishes_nothing() {
         new.done.complete(new.answer);
         let output = scheduler.wait(&handle).expect("built");
         assert_eq!(output.as_artifact().expect("artifact").data(), "p7:a.rs=3");
-        let refusals = scheduler.counters().stale_completion_refusals;
+        let refusals = scheduler.observe().counters().stale_completion_refusals;
         assert!(refusals >= 1, "the late answer was refused ({refusals})");
         scheduler.wait(&edit).expect("parsed");
         assert_quiescent(&scheduler, &[&handle, &edit]);
@@ -306,7 +309,7 @@ fn removing_a_file_cancels_its_started_artifact_and_frees_the_slot() {
             Err(RequestError::Shutdown { .. } | RequestError::Superseded { .. })
         ));
         // Until the remote answers, its reservation stays taken.
-        assert_eq!(scheduler.ledger().remote_in_use, 1);
+        assert_eq!(scheduler.observe().ledger().remote_in_use, 1);
         drop(started.done);
         assert_quiescent(&scheduler, &[&handle]);
     });
@@ -424,7 +427,7 @@ fn a_routed_cache_node_completes_later_and_a_cancelled_dag_tells_it() {
         );
         started.done.complete(started.answer);
         assert!(handle.is_answered());
-        let report = scheduler.quiescence_report();
+        let report = scheduler.observe().quiescence_report();
         assert_eq!(report, verter_scheduler::QuiescenceReport::clean());
     });
 }

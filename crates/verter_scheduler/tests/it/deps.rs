@@ -165,7 +165,7 @@ fn a_stale_source_completion_does_not_touch_a_later_generations_blockers() {
         await_event(&events, is_refusal);
         let text = artifact_text(&scheduler, "a.rs").expect("built");
         assert_eq!(text, "p7:a.rs=2,m2.rs@g0=2");
-        assert_eq!(scheduler.counters().stale_completion_refusals, 1);
+        assert_eq!(scheduler.observe().counters().stale_completion_refusals, 1);
     });
 }
 
@@ -185,7 +185,10 @@ fn auto_ingest_and_a_concurrent_creator_share_one_node_object() {
         let b_output = scheduler.wait(&b).expect("b analysed");
         gate.open();
         scheduler.wait(&a).expect("a parsed");
-        let node = scheduler.node(&Canonical::from("b.rs")).expect("published");
+        let node = scheduler
+            .snapshot()
+            .node(&Canonical::from("b.rs"))
+            .expect("published");
         assert_eq!(
             node.incarnation(),
             b_output.version().incarnation,
@@ -268,7 +271,10 @@ fn a_blocker_edit_supersedes_the_artifacts_built_on_it() {
         // Done artifact: stops being served, and is rebuilt on the new version.
         let edit = scheduler.upsert("m.rs", "one two", Default::default());
         scheduler.wait(&edit).expect("parsed");
-        let node = scheduler.node(&Canonical::from("a.rs")).expect("published");
+        let node = scheduler
+            .snapshot()
+            .node(&Canonical::from("a.rs"))
+            .expect("published");
         assert!(
             node.view().artifact(ProfileHash(7)).is_none(),
             "stale artifact served"
@@ -291,7 +297,7 @@ fn a_blocker_edit_supersedes_the_artifacts_built_on_it() {
         let output = scheduler.wait(&waiting).expect("rebuilt");
         assert_eq!(*output.data(), "p7:a.rs=2,m.rs@g2=3");
         await_event(&events, is_refusal);
-        assert_eq!(scheduler.counters().stale_completion_refusals, 1);
+        assert_eq!(scheduler.observe().counters().stale_completion_refusals, 1);
         assert_quiescent(&scheduler, &[&edit, waiting.untyped()]);
     });
 }
@@ -335,17 +341,28 @@ fn a_witness_of_a_removed_then_re_added_file_is_rejected() {
     let scheduler = inline(&files, &executor, &hooks);
     let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
     scheduler.wait(&first).expect("parsed");
-    let (text, witness) = scheduler.try_get_witnessed_source("a.rs").expect("known");
+    let (text, witness) = scheduler
+        .snapshot()
+        .try_get_witnessed_source("a.rs")
+        .expect("known");
     assert_eq!(text.version(), witness.version());
     scheduler.remove("a.rs").expect("removed");
     let again = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
     scheduler.wait(&again).expect("parsed");
-    let (successor_text, successor) = scheduler.try_get_witnessed_source("a.rs").expect("known");
+    let (successor_text, successor) = scheduler
+        .snapshot()
+        .try_get_witnessed_source("a.rs")
+        .expect("known");
     // Same bytes, same generation, another object.
     assert_eq!(successor_text.text, text.text);
     assert_eq!(successor.generation(), witness.generation());
     assert_ne!(successor.incarnation(), witness.incarnation());
-    assert!(scheduler.try_get_source_for_witness(&witness).is_none());
+    assert!(
+        scheduler
+            .snapshot()
+            .try_get_source_for_witness(&witness)
+            .is_none()
+    );
     assert!(matches!(
         scheduler.commit_artifact(&witness, ProfileHash(1), "stale".into()),
         Err(WitnessError::ObjectGone { .. })
@@ -369,10 +386,16 @@ fn removing_an_artifact_not_newer_than_a_witness_leaves_a_newer_one_alone() {
     let scheduler = inline(&files, &executor, &hooks);
     let first = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
     scheduler.wait(&first).expect("parsed");
-    let (_, old) = scheduler.try_get_witnessed_source("a.rs").expect("known");
+    let (_, old) = scheduler
+        .snapshot()
+        .try_get_witnessed_source("a.rs")
+        .expect("known");
     let edit = scheduler.upsert("a.rs", "v1", Default::default());
     scheduler.wait(&edit).expect("parsed");
-    let (_, new) = scheduler.try_get_witnessed_source("a.rs").expect("known");
+    let (_, new) = scheduler
+        .snapshot()
+        .try_get_witnessed_source("a.rs")
+        .expect("known");
     assert!(matches!(
         scheduler.commit_artifact(&old, ProfileHash(1), "old".into()),
         Err(WitnessError::Superseded { .. })
@@ -385,7 +408,10 @@ fn removing_an_artifact_not_newer_than_a_witness_leaves_a_newer_one_alone() {
         scheduler.remove_artifact_not_newer_than(&old, ProfileHash(1)),
         Ok(false)
     );
-    let node = scheduler.node(&Canonical::from("a.rs")).expect("published");
+    let node = scheduler
+        .snapshot()
+        .node(&Canonical::from("a.rs"))
+        .expect("published");
     assert_eq!(
         node.view()
             .artifact(ProfileHash(1))
@@ -401,7 +427,10 @@ fn removing_an_artifact_not_newer_than_a_witness_leaves_a_newer_one_alone() {
     // An evicted artifact the scheduler built is rebuilt by the next request.
     let built = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
     scheduler.wait(&built).expect("built");
-    let (_, live) = scheduler.try_get_witnessed_source("a.rs").expect("known");
+    let (_, live) = scheduler
+        .snapshot()
+        .try_get_witnessed_source("a.rs")
+        .expect("known");
     assert_eq!(
         scheduler.remove_artifact_not_newer_than(&live, PROFILE),
         Ok(true)
@@ -429,10 +458,13 @@ fn reset_leaves_no_dependency_or_wait_graph_membership() {
     scheduler.wait(&built).expect("built");
     let pending = scheduler.submit_request(Request::new("b.rs", ARTIFACT));
     scheduler.run_until_idle();
-    assert!(scheduler.dependency_occupancy().blockers.owners > 0);
+    assert!(scheduler.observe().dependency_occupancy().blockers.owners > 0);
     scheduler.reset();
-    assert!(scheduler.dependency_occupancy().is_empty());
-    assert_eq!(scheduler.wait_graph_occupancy(), Default::default());
+    assert!(scheduler.observe().dependency_occupancy().is_empty());
+    assert_eq!(
+        scheduler.observe().wait_graph_occupancy(),
+        Default::default()
+    );
     assert_quiescent(&scheduler, &[&built, &pending]);
 }
 
@@ -452,17 +484,17 @@ fn a_removed_blocker_comes_back_as_the_language_its_importer_named() {
     let rehome = scheduler
         .submit_request(Request::new("m.rs", TargetStage::Source).language(Language::new("text")));
     scheduler.wait(&rehome).expect("re-homed");
-    let node = scheduler.node(&m).expect("published");
+    let node = scheduler.snapshot().node(&m).expect("published");
     assert_eq!(node.language(), &Language::new("text"));
     drop(node);
 
     scheduler.remove("m.rs").expect("removed");
-    assert!(scheduler.node(&m).is_none());
+    assert!(scheduler.snapshot().node(&m).is_none());
     assert_eq!(
         artifact_text(&scheduler, "a.rs").expect("rebuilt on m.rs's successor"),
         "p7:a.rs=2,m.rs@g0=1"
     );
-    let successor = scheduler.node(&m).expect("ingested again");
+    let successor = scheduler.snapshot().node(&m).expect("ingested again");
     assert_eq!(
         successor.language(),
         &Language::new("rust"),

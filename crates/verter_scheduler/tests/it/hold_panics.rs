@@ -50,9 +50,16 @@ fn assert_recovered<E: StageExecutor>(
     for handle in handles {
         assert!(handle.is_answered(), "a handle was never answered");
     }
-    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
-    assert_eq!(scheduler.ledger().in_use(), 0, "the ledger leaked");
-    let counters = scheduler.counters();
+    assert_eq!(
+        scheduler.observe().quiescence_report(),
+        QuiescenceReport::clean()
+    );
+    assert_eq!(
+        scheduler.observe().ledger().in_use(),
+        0,
+        "the ledger leaked"
+    );
+    let counters = scheduler.observe().counters();
     assert_eq!(
         counters.duplicate_answers, 0,
         "a request was answered twice"
@@ -99,7 +106,7 @@ fn a_panic_while_committing_answers_every_waiter_and_the_scheduler_starts_again_
         assert_recovered(&scheduler, &handles, 1);
         // As after a reset: the upserted text is forgotten, the loader's
         // files build again.
-        assert!(scheduler.try_get_source("d.rs").is_none());
+        assert!(scheduler.snapshot().try_get_source("d.rs").is_none());
         let missing = scheduler.submit_request(Request::new("d.rs", TargetStage::Source));
         assert!(matches!(
             scheduler.wait(&missing),
@@ -144,12 +151,14 @@ fn a_panic_while_admitting_answers_the_requests_it_held_and_settles_their_admiss
         // The broken batch's write was reported admitted: the lock-free
         // read path answers again (it answers nothing while a write waits).
         let c = Canonical::from("c.rs");
-        let read = scheduler.committed_outputs([(&c, TargetStage::Analysis)]);
+        let read = scheduler
+            .snapshot()
+            .committed_outputs([(&c, TargetStage::Analysis)]);
         assert!(matches!(read.as_slice(), [Some(_)]), "no write waits");
         let mut handles: Vec<_> = batch.handles().iter().collect();
         handles.push(&later);
         assert_recovered(&scheduler, &handles, 1);
-        assert_eq!(scheduler.counters().submits, 4);
+        assert_eq!(scheduler.observe().counters().submits, 4);
     });
 }
 
@@ -207,7 +216,7 @@ fn work_dispatched_before_a_recovery_is_refused_when_it_comes_back() {
             assert!(is_internal(&scheduler.wait(handle)));
         }
         await_event(&events, is_refusal);
-        assert_eq!(scheduler.counters().stale_completion_refusals, 1);
+        assert_eq!(scheduler.observe().counters().stale_completion_refusals, 1);
         assert_recovered(&scheduler, &waiting.iter().collect::<Vec<_>>(), 1);
     });
 }
@@ -236,7 +245,12 @@ fn a_host_call_whose_own_hold_panics_sees_the_panic_after_every_waiter_is_answer
             scheduler.invalidate("a.rs").expect("a valid path"),
             verter_scheduler::Invalidation::Untracked
         );
-        assert!(scheduler.node(&Canonical::from("a.rs")).is_none());
+        assert!(
+            scheduler
+                .snapshot()
+                .node(&Canonical::from("a.rs"))
+                .is_none()
+        );
         let again = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
         scheduler.wait(&again).expect("built again");
         assert_eq!(executor.runs_of("a.rs", "Artifact"), 2);
@@ -264,8 +278,11 @@ fn a_dag_waiting_when_a_hold_breaks_is_answered_whole() {
         let results = scheduler.wait(&handle);
         assert!(results.get(a).is_err(), "a.rs's Analysis never committed");
         assert!(results.get(c).is_err(), "c.rs was gated on it");
-        assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
-        assert_eq!(scheduler.counters().holds_recovered, 1);
+        assert_eq!(
+            scheduler.observe().quiescence_report(),
+            QuiescenceReport::clean()
+        );
+        assert_eq!(scheduler.observe().counters().holds_recovered, 1);
     });
 }
 

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use verter_dag::{Canonical, Generation, TargetStage};
 use verter_scheduler::stage::Source;
-use verter_scheduler::{HookPoint, Language, Request, RequestError};
+use verter_scheduler::{
+    ConfigError, HookPoint, Language, PoolError, Request, RequestError, Scheduler, StartError,
+};
 use verter_source_root::SourceState;
 
 use crate::support::*;
@@ -32,9 +34,14 @@ fn a_request_prepared_before_a_removal_is_answered_shutdown() {
         Err(RequestError::Shutdown { .. })
     ));
     assert_eq!(executor.runs.lock().len(), runs_before, "no work ran");
-    assert!(scheduler.node(&Canonical::from("a.rs")).is_none());
     assert!(
-        scheduler.try_get_source("a.rs").is_none(),
+        scheduler
+            .snapshot()
+            .node(&Canonical::from("a.rs"))
+            .is_none()
+    );
+    assert!(
+        scheduler.snapshot().try_get_source("a.rs").is_none(),
         "the root says Absent"
     );
     assert_quiescent(&scheduler, &[&first, &queued]);
@@ -50,7 +57,7 @@ fn removal_answers_running_work_shutdown_and_releases_capacity() {
         let gate = hooks.hold("a.rs", "Analysis", HookPoint::BeforeCompletion);
         let handle = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
         gate.wait_arrival();
-        assert_eq!(scheduler.ledger().cpu_in_use, 1);
+        assert_eq!(scheduler.observe().ledger().cpu_in_use, 1);
         scheduler.remove("a.rs").expect("removed");
         assert!(matches!(
             scheduler.wait(&handle),
@@ -61,7 +68,7 @@ fn removal_answers_running_work_shutdown_and_releases_capacity() {
         let events = hooks.subscribe();
         gate.open();
         await_event(&events, is_refusal);
-        assert_eq!(scheduler.counters().stale_completion_refusals, 1);
+        assert_eq!(scheduler.observe().counters().stale_completion_refusals, 1);
         // A successor starts at generation 0 with a new incarnation.
         let again = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
         let source = scheduler.wait(&again).expect("re-added");
@@ -99,7 +106,10 @@ fn an_update_queued_behind_a_rehome_reaches_the_replacement() {
     // The re-home request followed its file to the newest generation.
     let rehomed = scheduler.wait(&rehome).expect("follows");
     assert_eq!(rehomed.version(), updated.version());
-    let node = scheduler.node(&Canonical::from("a.rs")).expect("published");
+    let node = scheduler
+        .snapshot()
+        .node(&Canonical::from("a.rs"))
+        .expect("published");
     assert_eq!(node.incarnation(), updated.version().incarnation);
     assert_quiescent(&scheduler, &[&created, &rehome, update.untyped()]);
 }
@@ -116,7 +126,7 @@ fn reset_answers_every_waiter_and_empties_occupancy() {
         scheduler.wait(&built).expect("built");
         let held = scheduler.submit_request(Request::new("c.rs", TargetStage::Analysis));
         gate.wait_arrival();
-        let root = scheduler.capture_root();
+        let root = scheduler.snapshot().capture_root();
         scheduler.reset();
         assert!(matches!(
             scheduler.wait(&held),
@@ -124,12 +134,13 @@ fn reset_answers_every_waiter_and_empties_occupancy() {
         ));
         let events = hooks.subscribe();
         gate.open();
-        let occupancy = scheduler.dependency_occupancy();
+        let occupancy = scheduler.observe().dependency_occupancy();
         assert!(occupancy.is_empty(), "{occupancy:?}");
-        assert!(scheduler.try_get_source("a.rs").is_none());
+        assert!(scheduler.snapshot().try_get_source("a.rs").is_none());
         // A root captured before the reset still reads what it saw.
         assert_eq!(
             scheduler
+                .snapshot()
                 .try_get_source_at(&root, "a.rs")
                 .map(|s| s.text.to_string()),
             Some("use b.rs".to_owned())
@@ -235,7 +246,9 @@ fn reset_leaves_the_source_root_as_a_new_schedulers() {
     let executor = LineExecutor::default();
     let hooks = Arc::new(GateHooks::default());
     let scheduler = inline(&files, &executor, &hooks);
-    let fresh = inline(&files, &executor, &hooks).source_root_stats();
+    let fresh = inline(&files, &executor, &hooks)
+        .observe()
+        .source_root_stats();
     let built: Vec<_> = ["a.rs", "c.rs"]
         .iter()
         .map(|path| scheduler.submit_request(Request::new(*path, ARTIFACT)))
@@ -243,9 +256,9 @@ fn reset_leaves_the_source_root_as_a_new_schedulers() {
     for handle in &built {
         scheduler.wait(handle).expect("built");
     }
-    assert_eq!(scheduler.source_root_stats().tracked_files, 3);
+    assert_eq!(scheduler.observe().source_root_stats().tracked_files, 3);
     scheduler.reset();
-    let stats = scheduler.source_root_stats();
+    let stats = scheduler.observe().source_root_stats();
     assert_eq!(
         (
             stats.tracked_files,
@@ -256,11 +269,11 @@ fn reset_leaves_the_source_root_as_a_new_schedulers() {
         "{stats:?}"
     );
     assert_eq!(stats.table_capacity, fresh.table_capacity, "{stats:?}");
-    let root = scheduler.capture_root();
+    let root = scheduler.snapshot().capture_root();
     for path in ["a.rs", "b.rs", "c.rs"] {
         let canonical = Canonical::from(path);
         assert_eq!(
-            scheduler.source_state_at(&root, &canonical),
+            scheduler.snapshot().source_state_at(&root, &canonical),
             SourceState::Unknown
         );
     }
@@ -268,21 +281,22 @@ fn reset_leaves_the_source_root_as_a_new_schedulers() {
     let again = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
     scheduler.wait(&again).expect("rebuilt");
     // A root captured before a reset keeps its file until it is dropped.
-    let held = scheduler.capture_root();
+    let held = scheduler.snapshot().capture_root();
     scheduler.reset();
     assert_eq!(
-        scheduler.source_root_stats().tracked_files,
+        scheduler.observe().source_root_stats().tracked_files,
         2,
         "a.rs and b.rs"
     );
     assert!(
         scheduler
+            .snapshot()
             .source_state_at(&held, &Canonical::from("a.rs"))
             .is_present()
     );
     drop(held);
     scheduler.reset();
-    assert_eq!(scheduler.source_root_stats().tracked_files, 0);
+    assert_eq!(scheduler.observe().source_root_stats().tracked_files, 0);
     let mut handles: Vec<_> = built.iter().collect();
     handles.push(&again);
     assert_quiescent(&scheduler, &handles);
@@ -357,16 +371,18 @@ fn one_gc_forgets_every_removal_the_latest_included() {
         }
         let report = scheduler.gc_source_root();
         assert_eq!(report.forgotten_files, removals.len(), "{report:?}");
-        let stats = scheduler.source_root_stats();
+        let stats = scheduler.observe().source_root_stats();
         assert_eq!(
             (stats.tracked_files, stats.retained_versions),
             (live, live),
             "{stats:?}"
         );
-        let root = scheduler.capture_root();
+        let root = scheduler.snapshot().capture_root();
         for path in removals {
             assert_eq!(
-                scheduler.source_state_at(&root, &Canonical::from(*path)),
+                scheduler
+                    .snapshot()
+                    .source_state_at(&root, &Canonical::from(*path)),
                 SourceState::Unknown
             );
         }
@@ -376,7 +392,11 @@ fn one_gc_forgets_every_removal_the_latest_included() {
     scheduler.wait(&again).expect("parsed again");
     assert!(
         scheduler
-            .source_state_at(&scheduler.capture_root(), &Canonical::from("c.rs"))
+            .snapshot()
+            .source_state_at(
+                &scheduler.snapshot().capture_root(),
+                &Canonical::from("c.rs")
+            )
             .is_present()
     );
     assert_quiescent(&scheduler, &[&again]);
@@ -413,4 +433,33 @@ fn dropping_the_scheduler_answers_requests_still_waiting() {
             Some(Err(RequestError::Shutdown { .. }))
         ));
     });
+}
+
+/// `Scheduler::threaded` is the one-call construction: it refuses an
+/// unusable configuration before starting anything, and reports a pool
+/// that cannot be built as a typed error rather than a panic.
+#[test]
+fn threaded_construction_refuses_what_it_cannot_start() {
+    let files = MemFiles::with(&[("a.rs", "x")]);
+    let executor = LineExecutor::default();
+    let mut config = test_config(Arc::new(GateHooks::default()));
+    config.inbox_capacity = 0;
+    let refused = Scheduler::threaded(config, files.clone(), executor.clone());
+    assert!(matches!(
+        refused,
+        Err(StartError::Config(ConfigError::ZeroInbox))
+    ));
+    let mut config = test_config(Arc::new(GateHooks::default()));
+    config.io_threads = 0;
+    let refused = Scheduler::threaded(config, files.clone(), executor.clone());
+    assert!(matches!(
+        refused,
+        Err(StartError::Pool(PoolError::ZeroThreads { pool: "io" }))
+    ));
+    let scheduler =
+        Scheduler::threaded(test_config(Arc::new(GateHooks::default())), files, executor)
+            .expect("a usable configuration starts");
+    let handle = scheduler.ask(Source.of("a.rs"));
+    assert_eq!(scheduler.wait(&handle).expect("parsed").parsed.len(), 1);
+    assert_quiescent(&scheduler, &[handle.untyped()]);
 }

@@ -115,7 +115,9 @@ fn a_seeded_soak_answers_everything_and_publishes_nothing_stale() {
         // Quiescence: nothing waits, nothing runs. Work nobody waits for (a
         // blocker's Analysis admitted by demand) may still be finishing:
         // wait for the ledger through events, not a clock.
-        while scheduler.ledger().in_use() > 0 || scheduler.ready_queue_depth() > 0 {
+        while scheduler.observe().ledger().in_use() > 0
+            || scheduler.observe().ready_queue_depth() > 0
+        {
             let _ = events.recv_timeout(std::time::Duration::from_secs(60));
         }
         assert_quiescent(&scheduler, &handles.iter().collect::<Vec<_>>());
@@ -128,6 +130,7 @@ fn a_seeded_soak_answers_everything_and_publishes_nothing_stale() {
                 continue; // e.g. a blocker whose file was removed: a typed failure
             };
             let live = scheduler
+                .snapshot()
                 .version_of(&Canonical::from(path.as_str()))
                 .expect("built, so live");
             assert_eq!(artifact.version, live, "{path}");
@@ -135,6 +138,7 @@ fn a_seeded_soak_answers_everything_and_publishes_nothing_stale() {
                 let (blocker, rest) = part.split_once("@g").expect("blocker@gN=words");
                 let generation: u64 = rest.split('=').next().unwrap().parse().unwrap();
                 let blocker_live = scheduler
+                    .snapshot()
                     .version_of(&Canonical::from(blocker))
                     .expect("a blocker of a built artifact is live");
                 assert_eq!(

@@ -89,7 +89,7 @@ fn an_executor_panic_answers_that_file_and_the_scheduler_survives() {
         }
         let good = scheduler.submit_request(Request::new("good.rs", TargetStage::Analysis));
         scheduler.wait(&good).expect("the scheduler survived");
-        assert_eq!(scheduler.counters().executor_panics, 1);
+        assert_eq!(scheduler.observe().counters().executor_panics, 1);
         assert_quiescent(&scheduler, &[&bad[0], &bad[1], &good]);
     });
 }
@@ -152,7 +152,7 @@ fn a_panicking_hook_loses_no_answer_and_no_reservation() {
         for result in scheduler.wait_batch(&batch) {
             result.expect("built despite the hooks");
         }
-        let counters = scheduler.counters();
+        let counters = scheduler.observe().counters();
         // Two pauses and one will-run event per stage run, at least.
         let runs =
             counters.loads + counters.source_runs + counters.analysis_runs + counters.artifact_runs;
@@ -187,7 +187,7 @@ fn hooks_that_do_not_pause_are_not_called_to_pause() {
         for result in scheduler.wait_batch(&batch) {
             result.expect("built");
         }
-        let counters = scheduler.counters();
+        let counters = scheduler.observe().counters();
         assert!(counters.artifact_runs >= 8, "{counters:?}");
         assert_eq!(counters.hook_panics, 0, "no pause ran: {counters:?}");
         assert_quiescent(&scheduler, &batch.handles().iter().collect::<Vec<_>>());
@@ -330,7 +330,7 @@ fn a_request_for_committed_output_is_answered_at_submission() {
         .expect("answered at submission")
         .expect("ok");
     assert!(Arc::ptr_eq(&answer, &built));
-    assert_eq!(scheduler.counters().answered_without_admission, 1);
+    assert_eq!(scheduler.observe().counters().answered_without_admission, 1);
     // After an edit the committed output is gone: the request is queued.
     files.write("a.rs", "a b c");
     assert_eq!(
@@ -361,7 +361,7 @@ fn a_request_after_a_queued_upsert_sees_the_upsert() {
     );
     let output = scheduler.wait(&after).expect("analysed");
     assert_eq!(*output.data(), 3);
-    assert_eq!(scheduler.counters().answered_without_admission, 0);
+    assert_eq!(scheduler.observe().counters().answered_without_admission, 0);
     assert_quiescent(&scheduler, &[&first, &edit, after.untyped()]);
 }
 
@@ -385,7 +385,12 @@ fn a_request_for_committed_output_overtakes_a_waiting_read_but_not_a_waiting_wri
         "a waiting read does not hold back an answer at submission"
     );
     let a = verter_dag::Canonical::from("a.rs");
-    assert!(scheduler.committed_outputs([(&a, TargetStage::Analysis)])[0].is_some());
+    assert!(
+        scheduler
+            .snapshot()
+            .committed_outputs([(&a, TargetStage::Analysis)])[0]
+            .is_some()
+    );
     // A waiting write does.
     let edit = scheduler.upsert("b.rs", "three four", Default::default());
     let held = scheduler.submit_request(Request::new("a.rs", TargetStage::Analysis));
@@ -393,8 +398,13 @@ fn a_request_for_committed_output_overtakes_a_waiting_read_but_not_a_waiting_wri
         held.try_result().is_none(),
         "a write sent before is waiting"
     );
-    assert!(scheduler.committed_outputs([(&a, TargetStage::Analysis)])[0].is_none());
-    assert_eq!(scheduler.counters().answered_without_admission, 2);
+    assert!(
+        scheduler
+            .snapshot()
+            .committed_outputs([(&a, TargetStage::Analysis)])[0]
+            .is_none()
+    );
+    assert_eq!(scheduler.observe().counters().answered_without_admission, 2);
     for handle in [&waiting_read, &edit, &held] {
         scheduler.wait(handle).expect("answered");
     }

@@ -56,7 +56,10 @@ fn identical_concurrent_requests_run_each_stage_once() {
         assert_eq!(*first.data(), 3);
         assert_eq!(executor.runs_of("a.rs", "Source"), 1);
         assert_eq!(executor.runs_of("a.rs", "Analysis"), 1);
-        assert_eq!(scheduler.counters().dedupe_joins, (CALLERS - 1) as u64);
+        assert_eq!(
+            scheduler.observe().counters().dedupe_joins,
+            (CALLERS - 1) as u64
+        );
         assert_quiescent(
             &scheduler,
             &handles.iter().map(|h| h.untyped()).collect::<Vec<_>>(),
@@ -85,7 +88,12 @@ fn an_atomic_batch_is_never_seen_half_admitted() {
                 let scheduler = slot.get().and_then(|w| w.upgrade()).expect("alive");
                 let published = names
                     .iter()
-                    .filter(|n| scheduler.node(&Canonical::from(n.as_str())).is_some())
+                    .filter(|n| {
+                        scheduler
+                            .snapshot()
+                            .node(&Canonical::from(n.as_str()))
+                            .is_some()
+                    })
                     .count();
                 seen.lock().push(published);
             }));
@@ -127,7 +135,9 @@ fn an_atomic_batch_of_texts_is_one_source_root_transition() {
                 .map(|n| Request::new(n.as_str(), TargetStage::Source).text(format!("{n} {text}")))
                 .collect()
         };
-        let epoch = |scheduler: &Scheduler<LineExecutor>| scheduler.source_root_stats().epoch.get();
+        let epoch = |scheduler: &Scheduler<LineExecutor>| {
+            scheduler.observe().source_root_stats().epoch.get()
+        };
         let first = scheduler.submit_batch_atomic(upserts("one"));
         let before = epoch(&scheduler);
         for result in scheduler.wait_batch(&first) {
@@ -139,7 +149,7 @@ fn an_atomic_batch_of_texts_is_one_source_root_transition() {
             before + 1,
             "the first batch, one transition"
         );
-        let old_root = scheduler.capture_root();
+        let old_root = scheduler.snapshot().capture_root();
         let second = scheduler.submit_batch_atomic(upserts("two"));
         for result in scheduler.wait_batch(&second) {
             result.expect("parsed");
@@ -149,10 +159,11 @@ fn an_atomic_batch_of_texts_is_one_source_root_transition() {
             before + 2,
             "the second batch, one transition"
         );
-        let new_root = scheduler.capture_root();
+        let new_root = scheduler.snapshot().capture_root();
         for name in &names {
             let text = |root| {
                 scheduler
+                    .snapshot()
                     .try_get_source_at(root, name)
                     .map(|source| source.text.to_string())
             };
@@ -214,7 +225,7 @@ fn a_tiny_inbox_loses_no_request_and_stays_within_capacity() {
             .map(|t| t.join().expect("submitter"))
             .sum();
         assert_eq!(answered, 5_000);
-        let counters = scheduler.counters();
+        let counters = scheduler.observe().counters();
         assert_eq!(counters.submits, 5_000);
         assert!(counters.inbox_depth_max <= 4, "{counters:?}");
         // Each file was parsed and analysed once.
@@ -244,7 +255,7 @@ fn an_inline_submitter_with_a_full_inbox_does_not_deadlock() {
                 scheduler.submit_request(Request::new(format!("f{i}.rs"), TargetStage::Source))
             })
             .collect();
-        assert!(scheduler.counters().inbox_depth_max <= 2);
+        assert!(scheduler.observe().counters().inbox_depth_max <= 2);
         for handle in &handles {
             scheduler.wait(handle).expect("parsed");
         }
@@ -323,17 +334,25 @@ fn committed_outputs_read_what_is_built_and_never_miss_the_callers_writes() {
         output.as_ref().map(|o| o.version().generation.get())
     };
 
-    let read = scheduler.committed_outputs([(&a, TargetStage::Source), (&b, TargetStage::Source)]);
+    let read = scheduler
+        .snapshot()
+        .committed_outputs([(&a, TargetStage::Source), (&b, TargetStage::Source)]);
     assert_eq!(generation(&read[0]), Some(0));
     assert!(read[1].is_none(), "b.rs was never built");
-    let analysis = scheduler.committed_outputs([(&a, TargetStage::Analysis)]);
+    let analysis = scheduler
+        .snapshot()
+        .committed_outputs([(&a, TargetStage::Analysis)]);
     assert!(analysis[0].is_none(), "a.rs's Analysis was never asked for");
 
     let write = scheduler.upsert("a.rs", "one, edited", verter_dag::Priority::Normal);
-    let read = scheduler.committed_outputs([(&a, TargetStage::Source)]);
+    let read = scheduler
+        .snapshot()
+        .committed_outputs([(&a, TargetStage::Source)]);
     assert!(read[0].is_none(), "a write sent earlier is still waiting");
     scheduler.wait(&write).expect("parsed");
-    let read = scheduler.committed_outputs([(&a, TargetStage::Source)]);
+    let read = scheduler
+        .snapshot()
+        .committed_outputs([(&a, TargetStage::Source)]);
     assert_eq!(generation(&read[0]), Some(1));
     assert_quiescent(&scheduler, &[&built, &write]);
 }
@@ -442,7 +461,7 @@ fn a_non_blocking_request_is_backpressured_by_a_full_inbox_and_changes_nothing()
         "three"
     );
     assert_eq!(
-        scheduler.quiescence_report(),
+        scheduler.observe().quiescence_report(),
         verter_scheduler::QuiescenceReport::clean()
     );
 }

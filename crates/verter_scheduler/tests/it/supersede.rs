@@ -43,7 +43,7 @@ fn an_upsert_while_source_runs_refuses_the_stale_completion() {
         assert_eq!(*analysis.data(), 2, "built from the newer text");
         let source = scheduler.wait(&v2).expect("parsed");
         assert_eq!(&*source.text.text, "two words");
-        let counters = scheduler.counters();
+        let counters = scheduler.observe().counters();
         assert_eq!(counters.stale_completion_refusals, 1);
         assert!(
             hooks.events.lock().iter().any(
@@ -52,7 +52,10 @@ fn an_upsert_while_source_runs_refuses_the_stale_completion() {
             "the refusal was reported"
         );
         // g0's parse ran once and published nothing; the view is g1's.
-        let node = scheduler.node(&Canonical::from("a.rs")).expect("published");
+        let node = scheduler
+            .snapshot()
+            .node(&Canonical::from("a.rs"))
+            .expect("published");
         assert_eq!(node.view().generation.get(), 1);
         assert_eq!(
             node.view().source().map(|s| s.version().generation.get()),
@@ -97,7 +100,12 @@ fn a_request_in_the_readiness_window_joins_the_live_source() {
         assert!(Arc::ptr_eq(&first, &source));
         // Integrated with it: the forward dependency was ingested.
         assert_eq!(source.forward_deps, [Canonical::from("b.rs")]);
-        assert!(scheduler.node(&Canonical::from("b.rs")).is_some());
+        assert!(
+            scheduler
+                .snapshot()
+                .node(&Canonical::from("b.rs"))
+                .is_some()
+        );
         assert_eq!(executor.runs_of("a.rs", "Source"), 1);
     });
 }
@@ -131,7 +139,7 @@ mod probes {
                 return;
             };
             let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                scheduler.ledger();
+                scheduler.observe().ledger();
             }));
             let _ = self
                 .0

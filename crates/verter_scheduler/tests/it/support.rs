@@ -346,8 +346,7 @@ pub(crate) fn threaded_with(
     executor: &LineExecutor,
     config: SchedulerConfig,
 ) -> Arc<Scheduler<LineExecutor>> {
-    let (cpu, io) = config.build_pools().expect("pools");
-    Scheduler::new(config, files.clone(), executor.clone(), cpu, io)
+    Scheduler::threaded(config, files.clone(), executor.clone())
         .expect("a valid scheduler configuration")
 }
 
@@ -406,8 +405,11 @@ pub(crate) fn assert_quiescent<E: StageExecutor>(
     for handle in handles {
         assert!(handle.is_answered(), "a handle was never answered");
     }
-    assert_eq!(scheduler.quiescence_report(), QuiescenceReport::clean());
-    let counters = scheduler.counters();
+    assert_eq!(
+        scheduler.observe().quiescence_report(),
+        QuiescenceReport::clean()
+    );
+    let counters = scheduler.observe().counters();
     assert_eq!(
         counters.duplicate_answers, 0,
         "a request was answered twice"
@@ -423,9 +425,9 @@ pub(crate) fn state_of<E: StageExecutor>(
 ) -> (SchedulerCounters, QuiescenceReport) {
     let counters = SchedulerCounters {
         lock_held_ns: 0,
-        ..scheduler.counters()
+        ..scheduler.observe().counters()
     };
-    (counters, scheduler.quiescence_report())
+    (counters, scheduler.observe().quiescence_report())
 }
 
 /// A weak reference the executor can use to look at the scheduler.

@@ -83,7 +83,10 @@ fn a_typed_batch_answers_each_item_with_its_stages_output() {
     let hooks = Arc::new(GateHooks::default());
     let scheduler = inline(&files, &executor, &hooks);
     let paths = ["a.rs", "b.rs"];
-    let analyses = scheduler.ask_batch(paths.iter().map(|p| Analysis.of(*p)).collect());
+    let analyses: Vec<_> = paths
+        .iter()
+        .map(|p| scheduler.ask(Analysis.of(*p)))
+        .collect();
     let words: Vec<usize> = analyses
         .iter()
         .map(|h| *scheduler.wait(h).expect("analysed").data())
@@ -120,25 +123,26 @@ fn every_type_the_facade_names_is_reachable_from_its_root() {
     let scheduler = inline(&files, &executor, &hooks);
     let built = scheduler.ask(Source.of("a.rs"));
     scheduler.wait(&built).expect("parsed");
-    let ledger: verter_scheduler::LedgerSnapshot = scheduler.ledger();
+    let ledger: verter_scheduler::LedgerSnapshot = scheduler.observe().ledger();
     assert_eq!(ledger.in_use(), 0);
-    let occupancy: verter_scheduler::DependencyOccupancy = scheduler.dependency_occupancy();
+    let occupancy: verter_scheduler::DependencyOccupancy =
+        scheduler.observe().dependency_occupancy();
     assert_eq!(occupancy.ready, 0);
-    let root: verter_scheduler::SchedulerSourceRoot = scheduler.capture_root();
+    let root: verter_scheduler::SchedulerSourceRoot = scheduler.snapshot().capture_root();
     let a = verter_scheduler::Canonical::from("a.rs");
     let state: verter_scheduler::SourceState<verter_scheduler::SourceText> =
-        scheduler.source_state_at(&root, &a);
+        scheduler.snapshot().source_state_at(&root, &a);
     assert!(matches!(
         state,
         verter_scheduler::SourceState::Present { .. }
     ));
     drop(root);
-    let stats: verter_scheduler::SourceRootStats = scheduler.source_root_stats();
+    let stats: verter_scheduler::SourceRootStats = scheduler.observe().source_root_stats();
     assert_eq!(stats.live_roots, 0);
     let _: verter_scheduler::GcReport = scheduler.gc_source_root();
     let hash: verter_scheduler::ContentHash = verter_scheduler::content_hash("x");
     assert_eq!(hash, verter_scheduler::content_hash("x"));
-    let node = scheduler.node(&a).expect("published");
+    let node = scheduler.snapshot().node(&a).expect("published");
     let _: verter_scheduler::SubmissionLifetime = node.lifetime();
     let dag: verter_scheduler::DagConfig = verter_scheduler::SchedulerConfig::default().dag;
     assert!(dag.cpu_budget > 0);

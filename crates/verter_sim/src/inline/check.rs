@@ -73,7 +73,7 @@ impl Shared {
         if checks.is_multiple_of(3) {
             self.exec(&Op::Reset, false);
             self.settle();
-            let occupancy = scheduler.dependency_occupancy();
+            let occupancy = scheduler.observe().dependency_occupancy();
             if !occupancy.is_empty() {
                 self.violate(format!(
                     "dependency state is not empty after reset at quiescence: {occupancy:?}"
@@ -85,14 +85,14 @@ impl Shared {
 
     fn check_quiescent(&self, when: &str) {
         let scheduler = self.scheduler();
-        let report = scheduler.quiescence_report();
+        let report = scheduler.observe().quiescence_report();
         if report != QuiescenceReport::clean() {
             self.violate(format!("not quiescent {when}: {report:?}"));
         }
-        if scheduler.ready_queue_depth() != 0 {
+        if scheduler.observe().ready_queue_depth() != 0 {
             self.violate(format!(
                 "ready work left {when}: {}",
-                scheduler.ready_queue_depth()
+                scheduler.observe().ready_queue_depth()
             ));
         }
         let state = self.state.lock();
@@ -105,7 +105,7 @@ impl Shared {
                 "handle #{unanswered} is unanswered at quiescence ({when})"
             ));
         }
-        let counters = scheduler.counters();
+        let counters = scheduler.observe().counters();
         if !super::counters_agree(&counters, submitted, committed_hits) {
             self.violate(format!(
                 "counters disagree with the host at quiescence ({when}): {submitted} requests submitted, {counters:?}"
@@ -140,7 +140,7 @@ impl Shared {
     /// loader say they ran. A violation names the record and its chain.
     pub(super) fn judge_causes(&self) -> Result<CauseStats, String> {
         let scheduler = self.scheduler();
-        let records = scheduler.causal_log();
+        let records = scheduler.observe().causal_log();
         let emitted = self.state.lock().events;
         // In the order of decisions: the oldest record is anywhere.
         let first = records.iter().map(|record| record.seq).min().unwrap_or(0);

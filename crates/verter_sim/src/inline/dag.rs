@@ -100,10 +100,10 @@ impl Shared {
             (
                 SchedulerCounters {
                     lock_held_ns: 0,
-                    ..scheduler.counters()
+                    ..scheduler.observe().counters()
                 },
-                scheduler.ready_queue_depth(),
-                scheduler.quiescence_report(),
+                scheduler.observe().ready_queue_depth(),
+                scheduler.observe().quiescence_report(),
             )
         };
         let before = (nonblocking || cyclic).then(snapshot);

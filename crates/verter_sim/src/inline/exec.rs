@@ -141,7 +141,7 @@ impl Shared {
                 }
             }
             Op::Witness(path) => {
-                if let Some((_, witness)) = scheduler.try_get_witnessed_source(path) {
+                if let Some((_, witness)) = scheduler.snapshot().try_get_witnessed_source(path) {
                     let mut state = self.state.lock();
                     state.witnesses.push(witness);
                     if state.witnesses.len() > 8 {
@@ -165,7 +165,7 @@ impl Shared {
             }
             Op::Capture => {
                 let seq = self.next_seq();
-                let root = scheduler.capture_root();
+                let root = scheduler.snapshot().capture_root();
                 let at = self.tick();
                 self.close_open_records(at);
                 let mut state = self.state.lock();
@@ -191,6 +191,7 @@ impl Shared {
                 let canonical = canonical_name(path).to_owned();
                 let (seq, start) = (self.next_seq(), self.tick());
                 let got = scheduler
+                    .snapshot()
                     .try_get_source(path)
                     .map(|text| Arc::clone(&text.text));
                 let end = self.tick();
@@ -367,6 +368,7 @@ impl Shared {
             let tracked = &mut state.roots[index];
             let got = self
                 .scheduler()
+                .snapshot()
                 .try_get_source_at(&tracked.root, path)
                 .map(|text| Arc::clone(&text.text));
             let earlier = tracked.reads.insert(canonical.clone(), got.clone());

@@ -31,7 +31,7 @@ impl Shared {
         // Everything sent is admitted (and every queued registration
         // made) now, with nothing armed: no request waits in the inbox
         // across the recovery.
-        drop(scheduler.capture_root());
+        drop(scheduler.snapshot().capture_root());
         self.close_open_records(self.tick());
         // A read to admit (the hold an admission breaks) and to run.
         self.exec(
@@ -41,7 +41,7 @@ impl Shared {
             },
             false,
         );
-        let before = scheduler.counters().holds_recovered;
+        let before = scheduler.observe().counters().holds_recovered;
         {
             let mut state = self.state.lock();
             state.breaking = true;
@@ -50,7 +50,7 @@ impl Shared {
         scheduler.break_holds(point, 1);
         loop {
             let outcome = scheduler.pump_once();
-            if scheduler.counters().holds_recovered != before {
+            if scheduler.observe().counters().holds_recovered != before {
                 let at = self.tick();
                 self.recovered(at);
                 break;

@@ -39,10 +39,10 @@ pub(crate) fn witnessed_commit(
     path: &str,
     profile: verter_dag::ProfileHash,
 ) -> Result<(), verter_scheduler::WitnessError> {
-    let Some((text, witness)) = scheduler.try_get_witnessed_source(path) else {
+    let Some((text, witness)) = scheduler.snapshot().try_get_witnessed_source(path) else {
         return Ok(());
     };
-    let Some(node) = scheduler.node(witness.canonical()) else {
+    let Some(node) = scheduler.snapshot().node(witness.canonical()) else {
         return Ok(());
     };
     let canonical = witness.canonical().as_str();
@@ -52,7 +52,7 @@ pub(crate) fn witnessed_commit(
     }
 }
 
-/// Runs a lifecycle call (`invalidate`, `close_file`, `remove`) for host
+/// Runs a lifecycle call (`invalidate`, `remove`) for host
 /// `thread` and records it: the record opens before the call, because the
 /// call answers other waiters before it returns, and closes when it
 /// returns. Returns the call's result and when it returned; `None` for any
@@ -75,7 +75,7 @@ pub(crate) fn lifecycle(
     let index = oracle.apply(canonical, &change, start, OPEN, thread, seq);
     let result = match op {
         Op::Invalidate(_) => scheduler.invalidate(path).map(drop),
-        Op::Close(_) => scheduler.close_file(path).map(drop),
+        Op::Close(_) => scheduler.invalidate(path).map(drop),
         _ => scheduler.remove(path),
     };
     let end = clock.fetch_add(1, Ordering::SeqCst);

@@ -72,6 +72,7 @@ impl Shared {
         };
         let scheduler = self.scheduler();
         let output = scheduler
+            .snapshot()
             .committed_outputs([(&key.file.canonical, key.stage)])
             .pop()
             .flatten();
@@ -101,7 +102,7 @@ impl Shared {
         if let Some(violation) = desk.take_violation() {
             self.violate(violation);
         }
-        let ledger = self.scheduler().ledger();
+        let ledger = self.scheduler().observe().ledger();
         let budgeted = ledger.remote_in_use.saturating_sub(ledger.remote_batched);
         let parked = desk.pending();
         // Jobs parked before a recovery hold no reservation of the new
@@ -122,8 +123,8 @@ impl Shared {
     /// holds no deferred work and no remote reservation.
     pub(super) fn check_remote_quiescent(&self, when: &str) {
         let scheduler = self.scheduler();
-        let report = scheduler.quiescence_report();
-        let ledger = scheduler.ledger();
+        let report = scheduler.observe().quiescence_report();
+        let ledger = scheduler.observe().ledger();
         if report.deferred_in_flight != 0 || ledger.remote_in_use != 0 {
             self.violate(format!(
                 "deferred work left {when}: {} in flight, {} remote reservations",

@@ -260,7 +260,8 @@ pub enum Change {
     },
     /// A request without text named a language.
     Language(String),
-    /// `invalidate` or `close_file`: the overlay is dropped.
+    /// `invalidate` (an edit told, or an overlay closed): the overlay is
+    /// dropped.
     Invalidate,
     /// `remove` or `reset`: the overlay and the language are dropped.
     Remove,

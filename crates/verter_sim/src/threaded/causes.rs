@@ -58,7 +58,7 @@ impl CauseWindow {
     /// and judges them (rule 2 by themselves, rules 1 and 4 against the
     /// window); returns each violation, with `checkpoint` named.
     pub(super) fn check(&mut self, scheduler: &SimScheduler, checkpoint: u64) -> Vec<String> {
-        let snapshot = scheduler.causal_log();
+        let snapshot = scheduler.observe().causal_log();
         // In the order of decisions: the oldest record is the one with the
         // lowest `seq`, wherever it is.
         let oldest = snapshot.iter().min_by_key(|record| record.seq);

@@ -119,7 +119,7 @@ pub(super) fn leader_check(world: &World) {
             return;
         }
         super::remote::check_quiescent(world, checkpoint, "after reset");
-        let occupancy = scheduler.dependency_occupancy();
+        let occupancy = scheduler.observe().dependency_occupancy();
         if !occupancy.is_empty() {
             world.violate(format!(
                 "checkpoint {checkpoint}: dependency state left after reset: {occupancy:?}"
@@ -130,7 +130,7 @@ pub(super) fn leader_check(world: &World) {
     // No root is alive now: after a collection the source root keeps at most
     // one version per file it tracks.
     let _ = scheduler.gc_source_root();
-    let stats = scheduler.source_root_stats();
+    let stats = scheduler.observe().source_root_stats();
     if stats.live_roots != 0 || stats.retained_versions > stats.tracked_files {
         world.violate(format!(
             "checkpoint {checkpoint}: the source root retains more than the live state: {stats:?}"
@@ -141,7 +141,7 @@ pub(super) fn leader_check(world: &World) {
 fn check_quiescent(world: &World, checkpoint: u64, when: &str) {
     super::remote::check_quiescent(world, checkpoint, when);
     let scheduler = &*world.scheduler;
-    let report = scheduler.quiescence_report();
+    let report = scheduler.observe().quiescence_report();
     if report != QuiescenceReport::clean() {
         world.violate(format!(
             "checkpoint {checkpoint}: not quiescent {when}: {report:?}"
@@ -156,7 +156,7 @@ fn check_quiescent(world: &World, checkpoint: u64, when: &str) {
             "checkpoint {checkpoint}: {misrouted} cache runs were handed another key's context"
         ));
     }
-    let counters = scheduler.counters();
+    let counters = scheduler.observe().counters();
     // The hosts' requests, and those the executor made from inside a stage.
     let submitted = world.submitted.load(Ordering::SeqCst)
         + world

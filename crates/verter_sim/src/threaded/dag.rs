@@ -204,7 +204,7 @@ fn wait_and_judge(world: &World, waiter: usize, tracked: TrackedDag) {
             tracked.op(),
             tracked.reader.thread,
             tracked.start,
-            world.scheduler.quiescence_report()
+            world.scheduler.observe().quiescence_report()
         ));
         return;
     };

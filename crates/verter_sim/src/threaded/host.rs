@@ -173,7 +173,7 @@ impl HostThread {
                 }
             }
             Op::Witness(path) => {
-                if let Some((_, witness)) = scheduler.try_get_witnessed_source(path) {
+                if let Some((_, witness)) = scheduler.snapshot().try_get_witnessed_source(path) {
                     self.witnesses.push(witness);
                     if self.witnesses.len() > 8 {
                         self.witnesses.remove(0);
@@ -196,7 +196,7 @@ impl HostThread {
                 // end alone (`a_root_is_judged_over_its_whole_capture_window`).
                 let seq = self.next_seq();
                 let before = world.tick();
-                let root = scheduler.capture_root();
+                let root = scheduler.snapshot().capture_root();
                 let at = world.tick();
                 self.close_open_records(world, at);
                 self.roots.push((root, before, at, seq));
@@ -210,6 +210,7 @@ impl HostThread {
                 }
                 let (captured, before, at, seq) = &self.roots[root % self.roots.len()];
                 let got = scheduler
+                    .snapshot()
                     .try_get_source_at(captured, path)
                     .map(|text| Arc::clone(&text.text));
                 let canonical = canonical_name(path);
@@ -233,6 +234,7 @@ impl HostThread {
             Op::ReadNow(path) => {
                 let (seq, start) = (self.next_seq(), world.tick());
                 let got = scheduler
+                    .snapshot()
                     .try_get_source(path)
                     .map(|text| Arc::clone(&text.text));
                 let end = world.tick();
@@ -327,7 +329,7 @@ impl HostThread {
                 pending.spec,
                 self.id,
                 pending.asked.start,
-                world.scheduler.quiescence_report()
+                world.scheduler.observe().quiescence_report()
             ));
             return;
         };

@@ -82,7 +82,7 @@ fn check_budget(world: &World) {
     let Some((budget, _)) = world.config.remote() else {
         return;
     };
-    let ledger = world.scheduler.ledger();
+    let ledger = world.scheduler.observe().ledger();
     let budgeted = ledger.remote_in_use.saturating_sub(ledger.remote_batched);
     if ledger.remote_budget != budget || budgeted > budget {
         world.violate(format!(
@@ -98,6 +98,7 @@ fn check_refused(world: &World, delivered: &Delivered) {
     };
     let output = world
         .scheduler
+        .snapshot()
         .committed_outputs([(&key.file.canonical, key.stage)])
         .pop()
         .flatten();
@@ -132,8 +133,8 @@ pub(super) fn check_quiescent(world: &World, checkpoint: u64, when: &str) {
             world.violate(format!("checkpoint {checkpoint}: {violation}"));
         }
     }
-    let report = scheduler.quiescence_report();
-    let ledger = scheduler.ledger();
+    let report = scheduler.observe().quiescence_report();
+    let ledger = scheduler.observe().ledger();
     if report.deferred_in_flight != 0 || ledger.remote_in_use != 0 {
         world.violate(format!(
             "checkpoint {checkpoint}: deferred work left {when}: {} in flight, {} remote reservations",

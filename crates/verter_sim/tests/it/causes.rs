@@ -521,7 +521,7 @@ fn wait_for_record(
     what: &str,
 ) {
     let started = Instant::now();
-    while !scheduler.causal_log().iter().any(&wanted) {
+    while !scheduler.observe().causal_log().iter().any(&wanted) {
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "the log never held {what}"
@@ -602,7 +602,7 @@ fn a_dispatch_logged_before_the_request_that_wants_it_is_traced_to_the_host() {
     assert!(scheduler.wait(&source).is_ok() && scheduler.wait(&artifact).is_ok());
     assert!(scheduler.wait_idle(watchdog), "idle after the answers");
 
-    let records = scheduler.causal_log();
+    let records = scheduler.observe().causal_log();
     let dispatch = records
         .iter()
         .position(dispatched_analysis)
