@@ -318,10 +318,15 @@ pub struct Scheduler<E: StageExecutor> {
     /// Raised after every post-work delivery and every enqueue: wakes idle
     /// driving waiters and `wait_idle` instead of a clock.
     pub(crate) progress: ProgressSignal,
-    /// Whether anyone observes events: the hooks (`Hooks::observes_events`)
-    /// or a `tracing` subscriber at debug level on `verter::events`; read
-    /// once.
+    /// Whether anyone observes events: the hooks (`Hooks::observes_events`),
+    /// a `tracing` subscriber at debug level on `verter::events`, or the
+    /// causal log; read once.
     pub(crate) observes_events: bool,
+    /// Whether a run about to start is announced (`WillLoad`,
+    /// `WillExecute`): only the hooks and `tracing` hear it, the causal log
+    /// records the run when it ends, so with the log alone nothing is
+    /// built. Read once.
+    pub(crate) announces_runs: bool,
     /// Whether the hooks pause (`Hooks::pauses`, read once).
     pub(crate) pauses: bool,
     /// The causal log, when `SchedulerConfig::causal_log` asks for one.
@@ -366,7 +371,8 @@ impl<E: StageExecutor> Scheduler<E> {
         let log = CausalLog::new(config.causal_log, created);
         let stats = config.stage_stats.then(StatsRecorder::new);
         let hooks_observe = config.hooks.observes_events();
-        let observes_events = hooks_observe || crate::events::traced() || log.is_some();
+        let announces_runs = hooks_observe || crate::events::traced();
+        let observes_events = announces_runs || log.is_some();
         let timed = observes_events || stats.is_some();
         let routes_remote = config.dag.remote != verter_dag::RemoteRoutes::NONE;
         let pauses = config.hooks.pauses();
@@ -405,6 +411,7 @@ impl<E: StageExecutor> Scheduler<E> {
             placeholder: (Incarnation::allocate(), SubmissionLifetime::allocate()),
             progress: ProgressSignal::new(),
             observes_events,
+            announces_runs,
             pauses,
             log,
             stats,

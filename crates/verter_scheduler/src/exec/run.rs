@@ -283,7 +283,7 @@ impl<E: StageExecutor> Scheduler<E> {
         if let Some(verified) = self.verified(file, work) {
             return Gate::Verified(verified);
         }
-        if self.observes_events {
+        if self.announces_runs {
             let event = match work {
                 Work::Load => SchedulerEvent::WillLoad(identity),
                 _ => SchedulerEvent::WillExecute(identity),
@@ -463,7 +463,7 @@ impl<E: StageExecutor> Scheduler<E> {
         if dispatch.cancel.is_cancelled() {
             return None;
         }
-        if self.observes_events {
+        if self.announces_runs {
             self.emit_now(SchedulerEvent::WillExecute(identity));
         }
         let running = self.begin_run(token)?;
