@@ -44,7 +44,7 @@ use crate::error::RequestError;
 use crate::error::panic_message;
 use crate::fault::hold_fault;
 use crate::hooks::{CutOff, HookPoint, SchedulerEvent, guarded};
-use crate::job::{BlockerInputs, Job, Jobs, Work};
+use crate::job::{BlockerInputs, CacheJob, FileJob, Job, Jobs, Work};
 use crate::language::Language;
 use crate::node::FileNode;
 use crate::post::PostWork;
@@ -197,7 +197,7 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(crate) fn queue_jobs(&self, jobs: Jobs<E>, keep: Option<ResourceClass>) -> Option<Job<E>> {
         let mut kept = None;
         for job in jobs {
-            if kept.is_none() && keep == Some(job.dispatch.class) {
+            if kept.is_none() && keep == Some(job.dispatch().class) {
                 kept = Some(job);
             } else {
                 self.queue_job(job);
@@ -247,7 +247,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 } else {
                     match Self::live_node(locked, &file) {
                         Some(node) => {
-                            jobs.push(self.job(locked, dispatch, Some(node), Work::Load));
+                            jobs.push(self.file_job(locked, dispatch, node, Work::Load));
                         }
                         None => self.refuse(locked, dispatch, post),
                     }
@@ -273,13 +273,14 @@ impl<E: StageExecutor> Scheduler<E> {
                     Ok(mut job) => {
                         // Registered in the dispatching hold, so an
                         // abandonment in any later hold reaches the work.
+                        let dispatch = job.dispatch();
                         let notice = crate::deferred::CancelNotice::new(
-                            job.dispatch.identity,
-                            job.dispatch.priority,
-                            job.dispatch.cancel.clone(),
+                            dispatch.identity,
+                            dispatch.priority,
+                            dispatch.cancel.clone(),
                         );
                         locked.deferred.register(Arc::clone(&notice));
-                        job.deferred = Some(notice);
+                        job.set_notice(notice);
                         jobs.push(job);
                     }
                     Err(refused) => {
@@ -294,32 +295,39 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    /// Under the lock: the job of `dispatch`, with when its work became
-    /// ready when runs are timed (docs/design.md, "Causes").
+    /// Under the lock: the job of a file's `dispatch` on its live `node`,
+    /// with when its work became ready when runs are timed
+    /// (docs/design.md, "Causes").
     #[inline]
-    fn job(
+    fn file_job(
         &self,
         locked: &mut Locked<E>,
         dispatch: Dispatch,
-        node: Option<Arc<FileNode<E>>>,
+        node: Arc<FileNode<E>>,
         work: Work<E>,
     ) -> Job<E> {
-        let ready_at = if self.timed {
-            locked.ready_clock.issued_at(dispatch.ready_ticket())
-        } else {
-            None
-        };
-        let job = Job {
+        let ready_at = self.ready_at(locked, &dispatch);
+        let job = Job::File(FileJob {
             dispatch,
             node,
             work,
             ready_at,
-            deferred: None,
-        };
+            notice: None,
+        });
         // A test may break the hold here: the job holds its reservation
         // and has not left the hold (`fault.rs`).
         hold_fault!(self, Dispatch);
         job
+    }
+
+    /// When the work of `dispatch` became ready, when runs are timed.
+    #[inline]
+    fn ready_at(&self, locked: &mut Locked<E>, dispatch: &Dispatch) -> Option<std::time::Instant> {
+        if self.timed {
+            locked.ready_clock.issued_at(dispatch.ready_ticket())
+        } else {
+            None
+        }
     }
 
     /// Under the lock, right after `dispatch` left the ready queue (by
@@ -426,11 +434,17 @@ impl<E: StageExecutor> Scheduler<E> {
                     "a cache node was dispatched without its flight",
                 ));
             };
-            let work = Work::Cache {
-                generation: flight.generation,
-                context: flight.context.clone(),
-            };
-            return Ok(self.job(locked, dispatch, None, work));
+            let (generation, context) = (flight.generation, flight.context.clone());
+            let ready_at = self.ready_at(locked, &dispatch);
+            let job = Job::Cache(CacheJob {
+                dispatch,
+                generation,
+                context,
+                ready_at,
+                notice: None,
+            });
+            hold_fault!(self, Dispatch);
+            return Ok(job);
         };
         let Some(slot) = locked
             .dag
@@ -510,7 +524,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         };
-        Ok(self.job(locked, dispatch, Some(node), work))
+        Ok(self.file_job(locked, dispatch, node, work))
     }
 
     /// Under the lock, in a hold that keeps a CPU job for the calling
@@ -557,7 +571,7 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     fn queue_job(&self, job: Job<E>) {
-        let class = job.dispatch.class;
+        let class = job.dispatch().class;
         if class == ResourceClass::Remote {
             // Deferred work holds no thread: it is started right here,
             // after the lock, on a threaded scheduler; an inline one's
@@ -573,7 +587,7 @@ impl<E: StageExecutor> Scheduler<E> {
             self.jobs[class.index()].push(job);
             return;
         };
-        let queue = if is_urgent(&job.dispatch) {
+        let queue = if is_urgent(job.dispatch()) {
             URGENT
         } else {
             class.index()
@@ -632,7 +646,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Runs `job`, then every job its completion handed back to this thread
     /// — several per hold on an outermost CPU chain (`batch.rs`).
     fn run_chain(&self, job: Job<E>) {
-        let keep = self.continuation(job.dispatch.class);
+        let keep = self.continuation(job.dispatch().class);
         if keep == Some(ResourceClass::Cpu) && self.config.stages_per_hold > 1 {
             self.run_batches(job);
             return;
@@ -713,7 +727,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         .cloned()
                         .expect("I/O work is file work");
                     match Self::live_node(locked, &file) {
-                        Some(node) => Some(self.job(locked, dispatch, Some(node), Work::Load)),
+                        Some(node) => Some(self.file_job(locked, dispatch, node, Work::Load)),
                         None => {
                             self.refuse(locked, dispatch, post);
                             None

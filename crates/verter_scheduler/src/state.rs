@@ -554,7 +554,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 && keep == Some(ResourceClass::Cpu)
                 && jobs
                     .iter()
-                    .any(|job| job.dispatch.class == ResourceClass::Cpu)
+                    .any(|job| job.dispatch().class == ResourceClass::Cpu)
             {
                 self.take_batched(locked, post, extra, into);
             }
