@@ -371,6 +371,8 @@ pub use lifecycle::Invalidation;
 mod publication;
 mod reads;
 mod recovery;
+mod shutdown;
+pub(crate) use shutdown::Ending;
 mod submission;
 #[cfg(test)]
 mod tests;

@@ -86,7 +86,7 @@ fn the_dag_lock_is_taken_only_here() {
             holders.push(current);
         }
     }
-    assert_eq!(holders, ["transact_batching", "read_locked", "drop"]);
+    assert_eq!(holders, ["transact_batching", "read_locked"]);
 }
 
 /// A queued registration (`Locked::registering`) leaves the queue in three
@@ -112,7 +112,7 @@ fn queued_registrations_are_taken_only_by_register_deferred_teardown_and_recover
             "scheduler/admission.rs: let Some(registering) = locked.registering.pop_front() else {",
             "scheduler/admission.rs: locked.registering = VecDeque::new();",
             "scheduler/recovery.rs: let registering = std::mem::take(&mut locked.registering);",
-            "state.rs: for registering in locked.registering.drain(..) {",
+            "scheduler/shutdown.rs: for registering in locked.registering.drain(..) {",
         ]
     );
 }
@@ -170,7 +170,7 @@ fn deferred_notices_enter_at_dispatch_and_leave_by_commit_abandonment_teardown_o
             "exec/deferred.rs: locked.deferred.forget(notice);",
             "scheduler/admission.rs: locked.deferred.take_due(work, &mut due);",
             "scheduler/recovery.rs: for notice in locked.deferred.take_all() {",
-            "state.rs: for notice in locked.deferred.take_all() {",
+            "scheduler/shutdown.rs: for notice in locked.deferred.take_all() {",
         ]
     );
     // And they fire only in post-work, after the lock (the one-shot rules'
