@@ -603,6 +603,20 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     fn queue_job(&self, job: Job<E>) {
+        self.push_job(job);
+        // A job dispatched before a shutdown's hold and pushed after it,
+        // when that hold had emptied the queues: its pusher refuses it
+        // (docs/design.md, "Shutdown"). The fence orders the push before
+        // the read of the flag, as the shutdown's store is before its
+        // read of the queues: one of the two sees the other.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.shut_down.load(Ordering::Relaxed) {
+            self.refuse_jobs_after_shutdown();
+        }
+    }
+
+    /// [`Self::queue_job`]'s push, and its pool token.
+    fn push_job(&self, job: Job<E>) {
         let class = job.dispatch.class;
         if class == ResourceClass::Remote {
             // Deferred work holds no thread: it is started right here,

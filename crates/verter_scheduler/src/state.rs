@@ -698,8 +698,9 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
     /// that already ran: everyone still waiting is answered, the driver is
     /// stopped and joined (no pool job can be running: each holds a strong
     /// reference while it runs). What the scheduler holds is then dropped
-    /// on this thread, after the lock: the DAG's tables first, in the order
-    /// of the files' dense ids, then the fields.
+    /// on this thread, after the lock: the DAG's tables first (the node
+    /// map let go of its references in the hold), which free every node
+    /// in the order of the files' dense ids, then the fields.
     fn drop(&mut self) {
         self.end(crate::scheduler::Ending::Drop);
     }

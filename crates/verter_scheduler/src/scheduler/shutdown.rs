@@ -16,8 +16,10 @@
 //!    out (the DAG's tables, the unrun jobs' inputs, the retired nodes) is
 //!    dropped: they hold the host's outputs.
 //! 3. *The wait*: for the runs of the work the hold cancelled
-//!    (`await_runs`, as after a reset), then for the scheduler's pool jobs
-//!    to end, then the driver is stopped and joined. A shutdown called on
+//!    (`await_runs`, as after a reset), then the driver is stopped and
+//!    joined, then for the scheduler's pool jobs to end. A job dispatched
+//!    before the hold and pushed after it is refused by its pusher
+//!    (`Scheduler::queue_job`). A shutdown called on
 //!    one of the scheduler's own threads (inside a stage, a pool job, the
 //!    driver, or a hook one of them calls) skips the waits that would wait
 //!    for itself.
@@ -144,7 +146,17 @@ impl<E: StageExecutor> Scheduler<E> {
             let unrun = self.refuse_queued_jobs(locked, post);
             let nodes = match ending {
                 Ending::Shutdown => self.forget_every_file(locked, []),
-                Ending::Drop => Vec::new(),
+                Ending::Drop => {
+                    // Only references go here: every published node is also
+                    // in its file's slot, in the tables, which free it after
+                    // the lock. So the tables free the nodes, their views
+                    // and outputs in the order of the files' dense ids —
+                    // about the order they were allocated in — not in the
+                    // map's hash order: a third of the time at 100k files
+                    // (docs/design.md, "Shutdown").
+                    self.nodes.clear();
+                    Vec::new()
+                }
             };
             post.dispatch = false;
             Some((running, tables, unrun, nodes))
@@ -153,17 +165,22 @@ impl<E: StageExecutor> Scheduler<E> {
             return;
         };
         // The answers are out (`transact`); what the hold let go of holds
-        // host outputs: dropped here, after the lock. The DAG's tables go
-        // first, in the order of the files' dense ids.
-        drop(tables);
-        drop(unrun);
+        // host outputs: dropped here, after the lock. The retired nodes'
+        // references go first, so that the DAG's tables free each node in
+        // the order of the files' dense ids.
         drop(nodes);
+        drop(unrun);
+        drop(tables);
         let own_thread = crate::exec::on_own_thread();
         if !own_thread {
             self.await_runs(running);
+        }
+        // The driver first: a pass of it may push a job it dispatched
+        // before the hold, and refuses it itself (`queue_job`).
+        self.stop_driver();
+        if !own_thread {
             self.await_pool_jobs();
         }
-        self.stop_driver();
     }
 
     /// Under the lock, in the shutdown's hold: answers every queued
@@ -207,6 +224,15 @@ impl<E: StageExecutor> Scheduler<E> {
             }
         }
         unrun
+    }
+
+    /// After the shutdown's hold, on a thread that pushed a job it had
+    /// dispatched before that hold (`Scheduler::queue_job`): refuses every
+    /// job on the queues in a hold of its own, and drops their inputs after
+    /// it.
+    pub(crate) fn refuse_jobs_after_shutdown(&self) {
+        let unrun = self.transact(|locked, post| self.refuse_queued_jobs(locked, post));
+        drop(unrun);
     }
 
     /// After the shutdown's hold: waits until no pool job of this

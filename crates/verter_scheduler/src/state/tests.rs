@@ -123,7 +123,8 @@ fn queued_registrations_are_taken_only_by_register_deferred_teardown_and_recover
 /// root's record of the new version), and leaves it only by a retirement
 /// or a reset in `scheduler/lifecycle.rs` (a recovered hold forgets every
 /// file through the reset's body, `forget_every_file`, or, when even that
-/// breaks, `clear_node_map`).
+/// breaks, `clear_node_map`), or the drop's shutdown hold
+/// (`scheduler/shutdown.rs`, whose tables still hold every node).
 #[test]
 fn the_node_map_is_written_only_by_publication_and_lifecycle() {
     let writers = lines_naming(
@@ -143,6 +144,7 @@ fn the_node_map_is_written_only_by_publication_and_lifecycle() {
             "scheduler/lifecycle.rs: self.nodes.remove(&canonical);",
             "scheduler/publication.rs: self.nodes.insert(*canonical, Arc::clone(node));",
             "scheduler/publication.rs: self.nodes.insert(canonical, Arc::clone(&replacement));",
+            "scheduler/shutdown.rs: self.nodes.clear();",
         ]
     );
 }
