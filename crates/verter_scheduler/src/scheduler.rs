@@ -372,7 +372,6 @@ mod publication;
 mod reads;
 mod recovery;
 mod shutdown;
-pub(crate) use shutdown::Ending;
 mod submission;
 #[cfg(test)]
 mod tests;

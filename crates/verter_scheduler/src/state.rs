@@ -244,6 +244,18 @@ impl<E: StageExecutor> Locked<E> {
     }
 }
 
+/// Which end a scheduler comes to (`Scheduler::end`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// [`Scheduler::shutdown`]: the scheduler lives on, refusing every
+    /// call, so it also forgets every file now (the node map, the source
+    /// root), as `reset` does.
+    Shutdown,
+    /// Its drop: its fields are dropped right after, so nothing is
+    /// forgotten one file at a time.
+    Drop,
+}
+
 /// Whether the scheduler runs on pools or on its callers' threads.
 pub(crate) enum Mode {
     /// Host-built pools and a driver thread.
@@ -702,7 +714,7 @@ impl<E: StageExecutor> Drop for Scheduler<E> {
     /// map let go of its references in the hold), which free every node
     /// in the order of the files' dense ids, then the fields.
     fn drop(&mut self) {
-        self.end(crate::scheduler::Ending::Drop);
+        self.end(Ending::Drop);
     }
 }
 

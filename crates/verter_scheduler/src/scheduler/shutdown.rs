@@ -37,18 +37,7 @@ use super::*;
 use std::sync::atomic::fence;
 
 use crate::job::{Job, Work};
-
-/// Which end a scheduler comes to ([`Scheduler::end`]).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ending {
-    /// [`Scheduler::shutdown`]: the scheduler lives on, refusing every
-    /// call, so it also forgets every file now (the node map, the source
-    /// root), as `reset` does.
-    Shutdown,
-    /// Its drop: its fields are dropped right after, so nothing is
-    /// forgotten one file at a time.
-    Drop,
-}
+use crate::state::Ending;
 
 /// What a queued job held besides its dispatch: inputs it captured (the
 /// host's outputs among them), dropped after the lock.

@@ -99,12 +99,7 @@ fn shutdown_answers_every_kind_of_waiter_and_leaves_the_ledger_at_zero() {
         assert!(!returned.load(Ordering::SeqCst), "a pool job still runs");
         gate.open();
         shutting.join().expect("shutdown returned");
-        assert!(
-            scheduler
-                .wait_batch(&batch)
-                .iter()
-                .all(|result| is_shutdown(result))
-        );
+        assert!(scheduler.wait_batch(&batch).iter().all(is_shutdown));
         let results = scheduler.wait(&dag_handle);
         assert!(
             results
