@@ -324,6 +324,9 @@ pub struct Scheduler<E: StageExecutor> {
     /// call that would call the loader or send into the inbox
     /// (docs/design.md, "Shutdown").
     pub(crate) shut_down: AtomicBool,
+    /// Set when the shutdown that set `shut_down` has finished its waits:
+    /// what a second, racing `shutdown` waits for.
+    pub(crate) ended: AtomicBool,
     /// Pool jobs of this scheduler running now (a pool token that upgraded
     /// its weak reference): what a shutdown waits to see at zero.
     pub(crate) pool_jobs: AtomicUsize,
@@ -415,6 +418,7 @@ impl<E: StageExecutor> Scheduler<E> {
             teardown_tx,
             driver: Mutex::new(None),
             shut_down: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
             pool_jobs: AtomicUsize::new(0),
             jobs: [
                 SegQueue::new(),

@@ -39,6 +39,23 @@ use std::sync::atomic::fence;
 use crate::job::{Job, Work};
 use crate::state::Ending;
 
+/// Sets `Scheduler::ended` when dropped, if armed: the first shutdown's
+/// end, also by unwinding.
+struct Ended<'a> {
+    ended: &'a std::sync::atomic::AtomicBool,
+    progress: &'a verter_pools::ProgressSignal,
+    armed: bool,
+}
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.ended.store(true, Ordering::Release);
+            self.progress.notify();
+        }
+    }
+}
+
 /// What a queued job held besides its dispatch: inputs it captured (the
 /// host's outputs among them), dropped after the lock.
 type Unrun<E> = (
@@ -71,9 +88,10 @@ impl<E: StageExecutor> Scheduler<E> {
     /// return `ObjectGone` or `None`; `reset` does nothing; reads find
     /// nothing. A deferred work's completion that comes back later is
     /// refused like any stale one, and gives its reservation back.
-    /// Shutting down again does nothing, and dropping the scheduler
-    /// afterwards is fine (the drop does what this does, through the same
-    /// body, when it was not called).
+    /// Shutting down again does nothing but wait for the first call's end
+    /// (a call racing with it returns once that one did), and dropping the
+    /// scheduler afterwards is fine (the drop does what this does, through
+    /// the same body, when it was not called).
     ///
     /// The pools are the host's (`Scheduler::new`): they are not shut
     /// down, and a pool token this scheduler queued may still reach a
@@ -102,8 +120,17 @@ impl<E: StageExecutor> Scheduler<E> {
         // without a hold. Two racing first calls both take the hold, and
         // the second finds the flag set there.
         if self.shut_down.load(Ordering::Acquire) {
+            self.await_ended();
             return;
         }
+        // Marks the shutdown ended when this call returns, or unwinds (a
+        // hold that broke): a later call never waits for a first that is
+        // gone.
+        let mut first = Ended {
+            ended: &self.ended,
+            progress: &self.progress,
+            armed: true,
+        };
         let ended = self.transact(|locked, post| {
             if self.shut_down.load(Ordering::Relaxed) {
                 return None;
@@ -151,6 +178,8 @@ impl<E: StageExecutor> Scheduler<E> {
             Some((running, tables, unrun, nodes))
         });
         let Some((running, tables, unrun, nodes)) = ended else {
+            first.armed = false;
+            self.await_ended();
             return;
         };
         // The answers are out (`transact`); what the hold let go of holds
@@ -169,6 +198,24 @@ impl<E: StageExecutor> Scheduler<E> {
         self.stop_driver();
         if !own_thread {
             self.await_pool_jobs();
+        }
+        drop(first);
+    }
+
+    /// A second `shutdown` (or a drop after one): returns once the first
+    /// has finished its waits, so whichever call returns, what `shutdown`
+    /// promises holds. On one of the scheduler's own threads it does not
+    /// wait (the first may be waiting for it).
+    fn await_ended(&self) {
+        if crate::exec::on_own_thread() {
+            return;
+        }
+        loop {
+            let seen = self.progress.epoch();
+            if self.ended.load(Ordering::Acquire) {
+                return;
+            }
+            self.progress.park(seen, self.config.wait_backstop);
         }
     }
 

@@ -426,3 +426,65 @@ fn a_shutdown_from_inside_a_stage_does_not_deadlock() {
         });
     }
 }
+
+/// ```text
+/// test thread              stage thread                 shutdown A      shutdown B
+/// submit Source(a.rs) ───▶ parse waits for `go`
+///                                                       hold, then waits for the parse
+///                                                                       finds the flag set,
+///                                                                       waits for A's end
+/// both parked (idle_waiters == 2)
+/// go ────────────────────▶ parse returns
+///                                                       returns         returns
+/// then: neither had returned while the parse ran
+/// ```
+#[test]
+fn a_second_shutdown_racing_the_first_returns_only_after_the_first_waited() {
+    watchdog("two shutdowns", || {
+        let files = MemFiles::with(&[("a.rs", "x")]);
+        let executor = LineExecutor::default();
+        let (entered_tx, entered) = mpsc::channel::<()>();
+        let (go, go_rx) = mpsc::channel::<()>();
+        let go_rx = parking_lot::Mutex::new(go_rx);
+        let returned = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+        let seen_in_run = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        {
+            let (returned, seen_in_run) = (Arc::clone(&returned), Arc::clone(&seen_in_run));
+            let _ = executor.on_source.set(Box::new(move |_| {
+                let _ = entered_tx.send(());
+                let _ = go_rx.lock().recv();
+                seen_in_run.lock().extend(
+                    returned
+                        .iter()
+                        .map(|returned| returned.load(Ordering::SeqCst)),
+                );
+            }));
+        }
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        let waiting = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+        entered.recv().expect("the parse started");
+        let shut = |which: usize| {
+            let (scheduler, returned) = (Arc::clone(&scheduler), Arc::clone(&returned));
+            std::thread::spawn(move || {
+                scheduler.shutdown();
+                returned[which].store(true, Ordering::SeqCst);
+            })
+        };
+        let events = hooks.subscribe();
+        let first = shut(0);
+        await_event(&events, cancelled_by_shutdown);
+        let second = shut(1);
+        // Both park on the progress signal: the first for the parse, the
+        // second for the first's end.
+        while scheduler.idle_waiters() < 2 {
+            std::thread::yield_now();
+        }
+        go.send(()).expect("the parse waits");
+        first.join().expect("the first returned");
+        second.join().expect("the second returned");
+        assert_eq!(*seen_in_run.lock(), [false, false]);
+        assert!(is_shutdown(&scheduler.wait(&waiting)));
+        assert_quiescent(&scheduler, &[&waiting]);
+    });
+}
