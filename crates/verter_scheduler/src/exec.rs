@@ -59,12 +59,53 @@ thread_local! {
     /// How many jobs this thread is inside (an executor may wait, and so
     /// pump and run another job, while running one).
     static JOB_DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// How many pool jobs (of any scheduler) this thread is inside.
+    static POOL_JOB_DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Whether the calling thread is inside a job (running a stage, or
 /// waiting inside one).
 pub(crate) fn in_job() -> bool {
     JOB_DEPTH.with(Cell::get) > 0
+}
+
+/// Whether the calling thread is one a shutdown must not wait for: inside
+/// a job, inside a pool job, or the driver (docs/design.md, "Shutdown").
+pub(crate) fn on_own_thread() -> bool {
+    in_job() || POOL_JOB_DEPTH.with(Cell::get) > 0 || CallerKind::current() == CallerKind::Driver
+}
+
+/// One pool job of a scheduler, counted while it runs
+/// (`Scheduler::pool_jobs`): a shutdown waits for the count to reach zero.
+struct PoolJob<'a> {
+    running: &'a std::sync::atomic::AtomicUsize,
+    shut_down: &'a std::sync::atomic::AtomicBool,
+    progress: &'a verter_pools::ProgressSignal,
+}
+
+impl<'a> PoolJob<'a> {
+    fn begin<E: StageExecutor>(scheduler: &'a Scheduler<E>) -> Self {
+        scheduler.pool_jobs.fetch_add(1, Ordering::SeqCst);
+        POOL_JOB_DEPTH.with(|depth| depth.set(depth.get() + 1));
+        Self {
+            running: &scheduler.pool_jobs,
+            shut_down: &scheduler.shut_down,
+            progress: &scheduler.progress,
+        }
+    }
+}
+
+impl Drop for PoolJob<'_> {
+    fn drop(&mut self) {
+        POOL_JOB_DEPTH.with(|depth| depth.set(depth.get() - 1));
+        // SeqCst, as the shutdown's store of the flag and its read of the
+        // count: either it sees this job ended, or this job sees the flag
+        // and wakes it.
+        if self.running.fetch_sub(1, Ordering::SeqCst) == 1 && self.shut_down.load(Ordering::SeqCst)
+        {
+            self.progress.notify();
+        }
+    }
 }
 
 /// Leaves one level of [`JOB_DEPTH`] when dropped (also on unwind).
@@ -384,7 +425,12 @@ impl<E: StageExecutor> Scheduler<E> {
         (node.incarnation() == file.incarnation).then(|| Arc::clone(node))
     }
 
-    fn refuse(&self, locked: &mut Locked<E>, dispatch: Dispatch, post: &mut PostWork<E>) {
+    pub(crate) fn refuse(
+        &self,
+        locked: &mut Locked<E>,
+        dispatch: Dispatch,
+        post: &mut PostWork<E>,
+    ) {
         let identity = dispatch.identity;
         let (_, effects) = locked.dag.complete(dispatch);
         post.event(|| SchedulerEvent::DidRefuseStale(identity));
@@ -571,6 +617,20 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     fn queue_job(&self, job: Job<E>) {
+        self.push_job(job);
+        // A job dispatched before a shutdown's hold and pushed after it,
+        // when that hold had emptied the queues: its pusher refuses it
+        // (docs/design.md, "Shutdown"). The fence orders the push before
+        // the read of the flag, as the shutdown's store is before its
+        // read of the queues: one of the two sees the other.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.shut_down.load(Ordering::Relaxed) {
+            self.refuse_jobs_after_shutdown();
+        }
+    }
+
+    /// [`Self::queue_job`]'s push, and its pool token.
+    fn push_job(&self, job: Job<E>) {
         let class = job.dispatch().class;
         if class == ResourceClass::Remote {
             // Deferred work holds no thread: it is started right here,
@@ -599,6 +659,8 @@ impl<E: StageExecutor> Scheduler<E> {
         let me = self.me.clone();
         let run = move || {
             if let Some(scheduler) = me.upgrade() {
+                // Counted until it ends (before the strong reference goes).
+                let _job = PoolJob::begin(&scheduler);
                 // A pool job is the scheduler's own work: a hold that broke
                 // in it was recovered, and the thread goes on.
                 scheduler.contain(|| scheduler.run_queued(class));
