@@ -124,6 +124,16 @@ fn in_target(path: &Path) -> bool {
     path.components().any(|c| c.as_os_str() == "target")
 }
 
+/// Whether a name in `path` below `base` starts with a dot: `.git`, an
+/// editor's temporary file.
+fn hidden_below(path: &Path, base: &Path) -> bool {
+    path.strip_prefix(base).is_ok_and(|relative| {
+        relative
+            .components()
+            .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+    })
+}
+
 /// `path` as a change line names it: relative to `base`, and `.` for
 /// `base` itself.
 fn shown(path: &Path, base: &Path) -> String {
@@ -335,7 +345,8 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         // covers it send no event of their own; a directory removed; and
         // any rename: a directory renamed into or out of the tree is
         // reported alone, not the files under it (`Batch::of` sorts them
-        // out).
+        // out). Not under a hidden directory, as nothing under one is
+        // searched for crates: a `git commit` makes directories in `.git`.
         let whole = matches!(
             event.kind,
             EventKind::Create(CreateKind::Folder)
@@ -345,7 +356,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         let paths: Vec<PathBuf> = event
             .paths
             .into_iter()
-            .filter(|p| relevant(p) || (whole && !in_target(p)))
+            .filter(|p| relevant(p) || (whole && !in_target(p) && !hidden_below(p, &tree)))
             .collect();
         if !paths.is_empty() {
             let _ = fs_tx.send(Message::Changed(paths));

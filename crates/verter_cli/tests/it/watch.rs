@@ -1,0 +1,396 @@
+//! `verter watch` through every change a tree can go through: crate roots,
+//! manifests and directories deleted, renamed and re-created, the watched
+//! directory itself removed and brought back, truncate-then-write saves,
+//! bursts of saves, and a scripted session whose index is checked against
+//! a fresh `verter build` after every step.
+//!
+//! Every wait is for a line the watch prints (its stdout, or the `seen
+//! PATH` lines `VERTER_TEST_SAY_EVENTS` makes it print on stderr when an
+//! event reaches its loop), under a 60-second watchdog; no test sleeps,
+//! and none depends on how long anything takes: the debounce windows the
+//! tests rely on are set far longer than any test runs.
+
+use std::ffi::OsStr;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use super::{copy_dir, copy_of_fixture, fixture, lines_of, next_line_starting, verter};
+
+/// An hour: a window no test outlives, so what the test drives decides
+/// what happens, not the clock.
+const FOREVER_MS: &str = "3600000";
+
+/// A running `verter watch`: its stdout and stderr lines, and its stdin.
+struct Watching {
+    child: Child,
+    lines: Receiver<String>,
+    errors: Receiver<String>,
+    stdin: Option<ChildStdin>,
+}
+
+impl Watching {
+    /// Starts `verter watch PATH --threads 2 ARGS` with events announced,
+    /// and waits for its ready line, which it returns.
+    fn start(path: &Path, args: &[&OsStr]) -> (Self, String) {
+        let mut child = verter()
+            .arg("watch")
+            .arg(path)
+            .args(["--threads", "2"])
+            .args(args)
+            .env("VERTER_TEST_SAY_EVENTS", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run verter watch");
+        let lines = lines_of(&mut child);
+        let errors = super::stderr_lines_of(&mut child);
+        let stdin = child.stdin.take();
+        let watching = Self {
+            child,
+            lines,
+            errors,
+            stdin,
+        };
+        let ready = watching.next("watching ");
+        (watching, ready)
+    }
+
+    /// The next stdout line starting with `prefix` (earlier ones skipped).
+    #[track_caller]
+    fn next(&self, prefix: &str) -> String {
+        next_line_starting(&self.lines, prefix)
+    }
+
+    /// The next stdout line that reports what a change did (`changed`,
+    /// `unchanged`, or a held `empty` file), whichever it is.
+    fn next_report(&self) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .expect("a report line within 60 s");
+            if ["changed ", "unchanged ", "empty "]
+                .iter()
+                .any(|prefix| line.starts_with(prefix))
+            {
+                return line;
+            }
+        }
+    }
+
+    /// Waits until the watch's loop has received an event naming `shown`
+    /// (a path relative to the tree; not one that only starts with it).
+    fn seen(&self, shown: &str) {
+        let expected = format!("seen {shown}");
+        while next_line_starting(&self.errors, &expected) != expected {}
+    }
+
+    /// Presses Enter (index what changed, write `--out`) and waits for the
+    /// `wrote` line.
+    fn enter(&mut self) {
+        let stdin = self.stdin.as_mut().expect("stdin is piped");
+        stdin.write_all(b"\n").expect("enter");
+        stdin.flush().expect("flush");
+        self.next("wrote ");
+    }
+
+    /// Ctrl-C: returns every stdout line up to `stopped`, and checks that
+    /// the watch exits with success.
+    fn stop(mut self) -> Vec<String> {
+        let status = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .expect("kill -INT");
+        assert!(status.success());
+        let mut lines = Vec::new();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the `stopped` line within 60 s");
+            if line == "stopped" {
+                break;
+            }
+            lines.push(line);
+        }
+        drop(self.stdin.take());
+        let exit = self.child.wait().expect("verter exits");
+        assert!(exit.success(), "{exit:?}");
+        lines
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("mkdir");
+    }
+    std::fs::write(path, text).expect("write");
+}
+
+/// The fixture crate with a target of every kind beside its library: an
+/// integration test, a binary, an example, a build script, a main.
+fn tree_with_every_target() -> tempfile::TempDir {
+    let dir = copy_of_fixture();
+    let root = dir.path();
+    write(&root.join("tests/smoke.rs"), "#[test]\nfn smoke() {}\n");
+    write(&root.join("src/bin/tool.rs"), "fn main() {}\n");
+    write(&root.join("examples/demo.rs"), "fn main() {}\n");
+    write(&root.join("build.rs"), "fn main() {}\n");
+    write(&root.join("src/main.rs"), "fn main() {}\n");
+    dir
+}
+
+/// `--out-dir`'s entry for `file` (relative to the tree).
+fn entry(entries: &Path, file: &str) -> PathBuf {
+    entries.join(format!("{file}.json"))
+}
+
+#[test]
+fn watch_survives_the_deletion_of_every_kind_of_crate_root() {
+    let dir = tree_with_every_target();
+    let out = tempfile::tempdir().expect("temp dir");
+    let entries = out.path().join("entries");
+    let (watching, ready) =
+        Watching::start(dir.path(), &[OsStr::new("--out-dir"), entries.as_os_str()]);
+    assert!(ready.contains(": 9 files"), "{ready}");
+    for root in [
+        "tests/smoke.rs",
+        "src/bin/tool.rs",
+        "examples/demo.rs",
+        "build.rs",
+        "src/lib.rs",
+    ] {
+        assert!(entry(&entries, root).exists(), "{root} is indexed");
+        std::fs::remove_file(dir.path().join(root)).expect("delete the root");
+        watching.next(&format!("changed {root}"));
+        assert!(!entry(&entries, root).exists(), "{root} left the index");
+    }
+    // The library's modules went with it; the binary stays.
+    assert!(!entry(&entries, "src/util.rs").exists());
+    assert!(entry(&entries, "src/main.rs").exists());
+
+    // A root re-created is a root again, with its modules.
+    std::fs::copy(fixture().join("src/lib.rs"), dir.path().join("src/lib.rs")).expect("copy");
+    let changed = watching.next("changed src/lib.rs");
+    assert!(
+        changed.contains("src/lib.rs (Source, Analysis, Artifact"),
+        "{changed}"
+    );
+    assert!(entry(&entries, "src/lib.rs").exists());
+    assert!(entry(&entries, "src/net/conn.rs").exists());
+    watching.stop();
+}
+
+#[test]
+fn watch_survives_manifests_and_directories_deleted_renamed_and_recreated() {
+    let dir = copy_of_fixture();
+    let root = dir.path();
+    write(&root.join("tests/smoke.rs"), "#[test]\nfn smoke() {}\n");
+    let out = tempfile::tempdir().expect("temp dir");
+    let entries = out.path().join("entries");
+    let (watching, ready) = Watching::start(root, &[OsStr::new("--out-dir"), entries.as_os_str()]);
+    assert!(ready.contains(": 5 files"), "{ready}");
+
+    // The manifest deleted: no crate is left, and the watch says so.
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("read");
+    std::fs::remove_file(root.join("Cargo.toml")).expect("delete");
+    let said = watching.next("no crate roots under ");
+    assert!(said.ends_with(" now: waiting for one"), "{said}");
+    watching.next("changed Cargo.toml");
+    assert!(!entry(&entries, "src/lib.rs").exists());
+    // Re-created: every target is back.
+    std::fs::write(root.join("Cargo.toml"), &manifest).expect("write");
+    let changed = watching.next("changed Cargo.toml");
+    assert!(changed.contains("src/lib.rs (Source"), "{changed}");
+    assert!(entry(&entries, "tests/smoke.rs").exists());
+
+    // A directory of roots renamed, then renamed back.
+    std::fs::rename(root.join("tests"), root.join("tests_old")).expect("rename");
+    watching.next("changed tests");
+    assert!(!entry(&entries, "tests/smoke.rs").exists());
+    std::fs::rename(root.join("tests_old"), root.join("tests")).expect("rename");
+    watching.next("changed tests");
+    assert!(entry(&entries, "tests/smoke.rs").exists());
+
+    // A module directory removed, then brought back whole.
+    std::fs::remove_dir_all(root.join("src/net")).expect("rm -r");
+    watching.next("changed src/net");
+    assert!(!entry(&entries, "src/net/mod.rs").exists());
+    let staging = out.path().join("net");
+    copy_dir(&fixture().join("src/net"), &staging);
+    std::fs::rename(&staging, root.join("src/net")).expect("rename into the tree");
+    watching.next("changed src/net");
+    assert!(entry(&entries, "src/net/mod.rs").exists());
+    assert!(entry(&entries, "src/net/conn.rs").exists());
+    watching.stop();
+}
+
+#[test]
+fn watch_waits_for_its_tree_to_come_back_when_the_tree_goes() {
+    let parent = tempfile::tempdir().expect("temp dir");
+    let tree = parent.path().join("tree");
+    copy_dir(&fixture(), &tree);
+    let canonical = tree.canonicalize().expect("canonical");
+    let out = parent.path().join("index.json");
+    let (watching, ready) = Watching::start(&tree, &[OsStr::new("--out"), out.as_os_str()]);
+    assert!(ready.contains(": 4 files, 10 items"), "{ready}");
+    let gone = format!(
+        "{} is gone: waiting for it to come back",
+        canonical.display()
+    );
+    let again = format!("watching {} again: ", canonical.display());
+
+    // Removed: the watch says so and waits.
+    std::fs::remove_dir_all(&tree).expect("rm -r");
+    watching.next(&gone);
+    // Brought back whole (built beside it, renamed into place).
+    let staging = parent.path().join("staging");
+    copy_dir(&fixture(), &staging);
+    std::fs::rename(&staging, &tree).expect("rename into place");
+    let back = watching.next(&again);
+    assert!(back.contains("4 files, 10 items"), "{back}");
+    // And it is watched and indexed as before.
+    super::replace(
+        &tree.join("src/util.rs"),
+        "pub fn helper() -> u16 {\n    8081\n}\n\npub fn other() {}\n",
+    );
+    let changed = watching.next("changed src/util.rs");
+    assert!(
+        changed.contains("src/util.rs (Source, Analysis, Artifact)"),
+        "{changed}"
+    );
+
+    // Renamed away, then back.
+    let away = parent.path().join("away");
+    std::fs::rename(&tree, &away).expect("rename away");
+    watching.next(&gone);
+    std::fs::rename(&away, &tree).expect("rename back");
+    let back = watching.next(&again);
+    assert!(back.contains("4 files, 11 items"), "{back}");
+    watching.stop();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("read")).expect("JSON");
+    assert_eq!(json["files"].as_array().map(Vec::len), Some(4));
+}
+
+/// D4: an editor that saves in place truncates the file, then writes it.
+/// The watch sees the truncation first, alone (the test writes only once
+/// the watch has said it holds the empty file); without the hold it
+/// indexed the empty file, which for `src/net/mod.rs` also dropped
+/// `conn.rs` from the module tree and re-derived every file, twice.
+#[test]
+fn a_truncate_then_write_save_is_never_indexed_as_an_empty_file() {
+    let dir = copy_of_fixture();
+    let out = tempfile::tempdir().expect("temp dir");
+    let entries = out.path().join("entries");
+    let (watching, _) = Watching::start(
+        dir.path(),
+        &[
+            OsStr::new("--empty-wait"),
+            OsStr::new(FOREVER_MS),
+            OsStr::new("--out-dir"),
+            entries.as_os_str(),
+        ],
+    );
+    let module = dir.path().join("src/net/mod.rs");
+    let text = std::fs::read_to_string(&module).expect("read");
+    let empty_line = "empty src/net/mod.rs: waiting for the rest of its save";
+
+    // Truncated, then written back as it was: the scheduler never saw
+    // anything else, so the save changes nothing.
+    std::fs::File::create(&module).expect("truncate");
+    let report = watching.next_report();
+    assert!(report.starts_with(empty_line), "{report}");
+    std::fs::write(&module, &text).expect("write");
+    assert_eq!(watching.next_report(), "unchanged src/net/mod.rs");
+
+    // Truncated, then written with an item more: one change, that file's.
+    std::fs::File::create(&module).expect("truncate");
+    let report = watching.next_report();
+    assert!(report.starts_with(empty_line), "{report}");
+    std::fs::write(&module, format!("{text}pub fn added() {{}}\n")).expect("write");
+    let changed = watching.next_report();
+    assert!(
+        changed.starts_with(
+            "changed src/net/mod.rs: rebuilt src/net/mod.rs (Source, Analysis, Artifact)"
+        ),
+        "{changed}"
+    );
+    // Its dependents' Artifacts ran; no file was parsed again (a
+    // re-derive of the module tree parses every file).
+    assert!(!changed.contains("util.rs"), "no re-derive: {changed}");
+    assert!(
+        !changed.contains("conn.rs (Source"),
+        "no re-derive: {changed}"
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(entry(&entries, "src/net/mod.rs")).expect("read"),
+    )
+    .expect("JSON");
+    let items = json["items"].as_array().expect("items");
+    assert!(items.iter().any(|item| item["name"] == "added"), "{json}");
+    assert!(entry(&entries, "src/net/conn.rs").exists());
+
+    let rest = watching.stop();
+    assert!(
+        rest.iter().all(|line| !line.starts_with("changed ")),
+        "{rest:?}"
+    );
+}
+
+/// Saves in a burst are indexed once: with a window longer than the test,
+/// every save waits, and the exit indexes them together.
+#[test]
+fn a_burst_of_saves_is_indexed_once() {
+    let dir = copy_of_fixture();
+    let out = tempfile::tempdir().expect("temp dir");
+    let index = out.path().join("index.json");
+    let (watching, _) = Watching::start(
+        dir.path(),
+        &[
+            OsStr::new("--debounce"),
+            OsStr::new(FOREVER_MS),
+            OsStr::new("--out"),
+            index.as_os_str(),
+        ],
+    );
+    let util = dir.path().join("src/util.rs");
+    for n in 1..=4 {
+        super::replace(
+            &util,
+            &format!("pub fn helper() -> u16 {{\n    {n}\n}}\n\npub fn save_{n}() {{}}\n"),
+        );
+        watching.seen("src/util.rs");
+    }
+    let lines = watching.stop();
+    let reports: Vec<&String> = lines
+        .iter()
+        .filter(|line| line.starts_with("changed ") || line.starts_with("unchanged "))
+        .collect();
+    assert_eq!(reports.len(), 1, "{lines:?}");
+    assert!(
+        reports[0]
+            .starts_with("changed src/util.rs: rebuilt src/util.rs (Source, Analysis, Artifact)"),
+        "{lines:?}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&index).expect("read")).expect("JSON");
+    let util_entry = json["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .find(|file| file["path"] == "src/util.rs")
+        .expect("util.rs indexed")
+        .clone();
+    let names: Vec<&str> = util_entry["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|item| item["name"].as_str())
+        .collect();
+    assert_eq!(names, ["helper", "save_4"]);
+}
