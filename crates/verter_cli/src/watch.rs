@@ -24,10 +24,13 @@
 //! from the roots (and found again when it comes back); when no crate is
 //! left the index is empty until one appears; when the watched directory
 //! itself goes (removed, or renamed away) the watch says so, empties the
-//! index, forgets every file (`Scheduler::reset`: what comes back is read
-//! afresh) and waits, watching the nearest directory above it, for it to
-//! come back. A refresh that fails all the same is reported and the tree is
-//! indexed again from nothing.
+//! index, forgets every file (`Scheduler::reset`) and waits, watching the
+//! nearest directory above it, for it to come back; then it indexes it
+//! afresh with a new loader and scheduler (the loader reads beneath the
+//! directory it opened, which went; `--trace` then draws the new
+//! scheduler's runs). A refresh that fails all the same is reported and
+//! the tree is indexed again from nothing. Only a tree that can no longer
+//! be watched at all ends the session, with exit 0 and a line saying so.
 //!
 //! Output stays proportional to the change: `--out-dir` holds one JSON
 //! file per source file and rewrites only the entries that changed;
@@ -278,7 +281,8 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         path: path.to_path_buf(),
     })?;
     let loader = options.reads.loader(&base)?;
-    let discovery = discover_crate_roots_with(&loader, &watched)?;
+    // PATH as given, for the error that says it holds no crate.
+    let discovery = discover_crate_roots_with(&loader, path)?;
     // Each entry discovery could not use is warned about once a session.
     let discovery_warned: HashSet<String> = discovery
         .warnings
@@ -598,11 +602,13 @@ impl Watch<'_> {
                     ));
                 }
                 if !ready.paths.is_empty() {
-                    let rescan_only = ready.paths.iter().all(|path| rescans.contains(path));
-                    for path in &ready.paths {
-                        rescans.remove(path);
-                    }
-                    let appeared = self.process(&ready.paths, rescan_only);
+                    let rescanned: HashSet<PathBuf> = ready
+                        .paths
+                        .iter()
+                        .filter(|path| rescans.remove(*path))
+                        .cloned()
+                        .collect();
+                    let appeared = self.process(&ready.paths, &rescanned);
                     if !appeared.is_empty() {
                         new_folders.extend(appeared);
                         rescan_at = rescan_at.or(Some(Instant::now() + FOLDER_RESCAN));
@@ -624,15 +630,17 @@ impl Watch<'_> {
     }
 
     /// Indexes the changes `changed` names (the debouncer's batch);
-    /// returns the directories among them, to look into once more.
-    /// `rescan_only`: every path is such a look, which says nothing when
-    /// it finds nothing new.
-    fn process(&mut self, changed: &[PathBuf], rescan_only: bool) -> Vec<PathBuf> {
-        let appeared: Vec<PathBuf> = if rescan_only {
-            Vec::new()
-        } else {
-            changed.iter().filter(|p| p.is_dir()).cloned().collect()
-        };
+    /// returns the directories among them that appeared, to look into
+    /// once more. `rescanned`: the paths of `changed` that are such a look
+    /// (not looked into again); a batch of them alone says nothing when it
+    /// finds nothing new.
+    fn process(&mut self, changed: &[PathBuf], rescanned: &HashSet<PathBuf>) -> Vec<PathBuf> {
+        let rescan_only = rescanned.len() == changed.len();
+        let appeared: Vec<PathBuf> = changed
+            .iter()
+            .filter(|path| !rescanned.contains(*path) && path.is_dir())
+            .cloned()
+            .collect();
         let batch = Batch::of(changed, &self.session);
         if batch.named.is_empty() {
             return appeared;

@@ -89,15 +89,6 @@ impl Watching {
         while next_line_starting(&self.errors, &expected) != expected {}
     }
 
-    /// Presses Enter (index what changed, write `--out`) and waits for the
-    /// `wrote` line.
-    fn enter(&mut self) {
-        let stdin = self.stdin.as_mut().expect("stdin is piped");
-        stdin.write_all(b"\n").expect("enter");
-        stdin.flush().expect("flush");
-        self.next("wrote ");
-    }
-
     /// Ctrl-C: returns every stdout line up to `stopped`, and checks that
     /// the watch exits with success.
     fn stop(mut self) -> Vec<String> {
@@ -393,4 +384,323 @@ fn a_burst_of_saves_is_indexed_once() {
         .filter_map(|item| item["name"].as_str())
         .collect();
     assert_eq!(names, ["helper", "save_4"]);
+}
+
+/// A scripted session: steps that change a tree, each followed by a
+/// handshake (a new sentinel file, whose event reaches the watch after
+/// every event of the step, then Enter, which indexes every change seen
+/// and writes `--out`), and a check that the index written equals a fresh
+/// `verter build` of the tree as it is.
+struct Script {
+    watching: Watching,
+    parent: tempfile::TempDir,
+    tree: PathBuf,
+    index: PathBuf,
+    steps: usize,
+}
+
+impl Script {
+    /// Copies `source` into a new git repository and watches it.
+    fn start(source: &Path) -> Self {
+        let parent = tempfile::tempdir().expect("temp dir");
+        let tree = parent.path().join("tree");
+        copy_dir(source, &tree);
+        git(&tree, &["init", "-q"]);
+        git(&tree, &["add", "-A"]);
+        git(&tree, &["commit", "-q", "-m", "first"]);
+        let index = parent.path().join("index.json");
+        let (watching, ready) = Watching::start(&tree, &[OsStr::new("--out"), index.as_os_str()]);
+        eprintln!("{ready}");
+        let script = Self {
+            watching,
+            parent,
+            tree,
+            index,
+            steps: 0,
+        };
+        script.check("the first build", Vec::new());
+        script
+    }
+
+    /// Runs `step` on the tree, hands the change to the watch, and checks
+    /// its index.
+    fn step(&mut self, name: &str, step: impl FnOnce(&Path, &Path)) {
+        step(&self.tree, self.parent.path());
+        self.steps += 1;
+        let sentinel = format!(".verter-sentinel-{}.rs", self.steps);
+        write(&self.tree.join(&sentinel), "// a handshake\n");
+        self.watching.seen(&sentinel);
+        let stdin = self.watching.stdin.as_mut().expect("stdin is piped");
+        stdin.write_all(b"\n").expect("enter");
+        stdin.flush().expect("flush");
+        let mut said = Vec::new();
+        loop {
+            let line = self
+                .watching
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the `wrote` line within 60 s");
+            if line.starts_with("wrote ") {
+                break;
+            }
+            said.push(line);
+        }
+        self.check(name, said);
+    }
+
+    /// Checks the index written against a fresh build.
+    #[track_caller]
+    fn check(&self, name: &str, said: Vec<String>) {
+        eprintln!("step {} ({name}):", self.steps);
+        for line in &said {
+            eprintln!("    {line}");
+        }
+        let watched: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&self.index).expect("read --out"))
+                .expect("JSON");
+        let fresh_out = self.parent.path().join("fresh.json");
+        let build = verter()
+            .arg("build")
+            .arg(&self.tree)
+            .args(["--threads", "2", "--progress", "off", "--out"])
+            .arg(&fresh_out)
+            .output()
+            .expect("run verter build");
+        let stderr = String::from_utf8_lossy(&build.stderr);
+        if build.status.code() == Some(1) && stderr.contains("is not a Rust source tree") {
+            // No crate: the watch's index is empty.
+            assert_eq!(watched["files"].as_array().map(Vec::len), Some(0), "{name}");
+            assert_eq!(
+                watched["failures"].as_array().map(Vec::len),
+                Some(0),
+                "{name}"
+            );
+            return;
+        }
+        assert!(build.status.success(), "{name}: {stderr}");
+        let fresh: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&fresh_out).expect("read"))
+                .expect("JSON");
+        if watched != fresh {
+            let paths = |index: &serde_json::Value, list: &str| -> Vec<String> {
+                index[list]
+                    .as_array()
+                    .map(|entries| {
+                        entries
+                            .iter()
+                            .map(|entry| entry["path"].to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let entry = |index: &serde_json::Value, path: &serde_json::Value| {
+                index["files"]
+                    .as_array()
+                    .and_then(|files| files.iter().find(|file| file["path"] == *path).cloned())
+            };
+            let differing: Vec<String> = fresh["files"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|file| &file["path"])
+                .filter(|path| entry(&watched, path) != entry(&fresh, path))
+                .map(ToString::to_string)
+                .collect();
+            panic!(
+                "after step {} ({name}) the watch's index differs from a fresh build's:\n\
+                 watch files {:?}\nfresh files {:?}\nwatch failures {:?}\nfresh failures {:?}\n\
+                 entries that differ: {differing:?}",
+                self.steps,
+                paths(&watched, "files"),
+                paths(&fresh, "files"),
+                paths(&watched, "failures"),
+                paths(&fresh, "failures"),
+            );
+        }
+    }
+}
+
+/// Runs git in `dir`, as a throwaway identity, and returns its output.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=verter",
+            "-c",
+            "user.email=verter@localhost",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+fn append(path: &Path, text: &str) {
+    let before = std::fs::read_to_string(path).expect("read");
+    std::fs::write(path, format!("{before}{text}")).expect("write");
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let before = std::fs::read_to_string(path).expect("read");
+    assert!(before.contains(from), "{} holds {from:?}", path.display());
+    std::fs::write(path, before.replacen(from, to, 1)).expect("write");
+}
+
+/// A module file of the crate under `tree` other than its root: the first
+/// `.rs` file under `src` in path order that is not `lib.rs`, `main.rs` or
+/// under `bin`.
+fn some_module(tree: &Path) -> PathBuf {
+    let mut files = Vec::new();
+    let mut pending = vec![tree.join("src")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("ls").flatten() {
+            let path = entry.path();
+            if path.is_dir() && entry.file_name() != "bin" {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs")
+                && !["lib.rs", "main.rs"].contains(&entry.file_name().to_string_lossy().as_ref())
+            {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files.into_iter().next().expect("a module file under src")
+}
+
+/// Acceptance of issue 44: a scripted session of 22 steps (edits, a storm
+/// of in-place saves, an atomic save, modules created, renamed and
+/// deleted, a directory renamed out of the tree and back, a test root
+/// added and deleted, the library root deleted and restored, the manifest
+/// deleted and restored, a package added, two `git checkout`s, a
+/// truncate-then-write), after each of which the watch's index equals a
+/// fresh build's. On the demo crate by default; `VERTER_SESSION_TREE=DIR`
+/// runs it on a copy of DIR (a crate with a `src/lib.rs`, such as one from
+/// the cargo registry), and `--nocapture` shows each step's change lines
+/// with their latency.
+#[test]
+fn a_scripted_session_agrees_with_a_fresh_build_after_every_step() {
+    let source = std::env::var_os("VERTER_SESSION_TREE").map_or_else(fixture, PathBuf::from);
+    let mut script = Script::start(&source);
+    let lib = |tree: &Path| tree.join("src/lib.rs");
+    let lib_text = std::fs::read_to_string(lib(&script.tree)).expect("read lib.rs");
+    let module = some_module(&script.tree);
+    let module_text = std::fs::read_to_string(&module).expect("read a module");
+    let manifest_text = std::fs::read_to_string(script.tree.join("Cargo.toml")).expect("read");
+
+    script.step("an edit of the root", |tree, _| {
+        append(&lib(tree), "\npub fn verter_edit() {}\n");
+    });
+    script.step("ten in-place saves of a module", |_, _| {
+        for n in 0..10 {
+            std::fs::write(&module, format!("{module_text}// save {n}\n")).expect("save");
+        }
+    });
+    script.step("an atomic save of a module", |_, _| {
+        super::replace(
+            &module,
+            &format!("{module_text}pub fn verter_atomic() {{}}\n"),
+        );
+    });
+    script.step("a module created", |tree, _| {
+        write(&tree.join("src/verter_new.rs"), "pub fn made() {}\n");
+        append(&lib(tree), "\nmod verter_new;\n");
+    });
+    script.step("the module renamed", |tree, _| {
+        std::fs::rename(
+            tree.join("src/verter_new.rs"),
+            tree.join("src/verter_renamed.rs"),
+        )
+        .expect("rename");
+        edit(&lib(tree), "mod verter_new;", "mod verter_renamed;");
+    });
+    script.step("the module's file deleted", |tree, _| {
+        std::fs::remove_file(tree.join("src/verter_renamed.rs")).expect("delete");
+    });
+    script.step("its declaration removed", |tree, _| {
+        edit(&lib(tree), "\nmod verter_renamed;\n", "");
+    });
+    script.step("a module directory created", |tree, _| {
+        write(
+            &tree.join("src/verter_dir/mod.rs"),
+            "mod inner;\npub use inner::deep;\n",
+        );
+        write(&tree.join("src/verter_dir/inner.rs"), "pub fn deep() {}\n");
+        append(&lib(tree), "\npub mod verter_dir;\n");
+    });
+    script.step("the directory renamed out of the tree", |tree, outside| {
+        std::fs::rename(tree.join("src/verter_dir"), outside.join("verter_dir")).expect("rename");
+    });
+    script.step("the directory renamed back in", |tree, outside| {
+        std::fs::rename(outside.join("verter_dir"), tree.join("src/verter_dir")).expect("rename");
+    });
+    script.step("the directory removed", |tree, _| {
+        std::fs::remove_dir_all(tree.join("src/verter_dir")).expect("rm -r");
+    });
+    script.step("an integration test added", |tree, _| {
+        write(
+            &tree.join("tests/verter_smoke.rs"),
+            "#[test]\nfn smoke() {}\n",
+        );
+    });
+    script.step("the integration test deleted", |tree, _| {
+        std::fs::remove_file(tree.join("tests/verter_smoke.rs")).expect("delete");
+    });
+    script.step("the library root deleted", |tree, _| {
+        std::fs::remove_file(lib(tree)).expect("delete");
+    });
+    script.step("the library root restored", |tree, _| {
+        std::fs::write(lib(tree), &lib_text).expect("write");
+    });
+    script.step("the manifest deleted", |tree, _| {
+        std::fs::remove_file(tree.join("Cargo.toml")).expect("delete");
+    });
+    script.step("the manifest restored", |tree, _| {
+        std::fs::write(tree.join("Cargo.toml"), &manifest_text).expect("write");
+    });
+    script.step("a package added inside", |tree, _| {
+        write(
+            &tree.join("verter_other/Cargo.toml"),
+            "[package]\nname = \"verter_other\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        );
+        write(
+            &tree.join("verter_other/src/lib.rs"),
+            "mod part;\npub use part::piece;\n",
+        );
+        write(
+            &tree.join("verter_other/src/part.rs"),
+            "pub fn piece() {}\n",
+        );
+    });
+    let second = {
+        let tree = script.tree.clone();
+        git(&tree, &["add", "-A"]);
+        git(&tree, &["commit", "-q", "-m", "second"]);
+        git(&tree, &["rev-parse", "HEAD"])
+    };
+    script.step("git checkout of the first commit", |tree, _| {
+        git(tree, &["checkout", "-q", "HEAD~1"]);
+    });
+    script.step("git checkout of the second commit", |tree, _| {
+        git(tree, &["checkout", "-q", &second]);
+    });
+    script.step("a truncate-then-write save of the root", |tree, _| {
+        let text = std::fs::read_to_string(lib(tree)).expect("read");
+        std::fs::File::create(lib(tree)).expect("truncate");
+        std::fs::write(lib(tree), format!("{text}\npub fn verter_last() {{}}\n")).expect("write");
+    });
+    script.step("an edit in the added package", |tree, _| {
+        append(&tree.join("verter_other/src/part.rs"), "pub fn more() {}\n");
+    });
+    assert_eq!(script.steps, 22);
+    script.watching.stop();
 }
