@@ -547,8 +547,12 @@ impl Watch<'_> {
                             if say_events {
                                 terminal::tell(format_args!("seen {}", shown(&path, &self.base)));
                             }
-                            rescans.remove(&path);
-                            debouncer.record(path, now);
+                            // Outside the tree: from the directory above
+                            // it, watched while it was gone.
+                            if path.starts_with(&self.base) {
+                                rescans.remove(&path);
+                                debouncer.record(path, now);
+                            }
                         }
                     }
                 }

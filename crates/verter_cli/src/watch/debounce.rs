@@ -189,14 +189,17 @@ impl Debouncer {
                 taken.push(path.clone());
                 continue;
             }
-            let since = *pending.empty_since.get_or_insert_with(|| {
-                ready.held.push(path.clone());
-                now
-            });
+            let first_look = pending.empty_since.is_none();
+            let since = *pending.empty_since.get_or_insert(now);
             match later(since, self.empty_wait) {
                 // It stayed empty for the whole wait: that is its content.
                 Some(ends) if ends <= now => taken.push(path.clone()),
-                ends => hold = hold.or_earlier(ends),
+                ends => {
+                    if first_look {
+                        ready.held.push(path.clone());
+                    }
+                    hold = hold.or_earlier(ends);
+                }
             }
         }
         if hold != Hold::Free {

@@ -187,3 +187,18 @@ fn windows_past_what_an_instant_can_count_never_end_by_time() {
     clock.empty.clear();
     assert_eq!(clock.take(1_000_001, true).paths, paths(&["a.rs"]));
 }
+
+#[test]
+fn with_no_empty_wait_an_empty_file_is_taken_at_once_and_not_said_held() {
+    let mut clock = Clock::new();
+    clock.debouncer = Debouncer::new(WINDOW, Duration::ZERO);
+    clock.record(0, "a.rs");
+    clock.empty.insert(PathBuf::from("a.rs"));
+    assert_eq!(
+        clock.take(50, false),
+        Ready {
+            paths: paths(&["a.rs"]),
+            held: Vec::new()
+        }
+    );
+}
