@@ -147,6 +147,25 @@ fn shown(path: &Path, base: &Path) -> String {
     }
 }
 
+/// Which directory `path` is now: its device and inode, or `None` when
+/// there is none there (or, off Unix, when that cannot be told, so that
+/// every report of the tree moving is believed).
+fn tree_identity(path: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(path)
+            .ok()
+            .filter(std::fs::Metadata::is_dir)
+            .map(|meta| (meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
 /// Whether `path` is an empty regular file now (`debounce.rs`, rule 3).
 fn is_empty_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() == 0)
@@ -317,6 +336,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
 
     let (tx, rx) = mpsc::channel();
     let fs_tx = tx.clone();
+    let tree_id = tree_identity(&base);
     let tree = base.clone();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let event = match event {
@@ -390,6 +410,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         explained,
         watcher,
         waiting_on: None,
+        tree_id,
     };
     for line in watch.reported.update(
         &watch.session.failures(),
@@ -484,6 +505,9 @@ struct Watch<'a> {
     /// While the watched directory is gone: the directory above it that is
     /// watched (non-recursively) for it to come back.
     waiting_on: Option<PathBuf>,
+    /// Which directory is watched ([`tree_identity`]), taken just before
+    /// it was watched.
+    tree_id: Option<(u64, u64)>,
 }
 
 impl Watch<'_> {
@@ -564,7 +588,13 @@ impl Watch<'_> {
                 // is a reason to look whether it is back.
                 debouncer.clear();
                 look = Some(self.look_for_tree());
-            } else if tree_moved || !self.base.is_dir() {
+            } else if (tree_moved
+                && (self.tree_id.is_none() || tree_identity(&self.base) != self.tree_id))
+                || !self.base.is_dir()
+            {
+                // (A report of the directory moving that finds the one
+                // watched still there is about its arrival: the rename
+                // that brought it back.)
                 debouncer.clear();
                 rescans.clear();
                 new_folders.clear();
@@ -859,8 +889,14 @@ impl Watch<'_> {
                 if let Some(above) = self.waiting_on.take() {
                     let _ = self.watcher.unwatch(&above);
                 }
+                // Taken before the watch: if another directory replaces it
+                // meanwhile, the next report of a move finds them differ.
+                let identity = tree_identity(&self.base);
                 let back = match self.watcher.watch(&self.base, RecursiveMode::Recursive) {
-                    Ok(()) => self.come_back().map_err(|error| error.to_string()),
+                    Ok(()) => {
+                        self.tree_id = identity;
+                        self.come_back().map_err(|error| error.to_string())
+                    }
                     Err(error) => Err(error.to_string()),
                 };
                 match back {
