@@ -53,8 +53,9 @@
 //! interrupt test uses (`crates/verter_cli/tests/it/safety.rs`). Nothing
 //! else reads it. `VERTER_TEST_SAY_EVENTS`, when set, makes `watch` say
 //! `seen PATH` on standard error for each path a file-system event names,
-//! as its loop receives it (before debouncing): the handshake the
-//! debounce tests use to know an event arrived (`tests/it/watch.rs`).
+//! once what the event stands for has been handed to its loop: the
+//! handshake the watch tests use to know the loop will receive a change
+//! before what they send next (`tests/it/watch.rs`).
 
 mod build;
 mod error;

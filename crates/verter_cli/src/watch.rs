@@ -90,8 +90,12 @@ enum Message {
 const FOLDER_RESCAN: Duration = Duration::from_millis(250);
 
 /// The test-only announcement of events (see the crate docs): with it set,
-/// each path an event names is said on standard error as `seen PATH` when
-/// the loop receives it, before any debouncing.
+/// each path an event of the watcher names, whatever it is, is said on
+/// standard error as `seen PATH` once what the event stands for (if
+/// anything) has been sent to the loop. Events are sent in the order they
+/// happened, so a test that saw the line of a file it wrote last knows the
+/// loop will receive everything before it ahead of what the test sends
+/// next (Enter, Ctrl-C).
 const SAY_EVENTS: &str = "VERTER_TEST_SAY_EVENTS";
 
 /// What `verter watch` was asked to do.
@@ -279,6 +283,51 @@ fn root_of(error: &IndexError) -> Option<&Path> {
     }
 }
 
+/// Sends the loop what a watcher `event` in the tree at `tree` stands for,
+/// if anything: the paths that can matter to the index, the tree itself
+/// moving, or a look at the whole tree when events were lost.
+fn forward(event: notify::Event, tree: &Path, tx: &mpsc::Sender<Message>) {
+    if event.need_rescan() {
+        let _ = tx.send(Message::Rescan);
+    }
+    if !matches!(
+        event.kind,
+        EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_)
+    ) {
+        return;
+    }
+    // The watched directory itself removed or renamed: the watch on it
+    // is gone, or follows it to where it went.
+    let moved = matches!(
+        event.kind,
+        EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+    );
+    if moved && event.paths.iter().any(|path| path.as_path() == tree) {
+        let _ = tx.send(Message::TreeMoved);
+        return;
+    }
+    // A new directory too: files written into it before the watcher
+    // covers it send no event of their own; a directory removed; and
+    // any rename: a directory renamed into or out of the tree is
+    // reported alone, not the files under it (`Batch::of` sorts them
+    // out). Not under a hidden directory, as nothing under one is
+    // searched for crates: a `git commit` makes directories in `.git`.
+    let whole = matches!(
+        event.kind,
+        EventKind::Create(CreateKind::Folder)
+            | EventKind::Remove(RemoveKind::Folder)
+            | EventKind::Modify(ModifyKind::Name(_))
+    );
+    let paths: Vec<PathBuf> = event
+        .paths
+        .into_iter()
+        .filter(|p| relevant(p) || (whole && !in_target(p) && !hidden_below(p, tree)))
+        .collect();
+    if !paths.is_empty() {
+        let _ = tx.send(Message::Changed(paths));
+    }
+}
+
 /// Runs `verter watch`.
 pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     let path = options.path;
@@ -338,6 +387,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     let fs_tx = tx.clone();
     let tree_id = tree_identity(&base);
     let tree = base.clone();
+    let say_events = std::env::var_os(SAY_EVENTS).is_some();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let event = match event {
             Ok(event) => event,
@@ -346,44 +396,14 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                 return;
             }
         };
-        if event.need_rescan() {
-            let _ = fs_tx.send(Message::Rescan);
-        }
-        if !matches!(
-            event.kind,
-            EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_)
-        ) {
-            return;
-        }
-        // The watched directory itself removed or renamed: the watch on it
-        // is gone, or follows it to where it went.
-        let moved = matches!(
-            event.kind,
-            EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
-        );
-        if moved && event.paths.contains(&tree) {
-            let _ = fs_tx.send(Message::TreeMoved);
-            return;
-        }
-        // A new directory too: files written into it before the watcher
-        // covers it send no event of their own; a directory removed; and
-        // any rename: a directory renamed into or out of the tree is
-        // reported alone, not the files under it (`Batch::of` sorts them
-        // out). Not under a hidden directory, as nothing under one is
-        // searched for crates: a `git commit` makes directories in `.git`.
-        let whole = matches!(
-            event.kind,
-            EventKind::Create(CreateKind::Folder)
-                | EventKind::Remove(RemoveKind::Folder)
-                | EventKind::Modify(ModifyKind::Name(_))
-        );
-        let paths: Vec<PathBuf> = event
-            .paths
-            .into_iter()
-            .filter(|p| relevant(p) || (whole && !in_target(p) && !hidden_below(p, &tree)))
-            .collect();
-        if !paths.is_empty() {
-            let _ = fs_tx.send(Message::Changed(paths));
+        let seen: Vec<PathBuf> = if say_events {
+            event.paths.clone()
+        } else {
+            Vec::new()
+        };
+        forward(event, &tree, &fs_tx);
+        for path in &seen {
+            terminal::tell(format_args!("seen {}", shown(path, &tree)));
         }
     })
     .map_err(|source| CliError::Watch {
@@ -518,7 +538,6 @@ impl Watch<'_> {
     /// The loop: receives messages, debounces the changes they name and
     /// indexes them, until Ctrl-C (or every sender is gone).
     fn run(&mut self, rx: &mpsc::Receiver<Message>) -> Result<(), CliError> {
-        let say_events = std::env::var_os(SAY_EVENTS).is_some();
         let mut debouncer = Debouncer::new(self.options.debounce, self.options.empty_wait);
         // Directories that appeared, to look into once more, and when: the
         // watcher starts covering a new directory only after reporting it,
@@ -568,9 +587,6 @@ impl Watch<'_> {
                     }
                     Message::Changed(paths) => {
                         for path in paths {
-                            if say_events {
-                                terminal::tell(format_args!("seen {}", shown(&path, &self.base)));
-                            }
                             // Outside the tree: from the directory above
                             // it, watched while it was gone.
                             if path.starts_with(&self.base) {

@@ -5,8 +5,8 @@
 //! a fresh `verter build` after every step.
 //!
 //! Every wait is for a line the watch prints (its stdout, or the `seen
-//! PATH` lines `VERTER_TEST_SAY_EVENTS` makes it print on stderr when an
-//! event reaches its loop), under a 60-second watchdog; no test sleeps,
+//! PATH` lines `VERTER_TEST_SAY_EVENTS` makes it print on stderr once an
+//! event was handed to its loop), under a 60-second watchdog; no test sleeps,
 //! and none depends on how long anything takes: the debounce windows the
 //! tests rely on are set far longer than any test runs.
 
@@ -433,8 +433,9 @@ impl Script {
     fn step(&mut self, name: &str, step: impl FnOnce(&Path, &Path)) {
         step(&self.tree, self.parent.path());
         self.steps += 1;
-        let sentinel = format!(".verter-sentinel-{}.rs", self.steps);
-        write(&self.tree.join(&sentinel), "// a handshake\n");
+        // Not a Rust file: the watch does nothing with it but say it saw it.
+        let sentinel = format!(".verter-sentinel-{}", self.steps);
+        write(&self.tree.join(&sentinel), "a handshake\n");
         self.watching.seen(&sentinel);
         let stdin = self.watching.stdin.as_mut().expect("stdin is piped");
         stdin.write_all(b"\n").expect("enter");
