@@ -14,7 +14,7 @@ use verter_scheduler::{
     WitnessError,
 };
 
-use crate::deferred::{config as remote_config, next, remote_exec, threaded_remote};
+use crate::remote_work::{config as remote_config, next, remote_exec, threaded_remote};
 use crate::support::*;
 
 /// Whether `result` is the answer a shut-down scheduler gives a request.
@@ -58,7 +58,7 @@ fn shutdown_answers_every_kind_of_waiter_and_leaves_the_ledger_at_zero() {
         let mut config = remote_config(2);
         config.hooks = Arc::clone(&hooks) as Arc<dyn Hooks>;
         let scheduler = threaded_remote(&files, &exec, config);
-        // Deferred work started elsewhere, waiting for its answer.
+        // Remote work started elsewhere, waiting for its answer.
         let remote_handle = scheduler.submit_request(Request::new("d.rs", ARTIFACT));
         let started = next(&remote.artifacts);
         // A stage held on the one CPU slot.
@@ -376,11 +376,15 @@ fn calls_after_shutdown_are_refused_typed_without_calling_the_loader() {
 
 /// A second `shutdown` does nothing, and dropping the scheduler after one
 /// is fine (the drop finds it shut down and only lets go of the rest).
+///
+/// With threads, b.rs's load is held at its gate until the first shutdown
+/// has answered its request: without the gate a stage thread could answer
+/// it first (this test once failed that way in CI).
 #[test]
 fn shutting_down_twice_and_dropping_afterwards_are_fine() {
     for threads in [false, true] {
         watchdog("shutdown twice", move || {
-            let files = MemFiles::with(&[("a.rs", "x")]);
+            let files = MemFiles::with(&[("a.rs", "x"), ("b.rs", "y")]);
             let executor = LineExecutor::default();
             let hooks = Arc::new(GateHooks::default());
             let scheduler = if threads {
@@ -390,12 +394,30 @@ fn shutting_down_twice_and_dropping_afterwards_are_fine() {
             };
             let built = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
             scheduler.wait(&built).expect("built");
-            let queued = scheduler.submit_request(Request::new("b.rs", ARTIFACT));
-            scheduler.shutdown();
+            let queued = if threads {
+                let gate = hooks.hold("b.rs", "Load", HookPoint::AfterDispatch);
+                let queued = scheduler.submit_request(Request::new("b.rs", ARTIFACT));
+                gate.wait_arrival();
+                let shutting = {
+                    let scheduler = Arc::clone(&scheduler);
+                    std::thread::spawn(move || scheduler.shutdown())
+                };
+                // The shutdown's hold answers the request before it waits
+                // for the held load, which it cancelled.
+                assert!(is_shutdown(&scheduler.wait(&queued)));
+                gate.open();
+                shutting.join().expect("shutdown returned");
+                assert_eq!(executor.runs_of("b.rs", "Source"), 0);
+                queued
+            } else {
+                let queued = scheduler.submit_request(Request::new("b.rs", ARTIFACT));
+                scheduler.shutdown();
+                assert!(is_shutdown(&scheduler.wait(&queued)));
+                queued
+            };
             let after_first = state_of(&scheduler);
             scheduler.shutdown();
             assert_eq!(state_of(&scheduler), after_first);
-            assert!(is_shutdown(&scheduler.wait(&queued)));
             assert_quiescent(&scheduler, &[&built, &queued]);
             drop(scheduler);
             assert!(built.is_answered() && queued.is_answered());
