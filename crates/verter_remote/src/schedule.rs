@@ -1,4 +1,4 @@
-//! The glue between the scheduler's deferred work and a remote action: a
+//! The glue between the scheduler's remote work and a remote action: a
 //! started Artifact or cache node ([`verter_scheduler::Completion`]) becomes
 //! one [`RemoteExecutor::submit`], its cancellation becomes the job's
 //! [`RemoteJob::cancel`] (and so `Operations.CancelOperation`), and its

@@ -569,7 +569,7 @@ fn the_scheduler_builds_remotely_hits_the_cache_and_cancels_on_an_edit() {
         let cold = routed(&files, host());
         assert_built(&build(&cold), &expected, CacheSource::Executed);
         assert_eq!(cold.observe().ledger().in_use(), 0);
-        assert_eq!(cold.observe().quiescence_report().deferred_in_flight, 0);
+        assert_eq!(cold.observe().quiescence_report().remote_in_flight, 0);
         assert_eq!(remote.stats().executed, 4);
 
         // A fresh scheduler over the same files: the action cache answers.
@@ -596,7 +596,7 @@ fn the_scheduler_builds_remotely_hits_the_cache_and_cancels_on_an_edit() {
         });
         assert_eq!(remote.stats().cancels_sent, cancels_before + 1);
         wait_until_gone(pid);
-        assert_eq!(warm.observe().quiescence_report().deferred_in_flight, 0);
+        assert_eq!(warm.observe().quiescence_report().remote_in_flight, 0);
         assert_eq!(warm.observe().ledger().in_use(), 0);
     });
 }

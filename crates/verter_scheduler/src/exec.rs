@@ -197,7 +197,7 @@ impl<S> ParsedSource<S> {
     }
 }
 
-/// The queue of deferred jobs to start (`Scheduler::jobs`).
+/// The queue of remote jobs to start (`Scheduler::jobs`).
 const REMOTE: usize = ResourceClass::Remote.index();
 
 /// The queue of urgent CPU jobs (`Scheduler::jobs`), after one per class:
@@ -315,12 +315,12 @@ impl<E: StageExecutor> Scheduler<E> {
                         // Registered in the dispatching hold, so an
                         // abandonment in any later hold reaches the work.
                         let dispatch = job.dispatch();
-                        let notice = crate::deferred::CancelNotice::new(
+                        let notice = crate::remote_work::CancelNotice::new(
                             dispatch.identity,
                             dispatch.priority,
                             dispatch.cancel.clone(),
                         );
-                        locked.deferred.register(Arc::clone(&notice));
+                        locked.remote_work.register(Arc::clone(&notice));
                         job.set_notice(notice);
                         jobs.push(job);
                     }
@@ -633,12 +633,12 @@ impl<E: StageExecutor> Scheduler<E> {
     fn push_job(&self, job: Job<E>) {
         let class = job.dispatch().class;
         if class == ResourceClass::Remote {
-            // Deferred work holds no thread: it is started right here,
+            // Remote work holds no thread: it is started right here,
             // after the lock, on a threaded scheduler; an inline one's
             // pumping caller starts it in dispatch order.
             self.jobs[REMOTE].push(job);
             if let Mode::Threaded { .. } = &self.mode {
-                self.start_queued_deferred();
+                self.start_queued_remote();
             }
             return;
         }
@@ -676,7 +676,7 @@ impl<E: StageExecutor> Scheduler<E> {
             ResourceClass::Io => {
                 let _ = io.try_submit(OwnerCommand::new(run));
             }
-            ResourceClass::Remote => unreachable!("deferred work is started above"),
+            ResourceClass::Remote => unreachable!("remote work is started above"),
         }
     }
 
@@ -692,7 +692,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 let Some(job) = self.jobs[REMOTE].pop() else {
                     return false;
                 };
-                self.start_deferred(job);
+                self.start_remote(job);
                 return true;
             }
         };
@@ -736,7 +736,7 @@ impl<E: StageExecutor> Scheduler<E> {
     fn pump_step(&self) -> bool {
         // A stage this thread finished and has not committed yet (its batch
         // is still running) may be what the waiter waits for.
-        let mut progressed = flush_deferred();
+        let mut progressed = flush_round();
         let chunks = match self.mode {
             Mode::Inline => 1,
             Mode::Threaded { .. } => usize::MAX,
@@ -768,7 +768,7 @@ impl<E: StageExecutor> Scheduler<E> {
         debug_assert_ne!(
             class,
             ResourceClass::Remote,
-            "deferred work holds no slot to lend"
+            "remote work holds no slot to lend"
         );
         let job = self.transact(|locked, post| {
             let dispatch = locked.dag.dequeue_ready_lent(class)?;
@@ -828,12 +828,12 @@ impl<E: StageExecutor> PumpDriver for Scheduler<E> {
 
 mod batch;
 mod caller;
-mod deferred;
+mod remote_work;
 mod run;
 mod source;
 mod verify;
 
-pub(crate) use batch::flush_deferred;
+pub(crate) use batch::flush_round;
 pub(crate) use run::this_runner;
 #[cfg(test)]
 mod tests;

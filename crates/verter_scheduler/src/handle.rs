@@ -142,7 +142,7 @@ impl<E: StageExecutor> CompletionHandle<E> {
         // Called from inside a stage, the answer may be a stage this
         // thread finished and has not committed yet.
         if !state.cell().is_set() {
-            crate::exec::flush_deferred();
+            crate::exec::flush_round();
         }
         state.cell().wait_timeout(timeout)
     }
@@ -163,7 +163,7 @@ impl<E: StageExecutor> Future for CompletionHandle<E> {
         };
         // As in `wait_timeout`: a stage this thread has not committed yet.
         if !state.cell().is_set() {
-            crate::exec::flush_deferred();
+            crate::exec::flush_round();
         }
         state.cell().poll_get(cx)
     }

@@ -35,7 +35,7 @@ pub(crate) struct FileJob<E: StageExecutor> {
     /// Remote work only: how the scheduler tells it, once started, that it
     /// was cancelled (registered in the in-flight table by the hold that
     /// dispatched it).
-    pub(crate) notice: Option<Arc<crate::deferred::CancelNotice>>,
+    pub(crate) notice: Option<Arc<crate::remote_work::CancelNotice>>,
 }
 
 /// A host cache node's flight as dispatched.
@@ -48,7 +48,7 @@ pub(crate) struct CacheJob {
     /// As [`FileJob::ready_at`].
     pub(crate) ready_at: Option<std::time::Instant>,
     /// As [`FileJob::notice`].
-    pub(crate) notice: Option<Arc<crate::deferred::CancelNotice>>,
+    pub(crate) notice: Option<Arc<crate::remote_work::CancelNotice>>,
 }
 
 impl<E: StageExecutor> Job<E> {
@@ -61,7 +61,7 @@ impl<E: StageExecutor> Job<E> {
     }
 
     /// Gives remote work the notice its dispatching hold registered.
-    pub(crate) fn set_notice(&mut self, notice: Arc<crate::deferred::CancelNotice>) {
+    pub(crate) fn set_notice(&mut self, notice: Arc<crate::remote_work::CancelNotice>) {
         match self {
             Self::File(job) => job.notice = Some(notice),
             Self::Cache(job) => job.notice = Some(notice),

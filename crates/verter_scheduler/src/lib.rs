@@ -100,7 +100,7 @@
 //! lock-held code). Every hold is an unwind boundary: the panic is caught
 //! with the lock still held, the state the lock guards is not trusted and
 //! is recovered as by [`Scheduler::reset`] (every file forgotten, host
-//! DAGs cancelled, started deferred work told), and everyone the hold left
+//! DAGs cancelled, started remote work told), and everyone the hold left
 //! waiting — registered, queued, or answered by the broken hold itself —
 //! is answered [`RequestError::Internal`] after the lock. The capacity
 //! ledger starts again from zero, and work dispatched before the recovery
@@ -183,7 +183,6 @@ mod config;
 mod cutoff;
 mod dag_types;
 mod dags;
-mod deferred;
 mod driver;
 mod error;
 mod events;
@@ -199,6 +198,7 @@ mod language;
 mod node;
 mod output;
 mod post;
+mod remote_work;
 mod scheduler;
 mod snapshot;
 pub mod stage;
@@ -222,7 +222,6 @@ pub use dag_types::{
     Cache, CacheTask, ConcurrencyLimit, DagResults, EdgeGate, NodeId, NodeKind, NodeOutput,
     RequestContext,
 };
-pub use deferred::Completion;
 pub use error::{ExecutorError, LoadError, RequestError, panic_message};
 #[cfg(any(test, feature = "test-support"))]
 pub use fault::HoldPoint;
@@ -235,6 +234,7 @@ pub use host_dag::{
 pub use language::Language;
 pub use node::{FileNode, NodeView};
 pub use output::{RequestResult, StageOutput};
+pub use remote_work::Completion;
 pub use scheduler::{
     Invalidation, Observer, QuiescenceReport, SchedulerCounters, SchedulerStats, Snapshot,
 };

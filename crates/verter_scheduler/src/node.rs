@@ -122,7 +122,7 @@ pub struct FileNode<E: StageExecutor> {
     /// number) that queued a registration on this object, or 0. Batch
     /// numbers wrap: a stale match only makes admission register queued
     /// work earlier than it needed to (docs/design.md, "Chunked admission").
-    deferred_by: AtomicU32,
+    queued_by: AtomicU32,
     /// The current view's generation, written with the view (under the DAG
     /// lock): what a worker's staleness check reads, one load instead of a
     /// view load. A reader racing a new generation may see either; the
@@ -146,7 +146,7 @@ impl<E: StageExecutor> FileNode<E> {
             lifetime,
             language,
             retired: AtomicBool::new(false),
-            deferred_by: AtomicU32::new(0),
+            queued_by: AtomicU32::new(0),
             generation: AtomicU64::new(generation.get()),
             view: ArcSwap::from_pointee(NodeView::empty(generation)),
         }
@@ -220,14 +220,14 @@ impl<E: StageExecutor> FileNode<E> {
 
     /// Under the DAG lock: the batch that last queued a registration on
     /// this object (0 for none).
-    pub(crate) fn deferred_by(&self) -> u32 {
-        self.deferred_by.load(Ordering::Relaxed)
+    pub(crate) fn queued_by(&self) -> u32 {
+        self.queued_by.load(Ordering::Relaxed)
     }
 
     /// Under the DAG lock: records that `batch` queued a registration on
     /// this object.
-    pub(crate) fn set_deferred_by(&self, batch: u32) {
-        self.deferred_by.store(batch, Ordering::Relaxed);
+    pub(crate) fn set_queued_by(&self, batch: u32) {
+        self.queued_by.store(batch, Ordering::Relaxed);
     }
 
     /// Under the DAG lock: starts an empty view for a new generation,

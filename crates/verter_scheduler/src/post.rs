@@ -394,8 +394,8 @@ pub(crate) struct PostWork<E: StageExecutor> {
     /// Why the answers queued so far are not trusted: set by
     /// [`Self::distrust`], in a hold that broke.
     distrusted: Option<Arc<str>>,
-    /// Started deferred work this hold abandoned: told after the lock.
-    cancelled: Vec<Arc<crate::deferred::CancelNotice>>,
+    /// Started remote work this hold abandoned: told after the lock.
+    cancelled: Vec<Arc<crate::remote_work::CancelNotice>>,
     /// Whether events are recorded (the hooks observe them).
     observed: bool,
     /// The number of the hold that decides these events (see
@@ -490,9 +490,9 @@ impl<E: StageExecutor> PostWork<E> {
         self.discarded.push(Box::new(value));
     }
 
-    /// Tells started deferred work, after the lock, that this hold
+    /// Tells started remote work, after the lock, that this hold
     /// abandoned it.
-    pub(crate) fn cancel_deferred(&mut self, notice: Arc<crate::deferred::CancelNotice>) {
+    pub(crate) fn cancel_remote(&mut self, notice: Arc<crate::remote_work::CancelNotice>) {
         self.cancelled.push(notice);
     }
 
@@ -609,7 +609,7 @@ impl<E: StageExecutor> PostWork<E> {
                 duplicates.fetch_add(1, Ordering::Relaxed);
             }
         }
-        // Started deferred work learns it was abandoned once its waiters
+        // Started remote work learns it was abandoned once its waiters
         // were answered (host callbacks, after the lock).
         for notice in self.cancelled {
             notice.fire();

@@ -154,7 +154,7 @@ pub struct SchedulerCounters {
     /// Requests of large atomic batches registered in a later hold than
     /// the one that applied their batch's edits
     /// (`SchedulerConfig::registrations_per_hold`).
-    pub deferred_registrations: u64,
+    pub queued_registrations: u64,
     /// Total nanoseconds the DAG lock was held since the scheduler was
     /// built, over every hold (admission, completion, dispatch, reads such
     /// as this one's own); timed from just after the lock is taken until
@@ -185,9 +185,9 @@ pub struct QuiescenceReport {
     pub cache_flights: usize,
     /// Permits of concurrency limits taken by DAG nodes.
     pub dag_permits: usize,
-    /// Deferred work started and not yet committed
+    /// Remote work started and not yet committed
     /// ([`crate::Completion`]).
-    pub deferred_in_flight: usize,
+    pub remote_in_flight: usize,
 }
 
 impl QuiescenceReport {
@@ -203,7 +203,7 @@ impl QuiescenceReport {
             dag_runs: 0,
             cache_flights: 0,
             dag_permits: 0,
-            deferred_in_flight: 0,
+            remote_in_flight: 0,
         }
     }
 }

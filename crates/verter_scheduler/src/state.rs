@@ -219,9 +219,9 @@ pub(crate) struct Locked<E: StageExecutor> {
     /// When ready-queue tickets were issued, by hold: only while runs are
     /// timed (docs/design.md, "Causes").
     pub(crate) ready_clock: ReadyClock,
-    /// Started deferred work not yet committed, with how to tell it it was
-    /// cancelled (`deferred.rs`).
-    pub(crate) deferred: crate::deferred::InFlight,
+    /// Started remote work not yet committed, with how to tell it it was
+    /// cancelled (`remote_work.rs`).
+    pub(crate) remote_work: crate::remote_work::RemoteWork,
     /// Requests this hold took off the inbox (or off `registering`) whose
     /// admission it has not settled yet: `Counters::pending_admissions`
     /// still counts them. Zero between holds; what a recovered hold
@@ -290,7 +290,7 @@ pub(crate) struct Counters {
     pub(crate) holds_recovered: AtomicU64,
     pub(crate) batched_stages: AtomicU64,
     pub(crate) caller_stages: AtomicU64,
-    pub(crate) deferred_registrations: AtomicU64,
+    pub(crate) queued_registrations: AtomicU64,
     /// Nanoseconds the DAG lock was held, summed over every hold: added by
     /// [`Held`] when a hold ends, read by `Observer::counters`.
     pub(crate) lock_held_ns: AtomicU64,
@@ -330,7 +330,7 @@ pub struct Scheduler<E: StageExecutor> {
     /// Pool jobs of this scheduler running now (a pool token that upgraded
     /// its weak reference): what a shutdown waits to see at zero.
     pub(crate) pool_jobs: AtomicUsize,
-    /// Dispatched jobs: CPU, I/O, remote (deferred work to start), then
+    /// Dispatched jobs: CPU, I/O, remote (remote work to start), then
     /// urgent CPU (threaded only; see `exec.rs`). Pool tokens and pumps pop them; a host
     /// thread that waits pops the urgent ones.
     pub(crate) jobs: [SegQueue<Job<E>>; 4],
@@ -410,7 +410,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 revisions: RevisionClock::default(),
                 dags: DagRuns::default(),
                 ready_clock: ReadyClock::default(),
-                deferred: crate::deferred::InFlight::default(),
+                remote_work: crate::remote_work::RemoteWork::default(),
                 unsettled: 0,
                 receipt: None,
             }),

@@ -31,7 +31,7 @@
 //!    node's run, whose current commits (moving the Source on to its
 //!    parse, landing the node's flight) record nothing of their own. Every
 //!    `DidComplete` and `DidCutOff(_, Unchanged)` follows an executor's
-//!    run (on the `Cpu` budget, or a deferred run on the `Remote` one,
+//!    run (on the `Cpu` budget, or a remote run on the `Remote` one,
 //!    recorded by the hold that commits its completion) of its work in its
 //!    hold, and no `DidCutOff(_, Verified)` follows any run. A `DidFail`
 //!    or a `DidRefuseStale` needs no run: a dispatch may be failed or
@@ -39,7 +39,7 @@
 //! 3. *Counts* (whole logs only). Per piece of work, the `Ran` records on
 //!    the `Cpu` budget number the executor's calls (parses, analyses,
 //!    artifacts, cache nodes), and those on the `Remote` budget its
-//!    deferred starts (`start_artifact`, `start_cache_node`: each start is
+//!    remote starts (`start_artifact`, `start_cache_node`: each start is
 //!    one run, whether it was answered, answered wrongly, dropped or
 //!    panicked); per file, those on the `Io` budget (its Sources' loads)
 //!    number the loader's calls that Source loads made.
@@ -97,9 +97,9 @@ pub struct CauseStats {
     /// Records the ring dropped before a checkpoint took them (threaded
     /// only).
     pub dropped: u64,
-    /// `Ran` records of deferred work (on the `Remote` budget) counted
+    /// `Ran` records of remote work (on the `Remote` budget) counted
     /// against the executor's starts (whole logs only).
-    pub deferred_runs: u64,
+    pub remote_runs: u64,
 }
 
 impl CauseStats {
@@ -116,7 +116,7 @@ impl CauseStats {
         self.superseded += other.superseded;
         self.skipped += other.skipped;
         self.dropped += other.dropped;
-        self.deferred_runs += other.deferred_runs;
+        self.remote_runs += other.remote_runs;
     }
 
     /// Chains judged to end at a host action.
@@ -146,11 +146,11 @@ impl fmt::Display for CauseStats {
             "; {} cancellations by a host action, {} by a host cancellation token, {} supersessions",
             self.cancelled_by_action, self.cancelled_by_token, self.superseded,
         )?;
-        if self.deferred_runs > 0 {
+        if self.remote_runs > 0 {
             write!(
                 f,
-                "; {} deferred runs counted against their starts",
-                self.deferred_runs
+                "; {} remote runs counted against their starts",
+                self.remote_runs
             )?;
         }
         if self.skipped > 0 || self.dropped > 0 {
@@ -230,7 +230,7 @@ pub enum CauseViolation {
         /// The log's count.
         logged: u64,
     },
-    /// Rule 3: the executor started a piece of deferred work another
+    /// Rule 3: the executor started a piece of remote work another
     /// number of times than the log has `Ran` records of it on the
     /// `Remote` budget.
     #[error(
@@ -299,7 +299,7 @@ pub struct Executed {
     /// Executor calls per piece of work: parses, analyses, artifacts and
     /// cache nodes ([`crate::lang::SimExecutor::calls`]).
     pub stages: HashMap<WorkNodeIdentity, u64>,
-    /// Deferred starts per piece of work: Artifacts and cache nodes routed
+    /// Remote starts per piece of work: Artifacts and cache nodes routed
     /// to the remote class ([`crate::lang::SimExecutor::starts`]).
     pub starts: HashMap<WorkNodeIdentity, u64>,
     /// Loader calls per file that Source loads made (not those the host's
@@ -453,8 +453,8 @@ struct Tally {
     /// Per piece of work: its runs on the `Cpu` budget (the executor's).
     runs: HashMap<WorkNodeIdentity, u64>,
     /// Per piece of work: its runs on the `Remote` budget (the executor's
-    /// deferred starts).
-    deferred: HashMap<WorkNodeIdentity, u64>,
+    /// remote starts).
+    remote: HashMap<WorkNodeIdentity, u64>,
     /// Per file: its Sources' runs on the `Io` budget (the loader's).
     loads: BTreeMap<String, u64>,
 }
@@ -468,7 +468,7 @@ impl Tally {
                     .entry(key.file.canonical.as_str().to_owned())
                     .or_default() += 1;
             }
-            (ResourceClass::Remote, work) => *self.deferred.entry(work).or_default() += 1,
+            (ResourceClass::Remote, work) => *self.remote.entry(work).or_default() += 1,
             (_, work) => *self.runs.entry(work).or_default() += 1,
         }
     }
@@ -574,15 +574,12 @@ fn judge_counts(tally: &Tally, executed: &Executed, verdict: &mut CauseVerdict) 
             });
         }
     }
-    let works: HashSet<&WorkNodeIdentity> = tally
-        .deferred
-        .keys()
-        .chain(executed.starts.keys())
-        .collect();
+    let works: HashSet<&WorkNodeIdentity> =
+        tally.remote.keys().chain(executed.starts.keys()).collect();
     for work in works {
-        let logged = tally.deferred.get(work).copied().unwrap_or(0);
+        let logged = tally.remote.get(work).copied().unwrap_or(0);
         let started = executed.starts.get(work).copied().unwrap_or(0);
-        verdict.stats.deferred_runs += logged.min(started);
+        verdict.stats.remote_runs += logged.min(started);
         if logged != started {
             counts.push(CauseViolation::StartCount {
                 work: Step::work_label(work),

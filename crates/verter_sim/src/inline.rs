@@ -62,7 +62,7 @@
 //! and cover the parked jobs, a wrong answer is never the file's committed
 //! output, a cancellation is told (`on_cancel`) before the call that made
 //! it returns and only to cancelled work, and at every quiescent point
-//! nothing started is left, no deferred work is in flight and no remote
+//! nothing started is left, no remote work is in flight and no remote
 //! reservation held. The causal log's `Ran` records on the `Remote` budget
 //! number the executor's starts.
 //!
@@ -152,8 +152,8 @@ pub struct RunReport {
     /// one trace (the run is deterministic).
     pub digest: u64,
     /// Requests of atomic batches the scheduler registered after their
-    /// batch's edits (`SchedulerCounters::deferred_registrations`).
-    pub deferred_registrations: u64,
+    /// batch's edits (`SchedulerCounters::queued_registrations`).
+    pub queued_registrations: u64,
     /// Early cutoff the run judged: stages verified without running,
     /// outputs found unchanged, and texts cut off at the door
     /// (`SchedulerCounters::stages_verified`, `outputs_unchanged`,
@@ -295,7 +295,7 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
         .scheduler
         .get()
         .map(|scheduler| scheduler.observe().counters());
-    let deferred_registrations = counters.map_or(0, |c| c.deferred_registrations);
+    let queued_registrations = counters.map_or(0, |c| c.queued_registrations);
     let cut_off = counters.map_or([0; 3], |c| {
         [c.stages_verified, c.outputs_unchanged, c.unchanged_texts]
     });
@@ -307,7 +307,7 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
             answers: state.answers,
             checks: state.checks,
             digest: state.digest,
-            deferred_registrations,
+            queued_registrations,
             cut_off,
             dags: state.dag_stats,
             causes,

@@ -22,7 +22,7 @@
 //! - [`remote`]: the fake remote executor — routed Artifacts and cache
 //!   nodes are started, parked with their completion, and answered later
 //!   in any order (rightly, wrongly only when cancelled, or dropped) — and
-//!   the checks of the deferred protocol around them.
+//!   the checks of the remote-work protocol around them.
 //! - [`inline`]: one trace on an inline scheduler: fully deterministic,
 //!   operations placed inside hook windows, quiescent checks, shrinking;
 //!   on some seeds, lock holds broken on purpose (a panic under the lock,

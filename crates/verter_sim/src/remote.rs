@@ -10,7 +10,7 @@
 //! # What it checks
 //! The answers themselves are judged by the oracle like any other (their
 //! expectation is unchanged: a faithful remote answers what the local
-//! executor would). The desk checks the deferred protocol around them:
+//! executor would). The desk checks the remote-work protocol around them:
 //! 1. every `on_cancel` callback runs for work whose token is cancelled,
 //!    at most once;
 //! 2. inline, work whose token is cancelled has been told so by the time

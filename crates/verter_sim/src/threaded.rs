@@ -31,7 +31,7 @@
 //! completion — while the hosts wait on their answers (`remote.rs`). Every
 //! quiescent checkpoint, and the end of the run, checks that every started
 //! piece of work was answered and told of its cancellation when it was
-//! cancelled first, and that no deferred work or remote reservation is
+//! cancelled first, and that no remote work or remote reservation is
 //! left.
 //!
 //! # Reproducibility
@@ -48,7 +48,7 @@
 //! - `causes.rs`: the leader's window onto the causal log;
 //! - `dag.rs`: host DAGs (submitted, waited, dropped, cancelled or handed
 //!   to another thread, and judged);
-//! - `remote.rs`: the remote threads and the checks of deferred work.
+//! - `remote.rs`: the remote threads and the checks of remote work.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -193,7 +193,7 @@ pub struct SoakReport {
     pub nested_waits: u64,
     /// Requests of atomic batches registered after their batch's edits
     /// (even seeds register one per hold).
-    pub deferred_registrations: u64,
+    pub queued_registrations: u64,
     /// Early cutoff the soak judged: stages verified without running,
     /// outputs found unchanged, texts cut off at the door.
     pub cut_off: [u64; 3],
@@ -481,7 +481,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         batched_stages: counters.batched_stages,
         caller_stages: counters.caller_stages,
         completion_holds: counters.completion_holds,
-        deferred_registrations: counters.deferred_registrations,
+        queued_registrations: counters.queued_registrations,
         cut_off: [
             counters.stages_verified,
             counters.outputs_unchanged,

@@ -1,4 +1,4 @@
-//! The scheduler's deferred work on the fake server: a routed Artifact
+//! The scheduler's remote work on the fake server: a routed Artifact
 //! becomes one remote action at its REAPI priority, its answer is
 //! committed from the client's runtime thread, a rebuild is an action
 //! cache hit, and the scheduler's cancellation reaches the server as
@@ -78,7 +78,7 @@ fn a_routed_artifact_runs_remotely_and_a_fresh_scheduler_hits_the_action_cache()
         priorities.sort_unstable();
         assert_eq!(priorities, [-1, 0], "High maps to -1, Normal to 0");
         assert_eq!(first.observe().ledger().in_use(), 0);
-        assert_eq!(first.observe().quiescence_report().deferred_in_flight, 0);
+        assert_eq!(first.observe().quiescence_report().remote_in_flight, 0);
 
         // Another scheduler over the same files: answered by the action
         // cache, nothing executed.
@@ -117,10 +117,7 @@ fn an_edit_of_a_file_whose_artifact_runs_remotely_cancels_the_operation() {
         h.fake.release_held();
         let output = scheduler.wait(&handle).expect("built");
         assert_eq!(output.as_artifact().expect("artifact").data().text, "new");
-        assert_eq!(
-            scheduler.observe().quiescence_report().deferred_in_flight,
-            0
-        );
+        assert_eq!(scheduler.observe().quiescence_report().remote_in_flight, 0);
         assert_eq!(scheduler.observe().ledger().in_use(), 0);
     });
 }

@@ -5,19 +5,19 @@
 //!
 //! A round is the jobs one hold handed this thread: one budgeted, the rest
 //! batched (`Scheduler::take_batched`). The thread runs them one after
-//! another; each finished one waits in the thread's *deferred* list until
+//! another; each finished one waits in the thread's *unflushed* list until
 //! the round's last has run, and one hold then commits them all and takes
 //! the next round. An urgent stage (CPU work at `High` or above) ends its
 //! round early: it is committed as soon as it ran, and the round's unrun
-//! jobs run after what that hold hands the thread. A deferred stage is
+//! jobs run after what that hold hands the thread. A unflushed stage is
 //! still running as far as the DAG is
 //! concerned (its reservation is held, nothing is published), so a stale
 //! one is refused at the commit like any other.
 //!
 //! A stage may wait on another stage's answer; that answer may be a
-//! deferred stage of its own thread, or a stage of its round not run yet.
-//! So every wait that may block first commits the thread's deferred list
-//! and runs the round's unrun jobs itself, nested ([`flush_deferred`],
+//! unflushed stage of its own thread, or a stage of its round not run yet.
+//! So every wait that may block first commits the thread's unflushed list
+//! and runs the round's unrun jobs itself, nested ([`flush_round`],
 //! called by every pump pass and by a handle's own waits): nothing waits on
 //! work that only its own thread could commit or run. A hold takes about
 //! `SchedulerConfig::batch_time` of work for its thread, judged by how long
@@ -37,20 +37,20 @@ use super::*;
 use crate::exec::run::Finished;
 
 thread_local! {
-    /// The deferred list of the batch this thread is running, if any.
-    static DEFERRED: RefCell<Option<Rc<dyn Flush>>> = const { RefCell::new(None) };
+    /// The unflushed list of the batch this thread is running, if any.
+    static UNFLUSHED: RefCell<Option<Rc<dyn Flush>>> = const { RefCell::new(None) };
 }
 
-/// Commits a thread's deferred stages (type-erased: a thread-local cannot
+/// Commits a thread's unflushed stages (type-erased: a thread-local cannot
 /// name the executor type).
 trait Flush {
-    /// Commits every deferred stage in one hold; returns whether there was
+    /// Commits every unflushed stage in one hold; returns whether there was
     /// any.
     fn flush(&self) -> bool;
 }
 
-/// One batch's deferred stages and the scheduler that commits them.
-struct Deferred<E: StageExecutor> {
+/// One batch's unflushed stages and the scheduler that commits them.
+struct Unflushed<E: StageExecutor> {
     scheduler: Arc<Scheduler<E>>,
     /// The round's jobs not run yet: dispatched (reserved) and held by this
     /// thread alone, run by it in order or from inside a wait.
@@ -61,7 +61,7 @@ struct Deferred<E: StageExecutor> {
     broken: RefCell<Option<String>>,
 }
 
-impl<E: StageExecutor> Flush for Deferred<E> {
+impl<E: StageExecutor> Flush for Unflushed<E> {
     fn flush(&self) -> bool {
         let mut finished = std::mem::take(&mut *self.finished.borrow_mut());
         let mut did = !finished.is_empty();
@@ -88,36 +88,36 @@ impl<E: StageExecutor> Flush for Deferred<E> {
     }
 }
 
-/// Commits the calling thread's deferred stages and runs its round's unrun
+/// Commits the calling thread's unflushed stages and runs its round's unrun
 /// jobs, if it has any (see the module docs). Returns whether it did
 /// anything. Cheap when there is
 /// nothing: one thread-local read.
-pub(crate) fn flush_deferred() -> bool {
-    let deferred = DEFERRED.with(|slot| slot.borrow().clone());
-    deferred.is_some_and(|deferred| deferred.flush())
+pub(crate) fn flush_round() -> bool {
+    let unflushed = UNFLUSHED.with(|slot| slot.borrow().clone());
+    unflushed.is_some_and(|unflushed| unflushed.flush())
 }
 
-/// Installs a batch's deferred list as the thread's; on drop (also on
+/// Installs a batch's unflushed list as the thread's; on drop (also on
 /// unwind) commits what is left and uninstalls it, so no reservation or
 /// waiter is ever left behind.
-struct Installed<E: StageExecutor>(Rc<Deferred<E>>);
+struct Installed<E: StageExecutor>(Rc<Unflushed<E>>);
 
 impl<E: StageExecutor> Installed<E> {
     fn new(scheduler: Arc<Scheduler<E>>) -> Self {
-        let deferred = Rc::new(Deferred {
+        let unflushed = Rc::new(Unflushed {
             scheduler,
             pending: RefCell::new(VecDeque::new()),
             finished: RefCell::new(Vec::new()),
             broken: RefCell::new(None),
         });
-        DEFERRED.with(|slot| {
-            let previous = slot.replace(Some(Rc::clone(&deferred) as Rc<dyn Flush>));
+        UNFLUSHED.with(|slot| {
+            let previous = slot.replace(Some(Rc::clone(&unflushed) as Rc<dyn Flush>));
             debug_assert!(previous.is_none(), "only an outermost chain batches");
         });
-        Self(deferred)
+        Self(unflushed)
     }
 
-    fn defer(&self, finished: Finished<E>) {
+    fn keep_unflushed(&self, finished: Finished<E>) {
         self.0.finished.borrow_mut().push(finished);
     }
 
@@ -143,7 +143,7 @@ impl<E: StageExecutor> Installed<E> {
 
 impl<E: StageExecutor> Drop for Installed<E> {
     fn drop(&mut self) {
-        DEFERRED.with(|slot| slot.replace(None));
+        UNFLUSHED.with(|slot| slot.replace(None));
         if std::thread::panicking() {
             // Dropped by an unwind (a hold of this chain broke, say): a hold
             // that breaks in this flush too is recovered, and its panic
@@ -206,13 +206,13 @@ impl<E: StageExecutor> Scheduler<E> {
                     installed.as_ref().and_then(Installed::next)
                 };
                 match (&installed, current.is_some()) {
-                    // Later jobs of the round may wait on it: deferred, so a
+                    // Later jobs of the round may wait on it: kept unflushed, so a
                     // pump on this thread commits it first.
-                    (Some(deferred), true) => deferred.defer(done),
+                    (Some(unflushed), true) => unflushed.keep_unflushed(done),
                     _ => {
-                        // Commit order is run order: the deferred ones first.
-                        if let Some(deferred) = &installed {
-                            deferred.take(&mut finished);
+                        // Commit order is run order: the unflushed ones first.
+                        if let Some(unflushed) = &installed {
+                            unflushed.take(&mut finished);
                         }
                         finished.push(done);
                     }
@@ -237,8 +237,8 @@ impl<E: StageExecutor> Scheduler<E> {
             kept = next.or_else(|| installed.as_ref().and_then(Installed::next));
         }
         debug_assert!(round.is_empty(), "batched jobs come with a kept one");
-        if let Some(deferred) = installed.take() {
-            broken = broken.or(deferred.0.broken.take());
+        if let Some(unflushed) = installed.take() {
+            broken = broken.or(unflushed.0.broken.take());
         }
         if let Some(message) = broken {
             debug_assert!(false, "{message}");

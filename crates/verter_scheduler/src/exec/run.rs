@@ -240,7 +240,7 @@ impl<E: StageExecutor> Scheduler<E> {
         self.finished_ran(dispatch, outcome, ran)
     }
 
-    /// Before a file job's executor call (on the worker, or where deferred
+    /// Before a file job's executor call (on the worker, or where remote
     /// work starts): refuses work that is already stale — checked again
     /// after the pause point, where a test (or a slow thread) may have let
     /// the world move on — and verifies a stage none of whose inputs changed
@@ -331,7 +331,7 @@ impl<E: StageExecutor> Scheduler<E> {
             Revision,
         ),
         prior: Option<Arc<ArtifactSnapshot<E::Artifact>>>,
-        result: crate::deferred::Answer<E::Artifact>,
+        result: crate::remote_work::Answer<E::Artifact>,
     ) -> (BuiltArtifact<E>, Cut) {
         let (analysis, blockers, blockers_changed_at) = inputs;
         let verified_at = artifact_inputs_changed_at(analysis, blockers, blockers_changed_at);
@@ -356,7 +356,7 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(super) fn cached(
         &self,
         identity: &WorkNodeIdentity,
-        result: crate::deferred::Answer<E::CacheOutput>,
+        result: crate::remote_work::Answer<E::CacheOutput>,
     ) -> Outcome<E> {
         let result = match result {
             Ok(Ok(output)) => Ok(Arc::new(output)),

@@ -3,10 +3,10 @@
 //! A large atomic batch is admitted in two phases: its edits in the hold
 //! that takes it, its registrations queued under the lock and made a chunk
 //! per later hold (docs/design.md, "Chunked admission"). Only
-//! `register_deferred` takes registrations off that queue, under the lock,
+//! `register_queued` takes registrations off that queue, under the lock,
 //! besides teardown, which answers them `Shutdown`, and a recovered hold,
 //! which answers them `Internal`
-//! (`queued_registrations_are_taken_only_by_register_deferred_teardown_and_recovery`).
+//! (`queued_registrations_are_taken_only_by_register_queued_teardown_and_recovery`).
 //! A write or a lifecycle call makes every queued registration first.
 //!
 //! Part of the `scheduler` module, which owns the DAG lock; see its docs for
@@ -30,7 +30,7 @@ impl<E: StageExecutor> Scheduler<E> {
         self.drain(usize::MAX)
     }
 
-    /// [`Self::drain_inbox`], making deferred registrations in at most
+    /// [`Self::drain_inbox`], making queued registrations in at most
     /// `chunks` holds: an inline pump pass makes one chunk, then runs a
     /// stage, as stage threads would run between the driver's holds.
     pub(crate) fn drain(&self, mut chunks: usize) -> usize {
@@ -38,7 +38,7 @@ impl<E: StageExecutor> Scheduler<E> {
         loop {
             // Every pump pass drains: skip the lock when there is nothing to
             // take (an item sent after this check wakes a pump of its own).
-            // Deferred registrations are counted as pending admissions.
+            // Queued registrations are counted as pending admissions.
             if self.inbox.is_empty()
                 && (chunks == 0 || self.counters.pending_admissions.load(Ordering::Acquire) == 0)
             {
@@ -48,7 +48,7 @@ impl<E: StageExecutor> Scheduler<E> {
             let n = self.transact(|locked, post| {
                 let items = self.admit_pending(locked, post, 64);
                 let registered = if register {
-                    self.register_deferred(locked, post, self.config.registrations_per_hold)
+                    self.register_queued(locked, post, self.config.registrations_per_hold)
                 } else {
                     0
                 };
@@ -67,14 +67,14 @@ impl<E: StageExecutor> Scheduler<E> {
     /// that arrives meanwhile (concurrent with the call, so it needs no
     /// order), so a lifecycle call's hold is bounded by the inbox's capacity
     /// even while a busy sender keeps refilling it; then makes every
-    /// deferred registration. A caller that reads its own writes finds all
+    /// queued registration. A caller that reads its own writes finds all
     /// of them admitted.
     pub(crate) fn admit_sent(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) -> usize {
         let (urgent, normal) = self.inbox.lens();
         let requests = self.admit_lane(locked, post, Lane::Urgent, urgent)
             + self.admit_lane(locked, post, Lane::Normal, normal);
         self.settle_admitted(locked, requests);
-        self.register_deferred(locked, post, usize::MAX);
+        self.register_queued(locked, post, usize::MAX);
         urgent + normal
     }
 
@@ -103,7 +103,7 @@ impl<E: StageExecutor> Scheduler<E> {
         });
         if queued {
             while self.transact(|locked, post| {
-                self.register_deferred(locked, post, self.config.registrations_per_hold)
+                self.register_queued(locked, post, self.config.registrations_per_hold)
             }) > 0
             {}
         }
@@ -157,7 +157,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// returns how many of its requests were admitted whole (registered or
     /// answered) in this hold. The caller settles `pending_admissions`.
     ///
-    /// A write is never admitted ahead of a deferred registration: those
+    /// A write is never admitted ahead of a queued registration: those
     /// were sent before it, so they are made first.
     fn admit_envelope(
         &self,
@@ -193,7 +193,7 @@ impl<E: StageExecutor> Scheduler<E> {
             return requests;
         }
         if !locked.registering.is_empty() && item.is_write() {
-            self.register_deferred(locked, post, usize::MAX);
+            self.register_queued(locked, post, usize::MAX);
         }
         let settled = match item {
             Submission::One(prepared) => {
@@ -261,9 +261,9 @@ impl<E: StageExecutor> Scheduler<E> {
         answered
     }
 
-    /// Under the lock: makes up to `max` deferred registrations, oldest
+    /// Under the lock: makes up to `max` queued registrations, oldest
     /// first, and takes them off the pending count. Returns how many.
-    pub(crate) fn register_deferred(
+    pub(crate) fn register_queued(
         &self,
         locked: &mut Locked<E>,
         post: &mut PostWork<E>,
@@ -279,7 +279,7 @@ impl<E: StageExecutor> Scheduler<E> {
             made += 1;
         }
         self.counters
-            .deferred_registrations
+            .queued_registrations
             .fetch_add(made as u64, Ordering::Relaxed);
         if made > 0 && locked.registering.is_empty() {
             // The queue held a whole batch: give that capacity back.
@@ -330,7 +330,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// create the object, re-home it, apply new text. Returns the
     /// registration still to make, or `None` when the request was answered.
     ///
-    /// With `deferring = Some(batch)`, the caller queues the registration:
+    /// With `queuing = Some(batch)`, the caller queues the registration:
     /// the object is stamped with the batch, and a write to an object the
     /// batch already stamped first makes every queued registration.
     pub(super) fn apply(
@@ -339,7 +339,7 @@ impl<E: StageExecutor> Scheduler<E> {
         mut prepared: Prepared<E>,
         post: &mut PostWork<E>,
         publish: &mut Publish<'_, '_>,
-        deferring: Option<u32>,
+        queuing: Option<u32>,
     ) -> Option<Registering<E>> {
         let canonical = prepared.canonical;
         let _span =
@@ -366,11 +366,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 return None;
             }
             (_, Some(node)) => {
-                if let Some(batch) = deferring
-                    && node.deferred_by() == batch
+                if let Some(batch) = queuing
+                    && node.queued_by() == batch
                     && prepared.is_write()
                 {
-                    self.register_deferred(locked, post, usize::MAX);
+                    self.register_queued(locked, post, usize::MAX);
                 }
                 (node, false)
             }
@@ -489,8 +489,8 @@ impl<E: StageExecutor> Scheduler<E> {
                 publish.record(&self.source_root, |tx| present(tx, &source));
             }
         }
-        if let Some(batch) = deferring {
-            node.set_deferred_by(batch);
+        if let Some(batch) = queuing {
+            node.set_queued_by(batch);
         }
         let policy = if prepared.text.is_some() {
             WaitPolicy::Pinned
@@ -598,13 +598,13 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         }
-        if !effects.abandoned_running.is_empty() && !locked.deferred.is_empty() {
+        if !effects.abandoned_running.is_empty() && !locked.remote_work.is_empty() {
             let mut due = Vec::new();
             for work in &effects.abandoned_running {
-                locked.deferred.take_due(work, &mut due);
+                locked.remote_work.take_due(work, &mut due);
             }
             for notice in due {
-                post.cancel_deferred(notice);
+                post.cancel_remote(notice);
             }
         }
         if post.observed() {

@@ -65,7 +65,7 @@ impl<E: StageExecutor> Observer<'_, E> {
             batched_stages: load(&self.scheduler.counters.batched_stages),
             caller_stages: load(&self.scheduler.counters.caller_stages),
             helper_wakes: self.scheduler.helpers.woken(),
-            deferred_registrations: load(&self.scheduler.counters.deferred_registrations),
+            queued_registrations: load(&self.scheduler.counters.queued_registrations),
             lock_held_ns: load(&self.scheduler.counters.lock_held_ns),
         }
     }
@@ -106,7 +106,7 @@ impl<E: StageExecutor> Observer<'_, E> {
             dag_runs: locked.dags.runs(),
             cache_flights: locked.dags.flights(),
             dag_permits: locked.dags.permits_taken(),
-            deferred_in_flight: locked.deferred.len(),
+            remote_in_flight: locked.remote_work.len(),
         })
     }
 

@@ -15,7 +15,7 @@
 //!    `Internal`, and the admission it broke off is settled (its pending
 //!    count, its inbox receipt); host DAGs are
 //!    cancelled whole (their nodes' answers routed first), started
-//!    deferred work is told it was cancelled, and what was published is
+//!    remote work is told it was cancelled, and what was published is
 //!    forgotten by the same body `reset` uses
 //!    (`Scheduler::forget_every_file`). The scheduler is as after a reset.
 //! 2. *After the lock* ([`Scheduler::after_recovery`]): the answers are
@@ -141,9 +141,9 @@ impl<E: StageExecutor> Scheduler<E> {
         if cancelled.is_none() {
             post.discard(std::mem::take(&mut locked.dags));
         }
-        // 5. Started deferred work is abandoned: told after the lock.
-        for notice in locked.deferred.take_all() {
-            post.cancel_deferred(notice);
+        // 5. Started remote work is abandoned: told after the lock.
+        for notice in locked.remote_work.take_all() {
+            post.cancel_remote(notice);
         }
         // 6. What was published, forgotten as by a reset; the nodes the
         //    broken hold may have left out of the node map with them.

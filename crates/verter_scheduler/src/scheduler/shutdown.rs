@@ -9,7 +9,7 @@
 //!    answered whole (their unanswered nodes `Cancelled`); the tokens of
 //!    running work are taken, then the DAG is dismantled (every waiter
 //!    `Shutdown`, every unfinished node's token cancelled); started
-//!    deferred work is told; every queued job's dispatch is refused, so its
+//!    remote work is told; every queued job's dispatch is refused, so its
 //!    reservation is back. `shutdown()` also forgets every file, as `reset`
 //!    does; the drop leaves that to the fields' own drops.
 //! 2. *After the lock*: the answers are delivered, then what the hold took
@@ -61,15 +61,15 @@ impl Drop for Ended<'_> {
 type Unrun<E> = (
     Option<(Arc<FileNode<E>>, Work<E>)>,
     Option<crate::dag_types::RequestContext>,
-    Option<Arc<crate::deferred::CancelNotice>>,
+    Option<Arc<crate::remote_work::CancelNotice>>,
 );
 
 impl<E: StageExecutor> Scheduler<E> {
     /// Shuts the scheduler down for good. When it returns:
-    /// - every request, batch item, host DAG and started deferred work that
+    /// - every request, batch item, host DAG and started remote work that
     ///   waited has been answered: requests [`RequestError::Shutdown`],
     ///   DAGs whole (each unanswered node [`RequestError::Cancelled`]), and
-    ///   started deferred work told through `Completion::on_cancel`;
+    ///   started remote work told through `Completion::on_cancel`;
     /// - every running stage's cancellation token is cancelled, and queued
     ///   work (the job queues, the inbox, queued registrations) was dropped
     ///   without running, its reservation given back;
@@ -86,7 +86,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// `Cancelled` (or `Shutdown` for a file node); `invalidate`
     /// and `remove` return `Err(Shutdown)`; the witness calls
     /// return `ObjectGone` or `None`; `reset` does nothing; reads find
-    /// nothing. A deferred work's completion that comes back later is
+    /// nothing. A remote work's completion that comes back later is
     /// refused like any stale one, and gives its reservation back.
     /// Shutting down again does nothing but wait for the first call's end
     /// (a call racing with it returns once that one did), and dropping the
@@ -147,8 +147,8 @@ impl<E: StageExecutor> Scheduler<E> {
             let running = locked.dag.running_tokens();
             self.cancel_all_dags(locked, post);
             let (effects, tables) = locked.dag.dismantle();
-            for notice in locked.deferred.take_all() {
-                post.cancel_deferred(notice);
+            for notice in locked.remote_work.take_all() {
+                post.cancel_remote(notice);
             }
             self.absorb(locked, effects, post);
             for (waiter, slot) in locked.waiters.drain().collect::<Vec<_>>() {

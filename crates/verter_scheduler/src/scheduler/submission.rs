@@ -253,7 +253,7 @@ impl<E: StageExecutor> Scheduler<E> {
             Some(timeout) => {
                 // Called from inside a stage, the answer may be a stage this
                 // thread finished and has not committed yet.
-                crate::exec::flush_deferred();
+                crate::exec::flush_round();
                 cell.wait_timeout(timeout)
             }
         }

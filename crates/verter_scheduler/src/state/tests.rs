@@ -90,13 +90,13 @@ fn the_dag_lock_is_taken_only_here() {
 }
 
 /// A queued registration (`Locked::registering`) leaves the queue in three
-/// places only: `register_deferred`, which registers it (and drops the
+/// places only: `register_queued`, which registers it (and drops the
 /// queue's capacity once it is empty), teardown, which answers it
 /// `Shutdown`, and a recovered hold, which answers it `Internal`; every
 /// other line that names the queue only reads it, reserves room or pushes
 /// (docs/design.md, "Chunked admission" and "A panic under the lock").
 #[test]
-fn queued_registrations_are_taken_only_by_register_deferred_teardown_and_recovery() {
+fn queued_registrations_are_taken_only_by_register_queued_teardown_and_recovery() {
     let takers = lines_naming(
         ".registering",
         &[
@@ -149,37 +149,37 @@ fn the_node_map_is_written_only_by_publication_and_lifecycle() {
     );
 }
 
-/// Started deferred work's notices (`Locked::deferred`, docs/design.md,
-/// "Deferred work") enter in the hold that dispatches the work and leave
+/// Started remote work's notices (`Locked::remote_work`, docs/design.md,
+/// "Remote work") enter in the hold that dispatches the work and leave
 /// by exactly four ways: its commit forgets it, the hold that abandons the
 /// work takes it to fire, or the teardown or a recovered hold (docs/design.md,
 /// "A panic under the lock") takes them all to fire.
 #[test]
-fn deferred_notices_enter_at_dispatch_and_leave_by_commit_abandonment_teardown_or_recovery() {
+fn remote_notices_enter_at_dispatch_and_leave_by_commit_abandonment_teardown_or_recovery() {
     let touching = lines_naming(
-        "deferred.",
+        "remote_work.",
         &[
-            "deferred.register",
-            "deferred.forget",
-            "deferred.take_due",
-            "deferred.take_all",
+            "remote_work.register",
+            "remote_work.forget",
+            "remote_work.take_due",
+            "remote_work.take_all",
         ],
     );
     assert_eq!(
         touching,
         [
-            "exec.rs: locked.deferred.register(Arc::clone(&notice));",
-            "exec/deferred.rs: locked.deferred.forget(notice);",
-            "scheduler/admission.rs: locked.deferred.take_due(work, &mut due);",
-            "scheduler/recovery.rs: for notice in locked.deferred.take_all() {",
-            "scheduler/shutdown.rs: for notice in locked.deferred.take_all() {",
+            "exec.rs: locked.remote_work.register(Arc::clone(&notice));",
+            "exec/remote_work.rs: locked.remote_work.forget(notice);",
+            "scheduler/admission.rs: locked.remote_work.take_due(work, &mut due);",
+            "scheduler/recovery.rs: for notice in locked.remote_work.take_all() {",
+            "scheduler/shutdown.rs: for notice in locked.remote_work.take_all() {",
         ]
     );
     // And they fire only in post-work, after the lock (the one-shot rules'
     // own unit tests call it directly).
     let firing: Vec<String> = lines_naming(".fire()", &[".fire()"])
         .into_iter()
-        .filter(|line| !line.starts_with("deferred/tests.rs"))
+        .filter(|line| !line.starts_with("remote_work/tests.rs"))
         .collect();
     assert_eq!(firing, ["post.rs: notice.fire();"]);
 }

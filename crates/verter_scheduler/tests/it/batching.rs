@@ -113,7 +113,7 @@ fn a_wait_inside_a_round(waiter: &'static str, waited: &'static str) {
 /// watchdog fails the test).
 #[test]
 fn a_stage_waiting_on_its_own_threads_uncommitted_stage_is_answered() {
-    watchdog("waiting on a deferred stage", || {
+    watchdog("waiting on a unflushed stage", || {
         a_wait_inside_a_round("b.rs", "a.rs");
     });
 }

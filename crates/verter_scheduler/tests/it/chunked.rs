@@ -67,7 +67,7 @@ fn without_incarnations(text: &str) -> String {
 
 /// Runs `scenario` on a fresh inline scheduler registering `per_hold`
 /// requests per hold, waits for every handle it returns, and renders the
-/// answers in order; also returns the deferred-registration count.
+/// answers in order; also returns the queued-registration count.
 fn answers(per_hold: usize, scenario: &Scenario) -> (Vec<String>, u64) {
     let files = MemFiles::with(&[("lib.rs", "use dep.rs\nlib words"), ("dep.rs", "d")]);
     let executor = LineExecutor::default();
@@ -92,17 +92,17 @@ fn answers(per_hold: usize, scenario: &Scenario) -> (Vec<String>, u64) {
     assert_quiescent(&scheduler, &handles);
     (
         rendered,
-        scheduler.observe().counters().deferred_registrations,
+        scheduler.observe().counters().queued_registrations,
     )
 }
 
 /// Asserts that chunked and whole admission answer `scenario` alike, and
-/// that the chunked run did defer registrations.
+/// that the chunked run did queue registrations.
 fn agree(scenario: &Scenario) -> Vec<String> {
     let (whole, none) = answers(SchedulerConfig::REGISTRATIONS_PER_HOLD, scenario);
-    let (chunked, deferred) = answers(1, scenario);
+    let (chunked, queued) = answers(1, scenario);
     assert_eq!(none, 0, "small batches are admitted whole");
-    assert!(deferred > 0, "the chunked run deferred nothing");
+    assert!(queued > 0, "the chunked run queued nothing");
     assert_eq!(chunked, whole, "chunked admission answered differently");
     whole
 }

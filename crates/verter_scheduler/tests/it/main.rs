@@ -12,12 +12,12 @@ mod chunked;
 mod consistency;
 mod cutoff;
 mod dag;
-mod deferred;
 mod deps;
 #[cfg(feature = "test-support")]
 mod hold_panics;
 mod inline;
 mod lifecycle;
+mod remote_work;
 mod shutdown;
 mod soak;
 mod stages;

@@ -89,7 +89,7 @@ fn main() -> ExitCode {
             let started = Instant::now();
             let mut failures = 0u64;
             let mut answers = 0u64;
-            let mut deferred = 0u64;
+            let mut queued = 0u64;
             let mut cut_off = [0u64; 3];
             let mut dags = DagStats::default();
             let mut causes = CauseStats::default();
@@ -110,7 +110,7 @@ fn main() -> ExitCode {
                         breaks[1] += report.breaks[1];
                         remote.add(&report.remote);
                         remote_seeds += u64::from(report.remote.started > 0);
-                        deferred += report.deferred_registrations;
+                        queued += report.queued_registrations;
                         for (sum, n) in cut_off.iter_mut().zip(report.cut_off) {
                             *sum += n;
                         }
@@ -128,7 +128,7 @@ fn main() -> ExitCode {
             }
             let secs = started.elapsed().as_secs_f64();
             println!(
-                "{count} inline seeds from {from}: {answers} answers judged in {secs:.1} s ({:.0} seeds/s); {deferred} batch registrations deferred",
+                "{count} inline seeds from {from}: {answers} answers judged in {secs:.1} s ({:.0} seeds/s); {queued} batch registrations queued",
                 count as f64 / secs
             );
             println!(
@@ -210,13 +210,13 @@ fn main() -> ExitCode {
                 report.ops_per_second()
             );
             println!(
-                "{} stages run, {} of them batched, {} run by waiting host threads, committed in {} completion holds; {} waits from inside a stage; {} batch registrations deferred",
+                "{} stages run, {} of them batched, {} run by waiting host threads, committed in {} completion holds; {} waits from inside a stage; {} batch registrations queued",
                 report.stages,
                 report.batched_stages,
                 report.caller_stages,
                 report.completion_holds,
                 report.nested_waits,
-                report.deferred_registrations
+                report.queued_registrations
             );
             println!(
                 "early cutoff judged: {} stages verified without running, {} outputs unchanged, {} texts unchanged at the door",

@@ -105,7 +105,7 @@ impl Shared {
         let ledger = scheduler.observe().ledger();
         let owed = QuiescenceReport {
             ledger_in_use: report.ledger_in_use,
-            deferred_in_flight: report.deferred_in_flight,
+            remote_in_flight: report.remote_in_flight,
             ..QuiescenceReport::clean()
         };
         if report != owed || ledger.cpu_in_use != 0 || ledger.io_in_use != 0 {

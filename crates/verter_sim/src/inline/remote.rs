@@ -120,15 +120,15 @@ impl Shared {
     }
 
     /// At a quiescent point: nothing started is left, and the scheduler
-    /// holds no deferred work and no remote reservation.
+    /// holds no remote work and no remote reservation.
     pub(super) fn check_remote_quiescent(&self, when: &str) {
         let scheduler = self.scheduler();
         let report = scheduler.observe().quiescence_report();
         let ledger = scheduler.observe().ledger();
-        if report.deferred_in_flight != 0 || ledger.remote_in_use != 0 {
+        if report.remote_in_flight != 0 || ledger.remote_in_use != 0 {
             self.violate(format!(
-                "deferred work left {when}: {} in flight, {} remote reservations",
-                report.deferred_in_flight, ledger.remote_in_use
+                "remote work left {when}: {} in flight, {} remote reservations",
+                report.remote_in_flight, ledger.remote_in_use
             ));
         }
         let Some((desk, _)) = &self.remote else {

@@ -4,7 +4,7 @@
 //! the completion — while the host threads wait on their answers; at every
 //! quiescent checkpoint the leader checks that every started piece of work
 //! was answered (and told of its cancellation when it was cancelled before
-//! its answer), and that the scheduler holds no deferred work and no
+//! its answer), and that the scheduler holds no remote work and no
 //! remote reservation.
 //!
 //! This module owns the remote threads and those checks; a remote thread
@@ -118,7 +118,7 @@ fn check_refused(world: &World, delivered: &Delivered) {
 }
 
 /// At a checkpoint (the scheduler idle): every started job settled, no
-/// deferred work or remote reservation left, nothing the desk found.
+/// remote work or remote reservation left, nothing the desk found.
 pub(super) fn check_quiescent(world: &World, checkpoint: u64, when: &str) {
     let scheduler = &*world.scheduler;
     if let Some(desk) = &world.remote {
@@ -135,10 +135,10 @@ pub(super) fn check_quiescent(world: &World, checkpoint: u64, when: &str) {
     }
     let report = scheduler.observe().quiescence_report();
     let ledger = scheduler.observe().ledger();
-    if report.deferred_in_flight != 0 || ledger.remote_in_use != 0 {
+    if report.remote_in_flight != 0 || ledger.remote_in_use != 0 {
         world.violate(format!(
-            "checkpoint {checkpoint}: deferred work left {when}: {} in flight, {} remote reservations",
-            report.deferred_in_flight, ledger.remote_in_use
+            "checkpoint {checkpoint}: remote work left {when}: {} in flight, {} remote reservations",
+            report.remote_in_flight, ledger.remote_in_use
         ));
     }
 }

@@ -1,8 +1,8 @@
-//! Starting deferred work: a job of the remote class
+//! Starting remote work: a job of the remote class
 //! ([`ResourceClass::Remote`]) is handed to the executor's `start_artifact`
 //! or `start_cache_node` with a [`Completion`], which commits its answer
 //! later, from whatever thread calls it, through the same completion
-//! protocol as a local run (docs/design.md, "Deferred work").
+//! protocol as a local run (docs/design.md, "Remote work").
 //!
 //! Part of the `exec` module. A start runs after the lock, on the thread
 //! that dispatched the work (a threaded scheduler; several starts on one
@@ -13,13 +13,13 @@
 
 use super::run::{Finished, Gate, Outcome};
 use super::*;
-use crate::deferred::{Answer, CancelNotice, Completion};
+use crate::remote_work::{Answer, CancelNotice, Completion};
 use crate::traits::CacheNodeInput;
 use std::time::Instant;
 
 thread_local! {
-    /// Whether this thread is starting deferred work: a start that completes
-    /// at once commits, and that commit may dispatch more deferred work,
+    /// Whether this thread is starting remote work: a start that completes
+    /// at once commits, and that commit may dispatch more remote work,
     /// which then waits in the queue for this thread's loop rather than
     /// nesting another start.
     static STARTING: Cell<bool> = const { Cell::new(false) };
@@ -34,7 +34,7 @@ impl Drop for Starting {
     }
 }
 
-/// What every deferred commit carries besides its answer: the dispatch
+/// What every remote commit carries besides its answer: the dispatch
 /// (the work's identity and its reservation), its notice, and its timing.
 struct Started {
     dispatch: Dispatch,
@@ -45,10 +45,10 @@ struct Started {
 }
 
 impl<E: StageExecutor> Scheduler<E> {
-    /// After the lock: starts every queued deferred job on this thread,
+    /// After the lock: starts every queued remote job on this thread,
     /// unless this thread is already doing so further up its stack, or is
     /// unwinding a panic.
-    pub(super) fn start_queued_deferred(&self) {
+    pub(super) fn start_queued_remote(&self) {
         if std::thread::panicking() {
             // A completion dropped by a panic's unwind committed here: host
             // code must not start under that unwind, where a completion it
@@ -56,10 +56,10 @@ impl<E: StageExecutor> Scheduler<E> {
             // starts what is queued.
             let me = self.me.clone();
             let spawned = std::thread::Builder::new()
-                .name("verter-deferred-start".into())
+                .name("verter-remote-start".into())
                 .spawn(move || {
                     if let Some(scheduler) = me.upgrade() {
-                        scheduler.contain(|| scheduler.start_queued_deferred());
+                        scheduler.contain(|| scheduler.start_queued_remote());
                     }
                 });
             if spawned.is_ok() {
@@ -71,13 +71,13 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         let _starting = Starting;
         while let Some(job) = self.jobs[REMOTE].pop() {
-            self.start_deferred(job);
+            self.start_remote(job);
         }
     }
 
-    /// Starts one deferred job: refused or verified like a local one, or
+    /// Starts one remote job: refused or verified like a local one, or
     /// handed to the executor with its completion.
-    pub(super) fn start_deferred(&self, job: Job<E>) {
+    pub(super) fn start_remote(&self, job: Job<E>) {
         match job {
             Job::Cache(CacheJob {
                 dispatch,
@@ -104,7 +104,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 };
                 let finished = self.execute(job);
                 match notice {
-                    Some(notice) => self.complete_deferred(finished, &notice),
+                    Some(notice) => self.complete_remote(finished, &notice),
                     None => {
                         self.complete(finished, None);
                     }
@@ -129,12 +129,12 @@ impl<E: StageExecutor> Scheduler<E> {
         let because = match self.begin(&dispatch, &node, &file, &work) {
             Gate::Run(because) => because,
             Gate::Stale => {
-                self.complete_deferred(Finished::stale(dispatch), &notice);
+                self.complete_remote(Finished::stale(dispatch), &notice);
                 return;
             }
             Gate::Verified(verified) => {
                 let finished = self.finished(dispatch, verified.into_outcome(node, work));
-                self.complete_deferred(finished, &notice);
+                self.complete_remote(finished, &notice);
                 return;
             }
         };
@@ -142,7 +142,7 @@ impl<E: StageExecutor> Scheduler<E> {
         // the completion before the start is called.
         let cancel = dispatch.cancel.clone();
         let Some(running) = self.begin_run(&cancel) else {
-            self.complete_deferred(Finished::stale(dispatch), &notice);
+            self.complete_remote(Finished::stale(dispatch), &notice);
             return;
         };
         let Work::Artifact {
@@ -153,7 +153,7 @@ impl<E: StageExecutor> Scheduler<E> {
             prior,
         } = work
         else {
-            unreachable!("start_deferred sends only Artifacts here");
+            unreachable!("start_remote sends only Artifacts here");
         };
         self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
         // Sorted by path, as `ArtifactInput` promises (see `execute`).
@@ -184,7 +184,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 blockers: kept_blockers,
                 cut,
             };
-            me.finish_deferred(started, outcome);
+            me.finish_remote(started, outcome);
         });
         let input = ArtifactInput {
             profile,
@@ -217,7 +217,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     result: Err(RequestError::Cancelled),
                 },
             );
-            self.complete_deferred(finished, &notice);
+            self.complete_remote(finished, &notice);
             return;
         };
         let identity = dispatch.identity;
@@ -232,7 +232,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let commit = Box::new(move |answer: Answer<E::CacheOutput>| {
             if let Some(me) = me.upgrade() {
                 let outcome = me.cached(&identity, answer);
-                me.finish_deferred(started, outcome);
+                me.finish_remote(started, outcome);
             }
         });
         let input = CacheNodeInput {
@@ -248,9 +248,9 @@ impl<E: StageExecutor> Scheduler<E> {
         drop(running);
     }
 
-    /// A deferred answer arrived (on the completing thread): times the run
+    /// A remote answer arrived (on the completing thread): times the run
     /// and commits it.
-    fn finish_deferred(&self, started: Started, outcome: Outcome<E>) {
+    fn finish_remote(&self, started: Started, outcome: Outcome<E>) {
         let Started {
             dispatch,
             notice,
@@ -261,17 +261,17 @@ impl<E: StageExecutor> Scheduler<E> {
         let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
         let mut finished = self.finished(dispatch, outcome);
         finished.ran = ran;
-        self.complete_deferred(finished, &notice);
+        self.complete_remote(finished, &notice);
     }
 
-    /// Commits deferred work in one hold of its own, which also forgets its
-    /// notice; then starts whatever deferred work that hold dispatched.
-    fn complete_deferred(&self, finished: Finished<E>, notice: &Arc<CancelNotice>) {
+    /// Commits remote work in one hold of its own, which also forgets its
+    /// notice; then starts whatever remote work that hold dispatched.
+    fn complete_remote(&self, finished: Finished<E>, notice: &Arc<CancelNotice>) {
         self.counters
             .completion_holds
             .fetch_add(1, Ordering::Relaxed);
         let (broken, _) = self.transact_keeping(None, |locked, post| {
-            locked.deferred.forget(notice);
+            locked.remote_work.forget(notice);
             self.commit(locked, finished, post)
         });
         if let Some(message) = broken {

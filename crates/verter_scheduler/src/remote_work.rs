@@ -1,11 +1,11 @@
 //! Work that completes later, from any thread: the one-shot [`Completion`]
-//! a deferred start receives, and the [`CancelNotice`] through which the
+//! a remote start receives, and the [`CancelNotice`] through which the
 //! scheduler tells started work it was cancelled.
 //!
 //! Work routed to [`verter_dag::ResourceClass::Remote`]
 //! (`DagConfig::remote`) is not run by a stage thread: the executor's
 //! `start_artifact` or `start_cache_node` starts it and returns, and the
-//! answer arrives through the `Completion` (docs/design.md, "Deferred
+//! answer arrives through the `Completion` (docs/design.md, "Remote
 //! work"). A started piece of work holds one remote reservation and no CPU
 //! or I/O slot until its completion is committed.
 //!
@@ -14,7 +14,7 @@
 //! of a completion nobody completed (then with a typed failure), or by the
 //! unwind of an executor that panicked while holding it. It never takes the
 //! DAG lock itself and names nothing of the scheduler's state: the commit is
-//! a closure the scheduler builds (`exec/deferred.rs`).
+//! a closure the scheduler builds (`exec/remote_work.rs`).
 
 use std::any::Any;
 use std::fmt;
@@ -37,7 +37,7 @@ pub(crate) type Answer<T> = std::thread::Result<Result<T, ExecutorError>>;
 /// lock for one hold, then delivers what it decided).
 pub(crate) type Commit<T> = Box<dyn FnOnce(Answer<T>) + Send>;
 
-/// The one-shot answer of one piece of deferred work.
+/// The one-shot answer of one piece of remote work.
 ///
 /// The executor's `start_*` receives it, starts the work somewhere else (a
 /// remote-execution cluster, another process, an async runtime) and returns;
@@ -104,7 +104,7 @@ impl<T: Send + 'static> Completion<T> {
         self.notice.register(Box::new(callback));
     }
 
-    /// Answers the work. Consumes the completion: each piece of deferred work
+    /// Answers the work. Consumes the completion: each piece of remote work
     /// is answered once.
     pub fn complete(mut self, result: Result<T, ExecutorError>) {
         if let Some(commit) = self.commit.take() {
@@ -128,7 +128,7 @@ impl<T: Send + 'static> Drop for Completion<T> {
             let _ = catch_unwind(AssertUnwindSafe(|| commit(answer)));
         } else {
             commit(Ok(Err(ExecutorError::msg(
-                "the deferred work's completion was dropped without an answer",
+                "the remote work's completion was dropped without an answer",
             ))));
         }
     }
@@ -150,7 +150,7 @@ type OnCancel = Box<dyn FnOnce() + Send>;
 
 /// How a piece of started work learns that it was cancelled. The scheduler
 /// keeps one per started piece of work while it is in flight (under the DAG
-/// lock, in `Locked::deferred`), and fires it after the lock of the hold
+/// lock, in `Locked::remote_work`), and fires it after the lock of the hold
 /// that abandoned the work.
 pub(crate) struct CancelNotice {
     work: WorkNodeIdentity,
@@ -222,18 +222,18 @@ impl fmt::Debug for CancelNotice {
     }
 }
 
-/// The notices of started deferred work, by work (under the DAG lock, as
-/// `Locked::deferred`): registered by the hold that dispatches the work,
+/// The notices of started remote work, by work (under the DAG lock, as
+/// `Locked::remote_work`): registered by the hold that dispatches the work,
 /// forgotten by the hold that commits it, and taken by the hold that
 /// abandons it, whose post-work fires them.
 #[derive(Debug, Default)]
-pub(crate) struct InFlight {
+pub(crate) struct RemoteWork {
     /// Most often one per identity; a second is a stale start of the same
     /// identity still in flight beside a new one.
     by_work: HashMap<WorkNodeIdentity, SmallVec<[Arc<CancelNotice>; 1]>>,
 }
 
-impl InFlight {
+impl RemoteWork {
     /// Registers `notice`, whose work was just dispatched.
     pub(crate) fn register(&mut self, notice: Arc<CancelNotice>) {
         self.by_work.entry(notice.work).or_default().push(notice);

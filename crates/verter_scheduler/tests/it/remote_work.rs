@@ -1,4 +1,4 @@
-//! Deferred work: Artifacts and cache nodes routed to the remote class are
+//! Remote work: Artifacts and cache nodes routed to the remote class are
 //! started, hold no CPU slot, and complete later from any thread through a
 //! one-shot `Completion`, under the same identity checks as local runs;
 //! abandoned work is told so after the lock.
@@ -16,7 +16,7 @@ use verter_scheduler::{
 
 use crate::support::*;
 
-/// One started piece of deferred work, as the test's "remote" sees it.
+/// One started piece of remote work, as the test's "remote" sees it.
 pub(crate) struct Started<T: Send + 'static> {
     pub path: String,
     /// Whether the start ran while its thread was unwinding a panic.
@@ -188,10 +188,7 @@ fn routed_artifacts_complete_from_other_threads_and_hold_no_cpu_slot() {
         let started: Vec<_> = (0..3).map(|_| next(&remote.artifacts)).collect();
         let ledger = scheduler.observe().ledger();
         assert_eq!((ledger.remote_in_use, ledger.cpu_in_use), (3, 0));
-        assert_eq!(
-            scheduler.observe().quiescence_report().deferred_in_flight,
-            3
-        );
+        assert_eq!(scheduler.observe().quiescence_report().remote_in_flight, 3);
         assert!(handles.iter().all(|handle| !handle.is_answered()));
         // Completed from three other threads.
         let completers: Vec<_> = started
