@@ -18,7 +18,10 @@ use smallvec::SmallVec;
 use verter_dag::{Canonical, DepKey, FileIdentity, ResourceClass, TargetStage, WorkNodeIdentity};
 
 /// Something the host did: where every chain of causes ends.
+///
+/// Non-exhaustive: a new host operation (as `shutdown` was) adds a variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum HostAction {
     /// New text for a file (an upsert, or any request that carried text)
     /// made `file`'s version.
