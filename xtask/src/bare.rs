@@ -1,9 +1,13 @@
-//! `cargo xtask bare TREE`: `verter build` side by side with the bare loop
+//! `cargo xtask bare TREE`: `verter build` side by side with the bare loops
 //! it is measured against (`crates/verter_index/examples/bare_parse.rs`:
 //! read and `syn`-parse exactly the files the build reached, on a plain
-//! rayon pool), in one run, alternating, at 1 and 2 threads. Prints wall
-//! time and peak RSS of each (through `/usr/bin/time` when present) and
-//! the ratios.
+//! rayon pool), in one run, alternating, at 1 and 2 threads. The *bare*
+//! loop keeps `proc-macro2`'s span table (every byte parsed stays in it);
+//! the *lean* loop forgets it after each file, as `verter build` does, and
+//! is the baseline: issue 44's targets are verter's CPU (user + system)
+//! and peak RSS over the lean loop's. Prints wall time, CPU time and peak
+//! RSS of each (CPU and RSS through `/usr/bin/time` when present), the
+//! ratios per round, and their medians.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -87,6 +91,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     );
 
     let timer = Path::new("/usr/bin/time").exists();
+    let mut ratios: Vec<(&str, f64, Option<f64>)> = Vec::new();
     for round in 1..=rounds {
         for threads in ["1", "2"] {
             let mut ours = Command::new(&verter);
@@ -95,26 +100,91 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
                 .args(["--progress", "off", "--threads", threads]);
             let mut floor = Command::new(&bare);
             floor.arg(&files).arg(threads);
-            let (ours_s, ours_mb) = measure(ours, timer)?;
-            let (floor_s, floor_mb) = measure(floor, timer)?;
-            let memory = match (ours_mb, floor_mb) {
-                (Some(a), Some(b)) => format!(
-                    "{a:.0} MB vs {b:.0} MB ({:.2}x memory)",
-                    a / b.max(f64::EPSILON)
-                ),
-                _ => "peak RSS not measured (no /usr/bin/time)".to_owned(),
+            let mut lean = Command::new(&bare);
+            lean.arg(&files).arg(threads).arg("--lean");
+            let ours = measure(ours, timer)?;
+            let floor = measure(floor, timer)?;
+            let lean = measure(lean, timer)?;
+            let cpu = match (ours.cpu_s, lean.cpu_s) {
+                (Some(a), Some(b)) => Some(a / b.max(f64::EPSILON)),
+                _ => None,
+            };
+            let memory = match (ours.rss_mb, lean.rss_mb) {
+                (Some(a), Some(b)) => Some(a / b.max(f64::EPSILON)),
+                _ => None,
             };
             println!(
-                "round {round}, {threads} thread(s): verter {ours_s:.2} s, bare {floor_s:.2} s ({:.2}x the time); {memory}",
-                ours_s / floor_s.max(f64::EPSILON)
+                "round {round}, {threads} thread(s): verter {}; bare {}; lean {}; verter vs lean: {} CPU, {} memory, {:.2}x wall",
+                ours.describe(),
+                floor.describe(),
+                lean.describe(),
+                ratio(cpu),
+                ratio(memory),
+                ours.wall_s / lean.wall_s.max(f64::EPSILON),
+            );
+            if let Some(cpu) = cpu {
+                ratios.push((threads, cpu, memory));
+            }
+        }
+    }
+    for threads in ["1", "2"] {
+        let mut cpu: Vec<f64> = ratios
+            .iter()
+            .filter(|(t, ..)| *t == threads)
+            .map(|(_, cpu, _)| *cpu)
+            .collect();
+        let mut memory: Vec<f64> = ratios
+            .iter()
+            .filter(|(t, ..)| *t == threads)
+            .filter_map(|(.., memory)| *memory)
+            .collect();
+        if !cpu.is_empty() {
+            println!(
+                "median over {} round(s), {threads} thread(s): verter vs lean {} CPU, {} memory",
+                cpu.len(),
+                ratio(median(&mut cpu)),
+                ratio(median(&mut memory)),
             );
         }
     }
     Ok(())
 }
 
-/// Wall seconds and peak RSS in MB (decimal) of one run of `command`.
-fn measure(mut command: Command, timer: bool) -> Result<(f64, Option<f64>)> {
+/// `x` as a ratio, or a dash when it was not measured.
+fn ratio(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_owned(), |x| format!("{x:.2}x"))
+}
+
+/// The median of `values` (the upper one of an even count), if any.
+fn median(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
+}
+
+/// What one run of a measured command cost.
+struct Measured {
+    /// Wall seconds.
+    wall_s: f64,
+    /// User plus system CPU seconds, when `/usr/bin/time` measured them.
+    cpu_s: Option<f64>,
+    /// Peak RSS in MB (decimal), when `/usr/bin/time` measured it.
+    rss_mb: Option<f64>,
+}
+
+impl Measured {
+    fn describe(&self) -> String {
+        match (self.cpu_s, self.rss_mb) {
+            (Some(cpu), Some(rss)) => {
+                format!("{:.2} s wall, {cpu:.2} s CPU, {rss:.0} MB", self.wall_s)
+            }
+            _ => format!("{:.2} s wall", self.wall_s),
+        }
+    }
+}
+
+/// Wall time, CPU time and peak RSS of one run of `command` (CPU and RSS
+/// only through `/usr/bin/time`).
+fn measure(mut command: Command, timer: bool) -> Result<Measured> {
     command
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
@@ -124,11 +194,15 @@ fn measure(mut command: Command, timer: bool) -> Result<(f64, Option<f64>)> {
         if !status.success() {
             bail!("{command:?} failed");
         }
-        return Ok((started.elapsed().as_secs_f64(), None));
+        return Ok(Measured {
+            wall_s: started.elapsed().as_secs_f64(),
+            cpu_s: None,
+            rss_mb: None,
+        });
     }
     let report = tempfile_path()?;
     let status = Command::new("/usr/bin/time")
-        .args(["-f", "%e %M", "-o"])
+        .args(["-f", "%e %U %S %M", "-o"])
         .arg(&report)
         .arg(command.get_program())
         .args(command.get_args())
@@ -141,9 +215,20 @@ fn measure(mut command: Command, timer: bool) -> Result<(f64, Option<f64>)> {
     }
     let text = std::fs::read_to_string(&report)?;
     let mut fields = text.split_whitespace();
-    let seconds: f64 = fields.next().context("elapsed")?.parse()?;
-    let kilobytes: f64 = fields.next().context("max RSS")?.parse()?;
-    Ok((seconds, Some(kilobytes * 1024.0 / 1e6)))
+    let mut next = |what: &str| -> Result<f64> {
+        Ok(fields
+            .next()
+            .with_context(|| format!("/usr/bin/time printed no {what}"))?
+            .parse()?)
+    };
+    let wall_s = next("elapsed time")?;
+    let cpu_s = next("user time")? + next("system time")?;
+    let kilobytes = next("max RSS")?;
+    Ok(Measured {
+        wall_s,
+        cpu_s: Some(cpu_s),
+        rss_mb: Some(kilobytes * 1024.0 / 1e6),
+    })
 }
 
 fn tempfile_path() -> Result<PathBuf> {

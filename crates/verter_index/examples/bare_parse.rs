@@ -3,12 +3,19 @@
 //! else (no scheduler, no summaries, no resolution).
 //!
 //! ```text
-//! cargo run --release -p verter_index --example bare_parse -- FILES.txt T
+//! cargo run --release -p verter_index --example bare_parse -- FILES.txt T [--lean]
 //! ```
 //! (FILES.txt: one absolute path a line.) Prints
-//! `result bare files=N parsed=P threads=T wall_ms=W`. `cargo xtask bare
-//! TREE` builds the list from `verter build TREE --out` and runs both side
-//! by side; `docs/benchmarks.md` has the figures.
+//! `result bare files=N parsed=P threads=T lean=L wall_ms=W`.
+//!
+//! With `--lean`, each thread forgets `proc-macro2`'s span table after
+//! every file (`proc_macro2::extra::invalidate_current_thread_spans`, as
+//! `verter build` does): the table otherwise keeps every byte of every
+//! file parsed (the workspace enables `span-locations`), so the loop
+//! without it is the memory floor a build is judged against. `cargo xtask
+//! bare TREE` builds the list from `verter build TREE --out` and runs
+//! verter and both loops side by side; `docs/benchmarks.md` has the
+//! figures.
 
 use std::path::Path;
 use std::time::Instant;
@@ -21,9 +28,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [list, threads] = args.as_slice() else {
-        eprintln!("usage: bare_parse FILES.txt THREADS");
-        std::process::exit(2);
+    let (list, threads, lean) = match args.as_slice() {
+        [list, threads] => (list, threads, false),
+        [list, threads, flag] if flag == "--lean" => (list, threads, true),
+        _ => {
+            eprintln!("usage: bare_parse FILES.txt THREADS [--lean]");
+            std::process::exit(2);
+        }
     };
     let threads: usize = threads.parse().expect("THREADS is a number");
     let list = std::fs::read_to_string(list).expect("the file list");
@@ -38,15 +49,21 @@ fn main() {
         files
             .par_iter()
             .map(|file| {
-                std::fs::read_to_string(file)
+                let parsed = std::fs::read_to_string(file)
                     .ok()
                     .and_then(|text| syn::parse_file(&text).ok())
-                    .map_or(0, |_| 1)
+                    .map_or(0, |_| 1);
+                // The tree (and every span in it) is gone: nothing on this
+                // thread can read the table any more.
+                if lean {
+                    proc_macro2::extra::invalidate_current_thread_spans();
+                }
+                parsed
             })
             .sum()
     });
     println!(
-        "result bare files={} parsed={parsed} threads={threads} wall_ms={}",
+        "result bare files={} parsed={parsed} threads={threads} lean={lean} wall_ms={}",
         files.len(),
         started.elapsed().as_millis()
     );
