@@ -27,7 +27,9 @@ use std::time::Instant;
 
 use notify::event::{CreateKind, ModifyKind, RemoveKind};
 use notify::{EventKind, RecursiveMode, Watcher};
-use verter_index::{Index, IndexSession, WalkProgress, discover_crate_roots_with};
+use verter_index::{
+    Index, IndexSession, WalkProgress, discover_crate_roots_with, is_package_target,
+};
 use verter_scheduler::Invalidation;
 
 use crate::build::{tree_base, write_trace};
@@ -108,10 +110,9 @@ impl Batch {
                 // Most such paths are an editor's temporary file renamed
                 // over its source: a look at each path, nothing copied.
                 let under: Vec<PathBuf> = session
-                    .paths()
-                    .map(Path::new)
-                    .filter(|file| file.starts_with(path) && file != path)
-                    .map(Path::to_path_buf)
+                    .paths_under(path)
+                    .into_iter()
+                    .map(PathBuf::from)
                     .collect();
                 if !under.is_empty() {
                     batch.named.push(path.clone());
@@ -332,9 +333,11 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                     rediscover = true;
                     continue;
                 }
-                // A file no module declared: perhaps a new target or package.
+                // A file no module declares: a new target of its package
+                // (a fixture or a scratch file is none, and costs nothing).
                 let text = path.to_string_lossy();
-                rediscover |= exists && !session.contains(&text);
+                rediscover |=
+                    exists && !session.contains(&text) && is_package_target(&loader, path);
                 let result = if exists {
                     scheduler.invalidate(&text).map(|outcome| {
                         if outcome == Invalidation::Unchanged {
@@ -391,7 +394,14 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
             }
             let refresh = session.refresh(scheduler, &roots, &batch.files)?;
             let latency = started.elapsed();
-            for line in reported.update(&session.failures(), |p| session.contains(p), &base) {
+            let touched = refresh
+                .updated
+                .iter()
+                .chain(&refresh.removed)
+                .map(String::as_str);
+            let failures = session.failures_of(touched.clone());
+            for line in reported.update_changed(touched, &failures, |p| session.contains(p), &base)
+            {
                 terminal::tell(line);
             }
             // Before the change line: a reader of the line finds the
@@ -416,16 +426,36 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
                 }
                 explained = records.last().map(|record| record.seq).or(explained);
             }
-            say(format_args!(
-                "changed {}: rebuilt {} in {:.1?}",
-                shown.join(", "),
-                if rebuilt.is_empty() {
-                    "nothing".to_owned()
-                } else {
-                    rebuilt.join(", ")
-                },
-                latency
-            ));
+            if rebuilt.is_empty()
+                && refresh.updated.is_empty()
+                && refresh.removed.is_empty()
+                && !refresh.undeclared.is_empty()
+            {
+                // Only files no module declares (a fixture, a scratch
+                // file): nothing to index, and nothing was.
+                let undeclared: Vec<String> = refresh
+                    .undeclared
+                    .iter()
+                    .map(|p| Path::new(p).strip_prefix(&base).unwrap_or(Path::new(p)))
+                    .map(|p| p.display().to_string())
+                    .collect();
+                say(format_args!(
+                    "undeclared {}: no module declares it, nothing to index ({:.1?})",
+                    undeclared.join(", "),
+                    latency
+                ));
+            } else {
+                say(format_args!(
+                    "changed {}: rebuilt {} in {:.1?}",
+                    shown.join(", "),
+                    if rebuilt.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        rebuilt.join(", ")
+                    },
+                    latency
+                ));
+            }
         }
         if write || stopping {
             write_all(&session)?;

@@ -1,6 +1,7 @@
 //! Unit tests of the declaration summary: items, `mod` children, flattened
 //! `use` trees.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::*;
@@ -28,6 +29,7 @@ fn declared(child: &str, module: &str) -> Declared {
 fn reparsing_a_parent_replaces_its_declarations() {
     let table = Declarations::default();
     let lib = Path::new("/p/src/lib.rs");
+    table.declare_roots([lib.to_path_buf()]);
     table.record(
         lib,
         &location("crate", true),
@@ -57,6 +59,7 @@ fn reparsing_a_parent_replaces_its_declarations() {
 fn a_declared_module_is_found_only_from_within_its_declarers_module() {
     let table = Declarations::default();
     let a = Path::new("/p/src/a.rs");
+    table.pin(a, Path::new("/p/src/lib.rs"));
     table.record(
         a,
         &location("crate::a", false),
@@ -82,6 +85,7 @@ fn a_declared_module_is_found_only_from_within_its_declarers_module() {
 fn a_missing_child_has_a_location_but_names_no_module_file() {
     let table = Declarations::default();
     let lib = Path::new("/p/src/lib.rs");
+    table.declare_roots([lib.to_path_buf()]);
     let mut gone = declared("/p/src/gone.rs", "crate::gone");
     gone.exists = false;
     table.record(lib, &location("crate", true), vec![gone]);
@@ -93,14 +97,15 @@ fn a_missing_child_has_a_location_but_names_no_module_file() {
     );
 }
 
-/// Two parents declare one child with different module paths, in either
-/// order, while a third thread looks it up: the reader sees nothing or one
-/// of the two, and afterwards the smallest parent's wins.
+/// Two adopted parents declare one child with different module paths, in
+/// either order, while a third thread looks it up: the reader sees nothing
+/// or one of the two, and afterwards the smallest parent's wins.
 #[cfg(verter_loom)]
 #[test]
 fn loom_the_smallest_parent_wins_in_any_order() {
     loom::model(|| {
         let table = std::sync::Arc::new(Declarations::default());
+        table.declare_roots([PathBuf::from("/p/src/a.rs"), PathBuf::from("/p/src/b.rs")]);
         let child = Path::new("/p/src/shared.rs");
         let spawn_record = |parent: &'static str, module: &'static str| {
             let table = std::sync::Arc::clone(&table);
@@ -135,6 +140,7 @@ fn a_declared_root_is_its_own_crate_whatever_its_place() {
     let table = Declarations::default();
     let lib = PathBuf::from("/p/src/lib.rs");
     let cli = PathBuf::from("/p/src/cli.rs");
+    table.declare_roots([lib.clone()]);
     table.record(
         &lib,
         &location("crate", true),
@@ -148,4 +154,71 @@ fn a_declared_root_is_its_own_crate_whatever_its_place() {
     let located = table.location_of(&cli).expect("a root");
     assert!(located.module_path.is_root());
     assert_eq!(located.crate_root, cli);
+}
+
+#[cfg(not(verter_loom))]
+#[test]
+fn a_pinned_parent_wins_over_a_smaller_one() {
+    let table = Declarations::default();
+    let (a, b) = (Path::new("/p/src/a.rs"), Path::new("/p/src/b.rs"));
+    table.declare_roots([a.to_path_buf(), b.to_path_buf()]);
+    let shared = Path::new("/p/src/shared.rs");
+    table.record(
+        a,
+        &location("crate", true),
+        vec![declared("/p/src/shared.rs", "crate::from_a")],
+    );
+    table.record(
+        b,
+        &location("crate", true),
+        vec![declared("/p/src/shared.rs", "crate::from_b")],
+    );
+    let module =
+        |table: &Declarations| table.location_of(shared).map(|l| l.module_path.to_string());
+    assert_eq!(module(&table).as_deref(), Some("crate::from_a"));
+    table.pin(shared, b);
+    assert_eq!(module(&table).as_deref(), Some("crate::from_b"));
+    // A pin to a parent that does not declare it falls back.
+    table.pin(shared, Path::new("/p/src/elsewhere.rs"));
+    assert_eq!(module(&table).as_deref(), Some("crate::from_a"));
+    table.forget(shared);
+    assert_eq!(module(&table).as_deref(), Some("crate::from_a"));
+}
+
+#[cfg(not(verter_loom))]
+#[test]
+fn only_adopted_parents_declare_modules_and_changes_are_logged() {
+    let table = Declarations::default();
+    let lib = Path::new("/p/src/lib.rs");
+    let stray = Path::new("/p/src/stray.rs");
+    let key = || (lib.to_path_buf(), CratePath::from_segments(["x"]));
+    // A parse of a file nothing adopted (a blocker no one declares).
+    table.record(
+        stray,
+        &location("crate::stray", false),
+        vec![declared("/p/src/x.rs", "crate::x")],
+    );
+    let x = CratePath::from_segments(["x"]);
+    let within = CratePath::from_segments(["stray"]);
+    assert_eq!(table.declared_module(lib, &x, &within), None);
+    assert_eq!(table.location_of(Path::new("/p/src/x.rs")), None);
+    assert!(table.take_changed_modules().is_empty());
+    // Pinned, its declarations count, and the key is logged once.
+    table.pin(stray, lib);
+    assert_eq!(
+        table.declared_module(lib, &x, &within),
+        Some(PathBuf::from("/p/src/x.rs"))
+    );
+    assert_eq!(table.take_changed_modules(), HashSet::from([key()]));
+    // The same parse again changes nothing.
+    table.record(
+        stray,
+        &location("crate::stray", false),
+        vec![declared("/p/src/x.rs", "crate::x")],
+    );
+    assert!(table.take_changed_modules().is_empty());
+    // Forgotten, it declares nothing.
+    table.forget(stray);
+    assert_eq!(table.declared_module(lib, &x, &within), None);
+    assert_eq!(table.take_changed_modules(), HashSet::from([key()]));
 }
