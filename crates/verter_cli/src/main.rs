@@ -4,6 +4,7 @@
 //! ```text
 //! verter build [PATH] [--out index.json|-] [--trace trace.json] [--stats] [--threads N] [--progress WHEN]
 //! verter watch [PATH] [--out index.json|-] [--out-dir DIR] [--explain] [--trace trace.json] [--threads N]
+//!              [--debounce MS] [--empty-wait MS]
 //! verter explain FILE [PATH] [--threads N]
 //! ```
 //!
@@ -50,7 +51,11 @@
 //! on standard error once its interrupt handler is in place and then wait
 //! for standard input to close before it builds: the handshake the
 //! interrupt test uses (`crates/verter_cli/tests/it/safety.rs`). Nothing
-//! else reads it.
+//! else reads it. `VERTER_TEST_SAY_EVENTS`, when set, makes `watch` say
+//! `seen PATH` on standard error for each path a file-system event names,
+//! once what the event stands for has been handed to its loop: the
+//! handshake the watch tests use to know the loop will receive a change
+//! before what they send next (`tests/it/watch.rs`).
 
 mod build;
 mod error;
@@ -177,6 +182,15 @@ struct WatchArgs {
     /// available parallelism).
     #[arg(long, value_name = "N", value_parser = parse_threads)]
     threads: Option<usize>,
+    /// Milliseconds the files a burst of events named (an editor's save, a
+    /// `git checkout`) must be quiet before they are indexed, together.
+    #[arg(long, value_name = "MS", default_value_t = 50)]
+    debounce: u64,
+    /// Milliseconds a file found empty waits for the rest of its save
+    /// (a truncate-then-write) before it is indexed as empty; nothing is
+    /// indexed meanwhile.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    empty_wait: u64,
     #[command(flatten)]
     reads: host::ReadPolicy,
 }
@@ -263,6 +277,8 @@ fn main() -> ExitCode {
             reads: &args.reads,
             explain: args.explain,
             trace: args.trace.as_deref(),
+            debounce: std::time::Duration::from_millis(args.debounce),
+            empty_wait: std::time::Duration::from_millis(args.empty_wait),
         }),
         Command::Explain(args) => explain::run(&explain::Options {
             file: &args.file,

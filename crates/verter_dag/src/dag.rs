@@ -692,6 +692,106 @@ impl<P> SchedulerDag<P> {
         self.ready.clear_and_release();
         effects
     }
+
+    /// [`Self::reset`] for a caller that drops the tables itself: every
+    /// waiter is answered `Shutdown` and unfinished work is cancelled (its
+    /// tokens too), as by `reset`, and the tables — file records with their
+    /// payloads, resident failures, edges, blocker records — come back whole
+    /// in a [`Dismantled`] instead of being dropped here, for the caller to
+    /// drop when it likes (the layer above: after its lock, since payloads
+    /// and failures may hold host values; so nothing is collected into
+    /// [`Effects::released`]). The answers and the cancellation walk run
+    /// only when something waits or is unfinished, so dismantling a built,
+    /// idle DAG of any size is a few moves. The ledger, the counters and
+    /// the waiter ids stay, as after `reset`.
+    pub fn dismantle(&mut self) -> (Effects, Dismantled<P>) {
+        let mut effects = Effects::default();
+        if self.group_count > 0 {
+            let mut groups: Vec<(DepKey, Vec<Member>)> = self
+                .all_groups()
+                .map(|(key, members)| (key, members.to_vec()))
+                .collect();
+            groups.sort_by_key(|a| a.0);
+            for (key, members) in groups {
+                let failure = DagFailure::Shutdown {
+                    canonical: key.file.canonical,
+                };
+                for member in members {
+                    effects.answers.push(Answer {
+                        waiter: member.waiter,
+                        key,
+                        outcome: Err(failure.clone()),
+                    });
+                }
+            }
+        }
+        if self.is_idle() {
+            // Idle: nothing reserved, ready or gated (a gated node has an
+            // edge), so every node is finished and nothing is cancelled.
+            debug_assert!(
+                self.all_nodes().all(|(_, node)| node.is_finished()),
+                "an idle DAG has no unfinished work"
+            );
+        } else {
+            let mut running: Vec<WorkNodeIdentity> = Vec::new();
+            let mut cancelled = 0;
+            for (identity, node) in self.all_nodes() {
+                if node.is_finished() {
+                    continue;
+                }
+                if let Some(token) = &node.cancel {
+                    token.cancel();
+                }
+                cancelled += 1;
+                if matches!(node.state, NodeState::Running) {
+                    running.push(identity);
+                }
+            }
+            self.counters.cancelled += cancelled;
+            running.sort();
+            effects.abandoned_running = running;
+        }
+        let dismantled = Dismantled {
+            files: std::mem::take(&mut self.files),
+            cache_nodes: std::mem::take(&mut self.cache_nodes),
+            cache_consumers: std::mem::take(&mut self.cache_consumers),
+            edges: std::mem::take(&mut self.edges),
+            blockers: std::mem::take(&mut self.blockers),
+            spare_tokens: std::mem::take(&mut self.spare_tokens),
+        };
+        self.node_count = 0;
+        self.group_count = 0;
+        self.waiter_count = 0;
+        self.profiles.clear();
+        self.ready.clear_and_release();
+        (effects, dismantled)
+    }
+}
+
+/// What [`SchedulerDag::dismantle`] took out of a DAG: its tables, the
+/// layer above's payloads and the failures they hold included. It does
+/// nothing but own them: dropping it drops them all, in the order of the
+/// files' dense ids.
+pub struct Dismantled<P> {
+    files: CanonicalMap<FileRecords<P>>,
+    cache_nodes: HashMap<(SchedulerCacheId, u64), WorkNode>,
+    cache_consumers: CacheConsumers,
+    edges: EdgeArena,
+    blockers: BlockerRegistry,
+    spare_tokens: Vec<CancellationToken>,
+}
+
+impl<P> std::fmt::Debug for Dismantled<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dismantled")
+            .field("files", &self.files.len())
+            .field("cache_nodes", &self.cache_nodes.len())
+            .field("cache_consumers", &self.cache_consumers.is_empty())
+            .field("edges", &self.edges.live())
+            .field("blockers", &self.blockers.occupancy())
+            .field("spare_tokens", &self.spare_tokens.len())
+            .finish()
+    }
 }
 
 mod completion;

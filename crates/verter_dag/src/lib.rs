@@ -109,7 +109,8 @@ pub use blockers::BlockerOccupancy;
 pub use canonical_map::CanonicalMap;
 pub use dag::{
     ChainEnd, ConsumerChain, DEFAULT_REMOTE_BUDGET, DagConfig, DagCounters, DependencyOccupancy,
-    LinkOutcome, MAX_DEMAND_DEPTH, ObjectError, Registration, RemoteRoutes, SchedulerDag,
+    Dismantled, LinkOutcome, MAX_DEMAND_DEPTH, ObjectError, Registration, RemoteRoutes,
+    SchedulerDag,
 };
 pub use edges::EdgeOccupancy;
 pub use effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, WaiterId};

@@ -156,7 +156,7 @@ impl FsLoader {
     pub fn confined_to<P: AsRef<Path>>(roots: impl IntoIterator<Item = P>) -> io::Result<Self> {
         let roots: Vec<PathBuf> = roots
             .into_iter()
-            .map(|root| std::fs::canonicalize(root.as_ref()))
+            .map(|root| resolve(root.as_ref()))
             .collect::<io::Result<_>>()?;
         #[cfg(unix)]
         let root_dirs = roots
@@ -271,7 +271,11 @@ impl FsLoader {
     /// (with the operating system's reason) when it cannot be listed.
     pub fn list_dir(&self, dir: &Path) -> Result<std::fs::ReadDir, LoadError> {
         let shown = path_text(dir);
-        let resolved = std::fs::canonicalize(dir).map_err(|error| self.io_error(&shown, &error))?;
+        // `resolve`, not `canonicalize`: the crate-root walk lists every
+        // directory of the tree, and `canonicalize` costs a system call per
+        // component, each walking the path from the root (a 1 000-deep
+        // module chain took 9.7 s in the kernel).
+        let resolved = resolve(dir).map_err(|error| self.io_error(&shown, &error))?;
         if !self.is_inside_roots(&resolved) {
             return Err(self.refuse(LoadError::OutsideRoot {
                 path: path_text(&resolved),

@@ -300,6 +300,7 @@ impl<'a> CausalIndex<'a> {
                     }
                     HostAction::Removed { .. }
                     | HostAction::Reset
+                    | HostAction::Shutdown
                     | HostAction::CancelledDag { .. } => {}
                 },
                 _ => {}

@@ -59,6 +59,8 @@ pub enum HostAction {
     },
     /// [`crate::Scheduler::reset`].
     Reset,
+    /// [`crate::Scheduler::shutdown`], or the scheduler's drop.
+    Shutdown,
     /// A host DAG was submitted and admitted as run `dag`, with `nodes`
     /// nodes.
     SubmittedDag {
@@ -111,6 +113,7 @@ impl fmt::Display for HostAction {
             }
             Self::Removed { path } => write!(f, "remove({path})"),
             Self::Reset => f.write_str("reset()"),
+            Self::Shutdown => f.write_str("shutdown()"),
             Self::SubmittedDag { dag, nodes } => {
                 write!(f, "DAG #{dag} submitted ({nodes} nodes)")
             }

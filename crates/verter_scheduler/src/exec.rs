@@ -44,7 +44,7 @@ use crate::error::RequestError;
 use crate::error::panic_message;
 use crate::fault::hold_fault;
 use crate::hooks::{CutOff, HookPoint, SchedulerEvent, guarded};
-use crate::job::{BlockerInputs, Job, Jobs, Work};
+use crate::job::{BlockerInputs, CacheJob, FileJob, Job, Jobs, Work};
 use crate::language::Language;
 use crate::node::FileNode;
 use crate::post::PostWork;
@@ -59,12 +59,53 @@ thread_local! {
     /// How many jobs this thread is inside (an executor may wait, and so
     /// pump and run another job, while running one).
     static JOB_DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// How many pool jobs (of any scheduler) this thread is inside.
+    static POOL_JOB_DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Whether the calling thread is inside a job (running a stage, or
 /// waiting inside one).
 pub(crate) fn in_job() -> bool {
     JOB_DEPTH.with(Cell::get) > 0
+}
+
+/// Whether the calling thread is one a shutdown must not wait for: inside
+/// a job, inside a pool job, or the driver (docs/design.md, "Shutdown").
+pub(crate) fn on_own_thread() -> bool {
+    in_job() || POOL_JOB_DEPTH.with(Cell::get) > 0 || CallerKind::current() == CallerKind::Driver
+}
+
+/// One pool job of a scheduler, counted while it runs
+/// (`Scheduler::pool_jobs`): a shutdown waits for the count to reach zero.
+struct PoolJob<'a> {
+    running: &'a std::sync::atomic::AtomicUsize,
+    shut_down: &'a std::sync::atomic::AtomicBool,
+    progress: &'a verter_pools::ProgressSignal,
+}
+
+impl<'a> PoolJob<'a> {
+    fn begin<E: StageExecutor>(scheduler: &'a Scheduler<E>) -> Self {
+        scheduler.pool_jobs.fetch_add(1, Ordering::SeqCst);
+        POOL_JOB_DEPTH.with(|depth| depth.set(depth.get() + 1));
+        Self {
+            running: &scheduler.pool_jobs,
+            shut_down: &scheduler.shut_down,
+            progress: &scheduler.progress,
+        }
+    }
+}
+
+impl Drop for PoolJob<'_> {
+    fn drop(&mut self) {
+        POOL_JOB_DEPTH.with(|depth| depth.set(depth.get() - 1));
+        // SeqCst, as the shutdown's store of the flag and its read of the
+        // count: either it sees this job ended, or this job sees the flag
+        // and wakes it.
+        if self.running.fetch_sub(1, Ordering::SeqCst) == 1 && self.shut_down.load(Ordering::SeqCst)
+        {
+            self.progress.notify();
+        }
+    }
 }
 
 /// Leaves one level of [`JOB_DEPTH`] when dropped (also on unwind).
@@ -197,7 +238,7 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(crate) fn queue_jobs(&self, jobs: Jobs<E>, keep: Option<ResourceClass>) -> Option<Job<E>> {
         let mut kept = None;
         for job in jobs {
-            if kept.is_none() && keep == Some(job.dispatch.class) {
+            if kept.is_none() && keep == Some(job.dispatch().class) {
                 kept = Some(job);
             } else {
                 self.queue_job(job);
@@ -247,7 +288,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 } else {
                     match Self::live_node(locked, &file) {
                         Some(node) => {
-                            jobs.push(self.job(locked, dispatch, Some(node), Work::Load));
+                            jobs.push(self.file_job(locked, dispatch, node, Work::Load));
                         }
                         None => self.refuse(locked, dispatch, post),
                     }
@@ -273,13 +314,14 @@ impl<E: StageExecutor> Scheduler<E> {
                     Ok(mut job) => {
                         // Registered in the dispatching hold, so an
                         // abandonment in any later hold reaches the work.
+                        let dispatch = job.dispatch();
                         let notice = crate::deferred::CancelNotice::new(
-                            job.dispatch.identity,
-                            job.dispatch.priority,
-                            job.dispatch.cancel.clone(),
+                            dispatch.identity,
+                            dispatch.priority,
+                            dispatch.cancel.clone(),
                         );
                         locked.deferred.register(Arc::clone(&notice));
-                        job.deferred = Some(notice);
+                        job.set_notice(notice);
                         jobs.push(job);
                     }
                     Err(refused) => {
@@ -294,32 +336,39 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    /// Under the lock: the job of `dispatch`, with when its work became
-    /// ready when runs are timed (docs/design.md, "Causes").
+    /// Under the lock: the job of a file's `dispatch` on its live `node`,
+    /// with when its work became ready when runs are timed
+    /// (docs/design.md, "Causes").
     #[inline]
-    fn job(
+    fn file_job(
         &self,
         locked: &mut Locked<E>,
         dispatch: Dispatch,
-        node: Option<Arc<FileNode<E>>>,
+        node: Arc<FileNode<E>>,
         work: Work<E>,
     ) -> Job<E> {
-        let ready_at = if self.timed {
-            locked.ready_clock.issued_at(dispatch.ready_ticket())
-        } else {
-            None
-        };
-        let job = Job {
+        let ready_at = self.ready_at(locked, &dispatch);
+        let job = Job::File(FileJob {
             dispatch,
             node,
             work,
             ready_at,
-            deferred: None,
-        };
+            notice: None,
+        });
         // A test may break the hold here: the job holds its reservation
         // and has not left the hold (`fault.rs`).
         hold_fault!(self, Dispatch);
         job
+    }
+
+    /// When the work of `dispatch` became ready, when runs are timed.
+    #[inline]
+    fn ready_at(&self, locked: &mut Locked<E>, dispatch: &Dispatch) -> Option<std::time::Instant> {
+        if self.timed {
+            locked.ready_clock.issued_at(dispatch.ready_ticket())
+        } else {
+            None
+        }
     }
 
     /// Under the lock, right after `dispatch` left the ready queue (by
@@ -376,7 +425,12 @@ impl<E: StageExecutor> Scheduler<E> {
         (node.incarnation() == file.incarnation).then(|| Arc::clone(node))
     }
 
-    fn refuse(&self, locked: &mut Locked<E>, dispatch: Dispatch, post: &mut PostWork<E>) {
+    pub(crate) fn refuse(
+        &self,
+        locked: &mut Locked<E>,
+        dispatch: Dispatch,
+        post: &mut PostWork<E>,
+    ) {
         let identity = dispatch.identity;
         let (_, effects) = locked.dag.complete(dispatch);
         post.event(|| SchedulerEvent::DidRefuseStale(identity));
@@ -426,11 +480,17 @@ impl<E: StageExecutor> Scheduler<E> {
                     "a cache node was dispatched without its flight",
                 ));
             };
-            let work = Work::Cache {
-                generation: flight.generation,
-                context: flight.context.clone(),
-            };
-            return Ok(self.job(locked, dispatch, None, work));
+            let (generation, context) = (flight.generation, flight.context.clone());
+            let ready_at = self.ready_at(locked, &dispatch);
+            let job = Job::Cache(CacheJob {
+                dispatch,
+                generation,
+                context,
+                ready_at,
+                notice: None,
+            });
+            hold_fault!(self, Dispatch);
+            return Ok(job);
         };
         let Some(slot) = locked
             .dag
@@ -510,7 +570,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             }
         };
-        Ok(self.job(locked, dispatch, Some(node), work))
+        Ok(self.file_job(locked, dispatch, node, work))
     }
 
     /// Under the lock, in a hold that keeps a CPU job for the calling
@@ -557,7 +617,21 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     fn queue_job(&self, job: Job<E>) {
-        let class = job.dispatch.class;
+        self.push_job(job);
+        // A job dispatched before a shutdown's hold and pushed after it,
+        // when that hold had emptied the queues: its pusher refuses it
+        // (docs/design.md, "Shutdown"). The fence orders the push before
+        // the read of the flag, as the shutdown's store is before its
+        // read of the queues: one of the two sees the other.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.shut_down.load(Ordering::Relaxed) {
+            self.refuse_jobs_after_shutdown();
+        }
+    }
+
+    /// [`Self::queue_job`]'s push, and its pool token.
+    fn push_job(&self, job: Job<E>) {
+        let class = job.dispatch().class;
         if class == ResourceClass::Remote {
             // Deferred work holds no thread: it is started right here,
             // after the lock, on a threaded scheduler; an inline one's
@@ -573,7 +647,7 @@ impl<E: StageExecutor> Scheduler<E> {
             self.jobs[class.index()].push(job);
             return;
         };
-        let queue = if is_urgent(&job.dispatch) {
+        let queue = if is_urgent(job.dispatch()) {
             URGENT
         } else {
             class.index()
@@ -585,6 +659,8 @@ impl<E: StageExecutor> Scheduler<E> {
         let me = self.me.clone();
         let run = move || {
             if let Some(scheduler) = me.upgrade() {
+                // Counted until it ends (before the strong reference goes).
+                let _job = PoolJob::begin(&scheduler);
                 // A pool job is the scheduler's own work: a hold that broke
                 // in it was recovered, and the thread goes on.
                 scheduler.contain(|| scheduler.run_queued(class));
@@ -632,7 +708,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Runs `job`, then every job its completion handed back to this thread
     /// — several per hold on an outermost CPU chain (`batch.rs`).
     fn run_chain(&self, job: Job<E>) {
-        let keep = self.continuation(job.dispatch.class);
+        let keep = self.continuation(job.dispatch().class);
         if keep == Some(ResourceClass::Cpu) && self.config.stages_per_hold > 1 {
             self.run_batches(job);
             return;
@@ -713,7 +789,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         .cloned()
                         .expect("I/O work is file work");
                     match Self::live_node(locked, &file) {
-                        Some(node) => Some(self.job(locked, dispatch, Some(node), Work::Load)),
+                        Some(node) => Some(self.file_job(locked, dispatch, node, Work::Load)),
                         None => {
                             self.refuse(locked, dispatch, post);
                             None

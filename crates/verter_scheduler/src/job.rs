@@ -1,6 +1,7 @@
-//! `Job`: a dispatched piece of work and the inputs it captured at dispatch,
-//! moved from the lock hold that dispatched it to the thread that runs it.
-//! Data only: it names no module that schedules or runs work.
+//! `Job`: a dispatched piece of work (a file's stage or a cache node's
+//! flight) and the inputs it captured at dispatch, moved from the lock hold
+//! that dispatched it to the thread that runs it. Data only: it names no
+//! module that schedules or runs work.
 
 use std::sync::Arc;
 
@@ -13,24 +14,64 @@ use crate::node::FileNode;
 use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, Revision, SourceSnapshot, SourceText};
 use crate::traits::StageExecutor;
 
-/// A dispatched piece of work with the inputs it captured at dispatch.
-pub(crate) struct Job<E: StageExecutor> {
+/// A dispatched piece of work with the inputs it captured at dispatch: a
+/// stage of a file, or a host cache node's flight, which has no file.
+pub(crate) enum Job<E: StageExecutor> {
+    /// A stage of a file, with the file's live node.
+    File(FileJob<E>),
+    /// A host cache node's flight.
+    Cache(CacheJob),
+}
+
+/// A file's stage as dispatched.
+pub(crate) struct FileJob<E: StageExecutor> {
     pub(crate) dispatch: Dispatch,
-    /// The file's node; `None` for a host cache node, which has no file.
-    pub(crate) node: Option<Arc<FileNode<E>>>,
+    /// The file's published node, the one the dispatch names.
+    pub(crate) node: Arc<FileNode<E>>,
     pub(crate) work: Work<E>,
     /// When its work became ready, when runs are timed (its queue wait
     /// ends when it starts).
     pub(crate) ready_at: Option<std::time::Instant>,
-    /// Remote-class work only: how the scheduler tells it, once started,
-    /// that it was cancelled (registered in `Locked::deferred` by the hold
-    /// that dispatched it).
-    pub(crate) deferred: Option<Arc<crate::deferred::CancelNotice>>,
+    /// Remote work only: how the scheduler tells it, once started, that it
+    /// was cancelled (registered in the in-flight table by the hold that
+    /// dispatched it).
+    pub(crate) notice: Option<Arc<crate::deferred::CancelNotice>>,
 }
 
-/// What a job does, with the inputs it captured. Each CPU stage also
-/// carries its stage's prior output of the same object, if the file kept
-/// one (docs/design.md, "Early cutoff").
+/// A host cache node's flight as dispatched.
+pub(crate) struct CacheJob {
+    pub(crate) dispatch: Dispatch,
+    /// Which flight of its identity it is.
+    pub(crate) generation: u64,
+    /// The context of the DAG node that started the flight.
+    pub(crate) context: Option<RequestContext>,
+    /// As [`FileJob::ready_at`].
+    pub(crate) ready_at: Option<std::time::Instant>,
+    /// As [`FileJob::notice`].
+    pub(crate) notice: Option<Arc<crate::deferred::CancelNotice>>,
+}
+
+impl<E: StageExecutor> Job<E> {
+    /// The dispatch it carries out.
+    pub(crate) fn dispatch(&self) -> &Dispatch {
+        match self {
+            Self::File(job) => &job.dispatch,
+            Self::Cache(job) => &job.dispatch,
+        }
+    }
+
+    /// Gives remote work the notice its dispatching hold registered.
+    pub(crate) fn set_notice(&mut self, notice: Arc<crate::deferred::CancelNotice>) {
+        match self {
+            Self::File(job) => job.notice = Some(notice),
+            Self::Cache(job) => job.notice = Some(notice),
+        }
+    }
+}
+
+/// What a file's stage does, with the inputs it captured. Each CPU stage
+/// also carries its stage's prior output of the same object, if the file
+/// kept one (docs/design.md, "Early cutoff").
 pub(crate) enum Work<E: StageExecutor> {
     /// Read the file's bytes (I/O).
     Load,
@@ -52,13 +93,6 @@ pub(crate) enum Work<E: StageExecutor> {
         /// When the file's blocker list last changed (its Source's).
         blockers_changed_at: Revision,
         prior: Option<Arc<ArtifactSnapshot<E::Artifact>>>,
-    },
-    /// Run a host cache node's flight (CPU).
-    Cache {
-        /// Which flight of its identity it is.
-        generation: u64,
-        /// The context of the DAG node that started the flight.
-        context: Option<RequestContext>,
     },
 }
 

@@ -42,6 +42,18 @@
 //! also waits for the stages it cancelled: once it returns, none is
 //! running and none will start (docs/design.md, "Reset").
 //!
+//! # Lifecycle
+//! [`Scheduler::upsert`] (a request that carries text),
+//! [`Scheduler::invalidate`] (and `invalidate_always`; also how an
+//! editor's overlay is closed), [`Scheduler::remove`], a language re-home
+//! (a request that names another language), [`Scheduler::reset`] (every
+//! file at once), and [`Scheduler::shutdown`], the end: everyone waiting is
+//! answered (`Shutdown`; a host DAG whole), what runs is cancelled and
+//! waited for, queued work is dropped without running, the driver thread is
+//! joined, and every later call is refused, typed, without reaching the
+//! loader. Dropping the scheduler does the same unless `shutdown` did; the
+//! pools stay the host's (docs/design.md, "Shutdown").
+//!
 //! # Early cutoff
 //! A rebuild stops where an output did not change. [`Scheduler::invalidate`]
 //! (and an upsert) of bytes equal to the known text does nothing. A stage
@@ -70,7 +82,7 @@
 //! |---|---|---|
 //! | a newer edit supersedes its generation | follows the file to the newest generation | `Superseded` |
 //! | its language is re-homed | follows the replacement | follows the replacement (same lifetime) |
-//! | the file is removed, or `reset()` (also when it is added again before the request is admitted) | `Shutdown` | `Shutdown` |
+//! | the file is removed, or `reset()` (also when it is added again before the request is admitted), or `shutdown()` | `Shutdown` | `Shutdown` |
 //! | a dependency fails or is missing | `DependencyFailed` | `DependencyFailed` |
 //! | a blocker is removed | rebuilt on the blocker as the loader has it now | rebuilt on the blocker as the loader has it now |
 //!

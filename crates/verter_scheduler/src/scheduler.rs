@@ -390,6 +390,7 @@ pub use lifecycle::Invalidation;
 mod publication;
 mod reads;
 mod recovery;
+mod shutdown;
 mod snapshot;
 pub use snapshot::Snapshot;
 mod submission;

@@ -7,8 +7,8 @@
 //! which hands the closure the locked state and a [`PostWork`] to collect
 //! what must not run under the lock — answers, events, dispatch — and
 //! delivers that after the guard drops. `read_locked` gives read-only
-//! access; `Drop` answers everyone still waiting. Nothing else takes the
-//! lock (`the_dag_lock_is_taken_only_here` pins it). Loader calls, executor
+//! access. `Drop` shuts the scheduler down through the same hold as
+//! `Scheduler::shutdown`. Nothing else takes the lock (`the_dag_lock_is_taken_only_here` pins it). Loader calls, executor
 //! calls, hooks and channel sends never run under it (docs/design.md,
 //! "What runs where"). Every hold is timed by its guard (`Held`), into
 //! `SchedulerCounters::lock_held_ns`.
@@ -28,7 +28,7 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
@@ -47,7 +47,6 @@ use crate::causal_log::CausalLog;
 use crate::config::SchedulerConfig;
 use crate::cutoff::{PriorSlot, RevisionClock};
 use crate::dags::DagRuns;
-use crate::error::RequestError;
 use crate::events::Sink;
 use crate::helpers::Helpers;
 use crate::hooks::SchedulerEvent;
@@ -245,6 +244,18 @@ impl<E: StageExecutor> Locked<E> {
     }
 }
 
+/// Which end a scheduler comes to (`Scheduler::end`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// [`Scheduler::shutdown`]: the scheduler lives on, refusing every
+    /// call, so it also forgets every file now (the node map, the source
+    /// root), as `reset` does.
+    Shutdown,
+    /// Its drop: its fields are dropped right after, so nothing is
+    /// forgotten one file at a time.
+    Drop,
+}
+
 /// Whether the scheduler runs on pools or on its callers' threads.
 pub(crate) enum Mode {
     /// Host-built pools and a driver thread.
@@ -307,6 +318,18 @@ pub struct Scheduler<E: StageExecutor> {
     /// The driver's private teardown channel (capacity one).
     pub(crate) teardown_tx: Sender<()>,
     pub(crate) driver: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Whether the scheduler was shut down (`Scheduler::shutdown`, or its
+    /// drop): set once, under the DAG lock, in the hold that answers
+    /// everyone and cancels everything; read without the lock by every
+    /// call that would call the loader or send into the inbox
+    /// (docs/design.md, "Shutdown").
+    pub(crate) shut_down: AtomicBool,
+    /// Set when the shutdown that set `shut_down` has finished its waits:
+    /// what a second, racing `shutdown` waits for.
+    pub(crate) ended: AtomicBool,
+    /// Pool jobs of this scheduler running now (a pool token that upgraded
+    /// its weak reference): what a shutdown waits to see at zero.
+    pub(crate) pool_jobs: AtomicUsize,
     /// Dispatched jobs: CPU, I/O, remote (deferred work to start), then
     /// urgent CPU (threaded only; see `exec.rs`). Pool tokens and pumps pop them; a host
     /// thread that waits pops the urgent ones.
@@ -318,10 +341,15 @@ pub struct Scheduler<E: StageExecutor> {
     /// Raised after every post-work delivery and every enqueue: wakes idle
     /// driving waiters and `wait_idle` instead of a clock.
     pub(crate) progress: ProgressSignal,
-    /// Whether anyone observes events: the hooks (`Hooks::observes_events`)
-    /// or a `tracing` subscriber at debug level on `verter::events`; read
-    /// once.
+    /// Whether anyone observes events: the hooks (`Hooks::observes_events`),
+    /// a `tracing` subscriber at debug level on `verter::events`, or the
+    /// causal log; read once.
     pub(crate) observes_events: bool,
+    /// Whether a run about to start is announced (`WillLoad`,
+    /// `WillExecute`): only the hooks and `tracing` hear it, the causal log
+    /// records the run when it ends, so with the log alone nothing is
+    /// built. Read once.
+    pub(crate) announces_runs: bool,
     /// Whether the hooks pause (`Hooks::pauses`, read once).
     pub(crate) pauses: bool,
     /// The causal log, when `SchedulerConfig::causal_log` asks for one.
@@ -366,7 +394,8 @@ impl<E: StageExecutor> Scheduler<E> {
         let log = CausalLog::new(config.causal_log, created);
         let stats = config.stage_stats.then(StatsRecorder::new);
         let hooks_observe = config.hooks.observes_events();
-        let observes_events = hooks_observe || crate::events::traced() || log.is_some();
+        let announces_runs = hooks_observe || crate::events::traced();
+        let observes_events = announces_runs || log.is_some();
         let timed = observes_events || stats.is_some();
         let routes_remote = config.dag.remote != verter_dag::RemoteRoutes::NONE;
         let pauses = config.hooks.pauses();
@@ -394,6 +423,9 @@ impl<E: StageExecutor> Scheduler<E> {
             inbox,
             teardown_tx,
             driver: Mutex::new(None),
+            shut_down: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
+            pool_jobs: AtomicUsize::new(0),
             jobs: [
                 SegQueue::new(),
                 SegQueue::new(),
@@ -405,6 +437,7 @@ impl<E: StageExecutor> Scheduler<E> {
             placeholder: (Incarnation::allocate(), SubmissionLifetime::allocate()),
             progress: ProgressSignal::new(),
             observes_events,
+            announces_runs,
             pauses,
             log,
             stats,
@@ -547,7 +580,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 && keep == Some(ResourceClass::Cpu)
                 && jobs
                     .iter()
-                    .any(|job| job.dispatch.class == ResourceClass::Cpu)
+                    .any(|job| job.dispatch().class == ResourceClass::Cpu)
             {
                 self.take_batched(locked, post, extra, into);
             }
@@ -684,72 +717,15 @@ impl<E: StageExecutor> Drop for Held<'_, E> {
 }
 
 impl<E: StageExecutor> Drop for Scheduler<E> {
+    /// Does what [`Scheduler::shutdown`] does, through the same body, unless
+    /// that already ran: everyone still waiting is answered, the driver is
+    /// stopped and joined (no pool job can be running: each holds a strong
+    /// reference while it runs). What the scheduler holds is then dropped
+    /// on this thread, after the lock: the DAG's tables first (the node
+    /// map let go of its references in the hold), which free every node
+    /// in the order of the files' dense ids, then the fields.
     fn drop(&mut self) {
-        // Stop the driver first: it holds only a weak reference, and wakes on
-        // its private teardown channel even if its inbox wake was consumed
-        // by another pump.
-        let _ = self.teardown_tx.try_send(());
-        if let Some(handle) = self.driver.lock().take()
-            && handle.thread().id() != std::thread::current().id()
-        {
-            let _ = handle.join();
-        }
-        // Every request still waiting is answered, after the lock drops:
-        // nothing hangs, and no waker runs under the lock.
-        let mut post = self.post_work();
-        // The files' slots leave the hold, to be dropped after it.
-        let _slots = {
-            let mut locked = self.lock();
-            let _mark = LockMark::set();
-            while let Some(envelope) = self.inbox.try_recv() {
-                let (item, receipt) = envelope.open();
-                self.inbox.admitted(receipt);
-                for prepared in item.into_items() {
-                    post.answer(
-                        prepared.slot,
-                        Err(RequestError::Shutdown {
-                            path: prepared.canonical,
-                        }),
-                    );
-                }
-            }
-            for registering in locked.registering.drain(..) {
-                post.answer(
-                    registering.slot,
-                    Err(RequestError::Shutdown {
-                        path: registering.live.canonical,
-                    }),
-                );
-            }
-            // Host DAGs are answered whole (their unanswered nodes
-            // `Cancelled`), their flights cancelled.
-            self.cancel_all_dags(&mut locked, &mut post);
-            let slots = locked.dag.take_payloads();
-            let effects = locked.dag.reset();
-            // Started deferred work is abandoned with everything else: told
-            // after the lock, so a remote server stops running it.
-            for notice in locked.deferred.take_all() {
-                post.cancel_deferred(notice);
-            }
-            for answer in effects.answers {
-                if let Some(slot) = locked.take_waiter(answer.waiter) {
-                    post.answer(
-                        slot,
-                        Err(RequestError::Shutdown {
-                            path: answer.key.file.canonical,
-                        }),
-                    );
-                }
-            }
-            let unanswered: Vec<_> = locked.waiters.drain().collect();
-            for (waiter, slot) in unanswered {
-                locked.dag.recycle_waiter(waiter);
-                post.answer(slot, Err(RequestError::Cancelled));
-            }
-            slots
-        };
-        post.dispatch = false;
-        let _ = post.deliver(&self.sink(), &self.counters.duplicate_answers);
+        self.end(Ending::Drop);
     }
 }
 

@@ -78,6 +78,17 @@
 //! scheduler counts each recovery as one internal error, and nothing
 //! else), and the answers after it are a fresh scheduler's.
 //!
+//! # Shutdown
+//! A fifth of the default mix's seeds end with [`Op::Shutdown`] instead of
+//! their last check, with whatever the trace left in flight. It is judged
+//! as a reset over the call's window; when it returns every handle must be
+//! answered without a pump, nothing may be queued, waiting or reserved on
+//! the CPU and I/O budgets, a request sent then must be answered
+//! `Shutdown` at once, and no executor call, start or load may follow,
+//! also while parked remote work comes back and is refused; then the
+//! quiescence report and the ledger are clean (`check.rs`,
+//! `check_shut_down`).
+//!
 //! # Parts
 //! - this file: the run, its shared state and its hooks;
 //! - `exec.rs`: one operation, and the judgement of each answer;
@@ -159,6 +170,9 @@ pub struct RunReport {
     /// [`Op::Break`]s run, and the lock holds they broke (each recovered:
     /// `SchedulerCounters::holds_recovered`).
     pub breaks: [u64; 2],
+    /// When the run ended with [`Op::Shutdown`]: how many kept requests
+    /// and DAGs were still unanswered when it was called (answered by it).
+    pub shutdown: Option<u64>,
 }
 
 /// A run that found a violation: the trace (shrunk when it could be) and
@@ -299,6 +313,7 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
             causes,
             remote: shared.remote_stats(),
             breaks: [state.breaks, recovered],
+            shutdown: state.shutdown,
         })
     };
     (shared, report)
@@ -366,6 +381,9 @@ struct State {
     breaking: bool,
     /// [`Op::Break`]s run.
     breaks: u64,
+    /// Set by [`Op::Shutdown`]: the kept requests and DAGs unanswered when
+    /// it was called.
+    shutdown: Option<u64>,
     /// Remote jobs parked when the last recovery happened: started by the
     /// DAG the recovery replaced, so the new ledger holds no reservation
     /// for them (they come back, are refused and count nowhere).

@@ -86,6 +86,12 @@ pub enum Op {
     Remove(String),
     /// `reset()`.
     Reset,
+    /// `shutdown()`, the run's last operation (in place of its last
+    /// [`Op::Check`]), with work in flight: every handle must be answered
+    /// at once, a request after it answered `Shutdown` at once, nothing may
+    /// run after it, and the ledger must be zero once parked remote work
+    /// came back (inline mode).
+    Shutdown,
     /// One request; `keep: false` drops its handle at once.
     Request {
         /// The request.
@@ -248,6 +254,10 @@ pub struct SimConfig {
     /// three times): drawn from a stream of its own, so every other
     /// operation of a seed's trace is the one it drew before.
     pub break_percent: u32,
+    /// Percent of seeds whose run ends with [`Op::Shutdown`] instead of its
+    /// last check: drawn from a stream of its own, so every other
+    /// operation of a seed's trace is the one it drew before.
+    pub shutdown_percent: u32,
 }
 
 impl Default for SimConfig {
@@ -258,6 +268,7 @@ impl Default for SimConfig {
             fault_percent: 6,
             remote_percent: 50,
             break_percent: 25,
+            shutdown_percent: 20,
         }
     }
 }
@@ -285,6 +296,12 @@ fn break_stream(seed: u64, percent: u32) -> Option<SimRng> {
     rng.chance(percent).then_some(rng)
 }
 
+/// Whether a seed's run ends with [`Op::Shutdown`], from a stream of its
+/// own.
+fn ends_with_shutdown(seed: u64, percent: u32) -> bool {
+    SimRng::new(crate::rng::mix(seed ^ 0x7368_7574_646f_0001)).chance(percent)
+}
+
 /// The paths a world can name: its files, plus one nothing ever writes.
 pub fn universe(config: &SimConfig) -> Vec<String> {
     let mut paths: Vec<String> = (0..config.files).map(|i| format!("f{i}.rs")).collect();
@@ -310,6 +327,8 @@ pub struct Generator {
     remote: Option<RemoteSpec>,
     /// Where its run breaks lock holds, if it does ([`Op::Break`]).
     breaks: Option<SimRng>,
+    /// Whether its run ends with [`Op::Shutdown`].
+    shutdown: bool,
 }
 
 const WORDS: [&str; 6] = ["alpha", "beta", "gamma", "delta", "eps", "zeta"];
@@ -321,6 +340,7 @@ impl Generator {
         let owned = paths.clone();
         let remote = remote_spec(seed, config.remote_percent);
         let breaks = break_stream(seed, config.break_percent);
+        let shutdown = ends_with_shutdown(seed, config.shutdown_percent);
         Self {
             rng: SimRng::new(seed),
             config,
@@ -330,6 +350,7 @@ impl Generator {
             dags: true,
             remote,
             breaks,
+            shutdown,
         }
     }
 
@@ -688,7 +709,13 @@ impl Generator {
                 ops.insert(at, op);
             }
         }
-        ops.push(Op::Check);
+        // The last operation: a check, or on some seeds a shutdown with
+        // whatever is in flight (inline mode).
+        ops.push(if self.shutdown && self.dags {
+            Op::Shutdown
+        } else {
+            Op::Check
+        });
         ops
     }
 
@@ -729,6 +756,7 @@ impl fmt::Display for Op {
             Self::Close(path) => write!(f, "close {path}"),
             Self::Remove(path) => write!(f, "remove {path}"),
             Self::Reset => f.write_str("reset"),
+            Self::Shutdown => f.write_str("shutdown"),
             Self::Request { req, keep } => {
                 write!(
                     f,

@@ -340,6 +340,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         remote_percent: 0,
         // Inline only: the threaded host draws plain operations.
         break_percent: 0,
+        shutdown_percent: 0,
     };
     let paths = universe(&sim);
     let fs = SimFs::default();

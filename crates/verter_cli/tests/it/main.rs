@@ -1,7 +1,8 @@
 //! The `verter` binary, run as a user would: exit codes, the summary, the
 //! JSON shape, bad paths, `watch` reacting to an edit, and why stages ran
 //! (`causes.rs`), names a tree crafted to act on a terminal (`names.rs`),
-//! and what no flag, path or crash may do (`safety.rs`).
+//! what no flag, path or crash may do (`safety.rs`), and `watch` through
+//! every change a tree can go through (`watch.rs`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ mod hostile_tree;
 mod names;
 mod safety;
 mod ux;
+mod watch;
 
 fn verter() -> Command {
     Command::new(env!("CARGO_BIN_EXE_verter"))

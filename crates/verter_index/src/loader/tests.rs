@@ -510,3 +510,76 @@ fn resolving_agrees_with_canonicalize_through_links_loops_and_fifos() {
         assert_eq!(fast, slow, "{}", path.display());
     }
 }
+
+/// Every path the loader resolves goes through `resolve` (one walk of the
+/// kernel on Linux), never `std::fs::canonicalize` (a system call per
+/// component, each walking the path from the root: cubic over a deep
+/// module chain, which the crate-root walk's `list_dir` once paid on
+/// every directory). Pinned by a scan of the loader's own code:
+/// `canonicalize` appears only in `resolve`, as its fallback.
+#[test]
+fn the_loader_resolves_paths_only_through_resolve() {
+    let code = include_str!("../loader.rs");
+    let calls: Vec<(usize, &str)> = code
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let code_part = line.split("//").next().unwrap_or_default();
+            code_part.contains("canonicalize(")
+        })
+        .collect();
+    let resolve_fns: Vec<usize> = code
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.starts_with("fn resolve(path: &Path)"))
+        .map(|(index, _)| index)
+        .collect();
+    assert_eq!(
+        resolve_fns.len(),
+        2,
+        "one `resolve` for Linux, one elsewhere"
+    );
+    for (line, text) in &calls {
+        let inside = resolve_fns
+            .iter()
+            .any(|start| line > start && line - start <= 14);
+        assert!(
+            inside,
+            "loader.rs:{}: `canonicalize` outside `resolve`: {text}",
+            line + 1
+        );
+    }
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+}
+
+/// `list_dir` lists the directory its path resolves to, through links
+/// inside the roots, and refuses one that resolves outside.
+#[cfg(unix)]
+#[test]
+fn list_dir_follows_a_link_inside_the_roots_and_refuses_one_out() {
+    use std::os::unix::fs::symlink;
+    let (_tmp, dir) = temp_dir();
+    let root = dir.join("root");
+    fs::create_dir_all(root.join("a/b")).expect("dirs");
+    fs::write(root.join("a/b/c.rs"), "").expect("file");
+    fs::create_dir_all(dir.join("outside")).expect("outside");
+    symlink(root.join("a"), root.join("link")).expect("link");
+    symlink(dir.join("outside"), root.join("out")).expect("link");
+    let loader = FsLoader::confined_to([&root]).expect("a root");
+    let names: Vec<String> = loader
+        .list_dir(&root.join("link/b"))
+        .expect("listed")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(names, ["c.rs"]);
+    assert!(matches!(
+        loader.list_dir(&root.join("out")),
+        Err(LoadError::OutsideRoot { .. })
+    ));
+}

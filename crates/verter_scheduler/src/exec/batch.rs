@@ -192,7 +192,7 @@ impl<E: StageExecutor> Scheduler<E> {
             let mut cut = false;
             while let Some(job) = current {
                 jobs += 1;
-                let urgent = is_urgent(&job.dispatch);
+                let urgent = is_urgent(job.dispatch());
                 let done = self.execute(job);
                 // An urgent stage ends its round: it is committed (and its
                 // waiter answered, or its next stage kept for this thread)

@@ -108,7 +108,7 @@ impl<E: StageExecutor> Scheduler<E> {
             loop {
                 ran += 1;
                 match self.run_job(job, Some(ResourceClass::Cpu)) {
-                    Some(next) if is_urgent(&next.dispatch) && !answered() => job = next,
+                    Some(next) if is_urgent(next.dispatch()) && !answered() => job = next,
                     Some(next) => {
                         self.queue_job(next);
                         break;

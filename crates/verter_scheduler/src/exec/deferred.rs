@@ -78,31 +78,32 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Starts one deferred job: refused or verified like a local one, or
     /// handed to the executor with its completion.
     pub(super) fn start_deferred(&self, job: Job<E>) {
-        let Job {
-            dispatch,
-            node,
-            work,
-            ready_at,
-            deferred,
-        } = job;
-        match (node, work, deferred) {
-            (None, work, Some(notice)) => self.start_cache(dispatch, work, ready_at, notice),
-            (Some(node), work @ Work::Artifact { .. }, Some(notice)) => {
-                self.start_artifact(dispatch, node, work, ready_at, notice);
-            }
+        match job {
+            Job::Cache(CacheJob {
+                dispatch,
+                generation,
+                context,
+                ready_at,
+                notice: Some(notice),
+            }) => self.start_cache(dispatch, (generation, context), ready_at, notice),
+            Job::File(FileJob {
+                dispatch,
+                node,
+                work: work @ Work::Artifact { .. },
+                ready_at,
+                notice: Some(notice),
+            }) => self.start_artifact(dispatch, node, work, ready_at, notice),
             // Routing (`RemoteRoutes::class_of`) sends only Artifacts and
             // cache nodes here, each with the notice its dispatching hold
             // registered; anything else would run as a local job.
-            (node, work, deferred) => {
+            mut job => {
                 debug_assert!(false, "only routed work, with its notice, is started");
-                let finished = self.execute(Job {
-                    dispatch,
-                    node,
-                    work,
-                    ready_at,
-                    deferred: None,
-                });
-                match deferred {
+                let notice = match &mut job {
+                    Job::File(job) => job.notice.take(),
+                    Job::Cache(job) => job.notice.take(),
+                };
+                let finished = self.execute(job);
+                match notice {
                     Some(notice) => self.complete_deferred(finished, &notice),
                     None => {
                         self.complete(finished, None);
@@ -204,17 +205,10 @@ impl<E: StageExecutor> Scheduler<E> {
     fn start_cache(
         &self,
         dispatch: Dispatch,
-        work: Work<E>,
+        (generation, context): (u64, Option<crate::dag_types::RequestContext>),
         ready_at: Option<Instant>,
         notice: Arc<CancelNotice>,
     ) {
-        let Work::Cache {
-            generation,
-            context,
-        } = work
-        else {
-            unreachable!("only a cache node's job has no file node");
-        };
         let cancel = dispatch.cancel.clone();
         let Some(running) = self.begin_cache(&dispatch, &cancel) else {
             let finished = self.finished(

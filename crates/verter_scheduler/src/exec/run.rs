@@ -146,17 +146,17 @@ impl<E: StageExecutor> Scheduler<E> {
     pub(super) fn execute(&self, job: Job<E>) -> Finished<E> {
         JOB_DEPTH.with(|depth| depth.set(depth.get() + 1));
         let _depth = JobDepth;
-        let Job {
-            dispatch,
-            node,
-            work,
-            ready_at,
-            deferred: _,
-        } = job;
-        let identity = dispatch.identity;
-        let Some(node) = node else {
-            return self.execute_cache(dispatch, work, ready_at);
+        let (dispatch, node, work, ready_at) = match job {
+            Job::File(FileJob {
+                dispatch,
+                node,
+                work,
+                ready_at,
+                notice: _,
+            }) => (dispatch, node, work, ready_at),
+            Job::Cache(job) => return self.execute_cache(job),
         };
+        let identity = dispatch.identity;
         let file = identity.file().cloned().expect("jobs are file work");
         let because = match self.begin(&dispatch, &node, &file, &work) {
             Gate::Run(because) => because,
@@ -172,7 +172,6 @@ impl<E: StageExecutor> Scheduler<E> {
         let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
         let _span = span.enter();
         let outcome = match work {
-            Work::Cache { .. } => unreachable!("a cache node's job has no file node"),
             Work::Load => self.run_load(&file),
             Work::Parse { text, prior } => self.run_parse(&dispatch, node, text, prior),
             Work::Analysis { source, prior } => {
@@ -283,7 +282,7 @@ impl<E: StageExecutor> Scheduler<E> {
         if let Some(verified) = self.verified(file, work) {
             return Gate::Verified(verified);
         }
-        if self.observes_events {
+        if self.announces_runs {
             let event = match work {
                 Work::Load => SchedulerEvent::WillLoad(identity),
                 _ => SchedulerEvent::WillExecute(identity),
@@ -402,19 +401,14 @@ impl<E: StageExecutor> Scheduler<E> {
     /// boundary, unless its flight was cancelled (then its answer is
     /// `Cancelled`, and the commit refuses it anyway: a cancelled flight's
     /// work node is gone).
-    fn execute_cache(
-        &self,
-        dispatch: Dispatch,
-        work: Work<E>,
-        ready_at: Option<Instant>,
-    ) -> Finished<E> {
-        let Work::Cache {
+    fn execute_cache(&self, job: CacheJob) -> Finished<E> {
+        let CacheJob {
+            dispatch,
             generation,
             context,
-        } = work
-        else {
-            unreachable!("only a cache node's job has no file node");
-        };
+            ready_at,
+            notice: _,
+        } = job;
         let identity = dispatch.identity;
         let Some(running) = self.begin_cache(&dispatch, &dispatch.cancel) else {
             return self.finished(
@@ -463,7 +457,7 @@ impl<E: StageExecutor> Scheduler<E> {
         if dispatch.cancel.is_cancelled() {
             return None;
         }
-        if self.observes_events {
+        if self.announces_runs {
             self.emit_now(SchedulerEvent::WillExecute(identity));
         }
         let running = self.begin_run(token)?;

@@ -86,9 +86,14 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
         let Some(job) = scheduler.jobs[0].pop().or_else(|| scheduler.jobs[1].pop()) else {
             break;
         };
-        match job.work {
-            Work::Artifact { profile, .. } => {
-                let file = job.dispatch.identity.file().cloned().unwrap();
+        match job {
+            Job::File(FileJob {
+                dispatch,
+                node,
+                work: Work::Artifact { profile, .. },
+                ..
+            }) => {
+                let file = dispatch.identity.file().cloned().unwrap();
                 let output = Ok(Arc::new(ArtifactSnapshot::new(
                     file.canonical,
                     file.version(),
@@ -101,9 +106,9 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                     Generation::ZERO,
                 );
                 let finished = run::Finished {
-                    dispatch: job.dispatch,
+                    dispatch,
                     outcome: run::Outcome::Built {
-                        node: Arc::clone(job.node.as_ref().expect("file work")),
+                        node,
                         result: output,
                         blockers: smallvec::smallvec![Arc::new(AnalysisSnapshot::new(
                             retired.canonical,
@@ -119,7 +124,7 @@ fn a_broken_artifact_invariant_answers_internal_and_counts_it() {
                     assert!(next.is_none(), "an inline completion keeps no job");
                 })));
             }
-            _ => scheduler.run_chain(job),
+            job => scheduler.run_chain(job),
         }
     }
     let caught = caught.expect("the Artifact was dispatched");

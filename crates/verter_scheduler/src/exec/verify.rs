@@ -132,7 +132,6 @@ pub(super) enum Verified<E: StageExecutor> {
 pub(super) fn run_reason<E: StageExecutor>(file: &FileIdentity, work: &Work<E>) -> RunReason {
     match work {
         Work::Load | Work::Parse { .. } => RunReason::NewVersion,
-        Work::Cache { .. } => RunReason::CacheNode,
         Work::Analysis { prior: None, .. } | Work::Artifact { prior: None, .. } => {
             RunReason::NoPrior
         }

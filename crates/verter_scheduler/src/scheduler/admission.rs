@@ -109,6 +109,18 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
+    /// Under the lock, once the scheduler is shut down: answers every item
+    /// in the inbox `Shutdown` (`admit_envelope` refuses them), until it
+    /// is empty, and takes them off the pending count.
+    pub(super) fn refuse_inbox(&self, locked: &mut Locked<E>, post: &mut PostWork<E>) {
+        debug_assert!(self.shut_down.load(Ordering::Relaxed));
+        let mut requests = 0;
+        while let Some(envelope) = self.inbox.try_recv() {
+            requests += self.admit_envelope(locked, post, envelope);
+        }
+        self.settle_admitted(locked, requests);
+    }
+
     /// Under the lock: admits up to `count` items of `lane`, in order;
     /// returns how many requests were admitted whole. The caller settles
     /// `pending_admissions`.
@@ -163,6 +175,23 @@ impl<E: StageExecutor> Scheduler<E> {
         // Pending until settled (the caller does, at the end of the hold's
         // admissions); a recovered hold settles them itself.
         locked.unsettled += item.len();
+        if self.shut_down.load(Ordering::Relaxed) {
+            // Shut down (docs/design.md, "Shutdown"): nothing is admitted
+            // any more; every request is answered.
+            let requests = item.len();
+            for prepared in item.into_items() {
+                post.answer(
+                    prepared.slot,
+                    Err(RequestError::Shutdown {
+                        path: prepared.canonical,
+                    }),
+                );
+            }
+            if let Some(receipt) = locked.receipt.take() {
+                self.inbox.admitted(receipt);
+            }
+            return requests;
+        }
         if !locked.registering.is_empty() && item.is_write() {
             self.register_deferred(locked, post, usize::MAX);
         }

@@ -148,6 +148,11 @@ impl<E: StageExecutor> Scheduler<E> {
                     let done = locked.dags.answer(NodeRef { run, node }, Err(error));
                     post.dags_answered(done);
                 }
+                if self.shut_down.load(Ordering::Relaxed) {
+                    // Shut down (docs/design.md, "Shutdown"): answered whole
+                    // at once, as a DAG in flight at the shutdown was.
+                    self.cancel_run(locked, post, run);
+                }
                 true
             });
             if admitted {

@@ -151,6 +151,9 @@ impl<E: StageExecutor> Scheduler<E> {
     /// hash: `None` when the read fails or panics (the file's Source then
     /// loads it, and reports the failure, as if it had not been read).
     fn load_now(&self, canonical: &Canonical) -> Option<(Arc<str>, ContentHash)> {
+        if self.is_shut_down() {
+            return None;
+        }
         self.counters.loads.fetch_add(1, Ordering::Relaxed);
         match catch_unwind(AssertUnwindSafe(|| self.loader.load(canonical))) {
             Ok(Ok(text)) => {
@@ -233,6 +236,9 @@ impl<E: StageExecutor> Scheduler<E> {
     /// (`remove`, an edit and a cancelled DAG do not wait: their running
     /// stages may finish after the call returns, and are refused.)
     pub fn reset(&self) {
+        if self.is_shut_down() {
+            return;
+        }
         // The retired nodes leave the hold with the caller: their outputs
         // are the host's values, dropped after the lock.
         let (retired, running) = self.transact(|locked, post| {
@@ -245,13 +251,14 @@ impl<E: StageExecutor> Scheduler<E> {
             // `Cancelled`) and their cache flights cancelled, before the
             // DAG forgets every work node.
             self.cancel_all_dags(locked, post);
-            // The slots (nodes and texts) leave with the node map's entries.
-            let slots = locked.dag.take_payloads();
-            let effects = locked.dag.reset();
+            // The DAG's tables, with the files' slots (nodes and texts),
+            // leave whole with the node map's entries: one move, no walk
+            // of a DAG where nothing waits or runs.
+            let (effects, tables) = locked.dag.dismantle();
             let nodes = self.forget_every_file(locked, []);
             self.absorb(locked, effects, post);
             debug_assert!(locked.waiters.is_empty(), "reset answers every waiter");
-            ((nodes, slots), running)
+            ((nodes, tables), running)
         });
         drop(retired);
         self.await_runs(running);
@@ -267,7 +274,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// drives while it waits (a stage thread, an inline caller) pumps
     /// meanwhile, since what those runs wait for may be work only it can
     /// run.
-    fn await_runs(&self, mut running: Vec<CancellationToken>) {
+    pub(super) fn await_runs(&self, mut running: Vec<CancellationToken>) {
         let me = crate::exec::this_runner();
         if crate::exec::in_job() || running.iter().any(|token| token.runner() == Some(me)) {
             return;

@@ -305,6 +305,15 @@ impl<E: StageExecutor> Scheduler<E> {
         may_answer: bool,
         slot: &impl Fn() -> AnswerSlot<E>,
     ) -> Result<Preparation<E>, RequestError> {
+        // A shut-down scheduler calls no loader: refused here, typed.
+        if self.is_shut_down() {
+            return Err(RequestError::Shutdown {
+                path: match &request.path {
+                    DepPath::Path(path) => Canonical::from(path.as_str()),
+                    DepPath::Canonical(canonical) => *canonical,
+                },
+            });
+        }
         let canonical = match &request.path {
             DepPath::Path(path) => self.canonicalize(path)?,
             DepPath::Canonical(canonical) => *canonical,
@@ -393,6 +402,10 @@ impl<E: StageExecutor> Scheduler<E> {
     /// with the ones the nodes and the DAG's records hold compares two
     /// ids (docs/design.md, "Names").
     pub(crate) fn canonicalize(&self, path: &str) -> Result<Canonical, RequestError> {
+        // A shut-down scheduler calls no loader (docs/design.md, "Shutdown").
+        if let Some(refused) = self.refused(path) {
+            return Err(refused);
+        }
         match catch_unwind(AssertUnwindSafe(|| self.loader.realpath(path))) {
             Ok(Ok(canonical)) => Ok(canonical),
             Ok(Err(error)) => Err(RequestError::from_load(&Canonical::from(path), &error)),
@@ -412,6 +425,9 @@ impl<E: StageExecutor> Scheduler<E> {
     /// The loader's language for `canonical`, with its panics caught (and
     /// counted).
     pub(crate) fn classify(&self, canonical: &Canonical) -> Result<Language, RequestError> {
+        if self.is_shut_down() {
+            return Err(RequestError::Shutdown { path: *canonical });
+        }
         catch_unwind(AssertUnwindSafe(|| self.loader.classify(canonical))).map_err(|payload| {
             self.counters
                 .executor_panics
@@ -438,6 +454,7 @@ impl<E: StageExecutor> Scheduler<E> {
             match self.inbox.try_send(envelope, lane) {
                 Ok(()) => {
                     self.sent(lane, write);
+                    self.after_send();
                     return;
                 }
                 Err(SendError::Full(back)) => {
@@ -456,6 +473,7 @@ impl<E: StageExecutor> Scheduler<E> {
                             .inbox_depth_max
                             .fetch_max(self.inbox.len(), Ordering::Relaxed);
                         self.progress.notify();
+                        self.after_send();
                         return;
                     }
                 }
@@ -502,6 +520,7 @@ impl<E: StageExecutor> Scheduler<E> {
         match self.inbox.try_send(envelope, lane) {
             Ok(()) => {
                 self.sent(lane, write);
+                self.after_send();
                 true
             }
             Err(SendError::Full(back)) => {

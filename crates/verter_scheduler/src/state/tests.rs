@@ -86,7 +86,7 @@ fn the_dag_lock_is_taken_only_here() {
             holders.push(current);
         }
     }
-    assert_eq!(holders, ["transact_batching", "read_locked", "drop"]);
+    assert_eq!(holders, ["transact_batching", "read_locked"]);
 }
 
 /// A queued registration (`Locked::registering`) leaves the queue in three
@@ -112,7 +112,7 @@ fn queued_registrations_are_taken_only_by_register_deferred_teardown_and_recover
             "scheduler/admission.rs: let Some(registering) = locked.registering.pop_front() else {",
             "scheduler/admission.rs: locked.registering = VecDeque::new();",
             "scheduler/recovery.rs: let registering = std::mem::take(&mut locked.registering);",
-            "state.rs: for registering in locked.registering.drain(..) {",
+            "scheduler/shutdown.rs: for registering in locked.registering.drain(..) {",
         ]
     );
 }
@@ -123,7 +123,8 @@ fn queued_registrations_are_taken_only_by_register_deferred_teardown_and_recover
 /// root's record of the new version), and leaves it only by a retirement
 /// or a reset in `scheduler/lifecycle.rs` (a recovered hold forgets every
 /// file through the reset's body, `forget_every_file`, or, when even that
-/// breaks, `clear_node_map`).
+/// breaks, `clear_node_map`), or the drop's shutdown hold
+/// (`scheduler/shutdown.rs`, whose tables still hold every node).
 #[test]
 fn the_node_map_is_written_only_by_publication_and_lifecycle() {
     let writers = lines_naming(
@@ -143,6 +144,7 @@ fn the_node_map_is_written_only_by_publication_and_lifecycle() {
             "scheduler/lifecycle.rs: self.nodes.remove(&canonical);",
             "scheduler/publication.rs: self.nodes.insert(*canonical, Arc::clone(node));",
             "scheduler/publication.rs: self.nodes.insert(canonical, Arc::clone(&replacement));",
+            "scheduler/shutdown.rs: self.nodes.clear();",
         ]
     );
 }
@@ -170,7 +172,7 @@ fn deferred_notices_enter_at_dispatch_and_leave_by_commit_abandonment_teardown_o
             "exec/deferred.rs: locked.deferred.forget(notice);",
             "scheduler/admission.rs: locked.deferred.take_due(work, &mut due);",
             "scheduler/recovery.rs: for notice in locked.deferred.take_all() {",
-            "state.rs: for notice in locked.deferred.take_all() {",
+            "scheduler/shutdown.rs: for notice in locked.deferred.take_all() {",
         ]
     );
     // And they fire only in post-work, after the lock (the one-shot rules'

@@ -17,23 +17,23 @@ use verter_scheduler::{
 use crate::support::*;
 
 /// One started piece of deferred work, as the test's "remote" sees it.
-struct Started<T: Send + 'static> {
-    path: String,
+pub(crate) struct Started<T: Send + 'static> {
+    pub path: String,
     /// Whether the start ran while its thread was unwinding a panic.
     unwinding: bool,
     generation: u64,
     /// What the local executor computes for the same input: what a
     /// faithful remote worker answers.
-    answer: Result<T, ExecutorError>,
-    done: Completion<T>,
+    pub answer: Result<T, ExecutorError>,
+    pub done: Completion<T>,
 }
 
 /// The line executor, with Artifacts and cache nodes started "remotely":
 /// every start goes to the test over a channel, and every cancellation
 /// notice the scheduler delivers goes to another.
 #[derive(Clone)]
-struct RemoteExec {
-    inner: LineExecutor,
+pub(crate) struct RemoteExec {
+    pub inner: LineExecutor,
     artifacts: Sender<Started<String>>,
     caches: Sender<Started<u64>>,
     cancelled: Sender<WorkNodeIdentity>,
@@ -42,13 +42,13 @@ struct RemoteExec {
 }
 
 /// The test's ends of a [`RemoteExec`].
-struct Remote {
-    artifacts: Receiver<Started<String>>,
-    caches: Receiver<Started<u64>>,
-    cancelled: Receiver<WorkNodeIdentity>,
+pub(crate) struct Remote {
+    pub artifacts: Receiver<Started<String>>,
+    pub caches: Receiver<Started<u64>>,
+    pub cancelled: Receiver<WorkNodeIdentity>,
 }
 
-fn remote_exec() -> (RemoteExec, Remote) {
+pub(crate) fn remote_exec() -> (RemoteExec, Remote) {
     let (artifacts_tx, artifacts) = mpsc::channel();
     let (caches_tx, caches) = mpsc::channel();
     let (cancelled_tx, cancelled) = mpsc::channel();
@@ -147,7 +147,7 @@ impl StageExecutor for RemoteExec {
 
 /// Small budgets: one CPU thread, one I/O thread, `remote` remote slots,
 /// Artifacts and cache nodes routed there.
-fn config(remote: usize) -> SchedulerConfig {
+pub(crate) fn config(remote: usize) -> SchedulerConfig {
     let mut config = test_config(Arc::new(GateHooks::default())).with_remote(
         RemoteRoutes {
             artifacts: true,
@@ -160,7 +160,7 @@ fn config(remote: usize) -> SchedulerConfig {
     config
 }
 
-fn threaded_remote(
+pub(crate) fn threaded_remote(
     files: &MemFiles,
     exec: &RemoteExec,
     config: SchedulerConfig,
@@ -170,7 +170,7 @@ fn threaded_remote(
 }
 
 /// Receives the next start (under the test's watchdog).
-fn next<T: Send + 'static>(starts: &Receiver<Started<T>>) -> Started<T> {
+pub(crate) fn next<T: Send + 'static>(starts: &Receiver<Started<T>>) -> Started<T> {
     starts.recv().expect("the executor lives")
 }
 

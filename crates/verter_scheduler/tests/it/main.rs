@@ -18,6 +18,7 @@ mod deps;
 mod hold_panics;
 mod inline;
 mod lifecycle;
+mod shutdown;
 mod soak;
 mod stages;
 mod submission;

@@ -49,6 +49,9 @@ fn main() -> ExitCode {
     if let Some(percent) = flag("--break-percent") {
         config.break_percent = percent.min(100) as u32;
     }
+    if let Some(percent) = flag("--shutdown-percent") {
+        config.shutdown_percent = percent.min(100) as u32;
+    }
     match args.first().map(String::as_str) {
         Some("sim") => {
             let Some(seed) = flag("--seed") else {
@@ -93,10 +96,15 @@ fn main() -> ExitCode {
             let mut remote = RemoteStats::default();
             let mut remote_seeds = 0u64;
             let (mut break_seeds, mut breaks) = (0u64, [0u64; 2]);
+            let (mut shutdown_seeds, mut in_flight) = (0u64, 0u64);
             for seed in from..from + count {
                 match run_seed(seed, &config) {
                     Ok(report) => {
                         answers += report.answers;
+                        if let Some(answered) = report.shutdown {
+                            shutdown_seeds += 1;
+                            in_flight += answered;
+                        }
                         break_seeds += u64::from(report.breaks[0] > 0);
                         breaks[0] += report.breaks[0];
                         breaks[1] += report.breaks[1];
@@ -136,6 +144,10 @@ fn main() -> ExitCode {
             println!(
                 "{break_seeds} seeds broke lock holds on purpose ({}% of seeds): {} breaks, {} holds panicked and were recovered",
                 config.break_percent, breaks[0], breaks[1]
+            );
+            println!(
+                "{shutdown_seeds} seeds ended with a shutdown ({}% of seeds): {in_flight} requests and DAGs in flight answered by it",
+                config.shutdown_percent
             );
             println!("{failures} violations");
             if failures == 0 {

@@ -83,6 +83,79 @@ impl Shared {
         }
     }
 
+    /// Right after [`Op::Shutdown`]: every handle is answered without a
+    /// pump, every answer is judged (a reset over the call's window), every
+    /// kept DAG is answered, a request sent now is answered `Shutdown` at
+    /// once, nothing runs any more (no executor call, start or load, also
+    /// while parked remote work comes back and is refused), and then the
+    /// scheduler is quiescent with its ledger at zero.
+    pub(super) fn check_shut_down(&self) {
+        let scheduler = self.scheduler();
+        let ran = |executed: &Executed| {
+            (
+                executed.stages.values().sum::<u64>(),
+                executed.starts.values().sum::<u64>(),
+                self.fs.loads().values().sum::<u64>(),
+            )
+        };
+        let before = ran(&self.executed());
+        // Nothing is queued, waiting or reserved on this process's budgets
+        // when it returns (remote reservations count answers still owed).
+        let report = scheduler.observe().quiescence_report();
+        let ledger = scheduler.observe().ledger();
+        let owed = QuiescenceReport {
+            ledger_in_use: report.ledger_in_use,
+            deferred_in_flight: report.deferred_in_flight,
+            ..QuiescenceReport::clean()
+        };
+        if report != owed || ledger.cpu_in_use != 0 || ledger.io_in_use != 0 {
+            self.violate(format!(
+                "shutdown returned with work left: {report:?}, {ledger:?}"
+            ));
+        }
+        let unanswered = {
+            let state = self.state.lock();
+            state.every_handle.iter().position(|h| !h.is_answered())
+        };
+        if let Some(unanswered) = unanswered {
+            self.violate(format!(
+                "handle #{unanswered} is unanswered when shutdown returned"
+            ));
+        }
+        self.judge_answered();
+        let unanswered = self.unanswered_dags();
+        if unanswered > 0 {
+            self.violate(format!(
+                "{unanswered} kept DAG handles are unanswered when shutdown returned"
+            ));
+        }
+        let path = self.oracle.paths().next().cloned();
+        if let Some(path) = path {
+            let handle = scheduler.submit_request(Request::new(path.as_str(), TargetStage::Source));
+            self.state.lock().every_handle.push(handle.clone());
+            if !matches!(
+                handle.try_result(),
+                Some(Err(verter_scheduler::RequestError::Shutdown { .. }))
+            ) {
+                self.violate(format!(
+                    "a request after shutdown was not answered `Shutdown` at once: {:?}",
+                    handle.try_result().map(|result| render(&result))
+                ));
+            }
+        }
+        // Parked remote work comes back and is refused: the ledger returns
+        // to zero, and nothing starts.
+        self.settle();
+        self.judge_answered();
+        let after = ran(&self.executed());
+        if after != before {
+            self.violate(format!(
+                "host code ran after shutdown returned: (executor calls, starts, loads) {before:?} then {after:?}"
+            ));
+        }
+        self.check_quiescent("after shutdown");
+    }
+
     fn check_quiescent(&self, when: &str) {
         let scheduler = self.scheduler();
         let report = scheduler.observe().quiescence_report();

@@ -63,6 +63,43 @@ impl Shared {
                     self.oracle.close(path, index, end);
                 }
             }
+            Op::Shutdown => {
+                if in_hook {
+                    return;
+                }
+                // As a reset: every file removed over the call's window, so
+                // an answer in flight may be `Shutdown` or what came before.
+                let (seq, start) = (self.next_seq(), self.tick());
+                let paths: Vec<String> = self.oracle.paths().cloned().collect();
+                let records: Vec<usize> = paths
+                    .iter()
+                    .map(|path| {
+                        self.oracle
+                            .apply(path, &Change::Remove, start, OPEN, HOST, seq)
+                    })
+                    .collect();
+                let in_flight = {
+                    let state = self.state.lock();
+                    let requests = state.tracked.iter().filter(|t| !t.handle.is_answered());
+                    requests.count() as u64
+                } + self.unanswered_dags() as u64;
+                {
+                    let mut state = self.state.lock();
+                    state.shutdown = Some(in_flight);
+                    // A window still armed would run its operations on a
+                    // shut-down scheduler (a remote completion that comes
+                    // back passes its pause): none is reached any more.
+                    state.armed.clear();
+                }
+                scheduler.shutdown();
+                let end = self.tick();
+                self.state.lock().resets.push((start, end));
+                self.close_open_records(end);
+                for (path, index) in paths.iter().zip(records) {
+                    self.oracle.close(path, index, end);
+                }
+                self.check_shut_down();
+            }
             Op::Request { req, keep } => {
                 let start = self.tick();
                 let asked = self.prepare_ask(req, start);

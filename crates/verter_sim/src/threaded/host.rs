@@ -283,6 +283,7 @@ impl HostThread {
             Op::WaitDag(which) => self.wait_dag(world, *which),
             // Inline-only operations.
             Op::Reset
+            | Op::Shutdown
             | Op::Pump
             | Op::Step(_)
             | Op::Within { .. }

@@ -262,6 +262,61 @@ fn reset_answers_everyone_and_empties_every_table() {
     h.assert_quiescent();
 }
 
+/// `dismantle` answers and cancels as `reset` does, but hands the tables
+/// back whole instead of dropping them, payloads included; on an idle DAG
+/// it answers and cancels nothing (and walks nothing).
+#[test]
+fn dismantling_answers_and_cancels_as_a_reset_and_hands_the_tables_back() {
+    let mut h = Harness::new();
+    let files: Vec<FileIdentity> = (0..4).map(|i| h.add(&format!("d{i}.rs"))).collect();
+    let mut waiters = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        waiters.push(h.request(file, P, WaitPolicy::Follow));
+        let effects = h
+            .dag
+            .record_blockers(file, [files[(i + 1) % 4].at(TargetStage::Analysis)])
+            .expect("live");
+        h.absorb(effects);
+    }
+    let running = h.dequeue(ResourceClass::Io).expect("ready");
+    let (effects, tables) = h.dag.dismantle();
+    assert_eq!(effects.abandoned_running.len(), 1);
+    assert!(running.cancel.is_cancelled(), "the running work is told");
+    h.absorb(effects);
+    for waiter in waiters {
+        assert!(matches!(
+            h.outcome(waiter),
+            Err(DagFailure::Shutdown { .. })
+        ));
+    }
+    let occupancy = h.dag.dependency_occupancy();
+    assert!(occupancy.is_empty(), "{occupancy:?}");
+    assert_eq!(occupancy.edges.capacity, 0);
+    assert_eq!(occupancy.blockers.capacity, 0);
+    drop(tables);
+    // The running dispatch still holds its reservation until it comes back.
+    assert_eq!(h.dag.ledger().in_use(), 1);
+    let effects = h.dag.continue_on(running, ResourceClass::Cpu);
+    assert!(effects.is_empty());
+    h.assert_quiescent();
+
+    let mut dag: SchedulerDag<Arc<()>> = SchedulerDag::with_payloads(DagConfig::default());
+    let payload = Arc::new(());
+    let a = Canonical::from("dismantle/a.rs");
+    dag.ensure_object(&a);
+    assert!(dag.set_payload(&a, Arc::clone(&payload)).is_ok());
+    let (effects, tables) = dag.dismantle();
+    assert!(
+        effects.is_empty(),
+        "an idle DAG answers and cancels nothing"
+    );
+    assert_eq!(dag.payload(&a), None);
+    assert_eq!(dag.object(&a), None);
+    assert_eq!(Arc::strong_count(&payload), 2, "the tables hold it");
+    drop(tables);
+    assert_eq!(Arc::strong_count(&payload), 1, "and drop it with them");
+}
+
 /// The layer above's payload lives in the file's own record: it can be set
 /// only for a live object, reads back from the same lookup, and keeps the
 /// record (so it is never dropped inside the DAG) until it is taken, also
