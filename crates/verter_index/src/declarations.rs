@@ -34,6 +34,11 @@
 //!    change log until [`Declarations::take_changed_modules`] drains it; a
 //!    parse that records what was there already logs nothing
 //!    (`only_adopted_parents_declare_modules_and_changes_are_logged`).
+//! 6. A file's module lookups see its own declarations too, adopted or
+//!    not, ordered among the index's as adopting it would order them: a
+//!    file parsed before the host pinned it (the scheduler ingests a
+//!    parent's children as soon as it is parsed) finds what it will find
+//!    once pinned (`a_file_sees_its_own_declarations_before_it_is_adopted`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -62,6 +67,22 @@ type ModuleEntry = (PathBuf, CratePath, PathBuf); // (parent, parent's module, c
 
 /// A key of the module index: (crate root, module).
 pub(crate) type ModuleKey = (PathBuf, CratePath);
+
+/// One lookup among the modules files in the index declare (a Source's
+/// derived read, `crate::DerivedReads`): the file declared as `module` of
+/// the crate rooted at `crate_root` by a file whose module is `within` or
+/// one of its ancestors, as the file that looked saw it (invariant 6).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModuleRead {
+    /// The crate root file.
+    pub crate_root: PathBuf,
+    /// The module looked for.
+    pub module: CratePath,
+    /// The module of the file that looked.
+    pub within: CratePath,
+    /// The file found, if any.
+    pub answer: Option<PathBuf>,
+}
 
 /// What one parent declared at its last parse.
 #[derive(Debug)]
@@ -359,45 +380,77 @@ impl Declarations {
     }
 
     /// The existing file that `module` of the crate rooted at `crate_root`
-    /// was declared at by an adopted file whose module is `within` or one of
-    /// its ancestors (the smallest such parent wins).
+    /// was declared at by a file whose module is `within` or one of its
+    /// ancestors, as `reader` sees it: among the adopted files' declarations
+    /// and `reader`'s own (invariant 6), the smallest declaring parent
+    /// wins.
     pub(crate) fn declared_module(
         &self,
+        reader: &Path,
         crate_root: &Path,
         module: &CratePath,
         within: &CratePath,
     ) -> Option<PathBuf> {
         let table = self.table.lock();
-        Self::declared_module_in(&table, crate_root, module, within)
+        Self::declared_module_in(&table, reader, crate_root, module, within)
     }
 
     fn declared_module_in(
         table: &Table,
+        reader: &Path,
         crate_root: &Path,
         module: &CratePath,
         within: &CratePath,
     ) -> Option<PathBuf> {
-        table
+        let adopted = table
             .by_module
-            .get(&(crate_root.to_path_buf(), module.clone()))?
-            .iter()
-            .find(|(_, parent_module, _)| within.starts_with(parent_module))
-            .map(|(_, _, child)| child.clone())
+            .get(&(crate_root.to_path_buf(), module.clone()))
+            .and_then(|entries| {
+                entries
+                    .iter()
+                    .find(|(_, parent_module, _)| within.starts_with(parent_module))
+            })
+            .map(|(parent, parent_module, child)| (parent.as_path(), parent_module, child));
+        // The reader's own declarations, when they are not in the index
+        // already: the entries adopting it would add (invariant 6).
+        let own = table
+            .by_parent
+            .get(reader)
+            .filter(|record| !record.indexed && within.starts_with(&record.module))
+            .and_then(|record| {
+                record
+                    .declared
+                    .iter()
+                    .filter(|declared| {
+                        declared.exists
+                            && declared.defines_module
+                            && declared.location.crate_root == crate_root
+                            && declared.location.module_path == *module
+                    })
+                    .map(|declared| &declared.child)
+                    .min()
+                    .map(|child| (reader, &record.module, child))
+            });
+        // The smallest entry, as the index orders them.
+        match (adopted, own) {
+            (Some(adopted), Some(own)) => Some(adopted.min(own).2.clone()),
+            (found, None) | (None, found) => found.map(|(_, _, child)| child.clone()),
+        }
     }
 
-    /// For each of `reads` (each a file's list of module lookups), whether
+    /// For each of `reads` (a file and its list of module lookups), whether
     /// one of them would now answer otherwise; `only` limits the check to
     /// lookups of those keys (`None`: every lookup). One lock hold.
     pub(crate) fn module_reads_changed<'r>(
         &self,
-        reads: impl IntoIterator<Item = &'r [crate::executor::ModuleRead]>,
+        reads: impl IntoIterator<Item = (&'r Path, &'r [ModuleRead])>,
         only: Option<&HashSet<ModuleKey>>,
     ) -> Vec<bool> {
         let table = self.table.lock();
         let mut key = (PathBuf::new(), CratePath::root());
         reads
             .into_iter()
-            .map(|reads| {
+            .map(|(reader, reads)| {
                 reads.iter().any(|read| {
                     if let Some(only) = only {
                         key.0.clone_from(&read.crate_root);
@@ -406,8 +459,13 @@ impl Declarations {
                             return false;
                         }
                     }
-                    Self::declared_module_in(&table, &read.crate_root, &read.module, &read.within)
-                        != read.answer
+                    Self::declared_module_in(
+                        &table,
+                        reader,
+                        &read.crate_root,
+                        &read.module,
+                        &read.within,
+                    ) != read.answer
                 })
             })
             .collect()

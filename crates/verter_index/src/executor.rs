@@ -35,7 +35,7 @@ use verter_scheduler::{
     AnalysisInput, ArtifactInput, ExecutorError, SourceDeps, SourceInput, StageExecutor,
 };
 
-use crate::declarations::{Declarations, Declared};
+use crate::declarations::{Declarations, Declared, ModuleRead};
 use crate::error::ParseError;
 use crate::layout::{self, ModuleLocation};
 use crate::loader::path_text;
@@ -82,21 +82,6 @@ pub struct DerivedReads {
     /// Every lookup among the modules other files declare, with its answer;
     /// sorted, once each.
     pub modules: Vec<ModuleRead>,
-}
-
-/// One lookup among the modules files in the index declare: the file
-/// declared as `module` of the crate rooted at `crate_root` by a file whose
-/// module is `within` or one of its ancestors.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ModuleRead {
-    /// The crate root file.
-    pub crate_root: PathBuf,
-    /// The module looked for.
-    pub module: CratePath,
-    /// The module of the file that looked.
-    pub within: CratePath,
-    /// The file found, if any.
-    pub answer: Option<PathBuf>,
 }
 
 /// Collects a Source's [`DerivedReads`] while it runs (one stage run, one
@@ -419,6 +404,7 @@ impl StageExecutor for RustIndexer {
             .collect();
         let declared = |module: &CratePath| {
             let answer = self.declarations.declared_module(
+                file,
                 &location.crate_root,
                 module,
                 &location.module_path,

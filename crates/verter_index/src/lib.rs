@@ -111,8 +111,9 @@ mod summary;
 mod sync;
 mod walk;
 
+pub use declarations::ModuleRead;
 pub use error::{DiscoveryWarning, IndexError, ParseError};
-pub use executor::{DerivedReads, ModuleRead, RustIndexer, RustSource};
+pub use executor::{DerivedReads, RustIndexer, RustSource};
 pub use guard::{MAX_DECLARATIONS, MAX_NESTING, MAX_TREE_DEPTH, NestingError};
 pub use index::{DeclaredAt, FileEntry, FileFailure, INDEX_PROFILE, Index, WalkProgress};
 pub use layout::ModuleLocation;

@@ -207,6 +207,9 @@ struct Pending {
     artifact: Handle<RustIndexer, stage::Artifact>,
     /// Its Source's answer, once waited for.
     parsed: Option<Result<Arc<SourceSnapshot<RustSource>>, RequestError>>,
+    /// Whether the progress counts it: a file asked about again in one
+    /// refresh (re-derived) is one file, counted once.
+    counted: bool,
 }
 
 /// One walk's state.
@@ -530,7 +533,10 @@ impl IndexSession {
         let files: Vec<PathBuf> = canonical.iter().map(PathBuf::from).collect();
         scheduler.executor().declarations().replace_roots(&files);
         self.roots = canonical;
-        self.given_roots = roots.iter().map(|root| root.as_ref().to_path_buf()).collect();
+        self.given_roots = roots
+            .iter()
+            .map(|root| root.as_ref().to_path_buf())
+            .collect();
         self.root_texts = self
             .roots
             .iter()
@@ -627,9 +633,12 @@ impl IndexSession {
             )
             .collect();
         let verdicts = scheduler.executor().declarations().module_reads_changed(
-            sources
-                .iter()
-                .map(|(_, source)| source.parsed.reads.modules.as_slice()),
+            sources.iter().map(|(path, source)| {
+                (
+                    Path::new(path.as_str()),
+                    source.parsed.reads.modules.as_slice(),
+                )
+            }),
             only,
         );
         let mut stale: Vec<String> = sources
@@ -679,7 +688,9 @@ impl IndexSession {
                 }
                 Queued::Asked(index) => {
                     let answer = self.parse(scheduler, &mut walker.pending[index], pass)?;
-                    progress.finished.fetch_add(1, Ordering::Relaxed);
+                    if walker.pending[index].counted {
+                        progress.finished.fetch_add(1, Ordering::Relaxed);
+                    }
                     let Ok(source) = answer else {
                         continue; // the Artifact answers with the same failure
                     };
@@ -765,8 +776,11 @@ impl IndexSession {
                     path: path.clone(),
                     site,
                     parsed: None,
+                    counted: !pass.asked.contains(&path),
                 };
-                progress.discovered.fetch_add(1, Ordering::Relaxed);
+                if pending.counted {
+                    progress.discovered.fetch_add(1, Ordering::Relaxed);
+                }
                 pass.asked.insert(path);
                 walker.queue.push_back(Queued::Asked(walker.pending.len()));
                 walker.pending.push(pending);

@@ -15,6 +15,12 @@ fn location(module: &str, mod_rs: bool) -> ModuleLocation {
     }
 }
 
+/// A reader that declares nothing: its lookups see the adopted files'
+/// declarations alone.
+fn nobody() -> &'static Path {
+    Path::new("/p/src/nobody.rs")
+}
+
 fn declared(child: &str, module: &str) -> Declared {
     Declared {
         child: PathBuf::from(child),
@@ -49,7 +55,10 @@ fn reparsing_a_parent_replaces_its_declarations() {
     assert_eq!(table.location_of(Path::new("/p/src/x.rs")), None);
     assert!(table.location_of(Path::new("/p/src/y.rs")).is_some());
     let x = CratePath::from_segments(["x"]);
-    assert_eq!(table.declared_module(lib, &x, &CratePath::root()), None);
+    assert_eq!(
+        table.declared_module(nobody(), lib, &x, &CratePath::root()),
+        None
+    );
     table.record(lib, &location("crate", true), Vec::new());
     assert_eq!(table.location_of(Path::new("/p/src/y.rs")), None);
 }
@@ -70,12 +79,15 @@ fn a_declared_module_is_found_only_from_within_its_declarers_module() {
     let inside = CratePath::from_segments(["a", "b", "c"]);
     let elsewhere = CratePath::from_segments(["z"]);
     assert_eq!(
-        table.declared_module(crate_root, &b, &inside),
+        table.declared_module(nobody(), crate_root, &b, &inside),
         Some(PathBuf::from("/p/src/odd/b.rs"))
     );
-    assert_eq!(table.declared_module(crate_root, &b, &elsewhere), None);
     assert_eq!(
-        table.declared_module(Path::new("/other/lib.rs"), &b, &inside),
+        table.declared_module(nobody(), crate_root, &b, &elsewhere),
+        None
+    );
+    assert_eq!(
+        table.declared_module(nobody(), Path::new("/other/lib.rs"), &b, &inside),
         None
     );
 }
@@ -92,7 +104,7 @@ fn a_missing_child_has_a_location_but_names_no_module_file() {
     assert!(table.location_of(Path::new("/p/src/gone.rs")).is_some());
     let module = CratePath::from_segments(["gone"]);
     assert_eq!(
-        table.declared_module(lib, &module, &CratePath::root()),
+        table.declared_module(nobody(), lib, &module, &CratePath::root()),
         None
     );
 }
@@ -200,13 +212,13 @@ fn only_adopted_parents_declare_modules_and_changes_are_logged() {
     );
     let x = CratePath::from_segments(["x"]);
     let within = CratePath::from_segments(["stray"]);
-    assert_eq!(table.declared_module(lib, &x, &within), None);
+    assert_eq!(table.declared_module(nobody(), lib, &x, &within), None);
     assert_eq!(table.location_of(Path::new("/p/src/x.rs")), None);
     assert!(table.take_changed_modules().is_empty());
     // Pinned, its declarations count, and the key is logged once.
     table.pin(stray, lib);
     assert_eq!(
-        table.declared_module(lib, &x, &within),
+        table.declared_module(nobody(), lib, &x, &within),
         Some(PathBuf::from("/p/src/x.rs"))
     );
     assert_eq!(table.take_changed_modules(), HashSet::from([key()]));
@@ -219,6 +231,42 @@ fn only_adopted_parents_declare_modules_and_changes_are_logged() {
     assert!(table.take_changed_modules().is_empty());
     // Forgotten, it declares nothing.
     table.forget(stray);
-    assert_eq!(table.declared_module(lib, &x, &within), None);
+    assert_eq!(table.declared_module(nobody(), lib, &x, &within), None);
     assert_eq!(table.take_changed_modules(), HashSet::from([key()]));
+}
+
+/// Invariant 6: `a.rs`, parsed before it is pinned, finds the module it
+/// declares itself, as it will once pinned; no other file does until then.
+#[cfg(not(verter_loom))]
+#[test]
+fn a_file_sees_its_own_declarations_before_it_is_adopted() {
+    let table = Declarations::default();
+    let lib = Path::new("/p/src/lib.rs");
+    let a = Path::new("/p/src/a.rs");
+    table.declare_roots([lib.to_path_buf()]);
+    table.record(
+        a,
+        &location("crate::a", false),
+        vec![declared("/p/src/a/b.rs", "crate::a::b")],
+    );
+    let b = CratePath::from_segments(["a", "b"]);
+    let within = CratePath::from_segments(["a"]);
+    let found = Some(PathBuf::from("/p/src/a/b.rs"));
+    assert_eq!(table.declared_module(a, lib, &b, &within), found);
+    assert_eq!(table.declared_module(nobody(), lib, &b, &within), None);
+    // Not from outside its module.
+    assert_eq!(table.declared_module(a, lib, &b, &CratePath::root()), None);
+    // Pinned, it answers the same, now for every reader.
+    table.pin(a, lib);
+    assert_eq!(table.declared_module(a, lib, &b, &within), found);
+    assert_eq!(table.declared_module(nobody(), lib, &b, &within), found);
+    // A smaller adopted parent declaring the module elsewhere wins over a
+    // reader's own declaration, as it would once the reader is adopted.
+    let z = Path::new("/p/src/z.rs");
+    table.record(
+        z,
+        &location("crate", true),
+        vec![declared("/p/src/z/b.rs", "crate::a::b")],
+    );
+    assert_eq!(table.declared_module(z, lib, &b, &within), found);
 }
