@@ -64,9 +64,11 @@
 //! may have changed is asked again. The host's part is to name in `C`
 //! every path that was created, changed or removed; a change seen only
 //! through a symbolic link is not one the session can see.
-//! `refresh_agrees_with_a_full_walk_and_a_fresh_scheduler` and
-//! `module_tree_edits_agree_with_a_fresh_build` check this after every
-//! step of seeded sequences.
+//! `refresh_agrees_with_a_full_walk_and_a_fresh_scheduler` checks this
+//! after every step of seeded sequences (module tree edits among them);
+//! `a_moved_mod_line_re_derives_nothing` and
+//! `a_changed_file_nothing_declares_or_reads_is_undeclared_and_costs_nothing`
+//! pin the local pass's two cheap cases.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::{Hash as _, Hasher as _};
