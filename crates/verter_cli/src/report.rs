@@ -127,16 +127,60 @@ impl Reported {
             }
         }
         for path in self.shown.keys().filter(|path| !now.contains_key(*path)) {
-            let shown = Path::new(path)
-                .strip_prefix(base)
-                .map_or_else(|_| path.clone(), |stripped| stripped.display().to_string());
-            if indexed(path) {
-                lines.push(format!("fixed: {shown} indexes again"));
-            } else {
-                lines.push(format!("fixed: {shown} is no longer in the index"));
-            }
+            lines.push(fixed(path, indexed(path), base));
         }
         self.shown = now;
         lines
+    }
+
+    /// [`Reported::update`] after a refresh, looking only at the files it
+    /// updated or removed (`changed`), whose warnings alone can differ:
+    /// `failures` are the current failures among them. The same lines, in
+    /// the same order, at the cost of the change rather than of the tree.
+    pub(crate) fn update_changed<'p>(
+        &mut self,
+        changed: impl IntoIterator<Item = &'p str>,
+        failures: &[FileFailure],
+        indexed: impl Fn(&str) -> bool,
+        base: &Path,
+    ) -> Vec<String> {
+        let now: BTreeMap<&str, String> = failures
+            .iter()
+            .map(|failure| (failure.path.as_str(), warning(failure, base)))
+            .collect();
+        let mut warnings = Vec::new();
+        let mut fixes = Vec::new();
+        let changed: std::collections::BTreeSet<&str> = changed.into_iter().collect();
+        for path in changed {
+            match now.get(path) {
+                Some(text) => {
+                    if self.shown.get(path) != Some(text) {
+                        warnings.push(format!("warning: {text}"));
+                        self.shown.insert(path.to_owned(), text.clone());
+                    }
+                }
+                None => {
+                    if self.shown.remove(path).is_some() {
+                        fixes.push(fixed(path, indexed(path), base));
+                    }
+                }
+            }
+        }
+        warnings.extend(fixes);
+        warnings
+    }
+}
+
+/// The line saying `path` fails no more: it indexes again, or it left the
+/// index.
+fn fixed(path: &str, indexed: bool, base: &Path) -> String {
+    let shown = Path::new(path).strip_prefix(base).map_or_else(
+        |_| path.to_owned(),
+        |stripped| stripped.display().to_string(),
+    );
+    if indexed {
+        format!("fixed: {shown} indexes again")
+    } else {
+        format!("fixed: {shown} is no longer in the index")
     }
 }

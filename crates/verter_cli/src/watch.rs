@@ -2,8 +2,11 @@
 //! invalidates the file (the scheduler reloads it), a deletion removes it, a
 //! creation is picked up through its parent's `mod` declaration; a changed
 //! `Cargo.toml`, a new directory, a new `.rs` file no module declares
-//! yet, or a crate root that went makes it look for crate roots again (new
-//! targets, new packages, targets gone). A directory renamed into the
+//! that is a target of its package (`is_package_target`), or a crate root
+//! that went makes it look for crate roots again (new targets, new
+//! packages, targets gone). A saved `.rs` file that nothing in the index
+//! declares or reads (a fixture, a scratch file) costs nothing and is said
+//! to (`undeclared FILE: ...`). A directory renamed into the
 //! tree stands for every Rust file under it, and one renamed out of it (or
 //! removed) for every file the index holds under it: the watcher reports
 //! the directory alone ([`Batch`]).
@@ -53,7 +56,7 @@ use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use verter_host::VerterHost;
 use verter_index::{
     FsLoader, Index, IndexError, IndexSession, Refresh, RustIndexer, WalkProgress,
-    discover_crate_roots_with, realpath,
+    discover_crate_roots_with, is_package_target, realpath,
 };
 use verter_scheduler::Invalidation;
 
@@ -199,10 +202,9 @@ impl Batch {
         // The files the index holds under `path`, below it.
         let held_under = |path: &Path| -> Vec<PathBuf> {
             session
-                .paths()
-                .map(Path::new)
-                .filter(|file| file.starts_with(path) && *file != path)
-                .map(Path::to_path_buf)
+                .paths_under(path)
+                .into_iter()
+                .map(PathBuf::from)
                 .collect()
         };
         for path in changed {
@@ -707,10 +709,11 @@ impl Watch<'_> {
                 continue;
             }
             let text = path.to_string_lossy();
-            // A file no module declared: perhaps a new target or package;
-            // a crate root that went: the targets are others now.
+            // A file no module declares that is a target of its package (a
+            // fixture or a scratch file is none, and costs no search); a
+            // crate root that went: the targets are others now.
             rediscover |= if exists {
-                !self.session.contains(&text)
+                !self.session.contains(&text) && is_package_target(&self.loader, path)
             } else {
                 self.roots.contains(path)
             };
@@ -742,7 +745,7 @@ impl Watch<'_> {
         }
         let refresh = self.refresh(&batch.files);
         let latency = started.elapsed();
-        self.report();
+        self.report_changed(&refresh);
         // Before the change line: a reader of the line finds the entries
         // written.
         self.update_out_dir(&refresh);
@@ -762,6 +765,25 @@ impl Watch<'_> {
                 self.say(format_args!("{line}"));
             }
             self.explained = records.last().map(|record| record.seq).or(self.explained);
+        }
+        if rebuilt.is_empty()
+            && refresh.updated.is_empty()
+            && refresh.removed.is_empty()
+            && !refresh.undeclared.is_empty()
+        {
+            // Only files no module declares (a fixture, a scratch file):
+            // nothing to index, and nothing was.
+            let undeclared: Vec<String> = refresh
+                .undeclared
+                .iter()
+                .map(|path| shown(Path::new(path), &self.base))
+                .collect();
+            self.say(format_args!(
+                "undeclared {}: no module declares it, nothing indexed ({:.1?})",
+                undeclared.join(", "),
+                latency
+            ));
+            return appeared;
         }
         self.say(format_args!(
             "changed {}: rebuilt {} in {:.1?}",
@@ -993,6 +1015,25 @@ impl Watch<'_> {
         for line in self
             .reported
             .update(&session.failures(), |p| session.contains(p), &self.base)
+        {
+            terminal::tell(line);
+        }
+    }
+
+    /// [`Watch::report`] after `refresh`, looking only at the files it
+    /// updated or removed (the only ones whose warnings can differ): the
+    /// same lines, at the cost of the change rather than of the tree.
+    fn report_changed(&mut self, refresh: &Refresh) {
+        let touched = refresh
+            .updated
+            .iter()
+            .chain(&refresh.removed)
+            .map(String::as_str);
+        let failures = self.session.failures_of(touched.clone());
+        let session = &self.session;
+        for line in
+            self.reported
+                .update_changed(touched, &failures, |p| session.contains(p), &self.base)
         {
             terminal::tell(line);
         }

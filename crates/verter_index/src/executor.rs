@@ -11,6 +11,12 @@
 //!   `resolve` picked.
 //! - **Analysis** is the file's [`FileIndex`]; **Artifact** resolves its uses
 //!   against it and its blockers' analyses ([`FileArtifact`]).
+//! - **Derived reads.** Besides its text, a Source reads facts the
+//!   scheduler does not see: its location (from the declarations table),
+//!   which paths are files, and which modules other files declare. It
+//!   records each with the answer it got ([`DerivedReads`]), so a host can
+//!   tell, after the module tree changed, exactly which files would parse
+//!   otherwise now ([`crate::IndexSession`] re-derives those).
 //!
 //! **Degrade, don't drop.** A file that cannot be parsed (a syntax error,
 //! `file:line:col: message`, or the nesting guard's refusal) still answers
@@ -19,8 +25,9 @@
 //! are still declared (as candidates), so its children index; files that
 //! import from it index too, with those `use`s unresolved.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use verter_dag::Canonical;
@@ -28,7 +35,7 @@ use verter_scheduler::{
     AnalysisInput, ArtifactInput, ExecutorError, SourceDeps, SourceInput, StageExecutor,
 };
 
-use crate::declarations::{Declarations, Declared};
+use crate::declarations::{Declarations, Declared, ModuleRead};
 use crate::error::ParseError;
 use crate::layout::{self, ModuleLocation};
 use crate::loader::path_text;
@@ -58,6 +65,73 @@ pub struct RustSource {
     /// `uses` and `blockers` are empty, and `mods` and `includes` hold what
     /// the tokens show, all optional (see [`ParseError`]).
     pub parse_error: Option<ParseError>,
+    /// What the parse read besides the text (see the module docs).
+    pub reads: DerivedReads,
+}
+
+/// What one Source read besides its own text, each with the answer it got:
+/// the facts its location, children and blockers derive from (with its
+/// location itself, kept in [`RustSource::location`]). The parse would come
+/// out the same while every one of them answers the same.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DerivedReads {
+    /// Every path the parse asked whether it is a file (following links),
+    /// written without `.` and `..` components, with the answer; sorted by
+    /// path, once each.
+    pub probes: Vec<(PathBuf, bool)>,
+    /// Every lookup among the modules other files declare, with its answer;
+    /// sorted, once each.
+    pub modules: Vec<ModuleRead>,
+}
+
+/// Collects a Source's [`DerivedReads`] while it runs (one stage run, one
+/// thread).
+#[derive(Default)]
+struct Recorder {
+    probes: RefCell<Vec<(PathBuf, bool)>>,
+    modules: RefCell<Vec<ModuleRead>>,
+}
+
+impl Recorder {
+    fn probe(&self, path: &Path, is_file: bool) {
+        self.probes.borrow_mut().push((lexical(path), is_file));
+    }
+
+    /// [`probe::is_file`], recorded.
+    fn is_file(&self, path: &Path) -> bool {
+        let answer = is_file(path);
+        self.probe(path, answer);
+        answer
+    }
+
+    fn finish(self) -> DerivedReads {
+        let mut probes = self.probes.into_inner();
+        // Stable: the first answer for a path is the one the parse used.
+        probes.sort_by(|a, b| a.0.cmp(&b.0));
+        probes.dedup_by(|later, earlier| later.0 == earlier.0);
+        let mut modules = self.modules.into_inner();
+        modules.sort();
+        modules.dedup();
+        DerivedReads { probes, modules }
+    }
+}
+
+/// `path` without `.` components, each `..` taking the component before it
+/// away: how a file watcher names the path.
+pub(crate) fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(component);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Indexes Rust sources. Holds the declarations table (see
@@ -82,12 +156,28 @@ impl RustIndexer {
     ///
     /// The table remembers, per parsed file, the child modules it declared
     /// and where that puts each child in its crate, so that a file reached
-    /// through `#[path]` gets the module path its parent gave it. A file
-    /// parsed before any parent declared it gets the module path its
-    /// location implies; submitting crate roots and letting the scheduler
-    /// ingest their `mod` children always parses parents first.
+    /// through `#[path]` gets the module path its parent gave it: the parent
+    /// [`crate::IndexSession`] pinned it to (the declaration a breadth-first
+    /// walk from the crate roots reaches it by first), else the smallest
+    /// crate root or pinned file declaring it. A file no such file declares
+    /// gets the module path its location implies.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether a Source of `file` run now would be located at `location`:
+    /// the location the declarations table gives it, or, when it gives
+    /// none, the layout's (a few `stat`s).
+    pub(crate) fn location_matches(&self, file: &Path, location: &ModuleLocation) -> bool {
+        self.declarations
+            .location_agrees(file, location)
+            .unwrap_or_else(|| layout::locate(file, &is_file) == *location)
+    }
+
+    /// The declarations table, for the session that pins files and reads
+    /// what changed.
+    pub(crate) fn declarations(&self) -> &Declarations {
+        &self.declarations
     }
 
     /// Declares `files` (canonical paths) crate roots: each is located as
@@ -99,10 +189,11 @@ impl RustIndexer {
         self.declarations.declare_roots(files);
     }
 
-    /// Forgets what `file` (a canonical path) declared and that it was a
-    /// crate root: call it when the file left the index or its text is
-    /// gone, so the module tree is what a fresh indexer would see.
-    /// [`crate::IndexSession`] does this for the files it drops.
+    /// Forgets what `file` (a canonical path) declared, that it was a
+    /// crate root, and which parent it was pinned to: call it when the file
+    /// left the index or its text is gone, so the module tree is what a
+    /// fresh indexer would see. [`crate::IndexSession`] does this for the
+    /// files it drops.
     pub fn forget(&self, file: &Path) {
         self.declarations.forget(file);
     }
@@ -119,6 +210,7 @@ fn declare_mod(
     file: &Path,
     location: &ModuleLocation,
     raw: &RawMod,
+    reads: &Recorder,
 ) -> Vec<(ModDecl, ModuleLocation)> {
     let root = raw
         .in_macro_rules
@@ -130,11 +222,16 @@ fn declare_mod(
         let mut parent = location;
         let candidates =
             layout::child_candidates(file, location.mod_rs, &raw.scope, &raw.name, path_attr);
-        let (mut child, mut exists) = probe::find_child(Some(&own_dir), candidates);
+        let (mut child, mut exists) =
+            probe::find_child_observed(Some(&own_dir), candidates, &mut |path, found| {
+                reads.probe(path, found);
+            });
         if let Some(root) = root.as_ref().filter(|_| !exists) {
             let at_root =
                 layout::child_candidates(&root.crate_root, true, &raw.scope, &raw.name, path_attr);
-            if let (found, true) = probe::find_child(None, at_root) {
+            if let (found, true) = probe::find_child_observed(None, at_root, &mut |path, found| {
+                reads.probe(path, found);
+            }) {
                 (child, exists, parent) = (found, true, root);
             }
         }
@@ -221,10 +318,12 @@ impl StageExecutor for RustIndexer {
         deps: &mut SourceDeps,
     ) -> Result<RustSource, ExecutorError> {
         let file = Path::new(input.canonical.as_str());
+        let reads = Recorder::default();
+        let recorded_is_file = |path: &Path| reads.is_file(path);
         let location = self
             .declarations
             .location_of(file)
-            .unwrap_or_else(|| layout::locate(file, &is_file));
+            .unwrap_or_else(|| layout::locate(file, &recorded_is_file));
         // Degrade, don't drop: a file that does not parse fails alone (its
         // Artifact answers the error); it declares what its tokens show, and
         // files importing from it still index.
@@ -234,15 +333,18 @@ impl StageExecutor for RustIndexer {
         let (mods, mod_locations): (Vec<ModDecl>, Vec<ModuleLocation>) = summary
             .mods
             .iter()
-            .flat_map(|raw| declare_mod(file, &location, raw))
+            .flat_map(|raw| declare_mod(file, &location, raw, &reads))
             .unzip();
         let own_dir = layout::parent_dir(file);
         let includes: Vec<IncludeDecl> = summary
             .includes
             .iter()
             .map(|raw| {
-                let (found, exists) =
-                    probe::find_child(Some(&own_dir), vec![own_dir.join(&raw.path)]);
+                let (found, exists) = probe::find_child_observed(
+                    Some(&own_dir),
+                    vec![own_dir.join(&raw.path)],
+                    &mut |path, found| reads.probe(path, found),
+                );
                 IncludeDecl {
                     path: raw.path.clone(),
                     scope: raw.scope.clone(),
@@ -301,8 +403,19 @@ impl StageExecutor for RustIndexer {
             .map(|scope| location.module_path.join(scope))
             .collect();
         let declared = |module: &CratePath| {
-            self.declarations
-                .declared_module(&location.crate_root, module, &location.module_path)
+            let answer = self.declarations.declared_module(
+                file,
+                &location.crate_root,
+                module,
+                &location.module_path,
+            );
+            reads.modules.borrow_mut().push(ModuleRead {
+                crate_root: location.crate_root.clone(),
+                module: module.clone(),
+                within: location.module_path.clone(),
+                answer: answer.clone(),
+            });
+            answer
         };
         let blockers = resolve::blocker_files(
             &BlockerContext {
@@ -310,7 +423,7 @@ impl StageExecutor for RustIndexer {
                 location: &location,
                 own_modules: &own_modules,
                 declared: &declared,
-                is_file: &is_file,
+                is_file: &recorded_is_file,
             },
             &uses,
         );
@@ -330,6 +443,7 @@ impl StageExecutor for RustIndexer {
             uses: uses.into(),
             blockers,
             parse_error,
+            reads: reads.finish(),
         };
         declare_deps(&source, deps);
         Ok(source)

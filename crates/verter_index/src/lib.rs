@@ -111,8 +111,9 @@ mod summary;
 mod sync;
 mod walk;
 
+pub use declarations::ModuleRead;
 pub use error::{DiscoveryWarning, IndexError, ParseError};
-pub use executor::{RustIndexer, RustSource};
+pub use executor::{DerivedReads, RustIndexer, RustSource};
 pub use guard::{MAX_DECLARATIONS, MAX_NESTING, MAX_TREE_DEPTH, NestingError};
 pub use index::{DeclaredAt, FileEntry, FileFailure, INDEX_PROFILE, Index, WalkProgress};
 pub use layout::ModuleLocation;
@@ -124,5 +125,5 @@ pub use model::{
 pub use session::{IndexSession, Refresh};
 pub use walk::{
     Discovery, discover_crate_roots, discover_crate_roots_with, index_roots, index_roots_observed,
-    package_roots,
+    is_package_target, package_roots,
 };

@@ -14,7 +14,7 @@
 //! and remembers nothing.
 //!
 //! # Invariants
-//! 1. [`find_child`] answers what `is_file` and [`realpath`] would: the
+//! 1. [`find_child_observed`] answers what `is_file` and [`realpath`] would: the
 //!    first candidate that is a file (following links), else the first
 //!    candidate, with its canonical path
 //!    (`the_probe_agrees_with_realpath_on_links_missing_parts_and_dot_dot`).
@@ -97,16 +97,31 @@ pub(crate) fn canonical(path: PathBuf) -> PathBuf {
 
 /// The first of `candidates` that is a file, else the first candidate (an
 /// empty path when there is none), canonical, with whether it is a file.
+/// (The executor uses [`find_child_observed`], which records what it
+/// probed.)
 /// Candidates below `base` (a canonical directory) are probed the cheap
 /// way (see the module docs); others, and any the probe cannot answer,
 /// through `is_file` and [`realpath`] (invariant 1).
+#[cfg(test)]
 pub(crate) fn find_child(base: Option<&Path>, candidates: Vec<PathBuf>) -> (PathBuf, bool) {
+    find_child_observed(base, candidates, &mut |_, _| {})
+}
+
+/// `find_child`, telling `observe` each candidate it looked at, in
+/// order, with whether it is a file: the candidates up to the first that
+/// is, which are all the answer depends on.
+pub(crate) fn find_child_observed(
+    base: Option<&Path>,
+    candidates: Vec<PathBuf>,
+    observe: &mut dyn FnMut(&Path, bool),
+) -> (PathBuf, bool) {
     let mut first: Option<(PathBuf, Option<PathBuf>)> = None;
     for candidate in candidates {
         let probe = base.and_then(|base| probe_below(base, &candidate));
         let exists = probe
             .as_ref()
             .map_or_else(|| is_file(&candidate), |probe| probe.is_file);
+        observe(&candidate, exists);
         if exists {
             let found = probe.map_or_else(|| canonical(candidate), |probe| probe.canonical);
             return (found, true);

@@ -3,33 +3,100 @@
 //! after changes by re-asking the scheduler only about the files a change
 //! can reach, not the whole tree.
 //!
-//! It owns the entries and the walk; it never loads, parses or schedules
-//! anything itself (every answer is the scheduler's) and holds no lock.
+//! It owns the entries, the walk, and which declaration locates each file
+//! (it pins them in the executor's declarations table); it never loads,
+//! parses or schedules anything itself (every answer is the scheduler's)
+//! and holds no lock.
+//!
+//! # Module paths
+//! A file's module path is the one the declaration a breadth-first walk
+//! from the crate roots reaches it by first gives it: the roots in the
+//! order given, each file's `mod`s then `include!`s in the order it
+//! declares them. So it is the shortest chain of declarations from a
+//! root, ties going to the earlier root and the earlier declaration, and
+//! it depends on nothing else in the tree or in the run
+//! (`a_file_declared_twice_takes_the_path_of_its_first_declaration`). A
+//! crate root is always `crate` of its own crate. (rustc compiles such a
+//! file once per declaration; an index holds one entry per file.)
 //!
 //! # What a change reaches
-//! A file's Source and Analysis read only its own text; its Artifact reads
-//! its own Analysis and its blockers' (`RustSource::blockers`). So after
-//! the host told the scheduler that files `C` changed (`invalidate` or
-//! `remove`), the only answers that can differ are those of `C` and of the
-//! files blocking on a file in `C`; a re-parsed file may also declare new
-//! children (walked) or stop declaring old ones (dropped once nothing
-//! reachable from a root declares them). [`IndexSession::refresh`] asks
-//! about exactly those, and `refresh_agrees_with_a_full_walk` checks the
-//! result against a full walk after every change of a seeded sequence.
+//! A file's Source reads its own text and, beyond it, its *derived inputs*
+//! ([`DerivedReads`](crate::DerivedReads), and its location): the
+//! declaration that locates it, which paths are files, and which modules
+//! the files in the index declare. Its Analysis reads only its Source; its
+//! Artifact its own Analysis and its blockers'. So after the host told the
+//! scheduler that files `C` changed (`invalidate` or `remove`):
+//! 1. **Local pass.** The files of `C` the index holds and the files
+//!    blocking on them are asked again; a new child a parse declares is
+//!    walked. When no re-parsed file declares anything else (its
+//!    declarations compared without their lines, so a `mod` line that
+//!    moved is no change), no path of `C` is one a held parse asked about,
+//!    and the roots are the same, nothing derived changed: done, in
+//!    O(`C` and their dependents).
+//! 2. **Settle pass** (the module tree may have changed). A breadth-first
+//!    walk from the roots over the held entries (no scheduler call for a
+//!    current one) pins each file to its first declaration and re-derives
+//!    (`Scheduler::invalidate_always`) exactly the files whose location
+//!    would now differ or whose probes of a path in `C` would now answer
+//!    otherwise; a re-derived file is parsed before its children are
+//!    looked at, so each level is settled before the next. Files no root
+//!    reaches leave the index. Then the files whose module lookups would
+//!    answer otherwise (only lookups of modules whose declarations changed
+//!    are compared) are re-derived, and the files blocking on any re-parsed
+//!    file are asked again.
+//!
+//! # Why the result equals a fresh build
+//! After a refresh, every entry's Source is what a run now would produce:
+//! its text is current (the host invalidated every changed file), its
+//! location is its first declaration's (checked for every entry in the
+//! settle pass, level by level, so each parent is final before its
+//! children are compared), its probes answer as the disk does (a path's
+//! answer can change only if the path is in `C`, and every held probe of
+//! one is compared), and its module lookups answer as the table does (the
+//! table logs every key whose declarations changed, and only adopted files
+//! — the index's — declare). The set of entries is what a breadth-first
+//! walk of those Sources reaches, and that walk's first declarations are
+//! the pins. A fresh build is the same settle pass from nothing, with
+//! every lookup compared, so both reach the one state that meets these
+//! conditions: the walk settles each level from the one above it, which
+//! leaves one choice per file. Every Analysis and Artifact answer is the
+//! scheduler's for those Sources, and every file whose blockers' Analyses
+//! may have changed is asked again. The host's part is to name in `C`
+//! every path that was created, changed or removed; a change seen only
+//! through a symbolic link is not one the session can see.
+//! `refresh_agrees_with_a_full_walk_and_a_fresh_scheduler` checks this
+//! after every step of seeded sequences (module tree edits among them);
+//! `a_moved_mod_line_re_derives_nothing` and
+//! `a_changed_file_nothing_declares_or_reads_is_undeclared_and_costs_nothing`
+//! pin the local pass's two cheap cases.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::hash::{Hash as _, Hasher as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use verter_dag::Canonical;
-use verter_scheduler::{ArtifactSnapshot, RequestError, Scheduler, StageKind, stage};
+use verter_scheduler::{
+    ArtifactSnapshot, Handle, RequestError, Scheduler, SourceSnapshot, StageKind, stage,
+};
 
 use crate::error::IndexError;
-use crate::executor::{RustIndexer, RustSource};
+use crate::executor::{RustIndexer, RustSource, lexical};
 use crate::index::{DeclaredAt, FileEntry, FileFailure, INDEX_PROFILE, Index, WalkProgress};
 use crate::loader::{path_text, realpath};
 use crate::model::{FileArtifact, IncludeDecl, ModDecl};
+
+/// How many times one refresh settles the tree at most. The second round
+/// only re-derives files whose module lookups changed, which changes no
+/// file's declarations, so two suffice; the bound keeps a broken argument
+/// from looping.
+const MAX_SETTLE_ROUNDS: usize = 8;
+
+/// How many times a file whose Source ran before it was pinned (the
+/// scheduler parsed it as another file's blocker) is parsed again to take
+/// its pinned location.
+const MAX_RELOCATE: usize = 4;
 
 /// One file as the session last saw it.
 #[derive(Debug, Clone)]
@@ -38,40 +105,135 @@ struct Entry {
     outcome: Result<Arc<ArtifactSnapshot<FileArtifact>>, RequestError>,
     /// The declaration the walk first reached it by (`None`: a root).
     declared_at: Option<DeclaredAt>,
-    /// The children its last parse declared (forward dependencies).
-    children: Vec<String>,
+    /// Its last parse; `None` when it has no text.
+    source: Option<Arc<SourceSnapshot<RustSource>>>,
     /// The files its Artifact blocks on.
     blockers: Vec<String>,
-    /// A hash of what its last parse declared (`mod`s with their files and
-    /// attributes, `include!`s); `None` when it has no text. Other files'
-    /// locations and blockers derive from it.
+    /// A hash of where it is and what it declares, lines left out
+    /// (`structure_of`); `None` when it has no text. Other files' locations
+    /// and the walk derive from it.
     structure: Option<u64>,
 }
 
 /// What a [`IndexSession::refresh`] changed, canonical paths, sorted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Refresh {
-    /// Files the walk asked the scheduler about again.
+    /// Files the refresh asked the scheduler about again.
     pub revisited: usize,
     /// Files whose entry is new or differs from before (another artifact,
-    /// another error, or an artifact instead of an error or back).
+    /// another error, an artifact instead of an error or back, or a failure
+    /// now declared elsewhere).
     pub updated: Vec<String>,
     /// Files that left the index: nothing reachable declares them now.
     pub removed: Vec<String>,
-    /// Whether the change altered the module tree (a file appeared or went,
-    /// or a changed file declares other `mod`s or `include!`s), so every
-    /// file was parsed again.
+    /// Whether the change may have altered the module tree (a file
+    /// declares other modules, a path a parse asked about appeared or
+    /// went, the roots changed), so the tree was settled again: only the
+    /// files whose derived inputs changed were parsed again.
     pub structural: bool,
+    /// Changed `.rs` files that exist and that nothing in the index
+    /// declares or reads (fixtures, scratch files): the refresh did nothing
+    /// for them.
+    pub undeclared: Vec<String>,
 }
 
 /// An index kept current across changes; see the module docs.
 #[derive(Debug, Default)]
 pub struct IndexSession {
-    /// The crate roots, canonical.
+    /// The crate roots, canonical, in the order given.
     roots: Vec<String>,
+    /// The crate roots as last given.
+    given_roots: Vec<PathBuf>,
+    /// The crate roots' texts, canonical and as given.
+    root_texts: HashSet<String>,
+    /// The entries' paths, sorted (for [`IndexSession::paths_under`]).
+    sorted: BTreeSet<String>,
     entries: HashMap<String, Entry>,
-    /// File → the files whose Artifacts block on it.
+    /// File → the entries whose Artifacts block on it.
     dependents: HashMap<String, BTreeSet<String>>,
+    /// Files entries block on that are not entries themselves (a module
+    /// file found by the layout convention, which nothing declares): their
+    /// last Source, whose Analysis those entries read.
+    phantoms: HashMap<String, Option<Arc<SourceSnapshot<RustSource>>>>,
+    /// A hash of each (path, answer) a held parse got when it asked whether
+    /// the path is a file: a changed path that no parse saw answer
+    /// otherwise than it does now changes no derived input. May hold more
+    /// (rebuilt by each settle pass), never less.
+    probed: HashSet<u64>,
+}
+
+/// Whether a walk follows held children too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Follow {
+    /// Only children the session does not hold (the local pass).
+    New,
+    /// Every child, checking each held one (the settle pass).
+    All,
+}
+
+/// What one refresh did so far.
+#[derive(Default)]
+struct Pass {
+    /// Every module lookup is compared, not only those of changed keys (a
+    /// fresh build).
+    full: bool,
+    /// Entries as they were before this refresh replaced or removed them.
+    before: HashMap<String, Entry>,
+    /// Files this refresh added to the index (compared with nothing).
+    added: HashSet<String>,
+    /// Files asked about in this refresh.
+    asked: HashSet<String>,
+    /// Files this refresh parsed again for a derived input
+    /// (`invalidate_always`): the files blocking on them are asked again
+    /// at its end, as their Artifacts may have been answered before.
+    rederived: HashSet<String>,
+    /// Held files whose declaration site changed without being asked.
+    resited: HashSet<String>,
+    /// A re-parsed file's structure differs from before, or a file was
+    /// found that the index did not hold.
+    reshaped: bool,
+    /// Whether a changed path is one a held parse asked about.
+    probe_hit: bool,
+    /// Whether each changed path (lexical) is a file now.
+    existence: HashMap<PathBuf, bool>,
+    /// Module keys whose declarations changed, not yet compared.
+    changed_keys: HashSet<crate::declarations::ModuleKey>,
+}
+
+/// A file the walk asked about, and its answers to come.
+struct Pending {
+    path: String,
+    site: Option<DeclaredAt>,
+    source: Handle<RustIndexer, stage::Source>,
+    analysis: Handle<RustIndexer, stage::Analysis>,
+    artifact: Handle<RustIndexer, stage::Artifact>,
+    /// Its Source's answer, once waited for.
+    parsed: Option<Result<Arc<SourceSnapshot<RustSource>>, RequestError>>,
+    /// Whether the progress counts it: a file asked about again in one
+    /// refresh (re-derived) is one file, counted once.
+    counted: bool,
+}
+
+/// One walk's state.
+#[derive(Default)]
+struct Walker {
+    seen: HashSet<String>,
+    /// Files in walk order: a held one by path, an asked one by its place
+    /// in `pending`.
+    queue: VecDeque<Queued>,
+    pending: Vec<Pending>,
+}
+
+enum Queued {
+    Held(String),
+    Asked(usize),
+}
+
+fn scheduler_error(path: &str) -> impl FnOnce(RequestError) -> IndexError + '_ {
+    move |source| IndexError::Scheduler {
+        path: PathBuf::from(path),
+        source,
+    }
 }
 
 impl IndexSession {
@@ -80,7 +242,8 @@ impl IndexSession {
     ///
     /// # Errors
     /// [`IndexError::Missing`] if a root does not exist, [`IndexError::Io`]
-    /// if it cannot be canonicalised.
+    /// if it cannot be canonicalised, [`IndexError::Scheduler`] if the
+    /// scheduler refuses to parse a file again (its generations ran out).
     pub fn build(
         scheduler: &Scheduler<RustIndexer>,
         roots: &[impl AsRef<Path>],
@@ -88,20 +251,20 @@ impl IndexSession {
     ) -> Result<Self, IndexError> {
         let mut session = Self::default();
         session.set_roots(scheduler, roots)?;
-        let start = session
-            .roots
-            .iter()
-            .map(|root| (root.clone(), None))
-            .collect();
-        session.walk(scheduler, start, progress);
+        let mut pass = Pass {
+            full: true,
+            ..Pass::default()
+        };
+        session.settle(scheduler, &mut pass, progress)?;
         Ok(session)
     }
 
     /// Brings the entries up to date after the host told `scheduler` that
-    /// the files `changed` changed or went away, and that the crate roots
-    /// are now `roots` (pass the same roots when they did not change).
-    /// Only the files a change can reach are asked about again (see the
-    /// module docs).
+    /// the files `changed` changed, appeared or went away, and that the
+    /// crate roots are now `roots` (pass the same roots when they did not
+    /// change). Only the files a change can reach are asked about again
+    /// (see the module docs); `changed` must name every path created,
+    /// changed or removed since the last refresh.
     ///
     /// # Errors
     /// As [`IndexSession::build`], for a new root.
@@ -111,106 +274,127 @@ impl IndexSession {
         roots: &[impl AsRef<Path>],
         changed: &[impl AsRef<Path>],
     ) -> Result<Refresh, IndexError> {
-        let old_roots: HashSet<String> = self.roots.iter().cloned().collect();
-        self.set_roots(scheduler, roots)?;
         let changed: BTreeSet<String> = changed.iter().map(|p| path_text(p.as_ref())).collect();
+        // The roots as given again, none of them changed: canonical as
+        // before (resolving each costs system calls per root, per refresh).
+        let same_roots = roots.len() == self.given_roots.len()
+            && roots
+                .iter()
+                .zip(&self.given_roots)
+                .all(|(root, given)| root.as_ref().as_os_str() == given.as_os_str())
+            && !changed.iter().any(|path| self.root_texts.contains(path));
+        let old_roots = std::mem::take(&mut self.roots);
+        if same_roots {
+            self.roots = old_roots.clone();
+        } else if let Err(error) = self.set_roots(scheduler, roots) {
+            self.roots = old_roots;
+            return Err(error);
+        }
+        let roots_changed = old_roots != self.roots;
+        let mut pass = Pass::default();
         for path in &changed {
-            if !Path::new(path).exists() {
+            let lexical = lexical(Path::new(path));
+            let exists = lexical.is_file();
+            if !exists {
                 scheduler.executor().forget(Path::new(path));
             }
+            // A held parse saw the path answer otherwise than it does now.
+            pass.probe_hit |= self.probed.contains(&probe_hash(&lexical, !exists));
+            pass.existence.insert(lexical, exists);
         }
-        // A file appearing where the session knew none, or vanishing while
-        // a file blocks on it, changes what other files' parses derived
-        // (a `use` blocks on the longest module path with a file on disk).
-        let appeared_or_vanished = changed.iter().any(|path| {
-            let exists = Path::new(path).exists();
-            let known = self.entries.contains_key(path);
-            (exists && !known) || (!exists && self.dependents.contains_key(path))
-        });
-        let mut dirty: BTreeSet<String> = changed.clone();
+        // Local pass: the changed files the index holds, the files blocking
+        // on them, and new roots.
+        let mut start: Vec<(String, Option<DeclaredAt>)> = Vec::new();
+        let mut dirty: BTreeSet<&String> = BTreeSet::new();
         for path in &changed {
+            if self.entries.contains_key(path) {
+                dirty.insert(path);
+            }
             if let Some(dependents) = self.dependents.get(path) {
-                dirty.extend(dependents.iter().cloned());
+                dirty.extend(dependents.iter());
             }
         }
-        let mut start: Vec<(String, Option<DeclaredAt>)> = dirty
-            .into_iter()
-            .filter_map(|path| {
-                let site = self.entries.get(&path)?.declared_at.clone();
-                Some((path, site))
-            })
-            .collect();
-        start.extend(
-            self.roots
-                .iter()
-                .filter(|root| !old_roots.contains(*root) || !self.entries.contains_key(*root))
-                .map(|root| (root.clone(), None)),
-        );
-        let mut before: HashMap<String, Entry> = start
-            .iter()
-            .filter_map(|(path, _)| Some((path.clone(), self.entries.remove(path)?)))
-            .collect();
-        let mut visited = self.walk(scheduler, start, &WalkProgress::default());
-        let mut removed = self.drop_unreachable(scheduler);
-        // What a changed file declares (or whether it exists) decides other
-        // files' module paths and blockers, which their Sources derived
-        // when they were parsed: re-derive every file, as a fresh indexer
-        // would see them (see the module docs).
-        let structural = changed.iter().any(|path| {
-            let old = before.get(path).map(|entry| entry.structure);
-            let new = self.entries.get(path).map(|entry| entry.structure);
-            old.is_some() && old != new
-        }) || appeared_or_vanished
-            || !removed.is_empty();
-        if structural {
-            // Files the first pass found that the session did not hold: the
-            // full pass compares them with nothing, not with that pass.
-            let found: HashSet<String> = visited
-                .iter()
-                .filter(|path| !before.contains_key(*path))
-                .cloned()
-                .collect();
-            for (path, entry) in self.entries.drain() {
-                scheduler
-                    .invalidate_always(&path)
-                    .map_err(|source| IndexError::Scheduler {
-                        path: PathBuf::from(&path),
-                        source,
-                    })?;
-                // Compared with what the refresh started from.
-                if !found.contains(&path) {
-                    before.entry(path).or_insert(entry);
-                }
-            }
-            self.dependents.clear();
-            let start = self.roots.iter().map(|root| (root.clone(), None)).collect();
-            visited = self.walk(scheduler, start, &WalkProgress::default());
-            removed.extend(self.drop_unreachable(scheduler));
-            removed.retain(|path| !self.entries.contains_key(path));
-            removed.extend(
-                before
-                    .keys()
-                    .filter(|path| !self.entries.contains_key(*path))
-                    .cloned(),
+        for path in dirty {
+            let site = self.entries.get(path).and_then(|e| e.declared_at.clone());
+            start.push((path.clone(), site));
+        }
+        if roots_changed {
+            start.extend(
+                self.roots
+                    .iter()
+                    .filter(|root| !self.entries.contains_key(*root))
+                    .map(|root| (root.clone(), None)),
             );
-            removed.sort();
-            removed.dedup();
+        }
+        self.walk(
+            scheduler,
+            start,
+            Follow::New,
+            &mut pass,
+            &WalkProgress::default(),
+        )?;
+        // A changed file that is a phantom: its new parse is what its
+        // dependents (asked above) read.
+        for path in &changed {
+            if self.phantoms.contains_key(path) {
+                let source = self.source_of(scheduler, path);
+                self.note_probes(source.as_deref());
+                self.phantoms.insert(path.clone(), source);
+            }
+        }
+        let new_phantom = pass.asked.iter().any(|path| {
+            self.entries.get(path).is_some_and(|entry| {
+                entry.blockers.iter().any(|blocker| {
+                    !self.entries.contains_key(blocker) && !self.phantoms.contains_key(blocker)
+                })
+            })
+        });
+        pass.changed_keys
+            .extend(scheduler.executor().declarations().take_changed_modules());
+        let structural = roots_changed
+            || pass.probe_hit
+            || pass.reshaped
+            || new_phantom
+            || !pass.changed_keys.is_empty();
+        if structural {
+            self.settle(scheduler, &mut pass, &WalkProgress::default())?;
         }
         let mut refresh = Refresh {
-            revisited: visited.len(),
+            revisited: pass.asked.len(),
             structural,
-            removed,
             ..Refresh::default()
         };
-        for path in &visited {
+        for path in pass.asked.iter().chain(&pass.resited) {
             let Some(now) = self.entries.get(path) else {
                 continue;
             };
-            if before.get(path).is_none_or(|old| !same_outcome(old, now)) {
+            let same = pass.before.get(path).is_some_and(|old| {
+                same_outcome(old, now)
+                    && (now.outcome.is_ok() || old.declared_at == now.declared_at)
+            });
+            if pass.added.contains(path) || !same {
                 refresh.updated.push(path.clone());
             }
         }
         refresh.updated.sort();
+        refresh.updated.dedup();
+        refresh.removed = pass
+            .before
+            .keys()
+            .filter(|path| !self.entries.contains_key(*path))
+            .cloned()
+            .collect();
+        refresh.removed.sort();
+        refresh.undeclared = changed
+            .iter()
+            .filter(|path| {
+                path.ends_with(".rs")
+                    && !self.entries.contains_key(*path)
+                    && !self.phantoms.contains_key(*path)
+                    && Path::new(path).is_file()
+            })
+            .cloned()
+            .collect();
         Ok(refresh)
     }
 
@@ -259,6 +443,21 @@ impl IndexSession {
         failures
     }
 
+    /// The failure of each of `paths` that is in the index and failed, in
+    /// the order given: what [`IndexSession::failures`] lists of them,
+    /// without looking at any other file (a refresh's
+    /// [`Refresh::updated`], say).
+    pub fn failures_of<'p>(&self, paths: impl IntoIterator<Item = &'p str>) -> Vec<FileFailure> {
+        paths
+            .into_iter()
+            .filter_map(|path| {
+                let entry = self.entries.get(path)?;
+                let error = entry.outcome.as_ref().err()?;
+                Some(self.failure(path, entry, error))
+            })
+            .collect()
+    }
+
     /// Files in the index (indexed or failed).
     pub fn file_count(&self) -> usize {
         self.entries.len()
@@ -274,6 +473,20 @@ impl IndexSession {
     /// copying the entries.
     pub fn paths(&self) -> impl Iterator<Item = &str> + '_ {
         self.entries.keys().map(String::as_str)
+    }
+
+    /// The files in the index (indexed or failed) below the directory
+    /// `dir` (canonical), sorted: a range of the index, not a scan of it.
+    pub fn paths_under(&self, dir: &Path) -> Vec<String> {
+        let mut prefix = path_text(dir);
+        if !prefix.ends_with(std::path::MAIN_SEPARATOR) {
+            prefix.push(std::path::MAIN_SEPARATOR);
+        }
+        self.sorted
+            .range(prefix.clone()..)
+            .take_while(|path| path.starts_with(&prefix))
+            .cloned()
+            .collect()
     }
 
     /// Items across all indexed files.
@@ -295,7 +508,8 @@ impl IndexSession {
         }
     }
 
-    /// Canonicalises `roots`, tells the executor, and keeps them.
+    /// Canonicalises `roots`, tells the executor (they are exactly the
+    /// crate roots now), and keeps them.
     fn set_roots(
         &mut self,
         scheduler: &Scheduler<RustIndexer>,
@@ -313,153 +527,530 @@ impl IndexSession {
                 path: root.to_path_buf(),
                 source,
             })?;
-            canonical.push(root_text(root, path)?);
+            let text = root_text(root, path)?;
+            if !canonical.contains(&text) {
+                canonical.push(text);
+            }
         }
-        scheduler
-            .executor()
-            .declare_roots(canonical.iter().map(PathBuf::from));
+        let files: Vec<PathBuf> = canonical.iter().map(PathBuf::from).collect();
+        scheduler.executor().declarations().replace_roots(&files);
         self.roots = canonical;
+        self.given_roots = roots
+            .iter()
+            .map(|root| root.as_ref().to_path_buf())
+            .collect();
+        self.root_texts = self
+            .roots
+            .iter()
+            .cloned()
+            .chain(self.given_roots.iter().map(|root| path_text(root)))
+            .collect();
         Ok(())
     }
 
-    /// The walk: asks for `start`'s three stages, and those of every child
-    /// a parse declares that the session does not hold yet; records an
-    /// entry for each. Returns the files it asked about.
+    /// The settle pass (see the module docs), repeated until nothing it
+    /// re-derived declares anything else; then the files blocking on a
+    /// file whose Source ran again are asked again.
+    fn settle(
+        &mut self,
+        scheduler: &Scheduler<RustIndexer>,
+        pass: &mut Pass,
+        progress: &WalkProgress,
+    ) -> Result<(), IndexError> {
+        let declarations = scheduler.executor().declarations();
+        let mut changed_keys = std::mem::take(&mut pass.changed_keys);
+        for _ in 0..MAX_SETTLE_ROUNDS {
+            let start = self.roots.iter().map(|root| (root.clone(), None)).collect();
+            let reached = self.walk(scheduler, start, Follow::All, pass, progress)?;
+            self.drop_unreached(scheduler, &reached, pass);
+            self.settle_phantoms(scheduler, pass);
+            // Module lookups, now that every adopted file's declarations
+            // are in the table.
+            changed_keys.extend(declarations.take_changed_modules());
+            let stale = if pass.full || !changed_keys.is_empty() {
+                self.stale_lookups(scheduler, (!pass.full).then_some(&changed_keys))
+            } else {
+                Vec::new()
+            };
+            changed_keys.clear();
+            pass.full = false;
+            if stale.is_empty() {
+                break;
+            }
+            let mut start = Vec::new();
+            for path in stale {
+                scheduler
+                    .invalidate_always(&path)
+                    .map_err(scheduler_error(&path))?;
+                pass.rederived.insert(path.clone());
+                if let Some(entry) = self.entries.get(&path) {
+                    start.push((path, entry.declared_at.clone()));
+                } else {
+                    let source = self.source_of(scheduler, &path);
+                    self.phantoms.insert(path, source);
+                }
+            }
+            pass.reshaped = false;
+            self.walk(scheduler, start, Follow::New, pass, progress)?;
+            changed_keys.extend(declarations.take_changed_modules());
+            if !pass.reshaped && changed_keys.is_empty() {
+                break;
+            }
+        }
+        // The files whose blockers' Analyses may have changed since their
+        // Artifacts were answered.
+        let mut again: BTreeSet<String> = BTreeSet::new();
+        for path in &pass.rederived {
+            if let Some(dependents) = self.dependents.get(path) {
+                again.extend(dependents.iter().cloned());
+            }
+        }
+        let start = again
+            .into_iter()
+            .filter_map(|path| {
+                let site = self.entries.get(&path)?.declared_at.clone();
+                Some((path, site))
+            })
+            .collect();
+        self.walk(scheduler, start, Follow::New, pass, progress)?;
+        self.rebuild_probed();
+        Ok(())
+    }
+
+    /// The held parses (entries and phantoms) whose module lookups would
+    /// now answer otherwise; only lookups of `only`'s keys when given.
+    fn stale_lookups(
+        &self,
+        scheduler: &Scheduler<RustIndexer>,
+        only: Option<&HashSet<crate::declarations::ModuleKey>>,
+    ) -> Vec<String> {
+        let sources: Vec<(&String, &Arc<SourceSnapshot<RustSource>>)> = self
+            .entries
+            .iter()
+            .filter_map(|(path, entry)| Some((path, entry.source.as_ref()?)))
+            .chain(
+                self.phantoms
+                    .iter()
+                    .filter_map(|(path, source)| Some((path, source.as_ref()?))),
+            )
+            .collect();
+        let verdicts = scheduler.executor().declarations().module_reads_changed(
+            sources.iter().map(|(path, source)| {
+                (
+                    Path::new(path.as_str()),
+                    source.parsed.reads.modules.as_slice(),
+                )
+            }),
+            only,
+        );
+        let mut stale: Vec<String> = sources
+            .iter()
+            .zip(verdicts)
+            .filter(|(_, changed)| *changed)
+            .map(|((path, _), _)| (*path).clone())
+            .collect();
+        stale.sort();
+        stale
+    }
+
+    /// The walk: asks for `start`'s three stages (held files in
+    /// [`Follow::All`] only when a derived input changed), follows the
+    /// children each parse declares as `follow` says, and records an entry
+    /// for each file it asked about. Returns every file it reached.
     fn walk(
         &mut self,
         scheduler: &Scheduler<RustIndexer>,
         start: Vec<(String, Option<DeclaredAt>)>,
+        follow: Follow,
+        pass: &mut Pass,
         progress: &WalkProgress,
-    ) -> Vec<String> {
-        let mut seen: HashSet<String> = HashSet::new();
-        let mut sources = VecDeque::new();
-        let mut pending = Vec::new();
-        let entries = &self.entries;
-        // Every path the walk asks about is canonical already (a root
-        // resolved by `set_roots`, a child the scheduler resolved, an entry's
-        // key): asking by its `Canonical` spares the loader a `realpath` per
-        // request, which costs one system call per component of the path (a
-        // module chain N deep made that O(N³) in the kernel).
-        let mut submit = |path: String, site: Option<DeclaredAt>, sources: &mut VecDeque<_>| {
-            if entries.contains_key(&path) || !seen.insert(path.clone()) {
-                return;
-            }
-            let canonical = Canonical::from(path.as_str());
-            sources.push_back((path.clone(), scheduler.ask(stage::Source.of(canonical))));
-            let analysis = scheduler.ask(stage::Analysis.of(canonical));
-            let artifact = scheduler.ask(stage::Artifact(INDEX_PROFILE).of(canonical));
-            progress.discovered.fetch_add(1, Ordering::Relaxed);
-            pending.push((path, analysis, artifact, site));
-        };
+    ) -> Result<HashSet<String>, IndexError> {
+        let mut walker = Walker::default();
+        let ask_start = follow == Follow::New;
         for (path, site) in start {
-            submit(path, site, &mut sources);
+            self.visit(
+                scheduler,
+                &mut walker,
+                path,
+                site,
+                ask_start,
+                follow,
+                pass,
+                progress,
+            )?;
         }
-        type Parsed = (Vec<String>, Vec<String>, Option<u64>);
-        let mut parsed: HashMap<String, Parsed> = HashMap::new();
-        // Children already held whose declaring parent was parsed again:
-        // their declaration may have moved.
-        let mut moved_sites = Vec::new();
-        while let Some((file, source)) = sources.pop_front() {
-            let answer = scheduler.wait(&source);
-            progress.finished.fetch_add(1, Ordering::Relaxed);
-            let Ok(parent) = answer else {
-                continue; // the Artifact answers with the same failure
+        while let Some(queued) = walker.queue.pop_front() {
+            let parent = match queued {
+                Queued::Held(path) => {
+                    let Some(source) = self.entries.get(&path).and_then(|e| e.source.clone())
+                    else {
+                        continue;
+                    };
+                    (path, source)
+                }
+                Queued::Asked(index) => {
+                    let answer = self.parse(scheduler, &mut walker.pending[index], pass)?;
+                    if walker.pending[index].counted {
+                        progress.finished.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let Ok(source) = answer else {
+                        continue; // the Artifact answers with the same failure
+                    };
+                    (walker.pending[index].path.clone(), source)
+                }
             };
+            let (file, parent) = parent;
             let sites = DeclarationSites::of(&parent.parsed);
             for child in &parent.forward_deps {
                 let site = sites.site(child, &file);
-                let held = entries.get(child.as_str());
-                if held.is_some_and(|e| e.declared_at.as_ref().is_some_and(|d| d.file == file)) {
-                    moved_sites.push((child.to_string(), site.clone()));
-                }
-                submit(child.to_string(), site, &mut sources);
-            }
-            let children = parent
-                .forward_deps
-                .iter()
-                .map(ToString::to_string)
-                .collect();
-            let blockers = parent
-                .parsed
-                .blockers
-                .iter()
-                .map(|b| path_text(b))
-                .collect();
-            parsed.insert(
-                file,
-                (children, blockers, Some(structure_of(&parent.parsed))),
-            );
-        }
-        for (child, site) in moved_sites {
-            if let Some(entry) = self.entries.get_mut(&child) {
-                entry.declared_at = site;
+                self.visit(
+                    scheduler,
+                    &mut walker,
+                    child.to_string(),
+                    site,
+                    false,
+                    follow,
+                    pass,
+                    progress,
+                )?;
             }
         }
-        let mut visited = Vec::with_capacity(pending.len());
-        for (path, analysis, artifact, declared_at) in pending {
-            // Its outcome is the Artifact's too (or its cause); see the
-            // protocol in `index_roots`.
-            let _ = scheduler.wait(&analysis);
-            let outcome = scheduler.wait(&artifact);
-            let (children, blockers, structure) = parsed.remove(&path).unwrap_or_default();
-            for blocker in &blockers {
-                self.dependents
-                    .entry(blocker.clone())
-                    .or_default()
-                    .insert(path.clone());
-            }
-            self.entries.insert(
-                path.clone(),
-                Entry {
-                    outcome,
-                    declared_at,
-                    children,
-                    blockers,
-                    structure,
-                },
-            );
-            visited.push(path);
+        for pending in walker.pending {
+            self.record(scheduler, pending, pass);
         }
-        visited
+        Ok(walker.seen)
     }
 
-    /// Removes every entry no root reaches through `children`, and its
-    /// dependents links; returns the removed files, sorted.
-    fn drop_unreachable(&mut self, scheduler: &Scheduler<RustIndexer>) -> Vec<String> {
-        let mut reached: HashSet<&str> = HashSet::with_capacity(self.entries.len());
-        let mut stack: Vec<&str> = self.roots.iter().map(String::as_str).collect();
-        while let Some(path) = stack.pop() {
-            if let Some(entry) = self.entries.get(path)
-                && reached.insert(path)
-            {
-                stack.extend(entry.children.iter().map(String::as_str));
+    /// Takes `path` into the walk, reached by `site`: pins it there, and
+    /// asks about it when it is new, when `ask`, or (following all) when a
+    /// derived input of its held parse changed, which it then re-derives.
+    #[allow(clippy::too_many_arguments)] // the walk's state, passed apart for the borrows
+    fn visit(
+        &mut self,
+        scheduler: &Scheduler<RustIndexer>,
+        walker: &mut Walker,
+        path: String,
+        site: Option<DeclaredAt>,
+        ask: bool,
+        follow: Follow,
+        pass: &mut Pass,
+        progress: &WalkProgress,
+    ) -> Result<(), IndexError> {
+        if !walker.seen.insert(path.clone()) {
+            return Ok(());
+        }
+        let declarations = scheduler.executor().declarations();
+        if let Some(site) = &site {
+            declarations.pin(Path::new(&path), Path::new(&site.file));
+        }
+        let held = self.entries.get(&path);
+        let stale = follow == Follow::All
+            && held.is_some_and(|entry| self.is_stale(scheduler, &path, entry, pass));
+        if stale {
+            scheduler
+                .invalidate_always(&path)
+                .map_err(scheduler_error(&path))?;
+            pass.rederived.insert(path.clone());
+        }
+        match held {
+            Some(entry) if !ask && !stale => {
+                if entry.declared_at != site
+                    && (follow == Follow::All
+                        || site.as_ref().is_some_and(|s| {
+                            entry.declared_at.as_ref().is_some_and(|d| d.file == s.file)
+                        }))
+                {
+                    if let Some(entry) = self.entries.get_mut(&path) {
+                        entry.declared_at = site;
+                    }
+                    pass.resited.insert(path.clone());
+                }
+                if follow == Follow::All {
+                    walker.queue.push_back(Queued::Held(path));
+                }
+            }
+            _ => {
+                let canonical = Canonical::from(path.as_str());
+                let pending = Pending {
+                    source: scheduler.ask(stage::Source.of(canonical)),
+                    analysis: scheduler.ask(stage::Analysis.of(canonical)),
+                    artifact: scheduler.ask(stage::Artifact(INDEX_PROFILE).of(canonical)),
+                    path: path.clone(),
+                    site,
+                    parsed: None,
+                    counted: !pass.asked.contains(&path),
+                };
+                if pending.counted {
+                    progress.discovered.fetch_add(1, Ordering::Relaxed);
+                }
+                pass.asked.insert(path);
+                walker.queue.push_back(Queued::Asked(walker.pending.len()));
+                walker.pending.push(pending);
             }
         }
-        let mut removed: Vec<String> = self
+        Ok(())
+    }
+
+    /// Waits for `pending`'s Source. One that ran before the file was
+    /// pinned (the scheduler parsed it for another file's Artifact) may
+    /// have taken another location: it is parsed again.
+    fn parse(
+        &self,
+        scheduler: &Scheduler<RustIndexer>,
+        pending: &mut Pending,
+        pass: &mut Pass,
+    ) -> Result<Result<Arc<SourceSnapshot<RustSource>>, RequestError>, IndexError> {
+        let mut answer = scheduler.wait(&pending.source);
+        for _ in 0..MAX_RELOCATE {
+            let Ok(source) = &answer else { break };
+            if scheduler
+                .executor()
+                .location_matches(Path::new(&pending.path), &source.parsed.location)
+            {
+                break;
+            }
+            scheduler
+                .invalidate_always(&pending.path)
+                .map_err(scheduler_error(&pending.path))?;
+            pass.rederived.insert(pending.path.clone());
+            let canonical = Canonical::from(pending.path.as_str());
+            pending.source = scheduler.ask(stage::Source.of(canonical));
+            pending.analysis = scheduler.ask(stage::Analysis.of(canonical));
+            pending.artifact = scheduler.ask(stage::Artifact(INDEX_PROFILE).of(canonical));
+            answer = scheduler.wait(&pending.source);
+        }
+        pending.parsed = Some(answer.clone());
+        Ok(answer)
+    }
+
+    /// Records the answers of a file the walk asked about as its entry.
+    fn record(&mut self, scheduler: &Scheduler<RustIndexer>, pending: Pending, pass: &mut Pass) {
+        // Its outcome is the Artifact's too (or its cause); see the
+        // protocol in `index_roots`.
+        let _ = scheduler.wait(&pending.analysis);
+        let outcome = scheduler.wait(&pending.artifact);
+        let source = match pending.parsed {
+            Some(Ok(source)) => Some(source),
+            Some(Err(_)) => None,
+            None => scheduler.wait(&pending.source).ok(),
+        };
+        let entry = Entry {
+            outcome,
+            declared_at: pending.site,
+            blockers: source
+                .as_ref()
+                .map(|s| s.parsed.blockers.iter().map(|b| path_text(b)).collect())
+                .unwrap_or_default(),
+            structure: source.as_ref().map(|s| structure_of(&s.parsed)),
+            source,
+        };
+        self.note_probes(entry.source.as_deref());
+        let path = pending.path;
+        let old = self.replace_entry(&path, entry);
+        match old {
+            Some(old) => {
+                if old.structure != self.entries[&path].structure {
+                    pass.reshaped = true;
+                }
+                if !pass.added.contains(&path) {
+                    pass.before.entry(path).or_insert(old);
+                }
+            }
+            None => {
+                pass.reshaped = true;
+                pass.added.insert(path);
+            }
+        }
+    }
+
+    /// Puts `entry` in for `path`, keeping the dependents links right;
+    /// returns the entry it replaced.
+    fn replace_entry(&mut self, path: &str, entry: Entry) -> Option<Entry> {
+        for blocker in &entry.blockers {
+            self.dependents
+                .entry(blocker.clone())
+                .or_default()
+                .insert(path.to_owned());
+        }
+        let old = self.entries.insert(path.to_owned(), entry);
+        if old.is_none() {
+            self.sorted.insert(path.to_owned());
+        }
+        if let Some(old) = &old {
+            let now = &self.entries[path].blockers;
+            let dropped: Vec<&String> = old.blockers.iter().filter(|b| !now.contains(*b)).collect();
+            for blocker in dropped {
+                self.unlink(blocker, path);
+            }
+        }
+        old
+    }
+
+    /// Removes the link "`dependent` blocks on `blocker`".
+    fn unlink(&mut self, blocker: &str, dependent: &str) {
+        if let Some(dependents) = self.dependents.get_mut(blocker) {
+            dependents.remove(dependent);
+            if dependents.is_empty() {
+                self.dependents.remove(blocker);
+            }
+        }
+    }
+
+    /// Whether a derived input of `entry`'s parse would now answer
+    /// otherwise: its location, or a probe of a changed path.
+    fn is_stale(
+        &self,
+        scheduler: &Scheduler<RustIndexer>,
+        path: &str,
+        entry: &Entry,
+        pass: &Pass,
+    ) -> bool {
+        let Some(source) = &entry.source else {
+            return false;
+        };
+        source_is_stale(scheduler, path, &source.parsed, pass)
+    }
+
+    /// Removes every entry the last walk did not reach, and its links.
+    fn drop_unreached(
+        &mut self,
+        scheduler: &Scheduler<RustIndexer>,
+        reached: &HashSet<String>,
+        pass: &mut Pass,
+    ) {
+        let gone: Vec<String> = self
             .entries
             .keys()
-            .filter(|path| !reached.contains(path.as_str()))
+            .filter(|path| !reached.contains(*path))
             .cloned()
             .collect();
-        removed.sort();
-        for path in &removed {
-            self.entries.remove(path);
-            scheduler.executor().forget(Path::new(path));
+        for path in gone {
+            let Some(entry) = self.entries.remove(&path) else {
+                continue;
+            };
+            self.sorted.remove(&path);
+            for blocker in &entry.blockers {
+                self.unlink(blocker, &path);
+            }
+            scheduler.executor().forget(Path::new(&path));
+            if pass.added.remove(&path) {
+                continue;
+            }
+            pass.before.entry(path).or_insert(entry);
         }
-        // A dependents link is kept only while its dependent is in the index
-        // and still blocks on the file.
-        let entries = &self.entries;
-        self.dependents.retain(|blocker, dependents| {
-            dependents.retain(|dependent| {
-                entries
-                    .get(dependent)
-                    .is_some_and(|entry| entry.blockers.contains(blocker))
-            });
-            !dependents.is_empty()
-        });
-        removed
+    }
+
+    /// Brings the phantoms (files entries block on that the index does not
+    /// hold) up to date: each is read from the scheduler, and one whose
+    /// location or probes would answer otherwise is parsed again.
+    fn settle_phantoms(&mut self, scheduler: &Scheduler<RustIndexer>, pass: &mut Pass) {
+        let wanted: BTreeSet<String> = self
+            .dependents
+            .keys()
+            .filter(|path| !self.entries.contains_key(*path))
+            .cloned()
+            .collect();
+        self.phantoms.retain(|path, _| wanted.contains(path));
+        for path in wanted {
+            let source = match self.phantoms.get(&path) {
+                Some(source) => source.clone(),
+                None => self.source_of(scheduler, &path),
+            };
+            let stale = source
+                .as_ref()
+                .is_some_and(|s| source_is_stale(scheduler, &path, &s.parsed, pass));
+            let source = if stale && scheduler.invalidate_always(&path).is_ok() {
+                pass.rederived.insert(path.clone());
+                self.source_of(scheduler, &path)
+            } else {
+                source
+            };
+            self.phantoms.insert(path, source);
+        }
+    }
+
+    /// The Source of `path`, as the scheduler answers it now.
+    fn source_of(
+        &self,
+        scheduler: &Scheduler<RustIndexer>,
+        path: &str,
+    ) -> Option<Arc<SourceSnapshot<RustSource>>> {
+        let handle = scheduler.ask(stage::Source.of(Canonical::from(path)));
+        let source = scheduler.wait(&handle).ok();
+        // Its Analysis is what the files blocking on it read: waited for,
+        // so the session leaves the scheduler quiescent.
+        let analysis = scheduler.ask(stage::Analysis.of(Canonical::from(path)));
+        let _ = scheduler.wait(&analysis);
+        source
+    }
+
+    /// Adds the paths `source` probed to [`IndexSession::probed`].
+    fn note_probes(&mut self, source: Option<&SourceSnapshot<RustSource>>) {
+        if let Some(source) = source {
+            self.probed.extend(
+                source
+                    .parsed
+                    .reads
+                    .probes
+                    .iter()
+                    .map(|(path, answer)| probe_hash(path, *answer)),
+            );
+        }
+    }
+
+    /// [`IndexSession::probed`] from the held parses alone.
+    fn rebuild_probed(&mut self) {
+        let mut probed = HashSet::with_capacity(self.probed.len());
+        let sources = self
+            .entries
+            .values()
+            .filter_map(|entry| entry.source.as_ref())
+            .chain(self.phantoms.values().flatten());
+        for source in sources {
+            probed.extend(
+                source
+                    .parsed
+                    .reads
+                    .probes
+                    .iter()
+                    .map(|(path, answer)| probe_hash(path, *answer)),
+            );
+        }
+        self.probed = probed;
     }
 }
+
+/// Whether a derived input of the parse `source` of `path` would now answer
+/// otherwise: its location (against its pin, or the table's choice), or a
+/// probe of a path the refresh was told changed.
+fn source_is_stale(
+    scheduler: &Scheduler<RustIndexer>,
+    path: &str,
+    source: &RustSource,
+    pass: &Pass,
+) -> bool {
+    if !scheduler
+        .executor()
+        .location_matches(Path::new(path), &source.location)
+    {
+        return true;
+    }
+    pass.probe_hit
+        && source
+            .reads
+            .probes
+            .iter()
+            .any(|(probed, was)| pass.existence.get(probed).is_some_and(|now| now != was))
+}
+
+/// The hash [`IndexSession::probed`] keeps of a probe.
+fn probe_hash(path: &Path, is_file: bool) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    path.hash(&mut hasher);
+    is_file.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// The text a root is known by: its canonical path, or, when that is not
 /// UTF-8 (a root linked to such a name), the root as given made absolute,
 /// which the loader then refuses by name (`LoadError::NameNotUtf8`) as one
@@ -477,12 +1068,36 @@ fn root_text(root: &Path, canonical: PathBuf) -> Result<String, IndexError> {
         .ok_or(IndexError::NameNotUtf8 { path: canonical })
 }
 
-/// A hash of what `source` declares (see `Entry::structure`).
+/// A hash of where `source` is and what it declares, without the lines
+/// of its declarations (see `Entry::structure`): a `mod` line that moves
+/// changes nothing another file derives.
 fn structure_of(source: &RustSource) -> u64 {
-    use std::hash::{Hash as _, Hasher as _};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    source.mods.hash(&mut hasher);
-    source.includes.hash(&mut hasher);
+    source.location.hash(&mut hasher);
+    for decl in &source.mods {
+        let ModDecl {
+            name,
+            scope,
+            line: _,
+            path_attr,
+            file,
+            exists,
+            optional,
+        } = decl;
+        (name, scope, path_attr, file, exists, optional).hash(&mut hasher);
+    }
+    0xff_u8.hash(&mut hasher);
+    for include in &source.includes {
+        let IncludeDecl {
+            path,
+            scope,
+            line: _,
+            file,
+            exists,
+            optional,
+        } = include;
+        (path, scope, file, exists, optional).hash(&mut hasher);
+    }
     hasher.finish()
 }
 

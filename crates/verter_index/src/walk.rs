@@ -135,6 +135,27 @@ pub fn discover_crate_roots(path: &Path) -> Result<Vec<PathBuf>, IndexError> {
     discover_crate_roots_with(&loader, path)?.into_roots()
 }
 
+/// Whether `file` is one of the Cargo targets of the nearest package above
+/// it (the closest ancestor directory holding a `Cargo.toml`): what
+/// [`discover_crate_roots_with`] would say of it, from that one manifest
+/// (read through `loader`) and the target directories it lists, not the
+/// whole tree. A host that sees a `.rs` file no module declares asks this
+/// before searching the tree for crate roots again: a fixture, a UI test
+/// or a scratch file is none.
+pub fn is_package_target(loader: &FsLoader, file: &Path) -> bool {
+    let Some(package) = file
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.join("Cargo.toml").is_file())
+    else {
+        return false;
+    };
+    let file = crate::executor::lexical(file);
+    crate::manifest::targets(loader, package, &mut Warnings::default())
+        .iter()
+        .any(|target| crate::executor::lexical(target) == file)
+}
+
 /// What the search for crate roots found: the roots, and a warning for
 /// each entry of the tree it could not use.
 #[derive(Debug)]

@@ -66,7 +66,8 @@ impl Watching {
     }
 
     /// The next stdout line that reports what a change did (`changed`,
-    /// `unchanged`, or a held `empty` file), whichever it is, but `skip`.
+    /// `unchanged`, `undeclared`, or a held `empty` file), whichever it is,
+    /// but `skip`.
     fn next_report(&self, skip: &str) -> String {
         loop {
             let line = self
@@ -74,7 +75,7 @@ impl Watching {
                 .recv_timeout(Duration::from_secs(60))
                 .expect("a report line within 60 s");
             if line != skip
-                && ["changed ", "unchanged ", "empty "]
+                && ["changed ", "unchanged ", "undeclared ", "empty "]
                     .iter()
                     .any(|prefix| line.starts_with(prefix))
             {
@@ -332,6 +333,95 @@ fn a_truncate_then_write_save_is_never_indexed_as_an_empty_file() {
     assert!(items.iter().any(|item| item["name"] == "added"), "{json}");
     assert!(entry(&entries, "src/net/conn.rs").exists());
 
+    let rest = watching.stop();
+    assert!(
+        rest.iter().all(|line| !line.starts_with("changed ")),
+        "{rest:?}"
+    );
+}
+
+/// A change line without its latency (`changed X: rebuilt Y in 1.2ms`
+/// → `changed X: rebuilt Y`).
+fn without_latency(line: &str) -> &str {
+    line.rsplit_once(" in ").map_or(line, |(head, _)| head)
+}
+
+/// D2: a `mod` line moved by a line inserted above it (a blank line, a
+/// comment, a `use`) declares the same modules, so only the saved file is
+/// parsed again. The module-tree check used to hash each declaration's
+/// line number, and such a save re-derived every file of the tree.
+#[test]
+fn a_mod_line_moved_by_a_line_above_it_re_derives_no_other_file() {
+    let dir = copy_of_fixture();
+    let out = tempfile::tempdir().expect("temp dir");
+    let index = out.path().join("index.json");
+    let (watching, ready) = Watching::start(dir.path(), &[OsStr::new("--out"), index.as_os_str()]);
+    assert!(ready.contains(": 4 files"), "{ready}");
+    let lib = dir.path().join("src/lib.rs");
+    for above in ["\n", "// a comment above the modules\n", "use std::fmt;\n"] {
+        let before = std::fs::read_to_string(&lib).expect("read");
+        super::replace(&lib, &format!("{above}{before}"));
+        let changed = watching.next_report("unchanged src/lib.rs");
+        // Nothing blocks on lib.rs: its own stages ran (its Artifact
+        // only if its Analysis changed), no other file's.
+        let rebuilt = without_latency(&changed)
+            .strip_prefix("changed src/lib.rs: rebuilt ")
+            .unwrap_or_else(|| panic!("{above:?}: {changed}"));
+        let files: Vec<&str> = rebuilt
+            .split("), ")
+            .map(|file| file.split(" (").next().unwrap_or(file))
+            .collect();
+        assert_eq!(files, ["src/lib.rs"], "{above:?}: {changed}");
+        assert!(rebuilt.starts_with("src/lib.rs (Source, "), "{changed}");
+    }
+    watching.stop();
+    // And the index written on exit is a fresh build's.
+    let fresh = out.path().join("fresh.json");
+    let build = verter()
+        .arg("build")
+        .arg(dir.path())
+        .args(["--threads", "2", "--progress", "off", "--out"])
+        .arg(&fresh)
+        .output()
+        .expect("run verter build");
+    assert!(build.status.success());
+    let read = |path: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON")
+    };
+    assert_eq!(read(&index), read(&fresh));
+}
+
+/// D3: a `.rs` file that no module declares and no parse reads (a
+/// fixture, a UI test, a scratch file), saved or created, is no module
+/// and no Cargo target: the watch parses nothing, looks for no crate
+/// roots, and says so. It used to search the tree for roots and re-derive
+/// every file, on every save.
+#[test]
+fn a_file_no_module_declares_is_saved_and_nothing_is_indexed() {
+    let dir = copy_of_fixture();
+    let fixtures = dir.path().join("tests/fixtures");
+    write(&fixtures.join("input.rs"), "pub fn input() {}\n");
+    let (watching, ready) = Watching::start(dir.path(), &[]);
+    assert!(ready.contains(": 4 files"), "{ready}");
+
+    super::replace(
+        &fixtures.join("input.rs"),
+        "pub fn input() -> u8 {\n    1\n}\n",
+    );
+    let report = watching.next_report("");
+    assert_eq!(
+        report
+            .split_once(" (")
+            .map_or(report.as_str(), |(head, _)| head),
+        "undeclared tests/fixtures/input.rs: no module declares it, nothing indexed",
+    );
+    // A new one beside it, written in place: the same.
+    write(&fixtures.join("scratch.rs"), "fn main() {}\n");
+    let report = watching.next_report("");
+    assert!(
+        report.starts_with("undeclared tests/fixtures/scratch.rs: no module declares it"),
+        "{report}"
+    );
     let rest = watching.stop();
     assert!(
         rest.iter().all(|line| !line.starts_with("changed ")),

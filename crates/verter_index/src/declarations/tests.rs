@@ -1,6 +1,7 @@
 //! Unit tests of the declaration summary: items, `mod` children, flattened
 //! `use` trees.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::*;
@@ -12,6 +13,12 @@ fn location(module: &str, mod_rs: bool) -> ModuleLocation {
         root_dir: PathBuf::from("/p/src"),
         mod_rs,
     }
+}
+
+/// A reader that declares nothing: its lookups see the adopted files'
+/// declarations alone.
+fn nobody() -> &'static Path {
+    Path::new("/p/src/nobody.rs")
 }
 
 fn declared(child: &str, module: &str) -> Declared {
@@ -28,6 +35,7 @@ fn declared(child: &str, module: &str) -> Declared {
 fn reparsing_a_parent_replaces_its_declarations() {
     let table = Declarations::default();
     let lib = Path::new("/p/src/lib.rs");
+    table.declare_roots([lib.to_path_buf()]);
     table.record(
         lib,
         &location("crate", true),
@@ -47,7 +55,10 @@ fn reparsing_a_parent_replaces_its_declarations() {
     assert_eq!(table.location_of(Path::new("/p/src/x.rs")), None);
     assert!(table.location_of(Path::new("/p/src/y.rs")).is_some());
     let x = CratePath::from_segments(["x"]);
-    assert_eq!(table.declared_module(lib, &x, &CratePath::root()), None);
+    assert_eq!(
+        table.declared_module(nobody(), lib, &x, &CratePath::root()),
+        None
+    );
     table.record(lib, &location("crate", true), Vec::new());
     assert_eq!(table.location_of(Path::new("/p/src/y.rs")), None);
 }
@@ -57,6 +68,7 @@ fn reparsing_a_parent_replaces_its_declarations() {
 fn a_declared_module_is_found_only_from_within_its_declarers_module() {
     let table = Declarations::default();
     let a = Path::new("/p/src/a.rs");
+    table.pin(a, Path::new("/p/src/lib.rs"));
     table.record(
         a,
         &location("crate::a", false),
@@ -67,12 +79,15 @@ fn a_declared_module_is_found_only_from_within_its_declarers_module() {
     let inside = CratePath::from_segments(["a", "b", "c"]);
     let elsewhere = CratePath::from_segments(["z"]);
     assert_eq!(
-        table.declared_module(crate_root, &b, &inside),
+        table.declared_module(nobody(), crate_root, &b, &inside),
         Some(PathBuf::from("/p/src/odd/b.rs"))
     );
-    assert_eq!(table.declared_module(crate_root, &b, &elsewhere), None);
     assert_eq!(
-        table.declared_module(Path::new("/other/lib.rs"), &b, &inside),
+        table.declared_module(nobody(), crate_root, &b, &elsewhere),
+        None
+    );
+    assert_eq!(
+        table.declared_module(nobody(), Path::new("/other/lib.rs"), &b, &inside),
         None
     );
 }
@@ -82,25 +97,27 @@ fn a_declared_module_is_found_only_from_within_its_declarers_module() {
 fn a_missing_child_has_a_location_but_names_no_module_file() {
     let table = Declarations::default();
     let lib = Path::new("/p/src/lib.rs");
+    table.declare_roots([lib.to_path_buf()]);
     let mut gone = declared("/p/src/gone.rs", "crate::gone");
     gone.exists = false;
     table.record(lib, &location("crate", true), vec![gone]);
     assert!(table.location_of(Path::new("/p/src/gone.rs")).is_some());
     let module = CratePath::from_segments(["gone"]);
     assert_eq!(
-        table.declared_module(lib, &module, &CratePath::root()),
+        table.declared_module(nobody(), lib, &module, &CratePath::root()),
         None
     );
 }
 
-/// Two parents declare one child with different module paths, in either
-/// order, while a third thread looks it up: the reader sees nothing or one
-/// of the two, and afterwards the smallest parent's wins.
+/// Two adopted parents declare one child with different module paths, in
+/// either order, while a third thread looks it up: the reader sees nothing
+/// or one of the two, and afterwards the smallest parent's wins.
 #[cfg(verter_loom)]
 #[test]
 fn loom_the_smallest_parent_wins_in_any_order() {
     loom::model(|| {
         let table = std::sync::Arc::new(Declarations::default());
+        table.declare_roots([PathBuf::from("/p/src/a.rs"), PathBuf::from("/p/src/b.rs")]);
         let child = Path::new("/p/src/shared.rs");
         let spawn_record = |parent: &'static str, module: &'static str| {
             let table = std::sync::Arc::clone(&table);
@@ -135,6 +152,7 @@ fn a_declared_root_is_its_own_crate_whatever_its_place() {
     let table = Declarations::default();
     let lib = PathBuf::from("/p/src/lib.rs");
     let cli = PathBuf::from("/p/src/cli.rs");
+    table.declare_roots([lib.clone()]);
     table.record(
         &lib,
         &location("crate", true),
@@ -148,4 +166,107 @@ fn a_declared_root_is_its_own_crate_whatever_its_place() {
     let located = table.location_of(&cli).expect("a root");
     assert!(located.module_path.is_root());
     assert_eq!(located.crate_root, cli);
+}
+
+#[cfg(not(verter_loom))]
+#[test]
+fn a_pinned_parent_wins_over_a_smaller_one() {
+    let table = Declarations::default();
+    let (a, b) = (Path::new("/p/src/a.rs"), Path::new("/p/src/b.rs"));
+    table.declare_roots([a.to_path_buf(), b.to_path_buf()]);
+    let shared = Path::new("/p/src/shared.rs");
+    table.record(
+        a,
+        &location("crate", true),
+        vec![declared("/p/src/shared.rs", "crate::from_a")],
+    );
+    table.record(
+        b,
+        &location("crate", true),
+        vec![declared("/p/src/shared.rs", "crate::from_b")],
+    );
+    let module =
+        |table: &Declarations| table.location_of(shared).map(|l| l.module_path.to_string());
+    assert_eq!(module(&table).as_deref(), Some("crate::from_a"));
+    table.pin(shared, b);
+    assert_eq!(module(&table).as_deref(), Some("crate::from_b"));
+    // A pin to a parent that does not declare it falls back.
+    table.pin(shared, Path::new("/p/src/elsewhere.rs"));
+    assert_eq!(module(&table).as_deref(), Some("crate::from_a"));
+    table.forget(shared);
+    assert_eq!(module(&table).as_deref(), Some("crate::from_a"));
+}
+
+#[cfg(not(verter_loom))]
+#[test]
+fn only_adopted_parents_declare_modules_and_changes_are_logged() {
+    let table = Declarations::default();
+    let lib = Path::new("/p/src/lib.rs");
+    let stray = Path::new("/p/src/stray.rs");
+    let key = || (lib.to_path_buf(), CratePath::from_segments(["x"]));
+    // A parse of a file nothing adopted (a blocker no one declares).
+    table.record(
+        stray,
+        &location("crate::stray", false),
+        vec![declared("/p/src/x.rs", "crate::x")],
+    );
+    let x = CratePath::from_segments(["x"]);
+    let within = CratePath::from_segments(["stray"]);
+    assert_eq!(table.declared_module(nobody(), lib, &x, &within), None);
+    assert_eq!(table.location_of(Path::new("/p/src/x.rs")), None);
+    assert!(table.take_changed_modules().is_empty());
+    // Pinned, its declarations count, and the key is logged once.
+    table.pin(stray, lib);
+    assert_eq!(
+        table.declared_module(nobody(), lib, &x, &within),
+        Some(PathBuf::from("/p/src/x.rs"))
+    );
+    assert_eq!(table.take_changed_modules(), HashSet::from([key()]));
+    // The same parse again changes nothing.
+    table.record(
+        stray,
+        &location("crate::stray", false),
+        vec![declared("/p/src/x.rs", "crate::x")],
+    );
+    assert!(table.take_changed_modules().is_empty());
+    // Forgotten, it declares nothing.
+    table.forget(stray);
+    assert_eq!(table.declared_module(nobody(), lib, &x, &within), None);
+    assert_eq!(table.take_changed_modules(), HashSet::from([key()]));
+}
+
+/// Invariant 6: `a.rs`, parsed before it is pinned, finds the module it
+/// declares itself, as it will once pinned; no other file does until then.
+#[cfg(not(verter_loom))]
+#[test]
+fn a_file_sees_its_own_declarations_before_it_is_adopted() {
+    let table = Declarations::default();
+    let lib = Path::new("/p/src/lib.rs");
+    let a = Path::new("/p/src/a.rs");
+    table.declare_roots([lib.to_path_buf()]);
+    table.record(
+        a,
+        &location("crate::a", false),
+        vec![declared("/p/src/a/b.rs", "crate::a::b")],
+    );
+    let b = CratePath::from_segments(["a", "b"]);
+    let within = CratePath::from_segments(["a"]);
+    let found = Some(PathBuf::from("/p/src/a/b.rs"));
+    assert_eq!(table.declared_module(a, lib, &b, &within), found);
+    assert_eq!(table.declared_module(nobody(), lib, &b, &within), None);
+    // Not from outside its module.
+    assert_eq!(table.declared_module(a, lib, &b, &CratePath::root()), None);
+    // Pinned, it answers the same, now for every reader.
+    table.pin(a, lib);
+    assert_eq!(table.declared_module(a, lib, &b, &within), found);
+    assert_eq!(table.declared_module(nobody(), lib, &b, &within), found);
+    // A smaller adopted parent declaring the module elsewhere wins over a
+    // reader's own declaration, as it would once the reader is adopted.
+    let z = Path::new("/p/src/z.rs");
+    table.record(
+        z,
+        &location("crate", true),
+        vec![declared("/p/src/z/b.rs", "crate::a::b")],
+    );
+    assert_eq!(table.declared_module(z, lib, &b, &within), found);
 }

@@ -285,3 +285,112 @@ fn a_dropped_mod_removes_the_subtree_and_a_restored_one_brings_it_back() {
         "{refresh:?}"
     );
 }
+
+/// A crate written to a fresh directory from (relative path, text) pairs:
+/// (directory guard, its canonical path, the crate roots).
+fn crate_of(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf, [PathBuf; 1]) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"m\"\n").expect("write");
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(&path, text).expect("write");
+    }
+    let roots = [root.join("src/lib.rs")];
+    (dir, root, roots)
+}
+
+/// The module path the index gives `file`.
+fn module_of(session: &IndexSession, file: &Path) -> String {
+    match session.entry(&path_text(file)) {
+        Some(Ok(entry)) => entry.artifact.module_path.to_string(),
+        other => panic!("{} is not indexed: {other:?}", file.display()),
+    }
+}
+
+#[test]
+fn a_moved_mod_line_re_derives_nothing() {
+    let mut model = Model::new();
+    model.uses[1][1] = true; // a uses crate::b::fb
+    let (_dir, root, roots) = model_crate(&model);
+    let scheduler = scheduler();
+    let mut session =
+        IndexSession::build(&scheduler, &roots, &WalkProgress::default()).expect("build");
+    let lib = root.join("src/lib.rs");
+    for above in ["\n", "// a comment\n", "use std::fmt;\n"] {
+        let before = std::fs::read_to_string(&lib).expect("read");
+        std::fs::write(&lib, format!("{above}{before}")).expect("write");
+        tell(&scheduler, std::slice::from_ref(&lib));
+        let refresh = session
+            .refresh(&scheduler, &roots, &[&lib])
+            .expect("refresh");
+        // lib.rs alone was asked again (nothing blocks on it); its
+        // children's declarations moved a line, which locates nothing
+        // elsewhere.
+        assert!(!refresh.structural, "{above:?}: {refresh:?}");
+        assert_eq!(refresh.revisited, 1, "{above:?}: {refresh:?}");
+        assert!(refresh.removed.is_empty());
+        let kept = json(&session.index());
+        let fresh = json(&index_roots(&self::scheduler(), &roots).expect("fresh walk"));
+        assert_eq!(kept, fresh, "{above:?}");
+    }
+}
+
+#[test]
+fn a_changed_file_nothing_declares_or_reads_is_undeclared_and_costs_nothing() {
+    let model = Model::new();
+    let (_dir, root, roots) = model_crate(&model);
+    let scheduler = scheduler();
+    let mut session =
+        IndexSession::build(&scheduler, &roots, &WalkProgress::default()).expect("build");
+    let scratch = root.join("fixtures/scratch.rs");
+    std::fs::create_dir_all(scratch.parent().expect("a parent")).expect("mkdir");
+    for text in ["pub fn one() {}\n", "pub fn two() {}\n"] {
+        std::fs::write(&scratch, text).expect("write");
+        tell(&scheduler, std::slice::from_ref(&scratch));
+        let refresh = session
+            .refresh(&scheduler, &roots, &[&scratch])
+            .expect("refresh");
+        assert_eq!(refresh.undeclared, [path_text(&scratch)]);
+        assert!(!refresh.structural, "{refresh:?}");
+        assert_eq!(refresh.revisited, 0, "{refresh:?}");
+        assert!(refresh.updated.is_empty() && refresh.removed.is_empty());
+    }
+}
+
+/// Two parents declare one file through `#[path]`: it takes the module
+/// path of the declaration a breadth-first walk from the root reaches
+/// first (`z.rs`'s, declared before `a.rs` in lib.rs), not that of the
+/// smaller parent path; when that declaration goes, the other one's.
+#[test]
+fn a_file_declared_twice_takes_the_path_of_its_first_declaration() {
+    let (_dir, root, roots) = crate_of(&[
+        ("src/lib.rs", "mod z;\nmod a;\n"),
+        ("src/z.rs", "#[path = \"shared.rs\"]\npub mod from_z;\n"),
+        ("src/a.rs", "#[path = \"shared.rs\"]\npub mod from_a;\n"),
+        ("src/shared.rs", "pub fn shared() {}\n"),
+    ]);
+    let shared = root.join("src/shared.rs");
+    let scheduler = scheduler();
+    let mut session =
+        IndexSession::build(&scheduler, &roots, &WalkProgress::default()).expect("build");
+    assert_eq!(module_of(&session, &shared), "crate::z::from_z");
+    let fresh = || json(&index_roots(&self::scheduler(), &roots).expect("fresh walk"));
+    assert_eq!(json(&session.index()), fresh());
+
+    let z = root.join("src/z.rs");
+    std::fs::write(&z, "pub fn z() {}\n").expect("write");
+    tell(&scheduler, std::slice::from_ref(&z));
+    let refresh = session.refresh(&scheduler, &roots, &[&z]).expect("refresh");
+    assert!(refresh.structural);
+    assert!(refresh.updated.contains(&path_text(&shared)), "{refresh:?}");
+    assert_eq!(module_of(&session, &shared), "crate::a::from_a");
+    assert_eq!(json(&session.index()), fresh());
+
+    std::fs::write(&z, "#[path = \"shared.rs\"]\npub mod from_z;\n").expect("write");
+    tell(&scheduler, std::slice::from_ref(&z));
+    session.refresh(&scheduler, &roots, &[&z]).expect("refresh");
+    assert_eq!(module_of(&session, &shared), "crate::z::from_z");
+    assert_eq!(json(&session.index()), fresh());
+}
