@@ -228,8 +228,12 @@ pub struct DagCounters {
     pub failed: u64,
     /// Dispatches refused because their admission was no longer current.
     pub stale_completion_refusals: u64,
-    /// Work nodes cancelled.
+    /// Unfinished work nodes dropped because they were superseded, removed,
+    /// reset or cancelled (never those a failed dependency dropped).
     pub cancelled: u64,
+    /// Unfinished work nodes dropped because a dependency failed: they will
+    /// never run, and nobody cancelled them.
+    pub dependency_failed: u64,
     /// Waiters moved to a newer version.
     pub followed: u64,
     /// Waiters answered `Superseded`.

@@ -36,7 +36,8 @@
 //! (on [`SourceInput`], [`AnalysisInput`] and [`ArtifactInput`]) is
 //! cancelled, a job that has not started is refused without running its
 //! executor, and a running one may stop early (its result is refused
-//! either way). `SchedulerCounters::cancellations` counts it. "Started"
+//! either way). `SchedulerCounters::cancellations` counts it (work a
+//! failed dependency dropped is `dependency_failures`). "Started"
 //! is exact: the last step before a loader or executor call is one
 //! atomic step on the token, ordered with the cancel. [`Scheduler::reset`]
 //! also waits for the stages it cancelled: once it returns, none is

@@ -87,10 +87,14 @@ pub struct SchedulerCounters {
     pub stale_completion_refusals: u64,
     /// Waiters answered `Superseded`.
     pub supersedes: u64,
-    /// Admitted work dropped before it finished (superseded, removed, reset
-    /// or cancelled); running work among it had its cancellation token
-    /// cancelled.
+    /// Admitted work dropped before it finished because it was superseded,
+    /// removed, reset or cancelled; running work among it had its
+    /// cancellation token cancelled. Work a failed dependency dropped is
+    /// counted in [`Self::dependency_failures`] instead.
     pub cancellations: u64,
+    /// Admitted work dropped unrun because a stage it needs failed (its
+    /// waiters were answered `DependencyFailed`).
+    pub dependency_failures: u64,
     /// The deepest the inbox has been.
     pub inbox_depth_max: usize,
     /// Capacity reservations held now.

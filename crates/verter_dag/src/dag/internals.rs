@@ -362,12 +362,14 @@ impl<P> SchedulerDag<P> {
     }
 
     /// Stops `node`, which just left the map: an unfinished node has its
-    /// token cancelled and is counted, and a running one is reported
-    /// abandoned (its result will be refused).
+    /// token cancelled and is counted (as cancelled, or as failed by a
+    /// dependency: `why`), and a running one is reported abandoned (its
+    /// result will be refused).
     pub(super) fn abandon(
         &mut self,
         identity: &WorkNodeIdentity,
         node: &WorkNode,
+        why: Dropped,
         effects: &mut Effects,
     ) {
         if node.is_finished() {
@@ -376,7 +378,10 @@ impl<P> SchedulerDag<P> {
         if let Some(token) = &node.cancel {
             token.cancel();
         }
-        self.counters.cancelled += 1;
+        match why {
+            Dropped::Cancelled => self.counters.cancelled += 1,
+            Dropped::DependencyFailed => self.counters.dependency_failed += 1,
+        }
         if matches!(node.state, NodeState::Running) {
             effects.abandoned_running.push(*identity);
         }
@@ -424,13 +429,19 @@ impl<P> SchedulerDag<P> {
         keys
     }
 
-    /// Removes a node from every table (ready queue, edges, index). Its
-    /// consumers are not touched; the caller decides their fate.
+    /// Removes a node from every table (ready queue, edges, index), counted
+    /// as cancelled when unfinished. Its consumers are not touched; the
+    /// caller decides their fate.
     pub(super) fn drop_node(&mut self, identity: &WorkNodeIdentity, effects: &mut Effects) {
+        self.drop_node_as(identity, Dropped::Cancelled, effects);
+    }
+
+    /// [`Self::drop_node`], counting an unfinished node by `why`.
+    fn drop_node_as(&mut self, identity: &WorkNodeIdentity, why: Dropped, effects: &mut Effects) {
         let Some(node) = self.take_node(identity) else {
             return;
         };
-        self.abandon(identity, &node, effects);
+        self.abandon(identity, &node, why, effects);
         if matches!(node.state, NodeState::Ready) {
             self.ready.remove(node.class, node.priority);
         }
@@ -459,7 +470,8 @@ impl<P> SchedulerDag<P> {
             if !self.has_node(&identity) {
                 continue;
             }
-            self.drop_node(&identity, effects);
+            // Never run and not cancelled by anyone: its input failed.
+            self.drop_node_as(&identity, Dropped::DependencyFailed, effects);
             if let WorkNodeIdentity::File(key) = &identity {
                 self.answer_group(key, Err((*failure).clone()), effects);
                 let next = Arc::new(DagFailure::DependencyFailed {
@@ -517,4 +529,14 @@ impl<P> SchedulerDag<P> {
             self.files.remove(canonical);
         }
     }
+}
+
+/// How an unfinished node that leaves the map is counted
+/// ([`super::DagCounters`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Dropped {
+    /// Superseded, removed, reset or cancelled: `cancelled`.
+    Cancelled,
+    /// A dependency failed, so it will never run: `dependency_failed`.
+    DependencyFailed,
 }

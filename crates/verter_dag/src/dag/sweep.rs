@@ -43,7 +43,7 @@ impl<P> SchedulerDag<P> {
         for (key, slot) in &retired {
             if let Some(node) = &slot.node {
                 let identity = WorkNodeIdentity::File(*key);
-                self.abandon(&identity, node, &mut effects);
+                self.abandon(&identity, node, internals::Dropped::Cancelled, &mut effects);
                 if matches!(node.state, NodeState::Ready) {
                     self.ready.remove(node.class, node.priority);
                 }

@@ -28,7 +28,8 @@ impl fmt::Display for SchedulerStats {
         let c = &self.counters;
         writeln!(
             f,
-            "runs: {} sources, {} analyses, {} artifacts, {} cache nodes; {} verified, {} unchanged, {} refused stale, {} cancelled",
+            "runs: {} loads, {} parses, {} analyses, {} artifacts, {} cache nodes; {} verified, {} unchanged, {} refused stale, {} cancelled, {} dropped by a failed dependency",
+            c.loads,
             c.source_runs,
             c.analysis_runs,
             c.artifact_runs,
@@ -36,7 +37,8 @@ impl fmt::Display for SchedulerStats {
             c.stages_verified,
             c.outputs_unchanged,
             c.stale_completion_refusals,
-            c.cancellations
+            c.cancellations,
+            c.dependency_failures
         )?;
         writeln!(
             f,

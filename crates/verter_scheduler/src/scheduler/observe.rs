@@ -41,6 +41,7 @@ impl<E: StageExecutor> Observer<'_, E> {
             stale_completion_refusals: dag.stale_completion_refusals,
             supersedes: dag.superseded,
             cancellations: dag.cancelled,
+            dependency_failures: dag.dependency_failed,
             inbox_depth_max: self
                 .scheduler
                 .counters

@@ -185,9 +185,18 @@ fn a_failed_producer_fails_every_consumer() {
     }
     let lib_analysis = work(&lib, TargetStage::Analysis);
     let dispatch = h.run_until(&lib_analysis);
+    let before = h.dag.counters();
     let (current, effects) = h.dag.fail(dispatch, Arc::new(ExecutorSaidNo));
     assert!(current);
     h.absorb(effects);
+    // The consumers never ran and nobody cancelled them: they are counted
+    // as failed by a dependency, not as cancelled.
+    let after = h.dag.counters();
+    assert_eq!(after.cancelled, before.cancelled);
+    assert_eq!(
+        after.dependency_failed,
+        before.dependency_failed + consumers.len() as u64
+    );
     for waiter in &waiters {
         assert!(
             matches!(h.outcome(*waiter), Err(DagFailure::DependencyFailed { dep, .. }) if *dep == lib.at(TargetStage::Analysis))
