@@ -3,8 +3,11 @@
 //! apart) the distributions of queue wait and run time.
 //!
 //! The figures come from two places. The scheduler's counters
-//! (`Observer::counters`) give the runs of each kind, the stages cut off,
-//! and the completions refused as stale. The recorder (`host.rs`), which
+//! (`Observer::counters`) give the parses, analyses, artifacts and cache
+//! nodes run, the stages cut off, and the completions refused as stale;
+//! its `loads` also counts the reads an invalidation makes on the calling
+//! thread, so the loads run as stages are the recorder's, and the rest
+//! are said to be the re-derivations' reads. The recorder (`host.rs`), which
 //! sees every scheduler event, gives what the counters mix up: the
 //! scheduler's `cancellations` counts every admitted node dropped before it
 //! finished, which includes the Analyses and Artifacts that never ran
@@ -86,7 +89,7 @@ pub(crate) struct Observed {
 ///
 /// ```text
 /// runs: 4 loads, 4 parses, 4 analyses, 4 artifacts, 0 cache nodes
-/// cut off: 0 stages verified without running, 0 ran to an unchanged output; 0 files re-derived by the build
+/// cut off: 0 stages verified without running, 0 ran to an unchanged output; 0 files re-derived by the build (0 read again on its own thread)
 /// dropped: 0 runs cancelled, 0 completions refused as stale, 0 stages never run (a file they need failed or was re-derived)
 /// run kind       runs   wait p50   wait p99   wait max    run p50    run p99    run max
 /// Source load       4 …
@@ -96,18 +99,26 @@ pub(crate) fn lines(
     observed: Observed,
     times: &RunTimes,
 ) -> Vec<String> {
+    // The scheduler's `loads` also counts the reads an invalidation makes
+    // on the caller's thread, outside any stage (during a build, the
+    // session's re-derivations): those are no Source's load run.
+    let stage_loads = times.kinds[0].runs.len() as u64;
+    let reads_by_rederivation = counters.loads.saturating_sub(stage_loads);
     let mut lines = vec![
         format!(
             "runs: {} loads, {} parses, {} analyses, {} artifacts, {} cache nodes",
-            counters.loads,
+            stage_loads,
             counters.source_runs,
             counters.analysis_runs,
             counters.artifact_runs,
             counters.cache_runs,
         ),
         format!(
-            "cut off: {} stages verified without running, {} ran to an unchanged output; {} files re-derived by the build",
-            counters.stages_verified, counters.outputs_unchanged, observed.rederived_files,
+            "cut off: {} stages verified without running, {} ran to an unchanged output; {} files re-derived by the build ({} read again on its own thread)",
+            counters.stages_verified,
+            counters.outputs_unchanged,
+            observed.rederived_files,
+            reads_by_rederivation,
         ),
         format!(
             "dropped: {} runs cancelled, {} completions refused as stale, {} stages never run (a file they need failed or was re-derived)",
@@ -196,6 +207,35 @@ mod tests {
         assert_eq!(quantile(&values, 1.0), Some(100));
         assert_eq!(quantile(&[7], 0.5), Some(7));
         assert_eq!(quantile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn the_counters_drops_are_split_into_runs_cancelled_and_stages_never_run() {
+        let counters = SchedulerCounters {
+            loads: 3,
+            source_runs: 2,
+            analysis_runs: 2,
+            artifact_runs: 1,
+            cancellations: 7,
+            stale_completion_refusals: 1,
+            ..SchedulerCounters::default()
+        };
+        let observed = Observed {
+            cancelled_runs: 2,
+            rederived_files: 1,
+        };
+        let lines = lines(&counters, observed, &RunTimes::default());
+        assert_eq!(
+            lines[..3],
+            [
+                // No load ran as a stage: the three were invalidations' reads.
+                "runs: 0 loads, 2 parses, 2 analyses, 1 artifacts, 0 cache nodes",
+                "cut off: 0 stages verified without running, 0 ran to an unchanged output; 1 files re-derived by the build (3 read again on its own thread)",
+                "dropped: 2 runs cancelled, 1 completions refused as stale, 5 stages never run (a file they need failed or was re-derived)",
+            ]
+        );
+        // No run recorded: the header and the legend, no rows.
+        assert_eq!(lines.len(), 5, "{lines:#?}");
     }
 
     #[test]

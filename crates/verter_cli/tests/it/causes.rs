@@ -38,7 +38,7 @@ fn build_stats_prints_each_stages_runs_after_the_summary() {
         lines[reads + 1..reads + 4],
         [
             "runs: 4 loads, 4 parses, 4 analyses, 4 artifacts, 0 cache nodes",
-            "cut off: 0 stages verified without running, 0 ran to an unchanged output; 0 files re-derived by the build",
+            "cut off: 0 stages verified without running, 0 ran to an unchanged output; 0 files re-derived by the build (0 read again on its own thread)",
             "dropped: 0 runs cancelled, 0 completions refused as stale, 0 stages never run (a file they need failed or was re-derived)",
         ],
         "{stdout}"
