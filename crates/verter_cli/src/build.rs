@@ -1,6 +1,7 @@
 //! `verter build`: index every crate under a path once and print a summary;
-//! with `--stats`, the scheduler's statistics after it (per stage, queue
-//! wait and run time); with `--trace`, a Chrome trace of the build and of
+//! with `--stats`, what the stages did after it (runs by kind, a Source's
+//! load and parse apart; cut off; dropped; queue wait and run time per kind
+//! of run: `stats.rs`); with `--trace`, a Chrome trace of the build and of
 //! its causes (`trace.rs`). With `--out -` the index goes to standard
 //! output and everything for a person to standard error.
 
@@ -14,6 +15,7 @@ use crate::error::CliError;
 use crate::host::{self, Insight, Progress, ProgressMode, Recorder};
 use crate::out::OutFile;
 use crate::report;
+use crate::stats;
 use crate::terminal::{self, Stream};
 use crate::trace::Trace;
 
@@ -25,8 +27,7 @@ pub(crate) struct Options<'a> {
     pub(crate) threads: Option<usize>,
     pub(crate) progress: ProgressMode,
     pub(crate) reads: &'a host::ReadPolicy,
-    /// Print the scheduler's statistics (`Observer::stats`) after the
-    /// summary.
+    /// Print what the stages did (`stats.rs`) after the summary.
     pub(crate) stats: bool,
 }
 
@@ -48,14 +49,17 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     // Manifests and directories are read through the same loader as
     // sources: confined, regular files only, within the size limit.
     let roots = report::discovered_roots(discover_crate_roots_with(&loader, options.path)?, &base)?;
-    let recorder = Arc::new(Recorder::default());
+    let recorder = Arc::new(if options.stats {
+        Recorder::timing_runs()
+    } else {
+        Recorder::default()
+    });
     let insight = Insight {
         causal_log: if trace.is_some() {
             host::causal_log_for(&base)
         } else {
             0
         },
-        stage_stats: options.stats,
     };
     let host = host::start(options.threads, &recorder, loader.clone(), insight)?;
     let host_started = Instant::now();
@@ -95,9 +99,9 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         ),
     );
     terminal::line(human, host::describe_reads(&loader));
-    if options.stats {
-        // Stage names and numbers only, a line each.
-        for text in scheduler.observe().stats().to_string().lines() {
+    if let Some(times) = recorder.run_times() {
+        // Names of kinds and numbers only, a line each.
+        for text in stats::lines(&counters, recorder.observed(), &times) {
             terminal::line(human, text);
         }
     }

@@ -55,7 +55,6 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     let recorder = Arc::new(Recorder::default());
     let insight = Insight {
         causal_log: host::causal_log_for(&base),
-        stage_stats: false,
     };
     let host = host::start(options.threads, &recorder, loader, insight)?;
     let scheduler = host.scheduler();

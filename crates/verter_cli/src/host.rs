@@ -11,7 +11,7 @@
 //! walk's counters from its own thread, for display only.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -26,6 +26,7 @@ use verter_scheduler::{
 };
 
 use crate::error::CliError;
+use crate::stats::{Observed, RunTimes};
 use crate::terminal;
 
 /// A stage that ran and completed, and whether its output was the same as
@@ -33,10 +34,19 @@ use crate::terminal;
 pub(crate) type Ran = (WorkNodeIdentity, bool);
 
 /// Every stage that ran and completed, in completion order, and when the
-/// first host action was reported.
+/// first host action was reported; and for `build --stats`, what
+/// `stats.rs` renders: the runs cancelled, the files invalidated, and (when
+/// made [`Recorder::timing_runs`]) every run's queue wait and run time.
 #[derive(Default)]
 pub(crate) struct Recorder {
     completed: Mutex<Vec<Ran>>,
+    /// `Cancelled` events: running stages whose token was cancelled.
+    cancelled_runs: AtomicU64,
+    /// `invalidate` host actions (during a build, the index session's
+    /// re-derivations).
+    invalidated: AtomicU64,
+    /// Each run's times, by kind; `None` unless asked for.
+    run_times: Option<Mutex<RunTimes>>,
     /// The first host action reported, and when: the scheduler hands an
     /// event to the hooks just before it logs it, so this pins the causal
     /// log's clock to this process's (`--trace` needs both on one).
@@ -44,6 +54,28 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
+    /// A recorder that also keeps every run's queue wait and run time
+    /// (`build --stats`).
+    pub(crate) fn timing_runs() -> Self {
+        Self {
+            run_times: Some(Mutex::new(RunTimes::default())),
+            ..Self::default()
+        }
+    }
+
+    /// The run times recorded so far, if this recorder keeps them.
+    pub(crate) fn run_times(&self) -> Option<parking_lot::MutexGuard<'_, RunTimes>> {
+        self.run_times.as_ref().map(Mutex::lock)
+    }
+
+    /// What it counted from the events so far.
+    pub(crate) fn observed(&self) -> Observed {
+        Observed {
+            cancelled_runs: self.cancelled_runs.load(Ordering::Relaxed),
+            rederived_files: self.invalidated.load(Ordering::Relaxed),
+        }
+    }
+
     /// Takes what completed since the last call.
     pub(crate) fn take(&self) -> Vec<Ran> {
         std::mem::take(&mut *self.completed.lock())
@@ -69,8 +101,21 @@ impl Hooks for Recorder {
             SchedulerEvent::DidCutOff(work, CutOff::Unchanged) => {
                 self.completed.lock().push((*work, true));
             }
-            SchedulerEvent::Acted(action) if self.first_action.get().is_none() => {
-                let _ = self.first_action.set((Instant::now(), *action));
+            SchedulerEvent::Cancelled(..) => {
+                self.cancelled_runs.fetch_add(1, Ordering::Relaxed);
+            }
+            SchedulerEvent::Ran(run) => {
+                if let Some(times) = &self.run_times {
+                    times.lock().record(run);
+                }
+            }
+            SchedulerEvent::Acted(action) => {
+                if matches!(action, HostAction::Invalidated { .. }) {
+                    self.invalidated.fetch_add(1, Ordering::Relaxed);
+                }
+                if self.first_action.get().is_none() {
+                    let _ = self.first_action.set((Instant::now(), *action));
+                }
             }
             _ => {}
         }
@@ -149,16 +194,15 @@ pub(crate) fn describe_reads(loader: &FsLoader) -> String {
 }
 
 /// What the scheduler records about its own work beyond its counters, for
-/// `--trace`, `--stats`, `explain` and `watch --explain`. Both are off by
-/// default: they cost a clock read per stage and a copy of every event.
+/// `--trace`, `explain` and `watch --explain`. Off by default: it costs a
+/// copy of every event. (`--stats` reads the recorder's run times instead
+/// of the scheduler's stage statistics, whose Source histogram holds loads
+/// and parses together: `stats.rs`.)
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Insight {
     /// The causal log's size in events (`SchedulerConfig::causal_log`): 0
     /// keeps none.
     pub(crate) causal_log: usize,
-    /// Per-stage histograms of queue wait and run time
-    /// (`SchedulerConfig::stage_stats`).
-    pub(crate) stage_stats: bool,
 }
 
 /// Events a file costs the causal log in one build, with room to spare: a
@@ -222,7 +266,6 @@ pub(crate) fn start(
     let mut scheduler = SchedulerConfig::with_threads(threads, 2);
     scheduler.hooks = Arc::clone(recorder) as Arc<dyn Hooks>;
     scheduler.causal_log = insight.causal_log;
-    scheduler.stage_stats = insight.stage_stats;
     let config = HostConfig::new(1, scheduler);
     Ok(VerterHost::new(config, loader, RustIndexer::new())?)
 }

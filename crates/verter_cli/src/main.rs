@@ -25,8 +25,9 @@
 //! build; `watch --explain` prints, after each change, why each file it
 //! reached was rebuilt or that it was unchanged; and `build --trace` draws
 //! every run and every cause → effect link into the Chrome trace
-//! (`trace.rs`). `build --stats` adds the scheduler's per-stage queue-wait
-//! and run-time distributions to the summary.
+//! (`trace.rs`). `build --stats` adds what the stages did, each figure
+//! named for what it counts, and per kind of run (a Source's load and its
+//! parse apart) the queue-wait and run-time distributions (`stats.rs`).
 //!
 //! # Exit codes
 //! - `0`: the index was built (files that failed to load or parse are
@@ -63,6 +64,7 @@ mod explain;
 mod host;
 mod out;
 mod report;
+mod stats;
 mod terminal;
 mod trace;
 mod watch;

@@ -367,7 +367,6 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         } else {
             0
         },
-        stage_stats: false,
     };
     let host = host::start(options.threads, &recorder, loader.clone(), insight)?;
     let host_started = Instant::now();

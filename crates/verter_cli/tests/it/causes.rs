@@ -32,19 +32,43 @@ fn build_stats_prints_each_stages_runs_after_the_summary() {
         .iter()
         .position(|line| line.starts_with("reads: "))
         .expect("the summary");
-    assert!(
-        lines[reads + 1].starts_with("runs: 4 sources, 4 analyses, 4 artifacts, 0 cache nodes"),
+    // Four files: each loaded once and parsed once, nothing cut off or
+    // dropped on a cold build.
+    assert_eq!(
+        lines[reads + 1..reads + 4],
+        [
+            "runs: 4 loads, 4 parses, 4 analyses, 4 artifacts, 0 cache nodes",
+            "cut off: 0 stages verified without running, 0 ran to an unchanged output; 0 files re-derived by the build (0 read again on its own thread)",
+            "dropped: 0 runs cancelled, 0 completions refused as stale, 0 stages never run (a file they need failed or was re-derived)",
+        ],
         "{stdout}"
     );
-    assert!(lines[reads + 2].starts_with("stage "), "{stdout}");
-    // A Source runs twice: its load, then its parse.
-    let rows: Vec<Vec<&str>> = lines[reads + 3..]
+    assert!(lines[reads + 4].starts_with("run kind "), "{stdout}");
+    // A Source's load and its parse are rows of their own: the kind, then
+    // its runs.
+    let rows: Vec<(&str, &str)> = lines[reads + 5..reads + 9]
         .iter()
-        .map(|line| line.split_whitespace().take(2).collect())
+        .map(|line| {
+            let (kind, rest) = line.split_at(12);
+            (
+                kind.trim_end(),
+                rest.split_whitespace().next().unwrap_or(""),
+            )
+        })
         .collect();
     assert_eq!(
         rows,
-        [["Source", "8"], ["Analysis", "4"], ["Artifact", "4"]],
+        [
+            ("Source load", "4"),
+            ("Source parse", "4"),
+            ("Analysis", "4"),
+            ("Artifact", "4")
+        ],
+        "{stdout}"
+    );
+    assert_eq!(
+        lines[reads + 9],
+        "wait: from ready to started; run: the loader's or executor's own time",
         "{stdout}"
     );
 
@@ -59,6 +83,63 @@ fn build_stats_prints_each_stages_runs_after_the_summary() {
         "{}",
         stdout_of(&plain)
     );
+}
+
+/// A crate whose root declares a module with no file: its Source fails to
+/// load, and the Analysis and Artifact asked of it never run.
+fn crate_with_a_missing_module() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(dir.path().join("src")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[package]\nname = \"gaps\"\nversion = \"0.0.0\"\nedition = \"2024\"\n",
+    )
+    .expect("write manifest");
+    std::fs::write(
+        dir.path().join("src/lib.rs"),
+        "mod gone;\npub mod fine;\npub use fine::Fine;\n",
+    )
+    .expect("write lib.rs");
+    std::fs::write(dir.path().join("src/fine.rs"), "pub struct Fine;\n").expect("write fine.rs");
+    dir
+}
+
+#[test]
+fn a_cold_build_with_a_failed_file_cancels_nothing_and_says_what_it_dropped() {
+    let dir = crate_with_a_missing_module();
+    let output = verter()
+        .arg("build")
+        .arg(dir.path())
+        .args(["--stats", "--threads", "2", "--progress", "off"])
+        .output()
+        .expect("run verter");
+    let stdout = stdout_of(&output);
+    assert!(output.status.success(), "{stdout}\n{}", stderr_of(&output));
+    assert!(
+        stderr_of(&output).contains("src/gone.rs: has no backing source"),
+        "{}",
+        stderr_of(&output)
+    );
+    // Three files loaded (one fails), two parsed.
+    assert!(
+        stdout.contains("\nruns: 3 loads, 2 parses, 2 analyses, 2 artifacts, 0 cache nodes\n"),
+        "{stdout}"
+    );
+    // Nothing was running when it was dropped: gone.rs's Analysis and
+    // Artifact never ran because its Source failed (two or three of them,
+    // as the build's requests and the failed load interleave: an Artifact
+    // asked after the failure admits an Analysis of its own first).
+    let dropped = stdout
+        .lines()
+        .find(|line| line.starts_with("dropped: "))
+        .expect("the dropped line");
+    let never_run = dropped
+        .strip_prefix("dropped: 0 runs cancelled, 0 completions refused as stale, ")
+        .and_then(|rest| {
+            rest.strip_suffix(" stages never run (a file they need failed or was re-derived)")
+        })
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(["2", "3"].contains(&never_run), "{stdout}");
 }
 
 /// A trace event's number field.
