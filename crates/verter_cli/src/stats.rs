@@ -10,13 +10,15 @@
 //! are said to be the re-derivations' reads. The recorder (`host.rs`), which
 //! sees every scheduler event, gives what the counters mix up: the
 //! scheduler's `cancellations` counts every admitted node dropped before it
-//! finished, which includes the Analyses and Artifacts that never ran
-//! because the Source they need failed (a cold build of a tree with a
-//! missing module file counts two or three per such file). The recorder
-//! counts the runs actually cancelled (a `Cancelled` event: running work
-//! whose token was cancelled) and the files the build re-derived (an
-//! `invalidate` host action, which only the index session takes during a
-//! build); what remains of the counter is stages dropped before they ran.
+//! finished by a supersession, removal or reset, running or not. The
+//! recorder counts the runs actually cancelled (a `Cancelled` event:
+//! running work whose token was cancelled) and the files the build
+//! re-derived (an `invalidate` host action, which only the index session
+//! takes during a build); what remains of the counter is stages a
+//! re-derivation dropped before they ran. With `dependency_failures` (the
+//! Analyses and Artifacts that never ran because the Source they need
+//! failed: two or three per missing module file in a cold build) they are
+//! the stages never run.
 //!
 //! The distributions are kept here, from the scheduler's `Ran` events,
 //! rather than read from `Observer::stats`, whose Source histogram holds
@@ -127,7 +129,8 @@ pub(crate) fn lines(
             // Every cancelled run is also one of the counter's drops.
             counters
                 .cancellations
-                .saturating_sub(observed.cancelled_runs),
+                .saturating_sub(observed.cancelled_runs)
+                + counters.dependency_failures,
         ),
         format!(
             "{:<12} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
@@ -216,7 +219,8 @@ mod tests {
             source_runs: 2,
             analysis_runs: 2,
             artifact_runs: 1,
-            cancellations: 7,
+            cancellations: 4,
+            dependency_failures: 3,
             stale_completion_refusals: 1,
             ..SchedulerCounters::default()
         };
