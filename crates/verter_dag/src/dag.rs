@@ -643,45 +643,15 @@ impl<P> SchedulerDag<P> {
     /// dispatches come back, so the ledger stays exact.
     pub fn reset(&mut self) -> Effects {
         let mut effects = Effects::default();
-        let mut groups: Vec<(DepKey, Vec<Member>)> = self
-            .all_groups()
-            .map(|(key, members)| (key, members.to_vec()))
-            .collect();
-        groups.sort_by_key(|a| a.0);
-        for (key, members) in groups {
-            let failure = DagFailure::Shutdown {
-                canonical: key.file.canonical,
-            };
-            for member in members {
-                effects.answers.push(Answer {
-                    waiter: member.waiter,
-                    key,
-                    outcome: Err(failure.clone()),
-                });
-            }
-        }
-        let mut running: Vec<WorkNodeIdentity> = Vec::new();
-        let mut cancelled = 0;
-        for (identity, node) in self.all_nodes() {
+        self.answer_every_waiter_shutdown(&mut effects);
+        for (_, node) in self.all_nodes() {
             if let NodeState::Failed(failure) = &node.state {
                 // It may hold the host's error: the caller drops it after
                 // its lock, not with the records below.
                 effects.released.push(Arc::clone(failure));
             }
-            if node.is_finished() {
-                continue;
-            }
-            if let Some(token) = &node.cancel {
-                token.cancel();
-            }
-            cancelled += 1;
-            if matches!(node.state, NodeState::Running) {
-                running.push(identity);
-            }
         }
-        self.counters.cancelled += cancelled;
-        running.sort();
-        effects.abandoned_running = running;
+        self.cancel_every_unfinished_node(&mut effects);
         self.files = CanonicalMap::new();
         self.cache_nodes = HashMap::default();
         self.node_count = 0;
@@ -711,23 +681,7 @@ impl<P> SchedulerDag<P> {
     pub fn dismantle(&mut self) -> (Effects, Dismantled<P>) {
         let mut effects = Effects::default();
         if self.group_count > 0 {
-            let mut groups: Vec<(DepKey, Vec<Member>)> = self
-                .all_groups()
-                .map(|(key, members)| (key, members.to_vec()))
-                .collect();
-            groups.sort_by_key(|a| a.0);
-            for (key, members) in groups {
-                let failure = DagFailure::Shutdown {
-                    canonical: key.file.canonical,
-                };
-                for member in members {
-                    effects.answers.push(Answer {
-                        waiter: member.waiter,
-                        key,
-                        outcome: Err(failure.clone()),
-                    });
-                }
-            }
+            self.answer_every_waiter_shutdown(&mut effects);
         }
         if self.is_idle() {
             // Idle: nothing reserved, ready or gated (a gated node has an
@@ -737,23 +691,7 @@ impl<P> SchedulerDag<P> {
                 "an idle DAG has no unfinished work"
             );
         } else {
-            let mut running: Vec<WorkNodeIdentity> = Vec::new();
-            let mut cancelled = 0;
-            for (identity, node) in self.all_nodes() {
-                if node.is_finished() {
-                    continue;
-                }
-                if let Some(token) = &node.cancel {
-                    token.cancel();
-                }
-                cancelled += 1;
-                if matches!(node.state, NodeState::Running) {
-                    running.push(identity);
-                }
-            }
-            self.counters.cancelled += cancelled;
-            running.sort();
-            effects.abandoned_running = running;
+            self.cancel_every_unfinished_node(&mut effects);
         }
         let dismantled = Dismantled {
             files: std::mem::take(&mut self.files),
@@ -769,6 +707,51 @@ impl<P> SchedulerDag<P> {
         self.profiles.clear();
         self.ready.clear_and_release();
         (effects, dismantled)
+    }
+
+    /// For `reset` and `dismantle`: answers every waiter of every group
+    /// `Shutdown`, in key order.
+    fn answer_every_waiter_shutdown(&self, effects: &mut Effects) {
+        let mut groups: Vec<(DepKey, Vec<Member>)> = self
+            .all_groups()
+            .map(|(key, members)| (key, members.to_vec()))
+            .collect();
+        groups.sort_by_key(|a| a.0);
+        for (key, members) in groups {
+            let failure = DagFailure::Shutdown {
+                canonical: key.file.canonical,
+            };
+            for member in members {
+                effects.answers.push(Answer {
+                    waiter: member.waiter,
+                    key,
+                    outcome: Err(failure.clone()),
+                });
+            }
+        }
+    }
+
+    /// For `reset` and `dismantle`: cancels the token of every unfinished
+    /// node and counts it cancelled; the running ones are reported
+    /// abandoned, in identity order (their results will be refused).
+    fn cancel_every_unfinished_node(&mut self, effects: &mut Effects) {
+        let mut running: Vec<WorkNodeIdentity> = Vec::new();
+        let mut cancelled = 0;
+        for (identity, node) in self.all_nodes() {
+            if node.is_finished() {
+                continue;
+            }
+            if let Some(token) = &node.cancel {
+                token.cancel();
+            }
+            cancelled += 1;
+            if matches!(node.state, NodeState::Running) {
+                running.push(identity);
+            }
+        }
+        self.counters.cancelled += cancelled;
+        running.sort();
+        effects.abandoned_running = running;
     }
 }
 
