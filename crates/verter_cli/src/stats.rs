@@ -20,10 +20,10 @@
 //! failed: two or three per missing module file in a cold build) they are
 //! the stages never run.
 //!
-//! The distributions are kept here, from the scheduler's `Ran` events,
-//! rather than read from `Observer::stats`, whose Source histogram holds
-//! loads and parses together. It records and renders; it never calls the
-//! scheduler.
+//! The distributions are kept here, from the scheduler's `Ran` events the
+//! recorder receives anyway, so a build does not also switch on the
+//! scheduler's `stage_stats` (whose `Observer::stats` keeps the same five
+//! rows). It records and renders; it never calls the scheduler.
 
 use std::time::Duration;
 

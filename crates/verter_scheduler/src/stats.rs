@@ -11,10 +11,17 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
-use verter_dag::{TargetStage, WorkNodeIdentity};
+use verter_dag::{ResourceClass, TargetStage, WorkNodeIdentity};
 
-/// The kinds of work a [`SchedulerStats`] keeps apart, in its order.
-pub(crate) const KINDS: [&str; 4] = ["Source", "Analysis", "Artifact", "Cache node"];
+/// The kinds of work a [`SchedulerStats`] keeps apart, in its order: a
+/// Source's load (its I/O half) and its parse are two runs, kept apart.
+pub(crate) const KINDS: [&str; 5] = [
+    "Source load",
+    "Source parse",
+    "Analysis",
+    "Artifact",
+    "Cache node",
+];
 
 /// A distribution of durations (nanoseconds, three significant figures).
 #[derive(Clone)]
@@ -70,13 +77,13 @@ impl fmt::Debug for Latencies {
 /// One kind of work's distributions.
 #[derive(Debug, Clone)]
 pub struct StageStats {
-    /// `"Source"`, `"Analysis"`, `"Artifact"` or `"Cache node"`.
+    /// `"Source load"`, `"Source parse"`, `"Analysis"`, `"Artifact"` or
+    /// `"Cache node"`.
     pub stage: &'static str,
     /// From becoming ready to starting, for the runs whose ready time the
     /// scheduler still knew.
     pub queue_wait: Latencies,
-    /// How long the executor (or for a Source, the load and the parse
-    /// each) ran.
+    /// How long the loader (a Source's load) or the executor ran.
     pub run_time: Latencies,
 }
 
@@ -94,7 +101,7 @@ pub(crate) fn short(duration: Duration) -> String {
 
 /// The histograms, per kind of work.
 pub(crate) struct StatsRecorder {
-    kinds: [Mutex<(Latencies, Latencies)>; 4],
+    kinds: [Mutex<(Latencies, Latencies)>; KINDS.len()],
 }
 
 impl StatsRecorder {
@@ -104,20 +111,23 @@ impl StatsRecorder {
         }
     }
 
-    /// Records one run of `work`.
+    /// Records one run of `work`, which ran on `class`'s budget (a Source's
+    /// load on `Io`, its parse on `Cpu`).
     pub(crate) fn record(
         &self,
         work: &WorkNodeIdentity,
+        class: ResourceClass,
         queue_wait: Option<Duration>,
         run_time: Duration,
     ) {
         let kind = match work {
             WorkNodeIdentity::File(key) => match key.stage {
-                TargetStage::Source => 0,
-                TargetStage::Analysis => 1,
-                TargetStage::Artifact(_) => 2,
+                TargetStage::Source if class == ResourceClass::Io => 0,
+                TargetStage::Source => 1,
+                TargetStage::Analysis => 2,
+                TargetStage::Artifact(_) => 3,
             },
-            WorkNodeIdentity::CacheNode { .. } => 3,
+            WorkNodeIdentity::CacheNode { .. } => 4,
         };
         let mut histograms = self.kinds[kind].lock();
         if let Some(wait) = queue_wait {
@@ -275,13 +285,14 @@ mod tests {
         for ms in 1..=100 {
             recorder.record(
                 &work,
+                ResourceClass::Cpu,
                 Some(Duration::from_millis(ms)),
                 Duration::from_millis(2 * ms),
             );
         }
-        recorder.record(&work, None, Duration::from_millis(1));
+        recorder.record(&work, ResourceClass::Cpu, None, Duration::from_millis(1));
         let stages = recorder.stages();
-        let cache = &stages[3];
+        let cache = &stages[4];
         assert_eq!(cache.stage, "Cache node");
         assert_eq!(
             cache.queue_wait.count(),
@@ -292,6 +303,7 @@ mod tests {
         let p50 = cache.queue_wait.quantile(0.5).as_secs_f64();
         assert!((0.049..0.051).contains(&p50), "p50 {p50}");
         assert!(cache.run_time.max() >= Duration::from_millis(200));
-        assert_eq!(stages[0].run_time.count(), 0, "no Source ran");
+        assert_eq!(stages[0].run_time.count(), 0, "no Source loaded");
+        assert_eq!(stages[1].run_time.count(), 0, "no Source parsed");
     }
 }

@@ -382,7 +382,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let run_time = started.elapsed();
         let queue_wait = ready_at.map(|ready| started.saturating_duration_since(ready));
         if let Some(stats) = &self.stats {
-            stats.record(&dispatch.identity, queue_wait, run_time);
+            stats.record(&dispatch.identity, dispatch.class, queue_wait, run_time);
         }
         because.map(|because| {
             Box::new(Run {

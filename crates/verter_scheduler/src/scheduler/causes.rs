@@ -42,7 +42,7 @@ impl fmt::Display for SchedulerStats {
         )?;
         writeln!(
             f,
-            "{:<11} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "{:<13} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
             "stage", "runs", "wait p50", "wait p99", "wait max", "run p50", "run p99", "run max"
         )?;
         for stage in &self.stages {
@@ -51,7 +51,7 @@ impl fmt::Display for SchedulerStats {
             }
             writeln!(
                 f,
-                "{:<11} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                "{:<13} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
                 stage.stage,
                 stage.run_time.count(),
                 short(stage.queue_wait.quantile(0.5)),

@@ -409,11 +409,12 @@ fn stats_count_every_run_with_its_wait_and_time_only_when_asked() {
             )
         })
         .collect();
-    // A Source's load and its parse are timed apart: two runs per file.
+    // A Source's load and its parse are timed apart, in rows of their own.
     assert_eq!(
         runs,
         [
-            ("Source", 4, 4),
+            ("Source load", 2, 2),
+            ("Source parse", 2, 2),
             ("Analysis", 2, 2),
             ("Artifact", 1, 1),
             ("Cache node", 0, 0)
