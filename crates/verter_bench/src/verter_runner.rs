@@ -460,7 +460,7 @@ impl System for VerterSystem {
     }
 
     fn observed(&self) -> Observed {
-        let config = self.scheduler.config();
+        let config = self.scheduler.observe().config();
         // The log's sequence numbers count every event it ever recorded,
         // also those its ring has dropped since. Reading it copies the ring.
         let events = (config.causal_log > 0).then(|| {

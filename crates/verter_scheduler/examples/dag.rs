@@ -42,7 +42,7 @@ impl StageExecutor for Checker {
 fn main() {
     let config = SchedulerConfig::with_threads(2, 1);
     let scheduler = Scheduler::threaded(config, Disk, Checker).expect("a valid configuration");
-    let at_most_two = scheduler.cpu_concurrency_semaphore(2);
+    let at_most_two = verter_scheduler::ConcurrencyLimit::new(2);
     let mut dag = Dag::new();
     let a = dag.add(stage::Analysis.of("a.rs"));
     let b = dag.add(stage::Analysis.of("b.rs"));

@@ -24,7 +24,7 @@ use crate::traits::{DepPath, StageExecutor};
 // this module names `traits.rs`, so `traits.rs` must not name this one.
 pub use crate::traits::RequestContext;
 
-/// A per-call concurrency limit ([`crate::Scheduler::cpu_concurrency_semaphore`]):
+/// A per-call concurrency limit ([`ConcurrencyLimit::new`]):
 /// at most `permits` of the DAG nodes that name it are admitted and
 /// unfinished at once, across every DAG that names it. A node takes its
 /// permit when it is handed to the scheduler's stages (after its edges let
@@ -44,7 +44,7 @@ impl ConcurrencyLimit {
     ///
     /// # Panics
     /// If `permits` is zero: nothing naming it could ever run.
-    pub(crate) fn new(permits: usize) -> Self {
+    pub fn new(permits: usize) -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         assert!(permits > 0, "a concurrency limit needs at least one permit");
         Self(Arc::new(LimitInner {

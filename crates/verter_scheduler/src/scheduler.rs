@@ -306,8 +306,8 @@ impl<E: StageExecutor> Scheduler<E> {
         matches!(self.mode, Mode::Inline)
     }
 
-    /// The configuration it was built with.
-    pub fn config(&self) -> &SchedulerConfig {
+    /// The configuration it was built with (`Observer::config`).
+    pub(crate) fn config(&self) -> &SchedulerConfig {
         &self.config
     }
 

@@ -534,7 +534,7 @@ impl Shared {
             .expect("a valid scheduler configuration");
         let _ = shared
             .limit
-            .set(scheduler.cpu_concurrency_semaphore(DAG_PERMITS));
+            .set(verter_scheduler::ConcurrencyLimit::new(DAG_PERMITS));
         let _ = shared.scheduler.set(scheduler);
         shared
     }

@@ -390,7 +390,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     let scheduler = Scheduler::new(scheduler_config, fs.loader(), executor, cpu, io)
         .expect("the simulator's configuration is valid");
     scheduler.executor().wait_from(&scheduler);
-    let dag_limit = scheduler.cpu_concurrency_semaphore(2);
+    let dag_limit = verter_scheduler::ConcurrencyLimit::new(2);
     let world = Arc::new(World {
         scheduler,
         fs,

@@ -19,8 +19,8 @@ use super::*;
 use crate::dag_types::NodeLabel;
 use crate::dags::{Downstream, NodeWork, RunNode, downstream_of};
 use crate::host_dag::{
-    Admission, CancelDag, ConcurrencyLimit, Dag, DagError, DagHandle, DagResults, DagShared,
-    DedupeHook, NodeOutput, Task,
+    Admission, CancelDag, Dag, DagError, DagHandle, DagResults, DagShared, DedupeHook, NodeOutput,
+    Task,
 };
 use crate::post::NodeRef;
 use crate::traits::DepPath;
@@ -73,15 +73,6 @@ impl<E: StageExecutor> Scheduler<E> {
         hook: &dyn DedupeHook,
     ) -> Result<Admission<DagHandle<E>>, DagError> {
         self.submit_dag_as(dag, hook, Blocking::Refuse)
-    }
-
-    /// A per-call concurrency limit of `permits` for DAG nodes
-    /// ([`crate::NodeOptions::limit`]).
-    ///
-    /// # Panics
-    /// If `permits` is zero.
-    pub fn cpu_concurrency_semaphore(&self, permits: usize) -> ConcurrencyLimit {
-        ConcurrencyLimit::new(permits)
     }
 
     fn depth(locked: &Locked<E>) -> usize {

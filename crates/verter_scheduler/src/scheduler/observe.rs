@@ -27,7 +27,7 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 }
 
-impl<E: StageExecutor> Observer<'_, E> {
+impl<'a, E: StageExecutor> Observer<'a, E> {
     /// What the scheduler has done so far.
     pub fn counters(&self) -> SchedulerCounters {
         let (dag, ledger) = self
@@ -213,5 +213,16 @@ impl<E: StageExecutor> Observer<'_, E> {
     /// Whether this scheduler has no threads.
     pub fn is_inline(&self) -> bool {
         self.scheduler.is_inline()
+    }
+
+    /// The configuration the scheduler was built with.
+    pub fn config(&self) -> &'a SchedulerConfig {
+        self.scheduler.config()
+    }
+
+    /// Whether [`Scheduler::shutdown`] ran (or the drop began): every call
+    /// is refused from then on.
+    pub fn is_shut_down(&self) -> bool {
+        self.scheduler.is_shut_down()
     }
 }

@@ -108,8 +108,8 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// Whether [`Self::shutdown`] ran (or the drop began): every call is
-    /// refused from then on.
-    pub fn is_shut_down(&self) -> bool {
+    /// refused from then on (`Observer::is_shut_down`).
+    pub(crate) fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::Acquire)
     }
 

@@ -459,7 +459,7 @@ fn an_idle_inline_waiter_is_woken_when_another_thread_queues_its_work() {
         let executor = LineExecutor::default();
         let hooks = Arc::new(GateHooks::default());
         let scheduler = inline(&files, &executor, &hooks);
-        assert_eq!(scheduler.config().wait_backstop, None);
+        assert_eq!(scheduler.observe().config().wait_backstop, None);
         let gate = hooks.hold("a.rs", "Load", HookPoint::AfterDispatch);
         let handle = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
         let helper = {

@@ -534,7 +534,7 @@ fn dropping_a_dag_handle_cancels_every_descendant_and_frees_its_capacity() {
     let (started_tx, started_rx) = std::sync::mpsc::channel();
     *exec.started.lock() = Some(started_tx);
     let scheduler = threaded(&files, &exec, 2);
-    let limit = scheduler.cpu_concurrency_semaphore(1);
+    let limit = verter_scheduler::ConcurrencyLimit::new(1);
     watchdog("drop-cancels", move || {
         let mut dag = Dag::new();
         let mut upstream = dag.add_with(cache(1), NodeOptions::new().limit(&limit));
@@ -596,7 +596,7 @@ fn the_per_call_limit_caps_a_hundred_node_dag_even_when_nodes_panic() {
     // and with four stage threads it could be exceeded if it did not hold.
     *exec.barrier.lock() = Some((Arc::new(Barrier::new(PERMITS)), PERMITS));
     let scheduler = threaded(&files, &exec, 4);
-    let limit = scheduler.cpu_concurrency_semaphore(PERMITS);
+    let limit = verter_scheduler::ConcurrencyLimit::new(PERMITS);
     watchdog("limit", move || {
         let mut dag = Dag::new();
         let nodes: Vec<_> = (0..100)

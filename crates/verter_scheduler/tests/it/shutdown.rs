@@ -297,7 +297,7 @@ fn calls_after_shutdown_are_refused_typed_without_calling_the_loader() {
                 .try_get_witnessed_source("a.rs")
                 .expect("a.rs is live");
             scheduler.shutdown();
-            assert!(scheduler.is_shut_down());
+            assert!(scheduler.observe().is_shut_down());
             let realpaths = files.realpaths.lock().len();
             let runs = executor.runs.lock().len();
 
