@@ -207,11 +207,7 @@ fn a_reset_from_inside_a_stage_returns_without_waiting_for_that_stage() {
             let files = MemFiles::with(&[("a.rs", "x")]);
             let executor = LineExecutor::default();
             let hooks = Arc::new(GateHooks::default());
-            let scheduler = if threads {
-                threaded(&files, &executor, &hooks)
-            } else {
-                inline(&files, &executor, &hooks)
-            };
+            let scheduler = in_mode(threads, &files, &executor, &hooks);
             let slot: SchedulerSlot = Default::default();
             slot.set(Arc::downgrade(&scheduler)).ok();
             let returned = Arc::new(parking_lot::Mutex::new(Vec::new()));

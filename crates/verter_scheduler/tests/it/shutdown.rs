@@ -162,11 +162,7 @@ fn a_stage_held_inside_the_executor_sees_its_token_cancelled_and_shutdown_waits_
                 }));
             }
             let hooks = Arc::new(GateHooks::default());
-            let scheduler = if threads {
-                threaded(&files, &executor, &hooks)
-            } else {
-                inline(&files, &executor, &hooks)
-            };
+            let scheduler = in_mode(threads, &files, &executor, &hooks);
             let waiting = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
             // Inline, a waiting thread runs the parse.
             let waiter = (!threads).then(|| {
@@ -285,11 +281,7 @@ fn calls_after_shutdown_are_refused_typed_without_calling_the_loader() {
             let files = MemFiles::with(&[("a.rs", "x"), ("b.rs", "use a.rs")]);
             let executor = LineExecutor::default();
             let hooks = Arc::new(GateHooks::default());
-            let scheduler = if threads {
-                threaded(&files, &executor, &hooks)
-            } else {
-                inline(&files, &executor, &hooks)
-            };
+            let scheduler = in_mode(threads, &files, &executor, &hooks);
             let built = scheduler.submit_request(Request::new("b.rs", ARTIFACT));
             scheduler.wait(&built).expect("built");
             let (_, witness) = scheduler
@@ -387,11 +379,7 @@ fn shutting_down_twice_and_dropping_afterwards_are_fine() {
             let files = MemFiles::with(&[("a.rs", "x"), ("b.rs", "y")]);
             let executor = LineExecutor::default();
             let hooks = Arc::new(GateHooks::default());
-            let scheduler = if threads {
-                threaded(&files, &executor, &hooks)
-            } else {
-                inline(&files, &executor, &hooks)
-            };
+            let scheduler = in_mode(threads, &files, &executor, &hooks);
             let built = scheduler.submit_request(Request::new("a.rs", ARTIFACT));
             scheduler.wait(&built).expect("built");
             let queued = if threads {
@@ -434,11 +422,7 @@ fn a_shutdown_from_inside_a_stage_does_not_deadlock() {
             let files = MemFiles::with(&[("a.rs", "x")]);
             let executor = LineExecutor::default();
             let hooks = Arc::new(GateHooks::default());
-            let scheduler = if threads {
-                threaded(&files, &executor, &hooks)
-            } else {
-                inline(&files, &executor, &hooks)
-            };
+            let scheduler = in_mode(threads, &files, &executor, &hooks);
             let slot: SchedulerSlot = Default::default();
             slot.set(Arc::downgrade(&scheduler)).ok();
             let returned = Arc::new(AtomicBool::new(false));

@@ -351,6 +351,20 @@ pub(crate) fn threaded_with(
 }
 
 /// An inline scheduler over `files`.
+/// [`threaded`] or [`inline`]: the tests that run in both modes.
+pub(crate) fn in_mode(
+    threads: bool,
+    files: &MemFiles,
+    executor: &LineExecutor,
+    hooks: &Arc<GateHooks>,
+) -> Arc<Scheduler<LineExecutor>> {
+    if threads {
+        threaded(files, executor, hooks)
+    } else {
+        inline(files, executor, hooks)
+    }
+}
+
 pub(crate) fn inline(
     files: &MemFiles,
     executor: &LineExecutor,
