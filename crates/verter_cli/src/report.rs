@@ -19,7 +19,7 @@ use crate::terminal;
 ///
 /// ```text
 /// src/util.rs:1:23: cannot parse …  (declared by `mod util;` at src/lib.rs:3)
-/// src/gone.rs: has no backing source (declared by `mod gone;` at src/lib.rs:10)
+/// src/gone.rs: does not exist (declared by `mod gone;` at src/lib.rs:10)
 /// ```
 ///
 /// One line of text, raw: the names in it are a tree's, escaped when it is

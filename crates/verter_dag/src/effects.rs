@@ -147,6 +147,10 @@ pub struct Effects {
     /// `Drop` is host code, so the caller drops these after its lock, like
     /// the failures in `answers`.
     pub released: Vec<Arc<DagFailure>>,
+    /// Work that failed without running because a dependency failed, with
+    /// the failure its waiters were answered: for the caller to report.
+    /// Like `released`, dropped after the lock.
+    pub failed: Vec<(WorkNodeIdentity, Arc<DagFailure>)>,
 }
 
 impl Effects {
@@ -159,6 +163,7 @@ impl Effects {
             && self.invalidated.is_empty()
             && self.ingested.is_empty()
             && self.released.is_empty()
+            && self.failed.is_empty()
     }
 
     /// Appends `other`'s effects after this one's.
@@ -170,5 +175,6 @@ impl Effects {
         self.invalidated.extend(other.invalidated);
         self.ingested.extend(other.ingested);
         self.released.extend(other.released);
+        self.failed.extend(other.failed);
     }
 }

@@ -18,6 +18,7 @@ use verter_dag::{Canonical, FileIdentity, Incarnation, TargetStage, WorkNodeIden
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use crate::causes::{DemandRoot, HostAction, RunReason, Step};
+use crate::error::RequestError;
 use crate::hooks::{CutOff, SchedulerEvent};
 
 /// The causal log's default size when a host turns it on without choosing
@@ -246,6 +247,11 @@ pub struct CausalIndex<'a> {
     wanted: HashMap<FileIdentity, Vec<usize>>,
     /// Per DAG run: its submission.
     dags: HashMap<u64, Vec<usize>>,
+    /// Per work: the records of its failures.
+    failures: HashMap<WorkNodeIdentity, Vec<usize>>,
+    /// Per path: its removals, and the edits and invalidations that gave
+    /// it a text again.
+    removals: HashMap<Canonical, Vec<(usize, bool)>>,
 }
 
 impl<'a> CausalIndex<'a> {
@@ -264,6 +270,8 @@ impl<'a> CausalIndex<'a> {
             requested_object: Default::default(),
             wanted: Default::default(),
             dags: Default::default(),
+            failures: Default::default(),
+            removals: Default::default(),
         };
         for (i, record) in records.iter().enumerate() {
             match &record.event {
@@ -280,11 +288,22 @@ impl<'a> CausalIndex<'a> {
                     }
                 }
                 SchedulerEvent::Ingested(file, _) => index.named.entry(*file).or_default().push(i),
+                SchedulerEvent::DidFail(work, _) => {
+                    index.failures.entry(*work).or_default().push(i)
+                }
                 SchedulerEvent::Acted(action) => match action {
                     HostAction::NewText { file }
                     | HostAction::Invalidated { file, .. }
                     | HostAction::Rehomed { file } => {
                         index.versions.entry(*file).or_default().push(i);
+                        index
+                            .removals
+                            .entry(file.canonical)
+                            .or_default()
+                            .push((i, false));
+                    }
+                    HostAction::Removed { path } => {
+                        index.removals.entry(*path).or_default().push((i, true));
                     }
                     HostAction::Requested { waiter, key, .. } => {
                         index.requests.entry(*waiter).or_default().push(i);
@@ -298,10 +317,7 @@ impl<'a> CausalIndex<'a> {
                     HostAction::SubmittedDag { dag, .. } => {
                         index.dags.entry(*dag).or_default().push(i);
                     }
-                    HostAction::Removed { .. }
-                    | HostAction::Reset
-                    | HostAction::Shutdown
-                    | HostAction::CancelledDag { .. } => {}
+                    HostAction::Reset | HostAction::Shutdown | HostAction::CancelledDag { .. } => {}
                 },
                 _ => {}
             }
@@ -314,12 +330,13 @@ impl<'a> CausalIndex<'a> {
         self.records
     }
 
-    /// The chain of the latest run or verification of `stage` of `path`
-    /// (any version of it).
+    /// The chain of the latest run, verification or failure of `stage` of
+    /// `path` (any version of it).
     pub fn explain(&self, path: Canonical, stage: TargetStage) -> Option<Explanation> {
         let latest = self
             .runs
             .iter()
+            .chain(&self.failures)
             .filter(|(work, _)| {
                 matches!(work, WorkNodeIdentity::File(key)
                     if key.file.canonical == path && key.stage == stage)
@@ -401,10 +418,40 @@ impl<'a> CausalIndex<'a> {
                         None
                     })
             }
+            SchedulerEvent::DidFail(work, error) => {
+                steps.push(Step::Failed {
+                    work: *work,
+                    error: error.to_string(),
+                });
+                match error {
+                    // The dependency's own failure (or, forgotten, its run).
+                    RequestError::DependencyFailed { dep, .. } => {
+                        let dep = WorkNodeIdentity::File(*dep);
+                        self.before(&self.failures, &dep, at)
+                            .or_else(|| self.before(&self.runs, &dep, at))
+                    }
+                    // A file the host removed, and gave no text since.
+                    RequestError::SourceMissing { path, .. } => self
+                        .removed(*path, at)
+                        .or_else(|| self.before(&self.runs, work, at)),
+                    _ => self.before(&self.runs, work, at),
+                }
+            }
             SchedulerEvent::Acted(action) => {
                 steps.push(Step::Acted(*action));
                 None
             }
+            _ => None,
+        }
+    }
+
+    /// The removal of `path` before the record at `at`, if no edit or
+    /// invalidation gave it a text between the two.
+    fn removed(&self, path: Canonical, at: usize) -> Option<usize> {
+        let list = self.removals.get(&path)?;
+        let end = list.partition_point(|&(i, _)| i < at);
+        match end.checked_sub(1).map(|i| list[i]) {
+            Some((i, true)) => Some(i),
             _ => None,
         }
     }

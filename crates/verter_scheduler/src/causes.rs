@@ -265,6 +265,15 @@ pub enum Step {
         /// The Source whose parse named it.
         by: DepKey,
     },
+    /// `work` failed, with `error` (as its waiters were answered): the
+    /// steps after it say why (the dependency that failed first, the
+    /// removal that left its file without a source, or its own run).
+    Failed {
+        /// The work.
+        work: WorkNodeIdentity,
+        /// The error, as `Display` prints it.
+        error: String,
+    },
     /// The host action that started the chain.
     Acted(HostAction),
     /// The log no longer holds the record the chain needs next (it is
@@ -385,6 +394,9 @@ impl fmt::Display for Step {
                     file.canonical,
                     Self::label(by)
                 )
+            }
+            Self::Failed { work, error } => {
+                write!(f, "{} failed: {error}", Self::work_label(work))
             }
             Self::Acted(action) => write!(f, "{action}"),
             Self::Forgotten { missing } => write!(

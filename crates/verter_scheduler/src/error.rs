@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use verter_dag::{Canonical, DepKey};
+use verter_dag::{Canonical, DepKey, TargetStage};
 
 /// Why a request was answered without a value. Every waiter gets exactly one
 /// answer: a value or one of these.
@@ -30,6 +30,12 @@ pub enum RequestError {
     SourceMissing {
         /// The file.
         path: Canonical,
+        /// The loader's typed error when a load found nothing
+        /// ([`LoadError::Missing`]); `None` when nothing was loaded (the
+        /// file was removed, or its text withdrawn). See
+        /// [`RequestError::load_cause`].
+        #[source]
+        cause: Option<LoadError>,
     },
     /// The loader failed to read the file, or refused to.
     #[error("loading {path} failed: {message}")]
@@ -68,10 +74,23 @@ pub enum RequestError {
         /// The panic payload, if it was a string.
         message: Arc<str>,
     },
-    /// A dependency failed or can never complete.
-    #[error("dependency {dep} failed")]
+    /// A dependency failed or can never complete. `Display` names the two
+    /// files and the dependency's stage (never the scheduler's internal
+    /// versions); the dependency's own error is the
+    /// [`source`](std::error::Error::source), so following the chain tells
+    /// the whole story down to its root (a loader's [`LoadError`]
+    /// included).
+    #[error(
+        "{requester} depends on {} of {}, which failed",
+        stage_name(.dep.stage),
+        .dep.file.canonical
+    )]
     DependencyFailed {
-        /// The dependency.
+        /// The file whose stage needed the dependency (the one asked about,
+        /// or, deeper in a chain, the dependency above this one).
+        requester: Canonical,
+        /// The dependency: its file (at the version the requester waited
+        /// on) and stage.
         dep: DepKey,
         /// Why it failed.
         #[source]
@@ -240,7 +259,12 @@ impl RequestError {
                 message: Arc::clone(message),
                 cause: None,
             },
-            Self::DependencyFailed { dep, cause } => Self::DependencyFailed {
+            Self::DependencyFailed {
+                requester,
+                dep,
+                cause,
+            } => Self::DependencyFailed {
+                requester: *requester,
                 dep: *dep,
                 cause: Arc::new(cause.detached()),
             },
@@ -258,7 +282,7 @@ impl RequestError {
         match self {
             Self::Superseded { path }
             | Self::Shutdown { path }
-            | Self::SourceMissing { path }
+            | Self::SourceMissing { path, .. }
             | Self::LoadFailed { path, .. }
             | Self::ExecutorFailed { path, .. }
             | Self::ExecutorPanicked { path, .. }
@@ -269,11 +293,12 @@ impl RequestError {
         }
     }
 
-    /// The loader's typed error behind a `LoadFailed` (a dependency's failure
-    /// is looked up through `DependencyFailed` too).
+    /// The loader's typed error behind a `LoadFailed` or a `SourceMissing`
+    /// that a load found (a dependency's failure is looked up through
+    /// `DependencyFailed` too, at any depth).
     pub fn load_cause(&self) -> Option<&LoadError> {
         match self {
-            Self::LoadFailed { cause, .. } => cause.as_ref(),
+            Self::LoadFailed { cause, .. } | Self::SourceMissing { cause, .. } => cause.as_ref(),
             Self::DependencyFailed { cause, .. } => cause.load_cause(),
             _ => None,
         }
@@ -302,13 +327,26 @@ impl RequestError {
 
     pub(crate) fn from_load(path: &Canonical, error: &LoadError) -> Self {
         match error {
-            LoadError::Missing { .. } => Self::SourceMissing { path: *path },
+            LoadError::Missing { .. } => Self::SourceMissing {
+                path: *path,
+                cause: Some(error.clone()),
+            },
             other => Self::LoadFailed {
                 path: *path,
                 message: other.to_string().into(),
                 cause: Some(other.clone()),
             },
         }
+    }
+}
+
+/// A stage as a person names it: `Artifact`, not the profile hash it is
+/// keyed by.
+fn stage_name(stage: TargetStage) -> &'static str {
+    match stage {
+        TargetStage::Source => "the Source",
+        TargetStage::Analysis => "the Analysis",
+        TargetStage::Artifact(_) => "an Artifact",
     }
 }
 

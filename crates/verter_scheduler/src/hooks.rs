@@ -86,7 +86,9 @@ pub enum SchedulerEvent {
     /// ([`CutOff::Unchanged`]). In place of `DidComplete`.
     DidCutOff(WorkNodeIdentity, CutOff),
     /// Work failed, with the error its waiters are answered (without the
-    /// executor's own error value, which only the waiters get).
+    /// executor's own error value, which only the waiters get): its own
+    /// run failed, or, never run, a dependency of it failed (each stage a
+    /// failure reaches is reported, nearest first).
     DidFail(WorkNodeIdentity, RequestError),
     /// A completion was refused as stale: nothing was published.
     DidRefuseStale(WorkNodeIdentity),

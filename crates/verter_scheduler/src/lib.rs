@@ -92,6 +92,14 @@
 //! reads a tracked file again, also one it removed that an importer's
 //! build took in again, once it is back on disk.
 //!
+//! A `DependencyFailed` names the requesting file, the dependency's file
+//! and its stage (`a.rs depends on the Analysis of m.rs, which failed`,
+//! no internal versions), and carries the dependency's own error as its
+//! `source()`, down to the loader's [`LoadError`]
+//! ([`RequestError::load_cause`]); [`Observer::explain`] of the failed
+//! stage follows the same chain to the host action behind it (a
+//! `remove`, say).
+//!
 //! Every request is answered exactly once, with a value or a typed
 //! [`RequestError`]: no request ever hangs. A broken scheduler invariant
 //! answers `Internal` (and is counted) rather than leaving anyone waiting.

@@ -339,11 +339,11 @@ fn answer_error(file: &verter_dag::FileIdentity, failure: &DagFailure) -> Reques
     {
         failure = cause;
     }
-    request_error(failure)
+    request_error(file.canonical, failure)
 }
 
-/// The request error for a DAG failure.
-pub(crate) fn request_error(failure: &DagFailure) -> RequestError {
+/// The request error for a DAG failure of a stage of `requester`'s.
+pub(crate) fn request_error(requester: Canonical, failure: &DagFailure) -> RequestError {
     match failure {
         DagFailure::Superseded { canonical } => RequestError::Superseded { path: *canonical },
         DagFailure::Shutdown { canonical } => RequestError::Shutdown { path: *canonical },
@@ -371,8 +371,9 @@ pub(crate) fn request_error(failure: &DagFailure) -> RequestError {
                 cause = inner_cause;
             }
             RequestError::DependencyFailed {
+                requester,
                 dep: *dep,
-                cause: Arc::new(request_error(cause)),
+                cause: Arc::new(request_error(dep.file.canonical, cause)),
             }
         }
         other => RequestError::Internal {

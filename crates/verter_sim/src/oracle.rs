@@ -451,7 +451,7 @@ impl Oracle {
             Outcome::Error(sig) => Some(sig),
             Outcome::Value(_) => None,
         };
-        while let Some(Sig::Dependency(dep, _, cause)) = sig {
+        while let Some(Sig::Dependency(_, dep, _, cause)) = sig {
             histories.push(self.describe(dep));
             sig = Some(cause);
         }

@@ -116,7 +116,7 @@ fn a_cold_build_with_a_failed_file_cancels_nothing_and_says_what_it_dropped() {
     let stdout = stdout_of(&output);
     assert!(output.status.success(), "{stdout}\n{}", stderr_of(&output));
     assert!(
-        stderr_of(&output).contains("src/gone.rs: has no backing source"),
+        stderr_of(&output).contains("src/gone.rs: does not exist"),
         "{}",
         stderr_of(&output)
     );

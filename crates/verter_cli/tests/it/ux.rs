@@ -155,8 +155,8 @@ fn each_warning_names_its_file_once_relative_and_its_declaration() {
     assert_eq!(
         warnings,
         [
-            format!("warning: src/gone.rs: has no backing source (declared by `mod gone;` at src/lib.rs:{lib_lines})"),
-            "warning: src/net/lost.rs: has no backing source (declared by `mod lost;` at src/net/mod.rs:1)".to_owned(),
+            format!("warning: src/gone.rs: does not exist (declared by `mod gone;` at src/lib.rs:{lib_lines})"),
+            "warning: src/net/lost.rs: does not exist (declared by `mod lost;` at src/net/mod.rs:1)".to_owned(),
             "warning: src/util.rs:1:23: cannot parse string into token stream (declared by `mod util;` at src/lib.rs:3)".to_owned(),
         ],
         "{stderr}"

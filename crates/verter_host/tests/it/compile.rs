@@ -129,7 +129,7 @@ fn compile_paths_builds_the_files_the_loader_reads() {
         assert!(
             matches!(
                 missing.as_request().map(root_cause),
-                Some(RequestError::SourceMissing { path }) if path.as_str() == "missing.rs"
+                Some(RequestError::SourceMissing { path, .. }) if path.as_str() == "missing.rs"
             ),
             "got {missing:?}"
         );

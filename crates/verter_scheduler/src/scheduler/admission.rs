@@ -644,6 +644,19 @@ impl<E: StageExecutor> Scheduler<E> {
             };
             post.answer(slot, result);
         }
+        // Work failed for a dependency's failure never ran: its failure is
+        // reported here (what `explain` follows down to the root cause).
+        if !effects.failed.is_empty() {
+            if post.observed() {
+                for (work, failure) in &effects.failed {
+                    if let WorkNodeIdentity::File(key) = work {
+                        let error = answer_error(&key.file, failure).detached();
+                        post.event(|| SchedulerEvent::DidFail(*work, error));
+                    }
+                }
+            }
+            post.discard(effects.failed);
+        }
         for joiner in effects.joiners {
             post.event(|| SchedulerEvent::DidJoin(joiner.key));
         }

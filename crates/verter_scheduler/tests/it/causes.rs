@@ -386,6 +386,8 @@ fn a_refusal_and_a_failure_are_reported_with_their_causes() {
     insta::assert_snapshot!(causes_of(&scheduler, &["Backpressured", "DidFail"]), @r"
     Backpressured -: request for Artifact(p1) of missing.rs: inbox lane full
     DidFail Source(missing.rs) at g0: missing.rs has no backing source
+    DidFail Analysis(missing.rs) at g0: missing.rs has no backing source
+    DidFail Artifact[1](missing.rs) at g0: missing.rs has no backing source
     ");
 }
 
@@ -456,6 +458,29 @@ fn a_rehome_explains_the_new_objects_source() {
     insta::assert_snapshot!(explain(&scheduler, "a.rs", TargetStage::Source), @r"
     Source(a.rs) at g0 ran: its version is new
       because a.rs re-homed into another language
+    ");
+    assert_every_chain_ends_at_the_host(&scheduler);
+}
+
+/// A request that fails because a blocker was removed is explained down
+/// to the removal: its failure, the dependency's, and the `remove`.
+#[test]
+fn a_removed_blocker_is_named_as_the_cause_of_its_importers_failure() {
+    let files = MemFiles::with(&[("a.rs", "one two\nuse m.rs"), ("m.rs", "three")]);
+    let scheduler = logged(&files);
+    build(&scheduler, "a.rs");
+    files.delete("m.rs");
+    scheduler.remove("m.rs").expect("tracked");
+    let again = scheduler.ask(Artifact(ProfileHash(1)).of("a.rs"));
+    let error = scheduler.wait(&again).expect_err("m.rs is gone");
+    assert_eq!(
+        error.to_string(),
+        "a.rs depends on the Analysis of m.rs, which failed"
+    );
+    insta::assert_snapshot!(explain(&scheduler, "a.rs", ARTIFACT_0), @r"
+    Artifact[1](a.rs) at g0 failed: a.rs depends on the Analysis of m.rs, which failed
+      because Analysis(m.rs) at g0 failed: m.rs has no backing source
+      because remove(m.rs)
     ");
     assert_every_chain_ends_at_the_host(&scheduler);
 }

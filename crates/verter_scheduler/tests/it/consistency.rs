@@ -27,7 +27,7 @@ fn artifact(scheduler: &Scheduler<LineExecutor>, path: &str) -> Result<String, R
 #[track_caller]
 fn assert_missing_blocker(result: Result<String, RequestError>, blocker: &str) {
     match result {
-        Err(RequestError::DependencyFailed { dep, cause }) => {
+        Err(RequestError::DependencyFailed { dep, cause, .. }) => {
             assert_eq!(dep.file.canonical.as_str(), blocker);
             assert!(
                 matches!(*cause, RequestError::SourceMissing { .. }),

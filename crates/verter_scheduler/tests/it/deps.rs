@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use verter_dag::{Canonical, ProfileHash, TargetStage};
-use verter_scheduler::{HookPoint, Language, Request, RequestError, WitnessError};
+use verter_scheduler::{HookPoint, Language, LoadError, Request, RequestError, WitnessError};
 
 use crate::support::*;
 
@@ -206,12 +206,46 @@ fn a_missing_dependency_fails_typed_and_succeeds_once_the_file_exists() {
     let hooks = Arc::new(GateHooks::default());
     let scheduler = inline(&files, &executor, &hooks);
     match artifact_text(&scheduler, "a.rs") {
-        Err(RequestError::DependencyFailed { dep, cause }) => {
+        Err(error @ RequestError::DependencyFailed { .. }) => {
+            let RequestError::DependencyFailed {
+                requester,
+                dep,
+                cause,
+            } = &error
+            else {
+                unreachable!()
+            };
+            assert_eq!(requester.as_str(), "a.rs", "it names the requesting file");
             assert_eq!(dep.file.canonical.as_str(), "gone.rs");
             assert_eq!(dep.stage, TargetStage::Analysis);
             assert!(
-                matches!(&*cause, RequestError::SourceMissing { path } if path.as_str() == "gone.rs"),
+                matches!(&**cause, RequestError::SourceMissing { path, .. } if path.as_str() == "gone.rs"),
                 "{cause:?}"
+            );
+            // What a person reads: both files and the stage, no internal
+            // versions; the loader's own error at the end of the chain.
+            assert_eq!(
+                error.to_string(),
+                "a.rs depends on the Analysis of gone.rs, which failed"
+            );
+            assert!(
+                matches!(error.load_cause(), Some(LoadError::Missing { path }) if path == "gone.rs"),
+                "{:?}",
+                error.load_cause()
+            );
+            let mut chain = Vec::new();
+            let mut next: Option<&dyn std::error::Error> = Some(&error);
+            while let Some(link) = next {
+                chain.push(link.to_string());
+                next = link.source();
+            }
+            assert_eq!(
+                chain,
+                [
+                    "a.rs depends on the Analysis of gone.rs, which failed",
+                    "gone.rs has no backing source",
+                    "gone.rs does not exist",
+                ]
             );
         }
         other => panic!("expected DependencyFailed, got {other:?}"),

@@ -123,6 +123,7 @@ fn artifact_outcomes(
                 }
                 Err(sig) => {
                     out.insert(Outcome::Error(Sig::Dependency(
+                        path.to_owned(),
                         blocker.clone(),
                         "Analysis".into(),
                         Box::new(sig),
@@ -277,7 +278,13 @@ fn artifact_error_fits(
             match analysis_of(&blocker, blocker_state) {
                 Ok(_) => builds = true,
                 Err(cause) => {
-                    if *sig == Sig::Dependency(blocker.clone(), "Analysis".into(), Box::new(cause))
+                    if *sig
+                        == Sig::Dependency(
+                            path.to_owned(),
+                            blocker.clone(),
+                            "Analysis".into(),
+                            Box::new(cause),
+                        )
                     {
                         return true;
                     }

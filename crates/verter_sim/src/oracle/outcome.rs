@@ -30,8 +30,9 @@ pub enum Sig {
     Failed(String, String),
     /// `ExecutorPanicked` at a stage.
     Panicked(String, String),
-    /// `DependencyFailed` on a dependency's stage.
-    Dependency(String, String, Box<Sig>),
+    /// `DependencyFailed`: the requesting file, the dependency's file and
+    /// stage, and the dependency's own answer.
+    Dependency(String, String, String, Box<Sig>),
     /// `UpstreamFailed`: a DAG node skipped because of the upstream node
     /// (its label) that gave this answer.
     Upstream(String, Box<Sig>),
@@ -48,7 +49,7 @@ impl From<&RequestError> for Sig {
             RequestError::Superseded { path } => Self::Superseded(path.to_string()),
             RequestError::Shutdown { path } => Self::Shutdown(path.to_string()),
             RequestError::Cancelled => Self::Cancelled,
-            RequestError::SourceMissing { path } => Self::SourceMissing(path.to_string()),
+            RequestError::SourceMissing { path, .. } => Self::SourceMissing(path.to_string()),
             RequestError::LoadFailed { path, .. } => Self::LoadFailed(path.to_string()),
             RequestError::ExecutorFailed { path, stage, .. } => {
                 Self::Failed(path.to_string(), stage.to_string())
@@ -56,7 +57,12 @@ impl From<&RequestError> for Sig {
             RequestError::ExecutorPanicked { path, stage, .. } => {
                 Self::Panicked(path.to_string(), stage.to_string())
             }
-            RequestError::DependencyFailed { dep, cause } => Self::Dependency(
+            RequestError::DependencyFailed {
+                requester,
+                dep,
+                cause,
+            } => Self::Dependency(
+                requester.to_string(),
                 dep.file.canonical.to_string(),
                 stage_name(dep.stage).to_owned(),
                 Box::new(Self::from(&**cause)),
@@ -80,7 +86,9 @@ impl fmt::Display for Sig {
             Self::LoadFailed(p) => write!(f, "LoadFailed({p})"),
             Self::Failed(p, s) => write!(f, "Failed({s} {p})"),
             Self::Panicked(p, s) => write!(f, "Panicked({s} {p})"),
-            Self::Dependency(p, s, cause) => write!(f, "DependencyFailed({s} {p}: {cause})"),
+            Self::Dependency(r, p, s, cause) => {
+                write!(f, "DependencyFailed({r} needs {s} {p}: {cause})")
+            }
             Self::Upstream(node, cause) => write!(f, "UpstreamFailed({node}: {cause})"),
             Self::Internal(p) => write!(f, "Internal({p})"),
             Self::Other(text) => write!(f, "Other({text})"),

@@ -51,6 +51,7 @@ fn a_missing_blocker_fails_the_artifact_with_source_missing() {
         vec![o.latest(p)]
     });
     let dep = Sig::Dependency(
+        "a.rs".into(),
         "m.rs".into(),
         "Analysis".into(),
         Box::new(Sig::SourceMissing("m.rs".into())),
