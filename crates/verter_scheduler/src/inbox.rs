@@ -22,6 +22,9 @@
 //! 2. An urgent item sent while no write waits is taken before every normal
 //!    item (`an_urgent_read_overtakes_pending_reads`).
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::Waker;
+
 use crossbeam_channel::{Receiver, Sender as ChannelSender, TrySendError};
 use verter_pools::{Lane, WriteLanes};
 
@@ -52,6 +55,14 @@ pub(crate) struct Inbox<T> {
     normal: (ChannelSender<Envelope<T>>, Receiver<Envelope<T>>),
     /// The writes waiting in each lane, and the lane choice.
     writes: WriteLanes,
+    /// Items taken out so far: a room future is ready once it moved.
+    taken: AtomicU64,
+    /// Tasks waiting for room ([`crate::InboxRoom`]), woken after the
+    /// hold that took items out (never under the DAG lock).
+    room_wakers: parking_lot::Mutex<Vec<Waker>>,
+    /// Whether `room_wakers` may hold a waker: one load per hold when
+    /// nobody waits.
+    room_waiting: AtomicBool,
 }
 
 /// Why a send did not go through.
@@ -70,6 +81,9 @@ impl<T> Inbox<T> {
             urgent: crossbeam_channel::bounded(urgent_capacity),
             normal: crossbeam_channel::bounded(capacity),
             writes: WriteLanes::new(),
+            taken: AtomicU64::new(0),
+            room_wakers: parking_lot::Mutex::new(Vec::new()),
+            room_waiting: AtomicBool::new(false),
         }
     }
 
@@ -121,16 +135,63 @@ impl<T> Inbox<T> {
 
     /// The next item to admit: the urgent lane first.
     pub(crate) fn try_recv(&self) -> Option<Envelope<T>> {
-        self.urgent
+        let taken = self
+            .urgent
             .1
             .try_recv()
             .or_else(|_| self.normal.1.try_recv())
-            .ok()
+            .ok();
+        self.count_taken(taken.is_some());
+        taken
     }
 
     /// The next item of `lane` alone.
     pub(crate) fn try_recv_lane(&self, lane: Lane) -> Option<Envelope<T>> {
-        self.lane(lane).1.try_recv().ok()
+        let taken = self.lane(lane).1.try_recv().ok();
+        self.count_taken(taken.is_some());
+        taken
+    }
+
+    fn count_taken(&self, taken: bool) {
+        if taken {
+            self.taken.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// How many items were taken out so far.
+    pub(crate) fn taken(&self) -> u64 {
+        self.taken.load(Ordering::Acquire)
+    }
+
+    /// Whether the normal lane has room for an item now.
+    pub(crate) fn has_room(&self) -> bool {
+        !self.normal.0.is_full()
+    }
+
+    /// Registers `waker` to be woken after the next hold that takes items
+    /// out ([`Self::wake_room`]).
+    pub(crate) fn wait_for_room(&self, waker: &Waker) {
+        let mut wakers = self.room_wakers.lock();
+        if !wakers.iter().any(|known| known.will_wake(waker)) {
+            wakers.push(waker.clone());
+        }
+        self.room_waiting.store(true, Ordering::SeqCst);
+    }
+
+    /// Wakes every task waiting for room. Called after each hold, outside
+    /// the DAG lock; one load when nobody waits.
+    pub(crate) fn wake_room(&self) {
+        if !self.room_waiting.load(Ordering::SeqCst) {
+            return;
+        }
+        let wakers = {
+            let mut wakers = self.room_wakers.lock();
+            self.room_waiting.store(false, Ordering::SeqCst);
+            std::mem::take(&mut *wakers)
+        };
+        for waker in wakers {
+            waker.wake();
+        }
     }
 
     /// Items in the urgent and the normal lane now.

@@ -245,7 +245,8 @@ pub use node::{FileNode, NodeView};
 pub use output::{RequestResult, StageOutput};
 pub use remote_work::Completion;
 pub use scheduler::{
-    Invalidation, Observer, QuiescenceReport, SchedulerCounters, SchedulerStats, Snapshot,
+    InboxRoom, Invalidation, Observer, QuiescenceReport, SchedulerCounters, SchedulerStats,
+    Snapshot,
 };
 pub use snapshot::{
     AnalysisSnapshot, ArtifactSnapshot, Canonicals, Revision, SourceSnapshot, SourceText,

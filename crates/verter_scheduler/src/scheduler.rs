@@ -395,6 +395,8 @@ pub use lifecycle::Invalidation;
 mod publication;
 mod reads;
 mod recovery;
+mod room;
+pub use room::InboxRoom;
 mod shutdown;
 mod snapshot;
 pub use snapshot::Snapshot;

@@ -672,6 +672,8 @@ impl<E: StageExecutor> Scheduler<E> {
     /// After the lock: events, answers, dispatch of newly ready work, and a
     /// progress signal for idle waiters.
     pub(crate) fn run_post(&self, post: PostWork<E>) {
+        // Tasks waiting for room in the inbox: this hold may have made some.
+        self.inbox.wake_room();
         if post.is_empty() {
             return;
         }

@@ -465,3 +465,141 @@ fn a_non_blocking_request_is_backpressured_by_a_full_inbox_and_changes_nothing()
         verter_scheduler::QuiescenceReport::clean()
     );
 }
+
+/// Holds the thread that delivers the post-work of the hold admitting
+/// `path`'s request (the driver, for an external submitter's normal
+/// request) in its `Acted(Requested)` event until released.
+#[derive(Default)]
+struct HoldAdmission {
+    path: &'static str,
+    arrived: parking_lot::Mutex<Option<crossbeam_channel::Sender<()>>>,
+    release: parking_lot::Mutex<Option<crossbeam_channel::Receiver<()>>>,
+}
+
+impl verter_scheduler::Hooks for HoldAdmission {
+    fn on_event(&self, event: &SchedulerEvent) {
+        if let SchedulerEvent::Acted(verter_scheduler::HostAction::Requested { key, .. }) = event
+            && key.file.canonical.as_str() == self.path
+            && let Some(arrived) = self.arrived.lock().take()
+        {
+            let _ = arrived.send(());
+            if let Some(release) = self.release.lock().take() {
+                release
+                    .recv_timeout(std::time::Duration::from_secs(60))
+                    .expect("the test never released the driver");
+            }
+        }
+    }
+}
+
+/// Counts its wakes.
+struct CountWakes(crossbeam_channel::Sender<()>);
+
+impl std::task::Wake for CountWakes {
+    fn wake(self: Arc<Self>) {
+        let _ = self.0.send(());
+    }
+}
+
+/// An async host waits for inbox room without blocking a thread: with the
+/// driver held, the inbox stays full, the room future is pending, and the
+/// hold that admits the waiting request wakes it; a retry is admitted.
+#[test]
+fn a_task_waiting_for_inbox_room_is_woken_by_the_hold_that_makes_it() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    use verter_scheduler::Admission;
+    watchdog("inbox room", || {
+        let files = MemFiles::with(&[("first.rs", "a"), ("second.rs", "b"), ("third.rs", "c")]);
+        let executor = LineExecutor::default();
+        let (arrived_tx, arrived) = crossbeam_channel::bounded(1);
+        let (release, release_rx) = crossbeam_channel::bounded(1);
+        let hooks = Arc::new(HoldAdmission {
+            path: "first.rs",
+            arrived: parking_lot::Mutex::new(Some(arrived_tx)),
+            release: parking_lot::Mutex::new(Some(release_rx)),
+        });
+        let mut config = SchedulerConfig::with_threads(2, 1);
+        config.idle_repump = None;
+        config.wait_backstop = None;
+        config.inbox_capacity = 1;
+        config.hooks = hooks;
+        let scheduler = threaded_with(&files, &executor, config);
+
+        let first = scheduler.ask(Source.of("first.rs"));
+        arrived
+            .recv()
+            .expect("the driver admitted first.rs and is held");
+        // The driver is held: one request fills the lane, the next is
+        // refused.
+        let Admission::Admitted(second) = scheduler.try_ask(Source.of("second.rs")) else {
+            panic!("the lane had room for one");
+        };
+        assert!(matches!(
+            scheduler.try_ask(Source.of("third.rs")),
+            Admission::Backpressured
+        ));
+        let (woke_tx, woke) = crossbeam_channel::unbounded();
+        let waker = Waker::from(Arc::new(CountWakes(woke_tx)));
+        let mut cx = Context::from_waker(&waker);
+        let mut room = std::pin::pin!(scheduler.inbox_room());
+        assert!(
+            room.as_mut().poll(&mut cx).is_pending(),
+            "the inbox is full"
+        );
+        assert!(woke.try_recv().is_err());
+
+        release.send(()).expect("the driver waits");
+        // Woken after holds (one that made no room may wake it too: then it
+        // is pending again, registered anew), until the hold that admitted
+        // second.rs made the room.
+        let mut wakes = 0;
+        loop {
+            woke.recv().expect("a hold woke the task");
+            wakes += 1;
+            if room.as_mut().poll(&mut cx) == Poll::Ready(()) {
+                break;
+            }
+        }
+        assert!(wakes >= 1);
+        let Admission::Admitted(third) = scheduler.try_ask(Source.of("third.rs")) else {
+            panic!("room was made");
+        };
+        for handle in [&first, &second, &third] {
+            scheduler.wait(handle).expect("parsed");
+        }
+        assert_quiescent(&scheduler, &[]);
+    });
+}
+
+/// Inline, nothing else admits: the room future admits what waits on the
+/// polling thread and is ready at once.
+#[test]
+fn an_inline_schedulers_room_future_makes_the_room_itself() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    use verter_scheduler::Admission;
+    let files = MemFiles::with(&[("a.rs", "a"), ("b.rs", "b")]);
+    let executor = LineExecutor::default();
+    let mut config = test_config(Arc::new(GateHooks::default()));
+    config.inbox_capacity = 1;
+    let scheduler = Scheduler::new_inline(config, files.clone(), executor.clone())
+        .expect("a valid scheduler configuration");
+    let Admission::Admitted(a) = scheduler.try_ask(Source.of("a.rs")) else {
+        panic!("the lane had room for one");
+    };
+    assert!(matches!(
+        scheduler.try_ask(Source.of("b.rs")),
+        Admission::Backpressured
+    ));
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut room = std::pin::pin!(scheduler.inbox_room());
+    assert_eq!(room.as_mut().poll(&mut cx), Poll::Ready(()));
+    let Admission::Admitted(b) = scheduler.try_ask(Source.of("b.rs")) else {
+        panic!("room was made");
+    };
+    for handle in [&a, &b] {
+        scheduler.wait(handle).expect("parsed");
+    }
+    assert_quiescent(&scheduler, &[]);
+}
