@@ -184,7 +184,12 @@
 //! thread, and on a threaded one runs queued urgent stages on a host thread
 //! before parking; a handle's own `wait_timeout` parks without pumping;
 //! `.await` needs no runtime (a threaded scheduler answers on its own
-//! threads; an inline one needs someone to pump it).
+//! threads; an inline one needs someone to pump it:
+//! [`Scheduler::drive`]`(handle).await` works for both, running an inline
+//! scheduler's work on the polling thread). An async host that meets a full
+//! inbox (`try_ask` answered `Backpressured`) awaits
+//! [`Scheduler::inbox_room`] instead of blocking its runtime's thread in
+//! `ask`.
 
 mod causal_log;
 mod causes;
@@ -245,7 +250,7 @@ pub use node::{FileNode, NodeView};
 pub use output::{RequestResult, StageOutput};
 pub use remote_work::Completion;
 pub use scheduler::{
-    InboxRoom, Invalidation, Observer, QuiescenceReport, SchedulerCounters, SchedulerStats,
+    Drive, InboxRoom, Invalidation, Observer, QuiescenceReport, SchedulerCounters, SchedulerStats,
     Snapshot,
 };
 pub use snapshot::{

@@ -396,7 +396,7 @@ mod publication;
 mod reads;
 mod recovery;
 mod room;
-pub use room::InboxRoom;
+pub use room::{Drive, InboxRoom};
 mod shutdown;
 mod snapshot;
 pub use snapshot::Snapshot;

@@ -96,3 +96,62 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 }
+
+/// A handle's answer as a future that also drives an inline scheduler:
+/// made by [`Scheduler::drive`].
+#[must_use = "a future does nothing unless awaited"]
+pub struct Drive<'a, E: StageExecutor, H> {
+    scheduler: &'a Scheduler<E>,
+    handle: H,
+}
+
+impl<E: StageExecutor, H> std::fmt::Debug for Drive<'_, E, H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Drive").finish_non_exhaustive()
+    }
+}
+
+impl<E, H> Future for Drive<'_, E, H>
+where
+    E: StageExecutor,
+    H: Future + crate::Waitable<E, Output = <H as Future>::Output> + Unpin,
+{
+    type Output = <H as Future>::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if self.scheduler.is_inline() {
+            // No thread runs the work but this one: run it to the answer.
+            return Poll::Ready(self.scheduler.wait(&self.handle));
+        }
+        Pin::new(&mut self.handle).poll(cx)
+    }
+}
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// `handle`'s answer, as a future that works for both kinds of
+    /// scheduler: a threaded one answers on its own threads (this is the
+    /// handle's own future); an inline one has no threads, so polling runs
+    /// its work on the polling thread until the answer is there (awaiting
+    /// the handle itself would wait for a pump that never comes).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use verter_scheduler::{AnalysisSnapshot, RequestError, Scheduler, StageExecutor, StageKind, stage};
+    ///
+    /// async fn analysed<E: StageExecutor>(
+    ///     scheduler: &Scheduler<E>,
+    /// ) -> Result<Arc<AnalysisSnapshot<E::Analysis>>, RequestError> {
+    ///     let handle = scheduler.ask(stage::Analysis.of("a.rs"));
+    ///     scheduler.drive(handle).await
+    /// }
+    /// ```
+    pub fn drive<H>(&self, handle: H) -> Drive<'_, E, H>
+    where
+        H: Future + crate::Waitable<E, Output = <H as Future>::Output> + Unpin,
+    {
+        Drive {
+            scheduler: self,
+            handle,
+        }
+    }
+}

@@ -603,3 +603,58 @@ fn an_inline_schedulers_room_future_makes_the_room_itself() {
     }
     assert_quiescent(&scheduler, &[]);
 }
+
+/// Awaited from async code, an inline scheduler's handle alone never
+/// completes (nothing pumps it); `drive` runs the work on the polling
+/// thread and is ready at the first poll, with the same answer a wait
+/// gives. Threaded, `drive` is the handle's own future: woken when the
+/// stage threads answer.
+#[test]
+fn drive_answers_an_inline_schedulers_handle_on_the_polling_thread() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let files = MemFiles::with(&[("a.rs", "one two"), ("b.rs", "three")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut alone = scheduler.ask(Source.of("a.rs"));
+    assert!(
+        std::pin::Pin::new(&mut alone).poll(&mut cx).is_pending(),
+        "nothing pumps an inline scheduler for the handle alone"
+    );
+    let mut driven = std::pin::pin!(scheduler.drive(alone.clone()));
+    let Poll::Ready(Ok(source)) = driven.as_mut().poll(&mut cx) else {
+        panic!("drive runs the work to its answer");
+    };
+    assert_eq!(&*source.text.text, "one two");
+    assert!(matches!(
+        std::pin::Pin::new(&mut alone).poll(&mut cx),
+        Poll::Ready(Ok(_))
+    ));
+    assert_quiescent(&scheduler, &[]);
+
+    watchdog("drive threaded", || {
+        let files = MemFiles::with(&[("b.rs", "three")]);
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        let gate = hooks.hold("b.rs", "Source", HookPoint::BeforeCompletion);
+        let (woke_tx, woke) = crossbeam_channel::unbounded();
+        let waker = Waker::from(Arc::new(CountWakes(woke_tx)));
+        let mut cx = Context::from_waker(&waker);
+        let mut driven = std::pin::pin!(scheduler.drive(scheduler.ask(Source.of("b.rs"))));
+        gate.wait_arrival();
+        assert!(
+            driven.as_mut().poll(&mut cx).is_pending(),
+            "the parse is held"
+        );
+        gate.open();
+        woke.recv().expect("the answer wakes the task");
+        let Poll::Ready(Ok(source)) = driven.as_mut().poll(&mut cx) else {
+            panic!("answered once woken");
+        };
+        assert_eq!(&*source.text.text, "three");
+        assert_quiescent(&scheduler, &[]);
+    });
+}
