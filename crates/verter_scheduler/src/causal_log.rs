@@ -423,19 +423,46 @@ impl<'a> CausalIndex<'a> {
                     work: *work,
                     error: error.to_string(),
                 });
-                match error {
-                    // The dependency's own failure (or, forgotten, its run).
+                let next = match error {
+                    // The dependency's own failure (or its run).
                     RequestError::DependencyFailed { dep, .. } => {
                         let dep = WorkNodeIdentity::File(*dep);
-                        self.before(&self.failures, &dep, at)
-                            .or_else(|| self.before(&self.runs, &dep, at))
+                        let found = self
+                            .before(&self.failures, &dep, at)
+                            .or_else(|| self.before(&self.runs, &dep, at));
+                        if found.is_none() {
+                            steps.push(Step::Forgotten {
+                                missing: format!("the failure of {}", Step::work_label(&dep)),
+                            });
+                            return None;
+                        }
+                        found
                     }
                     // A file the host removed, and gave no text since.
-                    RequestError::SourceMissing { path, .. } => self
-                        .removed(*path, at)
-                        .or_else(|| self.before(&self.runs, work, at)),
-                    _ => self.before(&self.runs, work, at),
-                }
+                    RequestError::SourceMissing { path, .. } => self.removed(*path, at),
+                    _ => None,
+                };
+                // Otherwise its own run, or, when it never ran, the failure
+                // of a lower stage of its file (the one its error is).
+                next.or_else(|| {
+                    let own = self.before(&self.runs, work, at);
+                    let lower = match work {
+                        WorkNodeIdentity::File(key) => [TargetStage::Source, TargetStage::Analysis]
+                            .into_iter()
+                            .filter(|stage| {
+                                *stage != key.stage
+                                    && (*stage == TargetStage::Source
+                                        || matches!(key.stage, TargetStage::Artifact(_)))
+                            })
+                            .filter_map(|stage| {
+                                let lower = WorkNodeIdentity::File(key.file.at(stage));
+                                self.before(&self.failures, &lower, at)
+                            })
+                            .max(),
+                        WorkNodeIdentity::CacheNode { .. } => None,
+                    };
+                    own.max(lower)
+                })
             }
             SchedulerEvent::Acted(action) => {
                 steps.push(Step::Acted(*action));

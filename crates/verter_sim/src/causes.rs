@@ -15,7 +15,7 @@
 //! the last reset ([`judge_window`], [`judge_holds`]).
 //!
 //! # Rules
-//! 1. *Chains.* Every `Ran` and every `Dispatched` record's chain
+//! 1. *Chains.* Every `Ran`, `Dispatched` and `DidFail` record's chain
 //!    ([`CausalIndex::explain_record`]) ends at a host action
 //!    ([`Explanation::ends_at_host_action`]). A log that holds everything
 //!    never ends one elsewhere; a window that lost records to the ring may
@@ -73,6 +73,8 @@ pub struct CauseStats {
     pub runs: u64,
     /// `Dispatched` records whose chain ends at a host action.
     pub dispatches: u64,
+    /// `DidFail` records whose chain ends at a host action.
+    pub failures: u64,
     /// The most steps one of those chains took.
     pub longest_chain: u64,
     /// Completions (`DidComplete`, `DidCutOff(_, Unchanged)`) that follow
@@ -108,6 +110,7 @@ impl CauseStats {
         self.records += other.records;
         self.runs += other.runs;
         self.dispatches += other.dispatches;
+        self.failures += other.failures;
         self.longest_chain = self.longest_chain.max(other.longest_chain);
         self.completions += other.completions;
         self.verified += other.verified;
@@ -121,7 +124,7 @@ impl CauseStats {
 
     /// Chains judged to end at a host action.
     pub fn chains(&self) -> u64 {
-        self.runs + self.dispatches
+        self.runs + self.dispatches + self.failures
     }
 }
 
@@ -129,10 +132,11 @@ impl fmt::Display for CauseStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "causes judged: {} chains end at a host action ({} runs, {} dispatches, longest {} steps) in {} log records",
+            "causes judged: {} chains end at a host action ({} runs, {} dispatches, {} failures, longest {} steps) in {} log records",
             self.chains(),
             self.runs,
             self.dispatches,
+            self.failures,
             self.longest_chain,
             self.records,
         )?;
@@ -390,19 +394,26 @@ fn judge_chains(
 ) {
     let records = index.records();
     for (i, record) in records.iter().enumerate().skip(from) {
-        let is_run = match record.event {
-            SchedulerEvent::Ran(_) => true,
-            SchedulerEvent::Dispatched(..) => false,
+        #[derive(PartialEq)]
+        enum Kind {
+            Run,
+            Dispatch,
+            Failure,
+        }
+        let kind = match record.event {
+            SchedulerEvent::Ran(_) => Kind::Run,
+            SchedulerEvent::Dispatched(..) => Kind::Dispatch,
+            SchedulerEvent::DidFail(..) => Kind::Failure,
             _ => continue,
         };
         let chain = index.explain_record(i);
         let stats = &mut verdict.stats;
         if chain.ends_at_host_action() {
             stats.longest_chain = stats.longest_chain.max(chain.steps.len() as u64);
-            if is_run {
-                stats.runs += 1;
-            } else {
-                stats.dispatches += 1;
+            match kind {
+                Kind::Run => stats.runs += 1,
+                Kind::Dispatch => stats.dispatches += 1,
+                Kind::Failure => stats.failures += 1,
             }
             continue;
         }
