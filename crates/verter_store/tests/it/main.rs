@@ -1,12 +1,14 @@
 //! The store's public behaviour, through its public API only: entries
 //! (`entries.rs`), eviction (`eviction.rs`), discarded stores
-//! (`bad_store.rs`), locking (`locking.rs`) and crash safety (`crash.rs`).
+//! (`bad_store.rs`), locking (`locking.rs`), crash safety (`crash.rs`),
+//! and a model-based property test against an LRU map (`model.rs`).
 
 mod bad_store;
 mod crash;
 mod entries;
 mod eviction;
 mod locking;
+mod model;
 
 use std::path::Path;
 
