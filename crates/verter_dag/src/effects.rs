@@ -119,6 +119,10 @@ impl Dispatch {
     }
 }
 
+/// Work that failed without running, each with the failure its waiters
+/// were answered ([`Effects::failed`]).
+pub type FailedWork = Vec<(WorkNodeIdentity, Arc<DagFailure>)>;
+
 /// The effects of one DAG operation, for the caller to run after unlocking.
 #[derive(Debug, Default)]
 #[must_use = "effects must be carried out after the lock is released, or waiters hang"]
@@ -149,8 +153,10 @@ pub struct Effects {
     pub released: Vec<Arc<DagFailure>>,
     /// Work that failed without running because a dependency failed, with
     /// the failure its waiters were answered: for the caller to report.
-    /// Like `released`, dropped after the lock.
-    pub failed: Vec<(WorkNodeIdentity, Arc<DagFailure>)>,
+    /// Like `released`, dropped after the lock. Boxed (one word while
+    /// empty): effects move by value on every completion, and failures are
+    /// rare.
+    pub failed: Option<Box<FailedWork>>,
 }
 
 impl Effects {
@@ -163,7 +169,7 @@ impl Effects {
             && self.invalidated.is_empty()
             && self.ingested.is_empty()
             && self.released.is_empty()
-            && self.failed.is_empty()
+            && self.failed.is_none()
     }
 
     /// Appends `other`'s effects after this one's.
@@ -175,6 +181,8 @@ impl Effects {
         self.invalidated.extend(other.invalidated);
         self.ingested.extend(other.ingested);
         self.released.extend(other.released);
-        self.failed.extend(other.failed);
+        if let Some(other) = other.failed {
+            self.failed.get_or_insert_default().extend(*other);
+        }
     }
 }

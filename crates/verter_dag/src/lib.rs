@@ -113,7 +113,7 @@ pub use dag::{
     SchedulerDag,
 };
 pub use edges::EdgeOccupancy;
-pub use effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, WaiterId};
+pub use effects::{Answer, DedupJoinerEvent, Dispatch, Effects, FailedWork, WaitPolicy, WaiterId};
 pub use error::{DagFailure, FailureCause, GenerationExhausted, LinkError};
 pub use identity::{
     CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, ObjectRecord,

@@ -472,7 +472,10 @@ impl<P> SchedulerDag<P> {
             }
             // Never run and not cancelled by anyone: its input failed.
             self.drop_node_as(&identity, Dropped::DependencyFailed, effects);
-            effects.failed.push((identity, Arc::clone(&failure)));
+            effects
+                .failed
+                .get_or_insert_default()
+                .push((identity, Arc::clone(&failure)));
             if let WorkNodeIdentity::File(key) = &identity {
                 self.answer_group(key, Err((*failure).clone()), effects);
                 let next = Arc::new(DagFailure::DependencyFailed {

@@ -646,16 +646,16 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         // Work failed for a dependency's failure never ran: its failure is
         // reported here (what `explain` follows down to the root cause).
-        if !effects.failed.is_empty() {
+        if let Some(failed) = effects.failed {
             if post.observed() {
-                for (work, failure) in &effects.failed {
+                for (work, failure) in failed.iter() {
                     if let WorkNodeIdentity::File(key) = work {
                         let error = answer_error(&key.file, failure).detached();
                         post.event(|| SchedulerEvent::DidFail(*work, error));
                     }
                 }
             }
-            post.discard(effects.failed);
+            post.discard(failed);
         }
         for joiner in effects.joiners {
             post.event(|| SchedulerEvent::DidJoin(joiner.key));
