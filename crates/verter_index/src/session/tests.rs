@@ -394,3 +394,39 @@ fn a_file_declared_twice_takes_the_path_of_its_first_declaration() {
     assert_eq!(module_of(&session, &shared), "crate::z::from_z");
     assert_eq!(json(&session.index()), fresh());
 }
+
+/// A held file a second parent starts declaring is pinned to that parent
+/// while the local pass walks the new declaration; the settle walk must pin
+/// it back to its first declaration, though nothing on its path was
+/// parsed again, or its next parse would take the second parent's path.
+#[test]
+fn a_second_declaration_of_a_held_file_leaves_its_pin_on_the_first() {
+    let (_dir, root, roots) = crate_of(&[
+        ("src/lib.rs", "mod z;\nmod a;\n"),
+        ("src/z.rs", "#[path = \"shared.rs\"]\npub mod from_z;\n"),
+        ("src/a.rs", "pub fn a() {}\n"),
+        ("src/shared.rs", "pub fn shared() {}\n"),
+    ]);
+    let shared = root.join("src/shared.rs");
+    let scheduler = scheduler();
+    let mut session =
+        IndexSession::build(&scheduler, &roots, &WalkProgress::default()).expect("build");
+    let fresh = || json(&index_roots(&self::scheduler(), &roots).expect("fresh walk"));
+    assert_eq!(module_of(&session, &shared), "crate::z::from_z");
+
+    let a = root.join("src/a.rs");
+    std::fs::write(&a, "#[path = \"shared.rs\"]\npub mod from_a;\n").expect("write");
+    tell(&scheduler, std::slice::from_ref(&a));
+    session.refresh(&scheduler, &roots, &[&a]).expect("refresh");
+    assert_eq!(module_of(&session, &shared), "crate::z::from_z");
+    assert_eq!(json(&session.index()), fresh());
+
+    // Its own edit parses it again, located by its pin.
+    std::fs::write(&shared, "pub fn shared() {}\npub fn more() {}\n").expect("write");
+    tell(&scheduler, std::slice::from_ref(&shared));
+    session
+        .refresh(&scheduler, &roots, &[&shared])
+        .expect("refresh");
+    assert_eq!(module_of(&session, &shared), "crate::z::from_z");
+    assert_eq!(json(&session.index()), fresh());
+}
