@@ -446,18 +446,25 @@ impl Declarations {
         reads: impl IntoIterator<Item = (&'r Path, &'r [ModuleRead])>,
         only: Option<&HashSet<ModuleKey>>,
     ) -> Vec<bool> {
+        // `only` by module, so a lookup is checked without copying its key.
+        let mut only_by_module: HashMap<&CratePath, Vec<&Path>> = HashMap::new();
+        for (crate_root, module) in only.into_iter().flatten() {
+            only_by_module
+                .entry(module)
+                .or_default()
+                .push(crate_root.as_path());
+        }
         let table = self.table.lock();
-        let mut key = (PathBuf::new(), CratePath::root());
         reads
             .into_iter()
             .map(|(reader, reads)| {
                 reads.iter().any(|read| {
-                    if let Some(only) = only {
-                        key.0.clone_from(&read.crate_root);
-                        key.1 = read.module.clone();
-                        if !only.contains(&key) {
-                            return false;
-                        }
+                    if only.is_some()
+                        && !only_by_module
+                            .get(&read.module)
+                            .is_some_and(|roots| roots.iter().any(|root| *root == read.crate_root))
+                    {
+                        return false;
                     }
                     Self::declared_module_in(
                         &table,

@@ -703,6 +703,7 @@ impl IndexSession {
                     .iter()
                     .filter_map(|(path, source)| Some((path, source.as_ref()?))),
             )
+            .filter(|(_, source)| !source.parsed.reads.modules.is_empty())
             .collect();
         let verdicts = scheduler.executor().declarations().module_reads_changed(
             sources.iter().map(|(path, source)| {
@@ -776,11 +777,11 @@ impl IndexSession {
                     (walker.pending[index].path, source, true)
                 }
             };
-            let sites = DeclarationSites::of(&parent.parsed);
-            for child in &parent.forward_deps {
+            let sites = DeclarationSites::of(&parent.parsed, &parent.forward_deps);
+            for (position, child) in parent.forward_deps.iter().enumerate() {
                 let visit = Visit {
                     path: child.as_str(),
-                    site: sites.site(child, file),
+                    site: sites.site(position, child, file),
                     ask: false,
                     follow,
                     parent_recorded_now: recorded_now,
@@ -1265,8 +1266,16 @@ fn same_outcome(old: &Entry, new: &Entry) -> bool {
 /// Where each file a parent names is declared in it: the first `mod` that
 /// names it, else the first `include!`. Built once per parsed parent, so a
 /// parent naming N files costs O(N), not O(N²).
-struct DeclarationSites<'a> {
-    by_file: HashMap<Cow<'a, str>, Declaration<'a>>,
+enum DeclarationSites<'a> {
+    /// Each child (`forward_deps`) is named by the declaration at its
+    /// position among the `mod`s then the `include!`s, none left out (the
+    /// usual parent): the first declaration naming a file is then the one
+    /// at its first position, which is where the walk takes it in, so no
+    /// file is looked up.
+    InOrder(&'a RustSource),
+    /// Otherwise (a declaration of a missing optional file, left out of
+    /// the children): by file.
+    ByFile(HashMap<Cow<'a, str>, Declaration<'a>>),
 }
 
 /// One declaration, as [`DeclarationSites`] keeps it.
@@ -1277,7 +1286,28 @@ enum Declaration<'a> {
 }
 
 impl<'a> DeclarationSites<'a> {
-    fn of(parent: &'a RustSource) -> Self {
+    fn of(parent: &'a RustSource, children: &[Canonical]) -> Self {
+        let named = |file: &Path, child: Option<&Canonical>| {
+            child.is_some_and(|child| {
+                file.as_os_str().as_encoded_bytes() == child.as_str().as_bytes()
+            })
+        };
+        let in_order = parent.mods.len() + parent.includes.len() == children.len()
+            && parent
+                .mods
+                .iter()
+                .enumerate()
+                .all(|(position, decl)| named(&decl.file, children.get(position)))
+            && parent
+                .includes
+                .iter()
+                .enumerate()
+                .all(|(position, include)| {
+                    named(&include.file, children.get(parent.mods.len() + position))
+                });
+        if in_order {
+            return Self::InOrder(parent);
+        }
         let mut by_file = HashMap::with_capacity(parent.mods.len() + parent.includes.len());
         // Keyed by the text a child's `Canonical` has (`path_text`).
         for decl in &parent.mods {
@@ -1290,12 +1320,24 @@ impl<'a> DeclarationSites<'a> {
                 .entry(include.file.to_string_lossy())
                 .or_insert(Declaration::Include(include));
         }
-        Self { by_file }
+        Self::ByFile(by_file)
     }
 
-    /// The declaration that names `child` in the parent at `parent_path`.
-    fn site(&self, child: &Canonical, parent_path: &'static str) -> Option<Site<'a>> {
-        let declaration = *self.by_file.get(child.as_str())?;
+    /// The declaration that names `child`, at `position` among the
+    /// parent's children, in the parent at `parent_path`.
+    fn site(
+        &self,
+        position: usize,
+        child: &Canonical,
+        parent_path: &'static str,
+    ) -> Option<Site<'a>> {
+        let declaration = match self {
+            Self::InOrder(parent) => match parent.mods.get(position) {
+                Some(decl) => Declaration::Mod(decl),
+                None => Declaration::Include(parent.includes.get(position - parent.mods.len())?),
+            },
+            Self::ByFile(by_file) => *by_file.get(child.as_str())?,
+        };
         Some(Site::Declared {
             file: parent_path,
             declaration,
