@@ -855,14 +855,11 @@ impl IndexSession {
         if let Some(site) = site.as_ref().filter(|_| repinned) {
             declarations.pin(Path::new(path), Path::new(site.file()));
         }
-        let entry = &self.entries[path];
+        let recorded_now = entry.recorded_in == self.refreshes;
         let stale = follow == Follow::All
             && entry.source.as_ref().is_some_and(|source| {
-                let moved = pass.check_all
-                    || parent_recorded_now
-                    || repinned
-                    || !same_site
-                    || entry.recorded_in == self.refreshes;
+                let moved =
+                    pass.check_all || parent_recorded_now || repinned || !same_site || recorded_now;
                 (moved && location_is_stale(scheduler, path, &source.parsed))
                     || probes_are_stale(&source.parsed, pass)
             });
@@ -883,10 +880,6 @@ impl IndexSession {
             );
             return Ok(());
         }
-        let recorded_now = entry.recorded_in == self.refreshes;
-        let Some(entry) = self.entries.get_mut(path) else {
-            return Ok(());
-        };
         if !same_site
             && (follow == Follow::All
                 || site
@@ -900,8 +893,9 @@ impl IndexSession {
             // The table pins it to `site` now.
             entry.pin_agrees = same_file(&entry.declared_at, site);
         }
+        // A file that declares nothing has no children to take in.
         if follow == Follow::All
-            && let Some(source) = &entry.source
+            && let Some(source) = entry.source.as_ref().filter(|s| !s.forward_deps.is_empty())
         {
             walker.queue.push_back(Queued::Held {
                 path,
