@@ -59,6 +59,12 @@
 //! the path is in `C`, and every held probe of one is compared), and its
 //! module lookups answer as the table does (the table logs every key whose
 //! declarations changed, and only adopted files — the index's — declare).
+//! A file that becomes an entry or a phantom has every lookup and probe
+//! compared instead: its Source may be one the scheduler kept from before
+//! it left the index (its text unchanged), whose reads no refresh compared
+//! while it was out
+//! (`a_file_back_in_the_index_has_every_module_lookup_compared`,
+//! `a_file_back_in_the_index_has_every_probe_compared`).
 //! The settle walk compares a held file's location only when its first
 //! declaration moved to another file (so its pin moves), its first
 //! declaration is not the one its entry records, its parent or itself was
@@ -226,6 +232,12 @@ struct Pass {
     before: HashMap<String, Entry>,
     /// Files this refresh added to the index (compared with nothing).
     added: HashSet<String>,
+    /// Files that became entries or phantoms since the settle pass last
+    /// compared their derived reads: a Source the scheduler kept from
+    /// before (a file that left the index and came back with the same
+    /// text) may have looked up modules and probed paths while the session
+    /// compared nothing of it, so all its lookups and probes are compared.
+    newcomers: HashSet<String>,
     /// Files asked about in this refresh.
     asked: HashSet<String>,
     /// Files this refresh parsed again for a derived input
@@ -632,11 +644,22 @@ impl IndexSession {
             // Module lookups, now that every adopted file's declarations
             // are in the table.
             changed_keys.extend(declarations.take_changed_modules());
-            let stale = if pass.full || !changed_keys.is_empty() {
-                self.stale_lookups(scheduler, (!pass.full).then_some(&changed_keys))
+            let mut stale = if pass.full || !changed_keys.is_empty() || !pass.newcomers.is_empty() {
+                self.stale_lookups(
+                    scheduler,
+                    (!pass.full).then_some(&changed_keys),
+                    &pass.newcomers,
+                )
             } else {
                 Vec::new()
             };
+            if !pass.full {
+                // (A build's parses all ran now: their probes are the disk's.)
+                stale.extend(self.stale_probes(&pass.newcomers));
+                stale.sort();
+                stale.dedup();
+            }
+            pass.newcomers.clear();
             changed_keys.clear();
             pass.full = false;
             if stale.is_empty() {
@@ -688,37 +711,90 @@ impl IndexSession {
     }
 
     /// The held parses (entries and phantoms) whose module lookups would
-    /// now answer otherwise; only lookups of `only`'s keys when given.
+    /// now answer otherwise; only lookups of `only`'s keys when given, but
+    /// every lookup of `newcomers`.
     fn stale_lookups(
         &self,
         scheduler: &Scheduler<RustIndexer>,
         only: Option<&HashSet<crate::declarations::ModuleKey>>,
+        newcomers: &HashSet<String>,
     ) -> Vec<String> {
-        let sources: Vec<(&String, &Arc<SourceSnapshot<RustSource>>)> = self
-            .entries
-            .iter()
-            .filter_map(|(path, entry)| Some((path, entry.source.as_ref()?)))
-            .chain(
-                self.phantoms
-                    .iter()
-                    .filter_map(|(path, source)| Some((path, source.as_ref()?))),
-            )
-            .filter(|(_, source)| !source.parsed.reads.modules.is_empty())
-            .collect();
-        let verdicts = scheduler.executor().declarations().module_reads_changed(
-            sources.iter().map(|(path, source)| {
-                (
-                    Path::new(path.as_str()),
-                    source.parsed.reads.modules.as_slice(),
+        let declarations = scheduler.executor().declarations();
+        let mut stale = Vec::new();
+        let mut compare =
+            |sources: Vec<(&String, &Arc<SourceSnapshot<RustSource>>)>,
+             only: Option<&HashSet<crate::declarations::ModuleKey>>| {
+                let verdicts = declarations.module_reads_changed(
+                    sources.iter().map(|(path, source)| {
+                        (
+                            Path::new(path.as_str()),
+                            source.parsed.reads.modules.as_slice(),
+                        )
+                    }),
+                    only,
+                );
+                stale.extend(
+                    sources
+                        .iter()
+                        .zip(verdicts)
+                        .filter(|(_, changed)| *changed)
+                        .map(|((path, _), _)| (*path).clone()),
+                );
+            };
+        let looked_up =
+            |source: &&Arc<SourceSnapshot<RustSource>>| !source.parsed.reads.modules.is_empty();
+        if only.is_none_or(|keys| !keys.is_empty()) {
+            let sources = self
+                .entries
+                .iter()
+                .filter_map(|(path, entry)| Some((path, entry.source.as_ref()?)))
+                .chain(
+                    self.phantoms
+                        .iter()
+                        .filter_map(|(path, source)| Some((path, source.as_ref()?))),
                 )
-            }),
-            only,
-        );
-        let mut stale: Vec<String> = sources
+                .filter(|(_, source)| looked_up(source))
+                .collect();
+            compare(sources, only);
+        }
+        if only.is_some() {
+            let sources = newcomers
+                .iter()
+                .filter_map(|path| Some((path, self.held_source(path)?)))
+                .filter(|(_, source)| looked_up(source))
+                .collect();
+            compare(sources, None);
+        }
+        stale.sort();
+        stale.dedup();
+        stale
+    }
+
+    /// The held parse of `path`, an entry's or a phantom's.
+    fn held_source(&self, path: &str) -> Option<&Arc<SourceSnapshot<RustSource>>> {
+        match self.entries.get(path) {
+            Some(entry) => entry.source.as_ref(),
+            None => self.phantoms.get(path)?.as_ref(),
+        }
+    }
+
+    /// The `newcomers` whose parse probed a path that answers otherwise
+    /// now (a file created or removed while the session held no parse of
+    /// them), sorted.
+    fn stale_probes(&self, newcomers: &HashSet<String>) -> Vec<String> {
+        let mut stale: Vec<String> = newcomers
             .iter()
-            .zip(verdicts)
-            .filter(|(_, changed)| *changed)
-            .map(|((path, _), _)| (*path).clone())
+            .filter(|path| {
+                self.held_source(path).is_some_and(|source| {
+                    source
+                        .parsed
+                        .reads
+                        .probes
+                        .iter()
+                        .any(|(probed, was)| crate::probe::is_file(probed) != *was)
+                })
+            })
+            .cloned()
             .collect();
         stale.sort();
         stale
@@ -1018,6 +1094,7 @@ impl IndexSession {
             None => {
                 pass.reshaped = true;
                 pass.added.insert(path.to_owned());
+                pass.newcomers.insert(path.to_owned());
             }
         }
     }
@@ -1096,7 +1173,10 @@ impl IndexSession {
         for path in wanted {
             let source = match self.phantoms.get(&path) {
                 Some(source) => source.clone(),
-                None => self.source_of(scheduler, &path),
+                None => {
+                    pass.newcomers.insert(path.clone());
+                    self.source_of(scheduler, &path)
+                }
             };
             let stale = source.as_ref().is_some_and(|s| {
                 location_is_stale(scheduler, &path, &s.parsed) || probes_are_stale(&s.parsed, pass)
