@@ -10,6 +10,7 @@ mod guard;
 mod readme;
 mod recall;
 mod sim;
+mod watch_latency;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -29,7 +30,11 @@ tasks:
            read (its dep-info) on registry crates; --dep 'name = \"req\"'
            replaces the default crates (tokio, serde, libc, ...)
   bare     `verter build TREE` side by side with a bare rayon + syn loop over
-           the same files, at 1 and 2 threads: wall time, peak RSS, ratios";
+           the same files, at 1 and 2 threads: wall time, peak RSS, ratios
+  watch-latency
+           a release `verter watch --threads 2` on a generated tree
+           (--files N leaves, 10 000 by default), each kind of change issue
+           44 names made --rounds R times: the median latency of each";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -47,6 +52,13 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
                 eprintln!("bare: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Some("watch-latency") => match watch_latency::run(&workspace_root(), &args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("watch-latency: {err:#}");
                 ExitCode::FAILURE
             }
         },

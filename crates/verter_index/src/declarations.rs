@@ -47,6 +47,10 @@ use crate::layout::{self, ModuleLocation};
 use crate::model::CratePath;
 use crate::sync::Mutex;
 
+/// Up to this many changed module keys, a lookup is compared with each
+/// ([`Declarations::module_reads_changed`]); beyond, found by module.
+const FEW_KEYS: usize = 16;
+
 /// One child a parent declared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Declared {
@@ -446,18 +450,39 @@ impl Declarations {
         reads: impl IntoIterator<Item = (&'r Path, &'r [ModuleRead])>,
         only: Option<&HashSet<ModuleKey>>,
     ) -> Vec<bool> {
+        // A lookup is checked against `only` without copying its key: by
+        // comparing with each key when there are a few (a refresh changes a
+        // few), by module otherwise (a checkout may change thousands).
+        let keys: Vec<(&Path, &CratePath)> = only
+            .into_iter()
+            .flatten()
+            .map(|(crate_root, module)| (crate_root.as_path(), module))
+            .collect();
+        let mut by_module: HashMap<&CratePath, Vec<&Path>> = HashMap::new();
+        if keys.len() > FEW_KEYS {
+            for &(crate_root, module) in &keys {
+                by_module.entry(module).or_default().push(crate_root);
+            }
+        }
+        let wanted = |read: &ModuleRead| {
+            only.is_none()
+                || if keys.len() > FEW_KEYS {
+                    by_module
+                        .get(&read.module)
+                        .is_some_and(|roots| roots.iter().any(|root| *root == read.crate_root))
+                } else {
+                    keys.iter().any(|(crate_root, module)| {
+                        **module == read.module && *crate_root == read.crate_root
+                    })
+                }
+        };
         let table = self.table.lock();
-        let mut key = (PathBuf::new(), CratePath::root());
         reads
             .into_iter()
             .map(|(reader, reads)| {
                 reads.iter().any(|read| {
-                    if let Some(only) = only {
-                        key.0.clone_from(&read.crate_root);
-                        key.1 = read.module.clone();
-                        if !only.contains(&key) {
-                            return false;
-                        }
+                    if !wanted(read) {
+                        return false;
                     }
                     Self::declared_module_in(
                         &table,

@@ -43,18 +43,47 @@
 //!    reaches leave the index. Then the files whose module lookups would
 //!    answer otherwise (only lookups of modules whose declarations changed
 //!    are compared) are re-derived, and the files blocking on any re-parsed
-//!    file are asked again.
+//!    file are asked again. The walk still reaches every held file (the
+//!    first declarations are a property of the whole tree), but a current
+//!    one costs a few lookups by path and no allocation: its location is
+//!    compared only where it can have moved, its pin is set only when it
+//!    moved (below), and the probe log is rebuilt only once a quarter of
+//!    the held parses were replaced.
 //!
 //! # Why the result equals a fresh build
 //! After a refresh, every entry's Source is what a run now would produce:
 //! its text is current (the host invalidated every changed file), its
-//! location is its first declaration's (checked for every entry in the
-//! settle pass, level by level, so each parent is final before its
-//! children are compared), its probes answer as the disk does (a path's
-//! answer can change only if the path is in `C`, and every held probe of
-//! one is compared), and its module lookups answer as the table does (the
-//! table logs every key whose declarations changed, and only adopted files
-//! — the index's — declare). The set of entries is what a breadth-first
+//! location is its first declaration's (checked in the settle pass, level
+//! by level, so each parent is final before its children are compared),
+//! its probes answer as the disk does (a path's answer can change only if
+//! the path is in `C`, and every held probe of one is compared), and its
+//! module lookups answer as the table does (the table logs every key whose
+//! declarations changed, and only adopted files — the index's — declare).
+//! A file that becomes an entry or a phantom has every lookup and probe
+//! compared instead: its Source may be one the scheduler kept from before
+//! it left the index (its text unchanged), whose reads no refresh compared
+//! while it was out
+//! (`a_file_back_in_the_index_has_every_module_lookup_compared`,
+//! `a_file_back_in_the_index_has_every_probe_compared`).
+//! The settle walk compares a held file's location only when its first
+//! declaration moved to another file (so its pin moves), its first
+//! declaration is not the one its entry records, its parent or itself was
+//! parsed in this refresh, or the roots changed (then, and in a build,
+//! every file's). That skips no stale file: the table locates a pinned
+//! file from its pinned parent's declaration of it alone (roots aside), and
+//! that declaration is replaced only when the parent's Source runs again,
+//! which happens only when the parent was invalidated — by the host, so it
+//! is in `C` and asked in the local pass, or by this session, which asks it
+//! — and so only for a parent recorded in this refresh. A parent parsed in
+//! an earlier refresh either had its children compared then (a settle
+//! pass ran) or kept its structure (no settle pass: its location and its
+//! declarations' files, names and `#[path]`s are the same, and a child's
+//! location is a function of those). Each entry records whether the table
+//! pins it to its recorded declaration's file (`Entry::pin_agrees`): only
+//! sessions pin, each a file to its first declaration (so a full walk on
+//! the same scheduler pins what this one does), and a pin to another file
+//! (a local walk reaching a held file by a new parent) or a forgotten one
+//! (its file went) clears it. The set of entries is what a breadth-first
 //! walk of those Sources reaches, and that walk's first declarations are
 //! the pins. A fresh build is the same settle pass from nothing, with
 //! every lookup compared, so both reach the one state that meets these
@@ -70,6 +99,7 @@
 //! `a_changed_file_nothing_declares_or_reads_is_undeclared_and_costs_nothing`
 //! pin the local pass's two cheap cases.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::{Hash as _, Hasher as _};
 use std::path::{Path, PathBuf};
@@ -113,6 +143,15 @@ struct Entry {
     /// (`structure_of`); `None` when it has no text. Other files' locations
     /// and the walk derive from it.
     structure: Option<u64>,
+    /// The refresh ([`IndexSession::refreshes`]) that last recorded it: a
+    /// parent recorded in this refresh may locate its children otherwise.
+    recorded_in: u64,
+    /// The last walk ([`IndexSession::walks`]) that reached it.
+    reached_in: u64,
+    /// Whether the declarations table pins it to `declared_at`'s file (set
+    /// when it is pinned there, cleared when it is pinned elsewhere or its
+    /// pin is forgotten): the walk pins it again only when not.
+    pin_agrees: bool,
 }
 
 /// What a [`IndexSession::refresh`] changed, canonical paths, sorted.
@@ -158,8 +197,17 @@ pub struct IndexSession {
     /// A hash of each (path, answer) a held parse got when it asked whether
     /// the path is a file: a changed path that no parse saw answer
     /// otherwise than it does now changes no derived input. May hold more
-    /// (rebuilt by each settle pass), never less.
+    /// (rebuilt once the sources replaced since the last rebuild are a
+    /// quarter of those held), never less.
     probed: HashSet<u64>,
+    /// Sources replaced or dropped since [`IndexSession::probed`] was last
+    /// rebuilt.
+    probed_stale: usize,
+    /// Refreshes so far (the build is the first): stamps
+    /// `Entry::recorded_in`.
+    refreshes: u64,
+    /// Walks so far: stamps `Entry::reached_in`.
+    walks: u64,
 }
 
 /// Whether a walk follows held children too.
@@ -177,10 +225,19 @@ struct Pass {
     /// Every module lookup is compared, not only those of changed keys (a
     /// fresh build).
     full: bool,
+    /// Every held file's location is compared in the settle walk, not only
+    /// those that can have moved (a fresh build, or the roots changed).
+    check_all: bool,
     /// Entries as they were before this refresh replaced or removed them.
     before: HashMap<String, Entry>,
     /// Files this refresh added to the index (compared with nothing).
     added: HashSet<String>,
+    /// Files that became entries or phantoms since the settle pass last
+    /// compared their derived reads: a Source the scheduler kept from
+    /// before (a file that left the index and came back with the same
+    /// text) may have looked up modules and probed paths while the session
+    /// compared nothing of it, so all its lookups and probes are compared.
+    newcomers: HashSet<String>,
     /// Files asked about in this refresh.
     asked: HashSet<String>,
     /// Files this refresh parsed again for a derived input
@@ -202,7 +259,7 @@ struct Pass {
 
 /// A file the walk asked about, and its answers to come.
 struct Pending {
-    path: String,
+    path: &'static str,
     site: Option<DeclaredAt>,
     source: Handle<RustIndexer, stage::Source>,
     analysis: Handle<RustIndexer, stage::Analysis>,
@@ -215,17 +272,26 @@ struct Pending {
 }
 
 /// One walk's state.
-#[derive(Default)]
 struct Walker {
-    seen: HashSet<String>,
-    /// Files in walk order: a held one by path, an asked one by its place
-    /// in `pending`.
+    /// The walk's number: a held file it reached carries it
+    /// (`Entry::reached_in`).
+    id: u64,
+    /// Files it reached that the session does not hold.
+    seen: HashSet<&'static str>,
+    /// Files in walk order: a held one with its parse, an asked one by its
+    /// place in `pending`.
     queue: VecDeque<Queued>,
     pending: Vec<Pending>,
 }
 
 enum Queued {
-    Held(String),
+    Held {
+        path: &'static str,
+        source: Arc<SourceSnapshot<RustSource>>,
+        /// Whether this refresh recorded it: its children's locations may
+        /// have moved.
+        recorded_now: bool,
+    },
     Asked(usize),
 }
 
@@ -249,10 +315,14 @@ impl IndexSession {
         roots: &[impl AsRef<Path>],
         progress: &WalkProgress,
     ) -> Result<Self, IndexError> {
-        let mut session = Self::default();
+        let mut session = Self {
+            refreshes: 1,
+            ..Self::default()
+        };
         session.set_roots(scheduler, roots)?;
         let mut pass = Pass {
             full: true,
+            check_all: true,
             ..Pass::default()
         };
         session.settle(scheduler, &mut pass, progress)?;
@@ -291,12 +361,19 @@ impl IndexSession {
             return Err(error);
         }
         let roots_changed = old_roots != self.roots;
-        let mut pass = Pass::default();
+        self.refreshes += 1;
+        let mut pass = Pass {
+            check_all: roots_changed,
+            ..Pass::default()
+        };
         for path in &changed {
             let lexical = lexical(Path::new(path));
             let exists = lexical.is_file();
             if !exists {
                 scheduler.executor().forget(Path::new(path));
+                if let Some(entry) = self.entries.get_mut(path) {
+                    entry.pin_agrees = false;
+                }
             }
             // A held parse saw the path answer otherwise than it does now.
             pass.probe_hit |= self.probed.contains(&probe_hash(&lexical, !exists));
@@ -338,8 +415,7 @@ impl IndexSession {
         for path in &changed {
             if self.phantoms.contains_key(path) {
                 let source = self.source_of(scheduler, path);
-                self.note_probes(source.as_deref());
-                self.phantoms.insert(path.clone(), source);
+                self.set_phantom(path, source);
             }
         }
         let new_phantom = pass.asked.iter().any(|path| {
@@ -561,17 +637,29 @@ impl IndexSession {
         let mut changed_keys = std::mem::take(&mut pass.changed_keys);
         for _ in 0..MAX_SETTLE_ROUNDS {
             let start = self.roots.iter().map(|root| (root.clone(), None)).collect();
-            let reached = self.walk(scheduler, start, Follow::All, pass, progress)?;
-            self.drop_unreached(scheduler, &reached, pass);
+            let walk = self.walk(scheduler, start, Follow::All, pass, progress)?;
+            self.drop_unreached(scheduler, walk, pass);
+            pass.check_all = false;
             self.settle_phantoms(scheduler, pass);
             // Module lookups, now that every adopted file's declarations
             // are in the table.
             changed_keys.extend(declarations.take_changed_modules());
-            let stale = if pass.full || !changed_keys.is_empty() {
-                self.stale_lookups(scheduler, (!pass.full).then_some(&changed_keys))
+            let mut stale = if pass.full || !changed_keys.is_empty() || !pass.newcomers.is_empty() {
+                self.stale_lookups(
+                    scheduler,
+                    (!pass.full).then_some(&changed_keys),
+                    &pass.newcomers,
+                )
             } else {
                 Vec::new()
             };
+            if !pass.full {
+                // (A build's parses all ran now: their probes are the disk's.)
+                stale.extend(self.stale_probes(&pass.newcomers));
+                stale.sort();
+                stale.dedup();
+            }
+            pass.newcomers.clear();
             changed_keys.clear();
             pass.full = false;
             if stale.is_empty() {
@@ -587,7 +675,7 @@ impl IndexSession {
                     start.push((path, entry.declared_at.clone()));
                 } else {
                     let source = self.source_of(scheduler, &path);
-                    self.phantoms.insert(path, source);
+                    self.set_phantom(&path, source);
                 }
             }
             pass.reshaped = false;
@@ -613,41 +701,100 @@ impl IndexSession {
             })
             .collect();
         self.walk(scheduler, start, Follow::New, pass, progress)?;
-        self.rebuild_probed();
+        // `probed` may hold more, never less: rebuilt from the held parses
+        // once a quarter of them were replaced, so a refresh pays for what
+        // it changed, not for the tree.
+        if self.probed_stale * 4 > self.entries.len() + self.phantoms.len() {
+            self.rebuild_probed();
+        }
         Ok(())
     }
 
     /// The held parses (entries and phantoms) whose module lookups would
-    /// now answer otherwise; only lookups of `only`'s keys when given.
+    /// now answer otherwise; only lookups of `only`'s keys when given, but
+    /// every lookup of `newcomers`.
     fn stale_lookups(
         &self,
         scheduler: &Scheduler<RustIndexer>,
         only: Option<&HashSet<crate::declarations::ModuleKey>>,
+        newcomers: &HashSet<String>,
     ) -> Vec<String> {
-        let sources: Vec<(&String, &Arc<SourceSnapshot<RustSource>>)> = self
-            .entries
-            .iter()
-            .filter_map(|(path, entry)| Some((path, entry.source.as_ref()?)))
-            .chain(
-                self.phantoms
-                    .iter()
-                    .filter_map(|(path, source)| Some((path, source.as_ref()?))),
-            )
-            .collect();
-        let verdicts = scheduler.executor().declarations().module_reads_changed(
-            sources.iter().map(|(path, source)| {
-                (
-                    Path::new(path.as_str()),
-                    source.parsed.reads.modules.as_slice(),
+        let declarations = scheduler.executor().declarations();
+        let mut stale = Vec::new();
+        let mut compare =
+            |sources: Vec<(&String, &Arc<SourceSnapshot<RustSource>>)>,
+             only: Option<&HashSet<crate::declarations::ModuleKey>>| {
+                let verdicts = declarations.module_reads_changed(
+                    sources.iter().map(|(path, source)| {
+                        (
+                            Path::new(path.as_str()),
+                            source.parsed.reads.modules.as_slice(),
+                        )
+                    }),
+                    only,
+                );
+                stale.extend(
+                    sources
+                        .iter()
+                        .zip(verdicts)
+                        .filter(|(_, changed)| *changed)
+                        .map(|((path, _), _)| (*path).clone()),
+                );
+            };
+        let looked_up =
+            |source: &&Arc<SourceSnapshot<RustSource>>| !source.parsed.reads.modules.is_empty();
+        if only.is_none_or(|keys| !keys.is_empty()) {
+            let sources = self
+                .entries
+                .iter()
+                .filter_map(|(path, entry)| Some((path, entry.source.as_ref()?)))
+                .chain(
+                    self.phantoms
+                        .iter()
+                        .filter_map(|(path, source)| Some((path, source.as_ref()?))),
                 )
-            }),
-            only,
-        );
-        let mut stale: Vec<String> = sources
+                .filter(|(_, source)| looked_up(source))
+                .collect();
+            compare(sources, only);
+        }
+        if only.is_some() {
+            let sources = newcomers
+                .iter()
+                .filter_map(|path| Some((path, self.held_source(path)?)))
+                .filter(|(_, source)| looked_up(source))
+                .collect();
+            compare(sources, None);
+        }
+        stale.sort();
+        stale.dedup();
+        stale
+    }
+
+    /// The held parse of `path`, an entry's or a phantom's.
+    fn held_source(&self, path: &str) -> Option<&Arc<SourceSnapshot<RustSource>>> {
+        match self.entries.get(path) {
+            Some(entry) => entry.source.as_ref(),
+            None => self.phantoms.get(path)?.as_ref(),
+        }
+    }
+
+    /// The `newcomers` whose parse probed a path that answers otherwise
+    /// now (a file created or removed while the session held no parse of
+    /// them), sorted.
+    fn stale_probes(&self, newcomers: &HashSet<String>) -> Vec<String> {
+        let mut stale: Vec<String> = newcomers
             .iter()
-            .zip(verdicts)
-            .filter(|(_, changed)| *changed)
-            .map(|((path, _), _)| (*path).clone())
+            .filter(|path| {
+                self.held_source(path).is_some_and(|source| {
+                    source
+                        .parsed
+                        .reads
+                        .probes
+                        .iter()
+                        .any(|(probed, was)| crate::probe::is_file(probed) != *was)
+                })
+            })
+            .cloned()
             .collect();
         stale.sort();
         stale
@@ -656,7 +803,8 @@ impl IndexSession {
     /// The walk: asks for `start`'s three stages (held files in
     /// [`Follow::All`] only when a derived input changed), follows the
     /// children each parse declares as `follow` says, and records an entry
-    /// for each file it asked about. Returns every file it reached.
+    /// for each file it asked about. Returns the walk's number: every held
+    /// file it reached carries it (`Entry::reached_in`).
     fn walk(
         &mut self,
         scheduler: &Scheduler<RustIndexer>,
@@ -664,30 +812,36 @@ impl IndexSession {
         follow: Follow,
         pass: &mut Pass,
         progress: &WalkProgress,
-    ) -> Result<HashSet<String>, IndexError> {
-        let mut walker = Walker::default();
+    ) -> Result<u64, IndexError> {
+        self.walks += 1;
+        let mut walker = Walker {
+            id: self.walks,
+            seen: HashSet::new(),
+            queue: VecDeque::new(),
+            pending: Vec::new(),
+        };
         let ask_start = follow == Follow::New;
         for (path, site) in start {
-            self.visit(
-                scheduler,
-                &mut walker,
+            let path = Canonical::from(path.as_str()).as_str();
+            let site = site.as_ref().map(Site::Held);
+            // A start file's parent is taken as recorded now: its
+            // location is compared whatever else moved.
+            let visit = Visit {
                 path,
                 site,
-                ask_start,
+                ask: ask_start,
                 follow,
-                pass,
-                progress,
-            )?;
+                parent_recorded_now: true,
+            };
+            self.visit(scheduler, &mut walker, visit, pass, progress)?;
         }
         while let Some(queued) = walker.queue.pop_front() {
-            let parent = match queued {
-                Queued::Held(path) => {
-                    let Some(source) = self.entries.get(&path).and_then(|e| e.source.clone())
-                    else {
-                        continue;
-                    };
-                    (path, source)
-                }
+            let (file, parent, recorded_now) = match queued {
+                Queued::Held {
+                    path,
+                    source,
+                    recorded_now,
+                } => (path, source, recorded_now),
                 Queued::Asked(index) => {
                     let answer = self.parse(scheduler, &mut walker.pending[index], pass)?;
                     if walker.pending[index].counted {
@@ -696,99 +850,166 @@ impl IndexSession {
                     let Ok(source) = answer else {
                         continue; // the Artifact answers with the same failure
                     };
-                    (walker.pending[index].path.clone(), source)
+                    (walker.pending[index].path, source, true)
                 }
             };
-            let (file, parent) = parent;
-            let sites = DeclarationSites::of(&parent.parsed);
-            for child in &parent.forward_deps {
-                let site = sites.site(child, &file);
-                self.visit(
-                    scheduler,
-                    &mut walker,
-                    child.to_string(),
-                    site,
-                    false,
+            let sites = DeclarationSites::of(&parent.parsed, &parent.forward_deps);
+            for (position, child) in parent.forward_deps.iter().enumerate() {
+                let visit = Visit {
+                    path: child.as_str(),
+                    site: sites.site(position, child, file),
+                    ask: false,
                     follow,
-                    pass,
-                    progress,
-                )?;
+                    parent_recorded_now: recorded_now,
+                };
+                self.visit(scheduler, &mut walker, visit, pass, progress)?;
             }
         }
         for pending in walker.pending {
-            self.record(scheduler, pending, pass);
+            self.record(scheduler, pending, walker.id, pass);
         }
-        Ok(walker.seen)
+        Ok(walker.id)
     }
 
-    /// Takes `path` into the walk, reached by `site`: pins it there, and
-    /// asks about it when it is new, when `ask`, or (following all) when a
-    /// derived input of its held parse changed, which it then re-derives.
-    #[allow(clippy::too_many_arguments)] // the walk's state, passed apart for the borrows
+    /// Takes `visit.path` into the walk, reached by `visit.site`: pins it
+    /// there (when the table does not already), and asks about it when it
+    /// is new, when `visit.ask`, or (following all) when a derived input of
+    /// its held parse changed, which it then re-derives. Its location is
+    /// compared only where it can have changed: the table locates a pinned
+    /// file by its pinned parent's declaration of it alone, which changes
+    /// only when the pin moves or that parent is parsed again (it is then
+    /// recorded in this refresh); a probe, only when a changed path is one
+    /// a held parse probed.
     fn visit(
         &mut self,
         scheduler: &Scheduler<RustIndexer>,
         walker: &mut Walker,
-        path: String,
-        site: Option<DeclaredAt>,
-        ask: bool,
-        follow: Follow,
+        visit: Visit<'_>,
         pass: &mut Pass,
         progress: &WalkProgress,
     ) -> Result<(), IndexError> {
-        if !walker.seen.insert(path.clone()) {
+        let Visit {
+            path,
+            site,
+            ask,
+            follow,
+            parent_recorded_now,
+        } = visit;
+        let declarations = scheduler.executor().declarations();
+        let Some(entry) = self.entries.get_mut(path) else {
+            if !walker.seen.insert(path) {
+                return Ok(());
+            }
+            if let Some(site) = &site {
+                declarations.pin(Path::new(path), Path::new(site.file()));
+            }
+            self.ask(
+                scheduler,
+                walker,
+                path,
+                site.map(Site::declared_at),
+                pass,
+                progress,
+            );
+            return Ok(());
+        };
+        if entry.reached_in == walker.id {
             return Ok(());
         }
-        let declarations = scheduler.executor().declarations();
-        if let Some(site) = &site {
-            declarations.pin(Path::new(&path), Path::new(&site.file));
+        entry.reached_in = walker.id;
+        let same_site = match (&site, &entry.declared_at) {
+            (Some(site), Some(declared_at)) => site.is(declared_at),
+            (None, None) => true,
+            _ => false,
+        };
+        let same_file = |declared_at: &Option<DeclaredAt>, site: &Site<'_>| {
+            declared_at.as_ref().is_some_and(|d| d.file == site.file())
+        };
+        let repinned = site
+            .as_ref()
+            .is_some_and(|site| !(entry.pin_agrees && same_file(&entry.declared_at, site)));
+        if let Some(site) = site.as_ref().filter(|_| repinned) {
+            declarations.pin(Path::new(path), Path::new(site.file()));
         }
-        let held = self.entries.get(&path);
+        let recorded_now = entry.recorded_in == self.refreshes;
         let stale = follow == Follow::All
-            && held.is_some_and(|entry| self.is_stale(scheduler, &path, entry, pass));
+            && entry.source.as_ref().is_some_and(|source| {
+                let moved =
+                    pass.check_all || parent_recorded_now || repinned || !same_site || recorded_now;
+                (moved && location_is_stale(scheduler, path, &source.parsed))
+                    || probes_are_stale(&source.parsed, pass)
+            });
         if stale {
             scheduler
-                .invalidate_always(&path)
-                .map_err(scheduler_error(&path))?;
-            pass.rederived.insert(path.clone());
+                .invalidate_always(path)
+                .map_err(scheduler_error(path))?;
+            pass.rederived.insert(path.to_owned());
         }
-        match held {
-            Some(entry) if !ask && !stale => {
-                if entry.declared_at != site
-                    && (follow == Follow::All
-                        || site.as_ref().is_some_and(|s| {
-                            entry.declared_at.as_ref().is_some_and(|d| d.file == s.file)
-                        }))
-                {
-                    if let Some(entry) = self.entries.get_mut(&path) {
-                        entry.declared_at = site;
-                    }
-                    pass.resited.insert(path.clone());
-                }
-                if follow == Follow::All {
-                    walker.queue.push_back(Queued::Held(path));
-                }
-            }
-            _ => {
-                let canonical = Canonical::from(path.as_str());
-                let pending = Pending {
-                    source: scheduler.ask(stage::Source.of(canonical)),
-                    analysis: scheduler.ask(stage::Analysis.of(canonical)),
-                    artifact: scheduler.ask(stage::Artifact(INDEX_PROFILE).of(canonical)),
-                    path: path.clone(),
-                    site,
-                    parsed: None,
-                    counted: !pass.asked.contains(&path),
-                };
-                if pending.counted {
-                    progress.discovered.fetch_add(1, Ordering::Relaxed);
-                }
-                pass.asked.insert(path);
-                walker.queue.push_back(Queued::Asked(walker.pending.len()));
-                walker.pending.push(pending);
-            }
+        if ask || stale {
+            self.ask(
+                scheduler,
+                walker,
+                path,
+                site.map(Site::declared_at),
+                pass,
+                progress,
+            );
+            return Ok(());
+        }
+        if !same_site
+            && (follow == Follow::All
+                || site
+                    .as_ref()
+                    .is_some_and(|site| same_file(&entry.declared_at, site)))
+        {
+            entry.declared_at = site.map(Site::declared_at);
+            pass.resited.insert(path.to_owned());
+        }
+        if let Some(site) = &site {
+            // The table pins it to `site` now.
+            entry.pin_agrees = same_file(&entry.declared_at, site);
+        }
+        // A file that declares nothing has no children to take in.
+        if follow == Follow::All
+            && let Some(source) = entry.source.as_ref().filter(|s| !s.forward_deps.is_empty())
+        {
+            walker.queue.push_back(Queued::Held {
+                path,
+                source: Arc::clone(source),
+                recorded_now,
+            });
         }
         Ok(())
+    }
+
+    /// Asks for `path`'s three stages, reached by `site`; its answers are
+    /// recorded at the end of the walk.
+    fn ask(
+        &self,
+        scheduler: &Scheduler<RustIndexer>,
+        walker: &mut Walker,
+        path: &'static str,
+        site: Option<DeclaredAt>,
+        pass: &mut Pass,
+        progress: &WalkProgress,
+    ) {
+        let canonical = Canonical::from(path);
+        let counted = !pass.asked.contains(path);
+        let pending = Pending {
+            source: scheduler.ask(stage::Source.of(canonical)),
+            analysis: scheduler.ask(stage::Analysis.of(canonical)),
+            artifact: scheduler.ask(stage::Artifact(INDEX_PROFILE).of(canonical)),
+            path,
+            site,
+            parsed: None,
+            counted,
+        };
+        if counted {
+            progress.discovered.fetch_add(1, Ordering::Relaxed);
+            pass.asked.insert(path.to_owned());
+        }
+        walker.queue.push_back(Queued::Asked(walker.pending.len()));
+        walker.pending.push(pending);
     }
 
     /// Waits for `pending`'s Source. One that ran before the file was
@@ -805,15 +1026,15 @@ impl IndexSession {
             let Ok(source) = &answer else { break };
             if scheduler
                 .executor()
-                .location_matches(Path::new(&pending.path), &source.parsed.location)
+                .location_matches(Path::new(pending.path), &source.parsed.location)
             {
                 break;
             }
             scheduler
-                .invalidate_always(&pending.path)
-                .map_err(scheduler_error(&pending.path))?;
-            pass.rederived.insert(pending.path.clone());
-            let canonical = Canonical::from(pending.path.as_str());
+                .invalidate_always(pending.path)
+                .map_err(scheduler_error(pending.path))?;
+            pass.rederived.insert(pending.path.to_owned());
+            let canonical = Canonical::from(pending.path);
             pending.source = scheduler.ask(stage::Source.of(canonical));
             pending.analysis = scheduler.ask(stage::Analysis.of(canonical));
             pending.artifact = scheduler.ask(stage::Artifact(INDEX_PROFILE).of(canonical));
@@ -823,8 +1044,15 @@ impl IndexSession {
         Ok(answer)
     }
 
-    /// Records the answers of a file the walk asked about as its entry.
-    fn record(&mut self, scheduler: &Scheduler<RustIndexer>, pending: Pending, pass: &mut Pass) {
+    /// Records the answers of a file the walk `walk` asked about as its
+    /// entry.
+    fn record(
+        &mut self,
+        scheduler: &Scheduler<RustIndexer>,
+        pending: Pending,
+        walk: u64,
+        pass: &mut Pass,
+    ) {
         // Its outcome is the Artifact's too (or its cause); see the
         // protocol in `index_roots`.
         let _ = scheduler.wait(&pending.analysis);
@@ -836,7 +1064,11 @@ impl IndexSession {
         };
         let entry = Entry {
             outcome,
+            // The walk pinned it to its site when it asked.
+            pin_agrees: pending.site.is_some(),
             declared_at: pending.site,
+            recorded_in: self.refreshes,
+            reached_in: walk,
             blockers: source
                 .as_ref()
                 .map(|s| s.parsed.blockers.iter().map(|b| path_text(b)).collect())
@@ -846,19 +1078,23 @@ impl IndexSession {
         };
         self.note_probes(entry.source.as_deref());
         let path = pending.path;
-        let old = self.replace_entry(&path, entry);
+        let old = self.replace_entry(path, entry);
         match old {
             Some(old) => {
-                if old.structure != self.entries[&path].structure {
+                if old.source.is_some() {
+                    self.probed_stale += 1;
+                }
+                if old.structure != self.entries[path].structure {
                     pass.reshaped = true;
                 }
-                if !pass.added.contains(&path) {
-                    pass.before.entry(path).or_insert(old);
+                if !pass.added.contains(path) {
+                    pass.before.entry(path.to_owned()).or_insert(old);
                 }
             }
             None => {
                 pass.reshaped = true;
-                pass.added.insert(path);
+                pass.added.insert(path.to_owned());
+                pass.newcomers.insert(path.to_owned());
             }
         }
     }
@@ -896,39 +1132,22 @@ impl IndexSession {
         }
     }
 
-    /// Whether a derived input of `entry`'s parse would now answer
-    /// otherwise: its location, or a probe of a changed path.
-    fn is_stale(
-        &self,
-        scheduler: &Scheduler<RustIndexer>,
-        path: &str,
-        entry: &Entry,
-        pass: &Pass,
-    ) -> bool {
-        let Some(source) = &entry.source else {
-            return false;
-        };
-        source_is_stale(scheduler, path, &source.parsed, pass)
-    }
-
-    /// Removes every entry the last walk did not reach, and its links.
-    fn drop_unreached(
-        &mut self,
-        scheduler: &Scheduler<RustIndexer>,
-        reached: &HashSet<String>,
-        pass: &mut Pass,
-    ) {
+    /// Removes every entry the walk `walk` did not reach, and its links.
+    fn drop_unreached(&mut self, scheduler: &Scheduler<RustIndexer>, walk: u64, pass: &mut Pass) {
         let gone: Vec<String> = self
             .entries
-            .keys()
-            .filter(|path| !reached.contains(*path))
-            .cloned()
+            .iter()
+            .filter(|(_, entry)| entry.reached_in != walk)
+            .map(|(path, _)| path.clone())
             .collect();
         for path in gone {
             let Some(entry) = self.entries.remove(&path) else {
                 continue;
             };
             self.sorted.remove(&path);
+            if entry.source.is_some() {
+                self.probed_stale += 1;
+            }
             for blocker in &entry.blockers {
                 self.unlink(blocker, &path);
             }
@@ -954,18 +1173,29 @@ impl IndexSession {
         for path in wanted {
             let source = match self.phantoms.get(&path) {
                 Some(source) => source.clone(),
-                None => self.source_of(scheduler, &path),
+                None => {
+                    pass.newcomers.insert(path.clone());
+                    self.source_of(scheduler, &path)
+                }
             };
-            let stale = source
-                .as_ref()
-                .is_some_and(|s| source_is_stale(scheduler, &path, &s.parsed, pass));
-            let source = if stale && scheduler.invalidate_always(&path).is_ok() {
+            let stale = source.as_ref().is_some_and(|s| {
+                location_is_stale(scheduler, &path, &s.parsed) || probes_are_stale(&s.parsed, pass)
+            });
+            if stale && scheduler.invalidate_always(&path).is_ok() {
                 pass.rederived.insert(path.clone());
-                self.source_of(scheduler, &path)
-            } else {
-                source
-            };
-            self.phantoms.insert(path, source);
+                let source = self.source_of(scheduler, &path);
+                self.set_phantom(&path, source);
+            } else if !self.phantoms.contains_key(&path) {
+                self.set_phantom(&path, source);
+            }
+        }
+    }
+
+    /// Keeps `source` as the phantom `path`'s parse, noting its probes.
+    fn set_phantom(&mut self, path: &str, source: Option<Arc<SourceSnapshot<RustSource>>>) {
+        self.note_probes(source.as_deref());
+        if let Some(Some(_)) = self.phantoms.insert(path.to_owned(), source) {
+            self.probed_stale += 1;
         }
     }
 
@@ -1017,24 +1247,21 @@ impl IndexSession {
             );
         }
         self.probed = probed;
+        self.probed_stale = 0;
     }
 }
 
-/// Whether a derived input of the parse `source` of `path` would now answer
-/// otherwise: its location (against its pin, or the table's choice), or a
-/// probe of a path the refresh was told changed.
-fn source_is_stale(
-    scheduler: &Scheduler<RustIndexer>,
-    path: &str,
-    source: &RustSource,
-    pass: &Pass,
-) -> bool {
-    if !scheduler
+/// Whether the parse `source` of `path` was located otherwise than a Source
+/// run now would be: against its pin, or the table's choice.
+fn location_is_stale(scheduler: &Scheduler<RustIndexer>, path: &str, source: &RustSource) -> bool {
+    !scheduler
         .executor()
         .location_matches(Path::new(path), &source.location)
-    {
-        return true;
-    }
+}
+
+/// Whether a probe of the parse `source` of a path the refresh was told
+/// changed would now answer otherwise.
+fn probes_are_stale(source: &RustSource, pass: &Pass) -> bool {
     pass.probe_hit
         && source
             .reads
@@ -1113,46 +1340,163 @@ fn same_outcome(old: &Entry, new: &Entry) -> bool {
 /// Where each file a parent names is declared in it: the first `mod` that
 /// names it, else the first `include!`. Built once per parsed parent, so a
 /// parent naming N files costs O(N), not O(N²).
-struct DeclarationSites<'a> {
-    by_file: HashMap<&'a Path, Site<'a>>,
+enum DeclarationSites<'a> {
+    /// Each child (`forward_deps`) is named by the declaration at its
+    /// position among the `mod`s then the `include!`s, none left out (the
+    /// usual parent): the first declaration naming a file is then the one
+    /// at its first position, which is where the walk takes it in, so no
+    /// file is looked up.
+    InOrder(&'a RustSource),
+    /// Otherwise (a declaration of a missing optional file, left out of
+    /// the children): by file.
+    ByFile(HashMap<Cow<'a, str>, Declaration<'a>>),
 }
 
 /// One declaration, as [`DeclarationSites`] keeps it.
 #[derive(Clone, Copy)]
-enum Site<'a> {
+enum Declaration<'a> {
     Mod(&'a ModDecl),
     Include(&'a IncludeDecl),
 }
 
 impl<'a> DeclarationSites<'a> {
-    fn of(parent: &'a RustSource) -> Self {
+    fn of(parent: &'a RustSource, children: &[Canonical]) -> Self {
+        let named = |file: &Path, child: Option<&Canonical>| {
+            child.is_some_and(|child| {
+                file.as_os_str().as_encoded_bytes() == child.as_str().as_bytes()
+            })
+        };
+        let in_order = parent.mods.len() + parent.includes.len() == children.len()
+            && parent
+                .mods
+                .iter()
+                .enumerate()
+                .all(|(position, decl)| named(&decl.file, children.get(position)))
+            && parent
+                .includes
+                .iter()
+                .enumerate()
+                .all(|(position, include)| {
+                    named(&include.file, children.get(parent.mods.len() + position))
+                });
+        if in_order {
+            return Self::InOrder(parent);
+        }
         let mut by_file = HashMap::with_capacity(parent.mods.len() + parent.includes.len());
+        // Keyed by the text a child's `Canonical` has (`path_text`).
         for decl in &parent.mods {
             by_file
-                .entry(decl.file.as_path())
-                .or_insert(Site::Mod(decl));
+                .entry(decl.file.to_string_lossy())
+                .or_insert(Declaration::Mod(decl));
         }
         for include in &parent.includes {
             by_file
-                .entry(include.file.as_path())
-                .or_insert(Site::Include(include));
+                .entry(include.file.to_string_lossy())
+                .or_insert(Declaration::Include(include));
         }
-        Self { by_file }
+        Self::ByFile(by_file)
     }
 
-    /// The declaration that names `child` in the parent at `parent_path`,
-    /// spelled as written.
-    fn site(&self, child: &Canonical, parent_path: &str) -> Option<DeclaredAt> {
-        let (line, declaration) = match self.by_file.get(Path::new(child.as_str()))? {
-            Site::Mod(decl) => (decl.line, format!("mod {};", decl.name)),
-            Site::Include(include) => (include.line, format!("include!({:?})", include.path)),
+    /// The declaration that names `child`, at `position` among the
+    /// parent's children, in the parent at `parent_path`.
+    fn site(
+        &self,
+        position: usize,
+        child: &Canonical,
+        parent_path: &'static str,
+    ) -> Option<Site<'a>> {
+        let declaration = match self {
+            Self::InOrder(parent) => match parent.mods.get(position) {
+                Some(decl) => Declaration::Mod(decl),
+                None => Declaration::Include(parent.includes.get(position - parent.mods.len())?),
+            },
+            Self::ByFile(by_file) => *by_file.get(child.as_str())?,
         };
-        Some(DeclaredAt {
-            file: parent_path.to_owned(),
-            line,
+        Some(Site::Declared {
+            file: parent_path,
             declaration,
         })
     }
+}
+
+/// Where a walk reached a file, borrowed: a [`DeclaredAt`] is built only
+/// for a file whose entry takes it.
+#[derive(Clone, Copy)]
+enum Site<'a> {
+    /// A start file's own entry's declaration.
+    Held(&'a DeclaredAt),
+    /// A declaration in a parent's parse.
+    Declared {
+        file: &'static str,
+        declaration: Declaration<'a>,
+    },
+}
+
+impl Site<'_> {
+    /// The declaring file.
+    fn file(&self) -> &str {
+        match self {
+            Self::Held(declared_at) => &declared_at.file,
+            Self::Declared { file, .. } => file,
+        }
+    }
+
+    /// Whether `declared_at` is this site, without building one.
+    fn is(&self, declared_at: &DeclaredAt) -> bool {
+        match *self {
+            Self::Held(held) => held == declared_at,
+            Self::Declared { file, declaration } => {
+                file == declared_at.file
+                    && match declaration {
+                        Declaration::Mod(decl) => {
+                            decl.line == declared_at.line
+                                && declared_at
+                                    .declaration
+                                    .strip_prefix("mod ")
+                                    .and_then(|rest| rest.strip_suffix(';'))
+                                    == Some(decl.name.as_str())
+                        }
+                        Declaration::Include(include) => {
+                            include.line == declared_at.line
+                                && declared_at.declaration
+                                    == format!("include!({:?})", include.path)
+                        }
+                    }
+            }
+        }
+    }
+
+    /// The site as an entry keeps it, spelled as written.
+    fn declared_at(self) -> DeclaredAt {
+        match self {
+            Self::Held(declared_at) => declared_at.clone(),
+            Self::Declared { file, declaration } => {
+                let (line, declaration) = match declaration {
+                    Declaration::Mod(decl) => (decl.line, format!("mod {};", decl.name)),
+                    Declaration::Include(include) => {
+                        (include.line, format!("include!({:?})", include.path))
+                    }
+                };
+                DeclaredAt {
+                    file: file.to_owned(),
+                    line,
+                    declaration,
+                }
+            }
+        }
+    }
+}
+
+/// One file the walk takes in: what [`IndexSession::visit`] is given.
+struct Visit<'a> {
+    path: &'static str,
+    site: Option<Site<'a>>,
+    /// Ask about it even when held and current.
+    ask: bool,
+    follow: Follow,
+    /// Whether the parent it was reached by was parsed in this refresh, so
+    /// the table may locate it otherwise now.
+    parent_recorded_now: bool,
 }
 
 #[cfg(test)]

@@ -270,3 +270,46 @@ fn a_file_sees_its_own_declarations_before_it_is_adopted() {
     );
     assert_eq!(table.declared_module(z, lib, &b, &within), found);
 }
+
+/// A lookup whose answer moved is reported only when its key is among the
+/// changed ones, whether they are a few (compared one by one) or many
+/// (found by module), and always when every key is compared.
+#[cfg(not(verter_loom))]
+#[test]
+fn a_moved_lookup_is_reported_only_when_its_key_is_among_the_changed() {
+    let table = Declarations::default();
+    let lib = Path::new("/p/src/lib.rs");
+    table.declare_roots([lib.to_path_buf()]);
+    table.record(
+        lib,
+        &location("crate", true),
+        vec![declared("/p/src/x.rs", "crate::x")],
+    );
+    let x = CratePath::from_segments(["x"]);
+    // The reader saw no `crate::x` when it looked.
+    let read = ModuleRead {
+        crate_root: lib.to_path_buf(),
+        module: x.clone(),
+        within: CratePath::root(),
+        answer: None,
+    };
+    let reads = [read];
+    let changed = |only: Option<&HashSet<ModuleKey>>| {
+        table.module_reads_changed([(nobody(), &reads[..])], only)
+    };
+    assert_eq!(changed(None), [true]);
+    let key = (lib.to_path_buf(), x);
+    let other = |n: usize| {
+        (
+            lib.to_path_buf(),
+            CratePath::from_segments([format!("o{n}")]),
+        )
+    };
+    for n_others in [0, 3, FEW_KEYS, 4 * FEW_KEYS] {
+        let others: HashSet<ModuleKey> = (0..n_others).map(other).collect();
+        assert_eq!(changed(Some(&others)), [false], "{n_others} other keys");
+        let mut with_key = others;
+        with_key.insert(key.clone());
+        assert_eq!(changed(Some(&with_key)), [true], "{n_others} other keys");
+    }
+}

@@ -394,3 +394,119 @@ fn a_file_declared_twice_takes_the_path_of_its_first_declaration() {
     assert_eq!(module_of(&session, &shared), "crate::z::from_z");
     assert_eq!(json(&session.index()), fresh());
 }
+
+/// A held file a second parent starts declaring is pinned to that parent
+/// while the local pass walks the new declaration; the settle walk must pin
+/// it back to its first declaration, though nothing on its path was
+/// parsed again, or its next parse would take the second parent's path.
+#[test]
+fn a_second_declaration_of_a_held_file_leaves_its_pin_on_the_first() {
+    let (_dir, root, roots) = crate_of(&[
+        ("src/lib.rs", "mod z;\nmod a;\n"),
+        ("src/z.rs", "#[path = \"shared.rs\"]\npub mod from_z;\n"),
+        ("src/a.rs", "pub fn a() {}\n"),
+        ("src/shared.rs", "pub fn shared() {}\n"),
+    ]);
+    let shared = root.join("src/shared.rs");
+    let scheduler = scheduler();
+    let mut session =
+        IndexSession::build(&scheduler, &roots, &WalkProgress::default()).expect("build");
+    let fresh = || json(&index_roots(&self::scheduler(), &roots).expect("fresh walk"));
+    assert_eq!(module_of(&session, &shared), "crate::z::from_z");
+
+    let a = root.join("src/a.rs");
+    std::fs::write(&a, "#[path = \"shared.rs\"]\npub mod from_a;\n").expect("write");
+    tell(&scheduler, std::slice::from_ref(&a));
+    session.refresh(&scheduler, &roots, &[&a]).expect("refresh");
+    assert_eq!(module_of(&session, &shared), "crate::z::from_z");
+    assert_eq!(json(&session.index()), fresh());
+
+    // Its own edit parses it again, located by its pin.
+    std::fs::write(&shared, "pub fn shared() {}\npub fn more() {}\n").expect("write");
+    tell(&scheduler, std::slice::from_ref(&shared));
+    session
+        .refresh(&scheduler, &roots, &[&shared])
+        .expect("refresh");
+    assert_eq!(module_of(&session, &shared), "crate::z::from_z");
+    assert_eq!(json(&session.index()), fresh());
+}
+
+/// Writes `text` to `file` and refreshes `session` after it.
+fn save(
+    scheduler: &Scheduler<RustIndexer>,
+    session: &mut IndexSession,
+    roots: &[PathBuf],
+    file: &Path,
+    text: Option<&str>,
+) {
+    match text {
+        Some(text) => std::fs::write(file, text).expect("write"),
+        None => std::fs::remove_file(file).expect("remove"),
+    }
+    tell(scheduler, &[file.to_path_buf()]);
+    session.refresh(scheduler, roots, &[file]).expect("refresh");
+}
+
+/// A file that leaves the index and comes back with the same text gets
+/// the scheduler's kept parse, whose module lookup of `crate::c` answered
+/// while lib.rs still declared `c`; that key changed while the file was
+/// out, so coming back it has every lookup compared (seed 228 of
+/// `refresh_agrees_with_a_full_walk_and_a_fresh_scheduler` with 400
+/// seeds: the kept lookup made c.rs a blocker, and its removal failed a.rs).
+#[test]
+fn a_file_back_in_the_index_has_every_module_lookup_compared() {
+    let (_dir, root, roots) = crate_of(&[
+        ("src/lib.rs", "pub mod a;\npub mod c;\n"),
+        ("src/a.rs", "use crate::c::fc;\npub fn fa() {}\n"),
+        ("src/c.rs", "pub fn fc() {}\n"),
+    ]);
+    let scheduler = scheduler();
+    let mut session =
+        IndexSession::build(&scheduler, &roots, &WalkProgress::default()).expect("build");
+    let fresh = || json(&index_roots(&self::scheduler(), &roots).expect("fresh walk"));
+    let lib = root.join("src/lib.rs");
+    for text in ["pub mod c;\n", "", "pub mod a;\n"] {
+        save(&scheduler, &mut session, &roots, &lib, Some(text));
+        assert_eq!(json(&session.index()), fresh(), "lib.rs = {text:?}");
+    }
+    save(
+        &scheduler,
+        &mut session,
+        &roots,
+        &root.join("src/c.rs"),
+        None,
+    );
+    assert_eq!(json(&session.index()), fresh());
+}
+
+/// The same for a probe: a.rs, out of the index, probed `src/c.rs` and
+/// found nothing; c.rs is created meanwhile, so coming back a.rs is parsed
+/// again and resolves its `use` into it.
+#[test]
+fn a_file_back_in_the_index_has_every_probe_compared() {
+    let (_dir, root, roots) = crate_of(&[
+        ("src/lib.rs", "pub mod a;\n"),
+        ("src/a.rs", "use crate::c::fc;\npub fn fa() {}\n"),
+    ]);
+    let scheduler = scheduler();
+    let mut session =
+        IndexSession::build(&scheduler, &roots, &WalkProgress::default()).expect("build");
+    let fresh = || json(&index_roots(&self::scheduler(), &roots).expect("fresh walk"));
+    let lib = root.join("src/lib.rs");
+    save(&scheduler, &mut session, &roots, &lib, Some(""));
+    let c = root.join("src/c.rs");
+    save(
+        &scheduler,
+        &mut session,
+        &roots,
+        &c,
+        Some("pub fn fc() {}\n"),
+    );
+    save(&scheduler, &mut session, &roots, &lib, Some("pub mod a;\n"));
+    let a = session.entry(&path_text(&root.join("src/a.rs")));
+    let Some(Ok(a)) = a else {
+        panic!("a.rs is not indexed: {a:?}")
+    };
+    assert_eq!(a.artifact.resolved, 1, "{a:?}");
+    assert_eq!(json(&session.index()), fresh());
+}
