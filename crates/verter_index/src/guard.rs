@@ -203,43 +203,107 @@ pub(crate) fn check(tokens: &TokenStream) -> Result<Estimate, NestingError> {
     }
 }
 
-/// Whether `ident` is a keyword after which the next token is in prefix
-/// position (an operand starts there, so `-`, `&`, `|` there are prefix).
-fn is_not_operand(ident: &str) -> bool {
-    matches!(
-        ident,
-        "as" | "become"
-            | "box"
-            | "break"
-            | "const"
-            | "dyn"
-            | "else"
-            | "for"
-            | "if"
-            | "impl"
-            | "in"
-            | "let"
-            | "loop"
-            | "match"
-            | "move"
-            | "mut"
-            | "ref"
-            | "return"
-            | "static"
-            | "unsafe"
-            | "use"
-            | "where"
-            | "while"
-            | "yield"
-    )
+/// The identifiers the walk tells apart; every other one (a raw `r#if`
+/// included) is [`Word::Other`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Word {
+    As,
+    Become,
+    Box,
+    Break,
+    Const,
+    Dyn,
+    Else,
+    For,
+    If,
+    Impl,
+    In,
+    Let,
+    Loop,
+    Match,
+    Move,
+    Mut,
+    Ref,
+    Return,
+    Static,
+    Unsafe,
+    Use,
+    Where,
+    While,
+    Yield,
+    Mod,
+    Include,
+    Path,
+    Other,
 }
 
-/// The operators a run of joined punctuation is read as, longest first
-/// (Rust's own tokens; anything else is one character at a time).
-const OPERATORS: [&str; 24] = [
-    "<<=", ">>=", "...", "..=", "::", "->", "=>", "==", "!=", "<=", ">=", "&&", "||", "+=", "-=",
-    "*=", "/=", "%=", "^=", "&=", "|=", "<<", ">>", "..",
-];
+impl Word {
+    /// The word an identifier printed as `text` is (a raw one prints as
+    /// `r#…` and is none).
+    fn of(text: &str) -> Self {
+        match text {
+            "as" => Self::As,
+            "become" => Self::Become,
+            "box" => Self::Box,
+            "break" => Self::Break,
+            "const" => Self::Const,
+            "dyn" => Self::Dyn,
+            "else" => Self::Else,
+            "for" => Self::For,
+            "if" => Self::If,
+            "impl" => Self::Impl,
+            "in" => Self::In,
+            "let" => Self::Let,
+            "loop" => Self::Loop,
+            "match" => Self::Match,
+            "move" => Self::Move,
+            "mut" => Self::Mut,
+            "ref" => Self::Ref,
+            "return" => Self::Return,
+            "static" => Self::Static,
+            "unsafe" => Self::Unsafe,
+            "use" => Self::Use,
+            "where" => Self::Where,
+            "while" => Self::While,
+            "yield" => Self::Yield,
+            "mod" => Self::Mod,
+            "include" => Self::Include,
+            "path" => Self::Path,
+            _ => Self::Other,
+        }
+    }
+
+    /// Whether this is a keyword after which the next token is in prefix
+    /// position (an operand starts there, so `-`, `&`, `|` there are
+    /// prefix).
+    fn is_not_operand(self) -> bool {
+        !matches!(self, Self::Mod | Self::Include | Self::Path | Self::Other)
+    }
+}
+
+/// How many of the `pending` punctuation characters the operator they
+/// start with takes: Rust's multi-character operators, the longest first
+/// (`<<=` before `<<` before `<`), and anything else one character at a
+/// time. A slice pattern per operator: no text is built or compared.
+fn operator_len(pending: &[char]) -> usize {
+    match pending {
+        ['<', '<', '=', ..] | ['>', '>', '=', ..] | ['.', '.', '.' | '=', ..] => 3,
+        [':', ':', ..]
+        | ['-', '>' | '=', ..]
+        | ['=', '>' | '=', ..]
+        | [
+            '!' | '<' | '>' | '+' | '*' | '/' | '%' | '^' | '&' | '|',
+            '=',
+            ..,
+        ]
+        | ['&', '&', ..]
+        | ['|', '|', ..]
+        | ['<', '<', ..]
+        | ['>', '>', ..]
+        | ['.', '.', ..] => 2,
+        _ => 1,
+    }
+}
 
 /// What the token before mattered as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,7 +343,7 @@ enum Shape {
 
 /// Punctuation read but not yet split into operators: at most three
 /// characters are kept, the longest operator.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 struct Pending {
     chars: [char; 3],
     len: usize,
@@ -413,26 +477,18 @@ impl Level {
 
     /// Reads the longest operator the pending characters start with.
     fn split_one(&mut self, found: &mut Estimate) {
-        let mut text = [0u8; 12];
-        let mut end = 0;
-        for c in &self.pending.chars[..self.pending.len] {
-            end += c.encode_utf8(&mut text[end..]).len();
-        }
-        let pending = std::str::from_utf8(&text[..end]).unwrap_or("");
-        let operator = OPERATORS
-            .iter()
-            .find(|operator| pending.starts_with(*operator))
-            .copied();
-        let taken = operator.map_or(1, str::len);
-        let first = self.pending.chars[0];
-        self.pending.chars.copy_within(taken..self.pending.len, 0);
-        self.pending.len -= taken;
-        let mut one = [0u8; 4];
-        let operator = operator.unwrap_or_else(|| &*first.encode_utf8(&mut one));
-        self.operator(operator, found);
+        let pending = self.pending;
+        let taken = operator_len(&pending.chars[..pending.len]);
+        let left = |at: usize| pending.chars.get(at).copied().unwrap_or_default();
+        self.pending = Pending {
+            chars: [left(taken), left(taken + 1), '\0'],
+            len: pending.len - taken,
+        };
+        self.operator(&pending.chars[..taken], found);
     }
 
-    fn operator(&mut self, operator: &str, found: &mut Estimate) {
+    /// Reads one operator, as its characters.
+    fn operator(&mut self, operator: &[char], found: &mut Estimate) {
         let prefix = !self.after_operand;
         let after_value = std::mem::take(&mut self.after_value);
         let after_block = std::mem::take(&mut self.after_block);
@@ -442,14 +498,14 @@ impl Level {
         self.after_operand = false;
         let shape = std::mem::replace(&mut self.shape, Shape::None);
         match (shape, operator) {
-            (Shape::ModName, ";") | (Shape::Include, "!") => found.declarations += 1,
-            (Shape::Path, "=") => self.shape = Shape::PathEquals,
+            (Shape::ModName, [';']) | (Shape::Include, ['!']) => found.declarations += 1,
+            (Shape::Path, ['=']) => self.shape = Shape::PathEquals,
             _ => {}
         }
         match operator {
-            ";" | "=>" => return self.separate(),
-            "," if self.angles.is_empty() && !self.closure_params => return self.separate(),
-            "," => {
+            [';'] | ['=', '>'] => return self.separate(),
+            [','] if self.angles.is_empty() && !self.closure_params => return self.separate(),
+            [','] => {
                 // A `,` between generic arguments ends what the argument
                 // opened: back to where the innermost `<` opened.
                 if let Some(&opened) = self.angles.last()
@@ -459,7 +515,7 @@ impl Level {
                     self.previous = Previous::ArgumentStart;
                 }
             }
-            "#" => {
+            ['#'] => {
                 // An attribute (doc comments are attributes): at the start
                 // of an item or a statement it ends what came before, and
                 // what follows it starts again. Mid-expression it separates
@@ -472,27 +528,38 @@ impl Level {
                 // Its `!` (`#![…]`) is no operator.
                 self.after_operand = true;
             }
-            "!" if attribute => {
+            ['!'] if attribute => {
                 self.attribute = true;
                 self.after_operand = true;
             }
-            "'" => self.lifetime = true,
-            "?" => {
+            ['\''] => self.lifetime = true,
+            ['?'] => {
                 self.after_operand = true;
                 self.after_value = true;
             }
             // A `let`'s own `=` nests nothing the `let` did not (counted
             // there when the `let` is nested).
-            "=" if std::mem::take(&mut self.let_pattern) => {}
+            ['='] if std::mem::take(&mut self.let_pattern) => {}
             // `Add<Self, Output = Self>` binds a name (in a comparison,
             // `x < a = b = c` still counts every `=` but the first).
-            "=" if previous == Previous::BindingName && !self.angles.is_empty() => {}
-            "=" | "+=" | "-=" | "*=" | "/=" | "%=" | "^=" | "&=" | "|=" | "<<=" | ">>=" | "->"
-            | "@" => self.run += 1,
+            ['='] if previous == Previous::BindingName && !self.angles.is_empty() => {}
+            ['=']
+            | ['+', '=']
+            | ['-', '=']
+            | ['*', '=']
+            | ['/', '=']
+            | ['%', '=']
+            | ['^', '=']
+            | ['&', '=']
+            | ['|', '=']
+            | ['<', '<', '=']
+            | ['>', '>', '=']
+            | ['-', '>']
+            | ['@'] => self.run += 1,
             // A range nests only where an operand starts (`.. ..x`); after
             // one (`'a'..='z'`, `0..n`) it ends a chain of ranges.
-            ".." | "..." | "..=" if prefix => self.run += 1,
-            "<" | "<<" if !after_value => {
+            ['.', '.'] | ['.', '.', '.'] | ['.', '.', '='] if prefix => self.run += 1,
+            ['<'] | ['<', '<'] if !after_value => {
                 if previous == Previous::For {
                     // `for<'a>` names lifetimes: the `for` nests nothing.
                     self.run -= 1;
@@ -501,57 +568,57 @@ impl Level {
                 self.angles.extend(std::iter::repeat_n(self.run, opens));
                 self.previous = Previous::ArgumentStart;
             }
-            ">" => {
+            ['>'] => {
                 self.angles.pop();
             }
-            ">>" => {
+            ['>', '>'] => {
                 self.angles.pop();
                 self.angles.pop();
             }
-            "::" if self.in_use => self.run += 1,
-            "-" | "!" | "*" | "&" if prefix => self.run += 1,
-            "&&" if prefix => self.run += 2,
+            [':', ':'] if self.in_use => self.run += 1,
+            ['-'] | ['!'] | ['*'] | ['&'] if prefix => self.run += 1,
+            ['&', '&'] if prefix => self.run += 2,
             // A closure's parameters open at a prefix `|` and close at the
             // next; between them a `,` separates nothing.
-            "|" | "||" if self.closure_params => self.closure_params = false,
-            "&&" | "||" if !prefix => self.previous = Previous::Logical,
-            "|" if prefix => {
+            ['|'] | ['|', '|'] if self.closure_params => self.closure_params = false,
+            ['&', '&'] | ['|', '|'] if !prefix => self.previous = Previous::Logical,
+            ['|'] if prefix => {
                 self.run += 1;
                 self.closure_params = true;
             }
-            "||" if prefix => self.run += 1,
+            ['|', '|'] if prefix => self.run += 1,
             _ => {}
         }
-        self.links += operator.len();
+        self.links += operator.iter().map(|c| c.len_utf8()).sum::<usize>();
     }
 
-    fn ident(&mut self, ident: &str, found: &mut Estimate) {
+    fn ident(&mut self, word: Word, found: &mut Estimate) {
         self.flush(found);
         let lifetime = std::mem::take(&mut self.lifetime);
         let after_block = std::mem::take(&mut self.after_block);
         self.after_value = false;
         // After a closed `{ … }`, a word other than these starts an item or
         // a statement: nothing before it is open.
-        if after_block && !lifetime && !matches!(ident, "else" | "as" | "in") {
+        if after_block && !lifetime && !matches!(word, Word::Else | Word::As | Word::In) {
             self.separate();
         }
         let at_start = std::mem::take(&mut self.at_start);
         let previous = std::mem::replace(&mut self.previous, Previous::Other);
         self.attribute = false;
         self.links += 1;
-        self.shape = match (self.shape, ident) {
+        self.shape = match (self.shape, word) {
             (Shape::Mod, _) => Shape::ModName,
-            (_, "mod") => Shape::Mod,
-            (_, "include") => Shape::Include,
-            (_, "path") => Shape::Path,
+            (_, Word::Mod) => Shape::Mod,
+            (_, Word::Include) => Shape::Include,
+            (_, Word::Path) => Shape::Path,
             _ => Shape::None,
         };
         if lifetime {
             self.after_operand = false;
             return;
         }
-        match ident {
-            "else" => {
+        match word {
+            Word::Else => {
                 // `if … {} else if … {}` is parsed in a loop: back to the
                 // depth where the chain's `if` was read.
                 if after_block && let Some((run, angles)) = self.if_chain {
@@ -560,7 +627,7 @@ impl Level {
                 }
                 self.previous = Previous::Else;
             }
-            "if" => {
+            Word::If => {
                 if previous != Previous::Else {
                     if !at_start {
                         self.run += 1;
@@ -569,29 +636,29 @@ impl Level {
                 }
                 self.previous = Previous::Condition;
             }
-            "while" => {
+            Word::While => {
                 if !at_start {
                     self.run += 1;
                 }
                 self.previous = Previous::Condition;
             }
-            "match" if !at_start => self.run += 1,
-            "for" if !at_start => {
+            Word::Match if !at_start => self.run += 1,
+            Word::For if !at_start => {
                 self.run += 1;
                 self.previous = Previous::For;
             }
-            "let" => {
+            Word::Let => {
                 self.let_pattern = true;
                 if !at_start && !matches!(previous, Previous::Condition | Previous::Logical) {
                     self.run += 1;
                 }
             }
-            "return" | "break" | "yield" | "become" | "box" => self.run += 1,
-            "use" => self.in_use = true,
+            Word::Return | Word::Break | Word::Yield | Word::Become | Word::Box => self.run += 1,
+            Word::Use => self.in_use = true,
             _ if previous == Previous::ArgumentStart => self.previous = Previous::BindingName,
             _ => {}
         }
-        self.after_operand = !is_not_operand(ident);
+        self.after_operand = !word.is_not_operand();
     }
 
     fn literal(&mut self, found: &mut Estimate) {
@@ -681,7 +748,7 @@ pub(crate) fn estimate(tokens: &TokenStream, limits: &Limits) -> Estimate {
                 // One buffer for every identifier: no allocation per token.
                 name.clear();
                 let _ = write!(name, "{ident}");
-                level.ident(&name, &mut found);
+                level.ident(Word::of(&name), &mut found);
             }
             TokenTree::Punct(punct) => level.punct(punct.as_char(), punct.spacing(), &mut found),
             TokenTree::Literal(_) => level.literal(&mut found),

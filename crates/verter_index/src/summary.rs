@@ -184,8 +184,8 @@ fn parse_guarded(path: &str, text: &str) -> (Summary, Option<ParseError>) {
     // whole as `syn` takes it apart. A file that fails is lexed again for
     // its salvage (rare, and the text lexed once already).
     match syn::parse2::<syn::File>(tokens) {
-        Ok(file) => {
-            summary.items_in(&file.items, &mut Vec::new());
+        Ok(mut file) => {
+            summary.items_in(&mut file.items, &mut Vec::new());
             // `fn f() { #[path = "x.rs"] mod m; … }`: only a file that says
             // `#[path` can declare one, so only such a file is walked.
             if text.contains("#[path") {

@@ -5,6 +5,7 @@
 
 use std::str::FromStr;
 
+use proc_macro2::{Ident, Span};
 use verter_scheduler::SchedulerConfig;
 
 use super::*;
@@ -484,6 +485,104 @@ fn a_chain_at_the_limit_parses_and_drops_on_the_configured_stack() {
             "{shape}: {refusal:?}"
         );
     }
+}
+
+/// Rust's multi-character operators, longest first: what a scan with
+/// `starts_with` reads a run of joined punctuation as.
+const OPERATORS: [&str; 24] = [
+    "<<=", ">>=", "...", "..=", "::", "->", "=>", "==", "!=", "<=", ">=", "&&", "||", "+=", "-=",
+    "*=", "/=", "%=", "^=", "&=", "|=", "<<", ">>", "..",
+];
+
+#[test]
+fn the_operator_splitter_reads_every_operator_and_agrees_with_a_scan() {
+    for operator in OPERATORS {
+        let chars: Vec<char> = operator.chars().collect();
+        assert_eq!(operator_len(&chars), operator.len(), "{operator}");
+    }
+    // Every run of one to three punctuation characters a lexer can join
+    // reads as the first operator of the list it starts with, or as its
+    // first character.
+    let punct: Vec<char> = "~!@#$%^&*-=+|;:,<.>/?'".chars().collect();
+    let mut runs = 0;
+    for &first in &punct {
+        for &second in &punct {
+            for &third in &punct {
+                let run = [first, second, third];
+                for len in 1..=3 {
+                    let text: String = run[..len].iter().collect();
+                    let scanned = OPERATORS
+                        .iter()
+                        .find(|operator| text.starts_with(**operator))
+                        .map_or(1, |operator| operator.len());
+                    assert_eq!(operator_len(&run[..len]), scanned, "{text}");
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(runs, 3 * punct.len().pow(3));
+}
+
+/// Every word but [`Word::Other`], as written.
+const WORDS: [(&str, Word); 27] = [
+    ("as", Word::As),
+    ("become", Word::Become),
+    ("box", Word::Box),
+    ("break", Word::Break),
+    ("const", Word::Const),
+    ("dyn", Word::Dyn),
+    ("else", Word::Else),
+    ("for", Word::For),
+    ("if", Word::If),
+    ("impl", Word::Impl),
+    ("in", Word::In),
+    ("let", Word::Let),
+    ("loop", Word::Loop),
+    ("match", Word::Match),
+    ("move", Word::Move),
+    ("mut", Word::Mut),
+    ("ref", Word::Ref),
+    ("return", Word::Return),
+    ("static", Word::Static),
+    ("unsafe", Word::Unsafe),
+    ("use", Word::Use),
+    ("where", Word::Where),
+    ("while", Word::While),
+    ("yield", Word::Yield),
+    ("mod", Word::Mod),
+    ("include", Word::Include),
+    ("path", Word::Path),
+];
+
+#[test]
+fn every_word_is_told_apart_and_raw_or_other_identifiers_are_other() {
+    let span = Span::call_site();
+    for (text, word) in WORDS {
+        assert_eq!(
+            Word::of(&Ident::new(text, span).to_string()),
+            word,
+            "{text}"
+        );
+        assert_ne!(word, Word::Other, "{text}");
+        // `r#if` is a name, not the keyword.
+        let raw = Ident::new_raw(text, span).to_string();
+        assert_eq!(Word::of(&raw), Word::Other, "{raw}");
+    }
+    for other in [
+        "iff", "el", "Mod", "paths", "includes", "x", "_", "self", "r", "",
+    ] {
+        assert_eq!(Word::of(other), Word::Other, "{other}");
+    }
+    // The keywords after which an operand starts: all but `mod`, `include`
+    // and `path`.
+    let not_operands: Vec<_> = WORDS
+        .iter()
+        .filter(|(_, word)| word.is_not_operand())
+        .map(|&(text, _)| text)
+        .collect();
+    assert_eq!(not_operands.len(), 24);
+    assert!(!Word::Other.is_not_operand());
 }
 
 /// How many tokens `text` lexes to, groups and their contents included.

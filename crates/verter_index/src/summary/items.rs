@@ -16,8 +16,11 @@ use super::names::{include_literal, name_of, path_tail, type_name, visibility};
 use super::{RawInclude, RawMod, RawUse, Summary, flatten, line};
 
 impl Summary {
-    pub(super) fn items_in(&mut self, items: &[syn::Item], scope: &mut Vec<String>) {
-        for item in items {
+    /// Summarises `items`. A macro's tokens move out of its item into the
+    /// scan of `mods_in_tokens` (nothing reads them after it): a stream the
+    /// scan owns alone is read in place, where a shared one is copied.
+    pub(super) fn items_in(&mut self, items: &mut [syn::Item], scope: &mut Vec<String>) {
+        for item in items.iter_mut() {
             self.item(item, scope);
         }
     }
@@ -64,7 +67,7 @@ impl Summary {
         self.push(scope, name_of(ident), kind, ident.span(), visibility(vis));
     }
 
-    fn item(&mut self, item: &syn::Item, scope: &mut Vec<String>) {
+    fn item(&mut self, item: &mut syn::Item, scope: &mut Vec<String>) {
         use syn::Item as I;
         match item {
             I::Const(it) => self.named(scope, &it.ident, ItemKind::Const, &it.vis),
@@ -125,13 +128,13 @@ impl Summary {
                     // never expanded, so every declaration inside is a candidate.
                     let rules = it.ident.is_some();
                     self.in_macro_rules += usize::from(rules);
-                    self.mods_in_tokens(it.mac.tokens.clone(), scope);
+                    self.mods_in_tokens(std::mem::take(&mut it.mac.tokens), scope);
                     self.in_macro_rules -= usize::from(rules);
                 }
             }
             I::Mod(it) => {
                 self.named(scope, &it.ident, ItemKind::Mod, &it.vis);
-                match &it.content {
+                match &mut it.content {
                     Some((_, items)) => {
                         scope.push(name_of(&it.ident));
                         self.local_names.entry(scope.clone()).or_default();

@@ -6,7 +6,7 @@
 //! This module owns those scans and [`ModAttrs`]; everything it finds is a
 //! candidate, and it never evaluates cfg or expands a macro.
 
-use proc_macro2::{Delimiter, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Punct, Spacing, TokenStream, TokenTree};
 
 use crate::model::{ItemKind, Visibility};
 
@@ -20,17 +20,22 @@ impl Summary {
     /// parses as items is summarised whole; otherwise the tokens are
     /// scanned for the declarations' shapes. A `$name` is not a name.
     /// Recursion is bounded by the nesting guard, which has seen these
-    /// tokens.
+    /// tokens. `tokens` should be the caller's alone: iterating a shared
+    /// stream copies it.
     pub(super) fn mods_in_tokens(&mut self, tokens: TokenStream, scope: &mut Vec<String>) {
+        let mut tokens: Vec<TokenTree> = tokens.into_iter().collect();
         // `cfg_unix! { pub mod runtime; }`, a `cfg_if!` branch: tokens that
         // are items are summarised as items (uses and all), as candidates.
-        if let Ok(file) = syn::parse2::<syn::File>(tokens.clone()) {
+        // Tokens that cannot be items are not parsed (the parse would copy
+        // them all, nested groups included, to fail at the first).
+        if may_start_items(tokens.first())
+            && let Ok(mut file) = syn::parse2::<syn::File>(tokens.iter().cloned().collect())
+        {
             self.in_macro += 1;
-            self.items_in(&file.items, scope);
+            self.items_in(&mut file.items, scope);
             self.in_macro -= 1;
             return;
         }
-        let tokens: Vec<TokenTree> = tokens.into_iter().collect();
         let mut metas: Vec<syn::Meta> = Vec::new();
         let mut i = 0;
         while i < tokens.len() {
@@ -102,12 +107,39 @@ impl Summary {
                     i += 3;
                     continue;
                 }
-                (TokenTree::Group(group), _, _) => self.mods_in_tokens(group.stream(), scope),
+                (TokenTree::Group(_), _, _) => {
+                    // The group is read here for the last time: taken out,
+                    // its stream is the scan's alone. (What replaces it is
+                    // never read: the scan only looks ahead.)
+                    let placeholder = TokenTree::Punct(Punct::new('$', Spacing::Alone));
+                    if let TokenTree::Group(group) = std::mem::replace(&mut tokens[i], placeholder)
+                    {
+                        let stream = group.stream();
+                        drop(group);
+                        self.mods_in_tokens(stream, scope);
+                    }
+                }
                 _ => {}
             }
             metas.clear();
             i += 1;
         }
+    }
+}
+
+/// Whether tokens starting with `first` may parse as a non-empty
+/// `syn::File`: inner and outer attributes start with `#`, and every item
+/// after its attributes with a word (`pub`, a keyword, a macro's path) or
+/// a macro's `::path`; `syn` also reads an invisible group (which the lexer
+/// never makes) as an empty visibility. Anything else (a literal, a
+/// bracketed group, `$`, …) fails at the first token, and no tokens at all
+/// parse as a file with nothing in it, which the scan finds too.
+pub(super) fn may_start_items(first: Option<&TokenTree>) -> bool {
+    match first {
+        Some(TokenTree::Ident(_)) => true,
+        Some(TokenTree::Punct(punct)) => matches!(punct.as_char(), '#' | ':'),
+        Some(TokenTree::Group(group)) => group.delimiter() == Delimiter::None,
+        Some(TokenTree::Literal(_)) | None => false,
     }
 }
 

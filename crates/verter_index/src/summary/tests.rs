@@ -333,3 +333,89 @@ fn raw_identifiers_are_named_as_rustc_names_them() {
         ["1:self::type::Box as Alias"]
     );
 }
+
+/// Every group's tokens, and the file's, in every source of this crate and
+/// in `extra`: the streams a macro's input or a `macro_rules!` body may be.
+fn streams_of_our_sources(extra: &[&str]) -> Vec<TokenStream> {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut texts: Vec<String> = extra.iter().map(|text| (*text).to_owned()).collect();
+    let mut dirs = vec![src];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("lists").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                texts.push(std::fs::read_to_string(&path).expect("reads"));
+            }
+        }
+    }
+    let mut pending: Vec<TokenStream> = texts
+        .iter()
+        .map(|text| TokenStream::from_str(text).expect("lexes"))
+        .collect();
+    let mut streams = Vec::new();
+    while let Some(stream) = pending.pop() {
+        for tree in stream.clone() {
+            if let proc_macro2::TokenTree::Group(group) = tree {
+                pending.push(group.stream());
+            }
+        }
+        streams.push(stream);
+    }
+    streams
+}
+
+#[test]
+fn tokens_that_cannot_start_items_never_parse_as_a_file_with_items() {
+    let starts = [
+        "\"text\" fn f() {}",
+        "1 fn f() {}",
+        "(a) fn f() {}",
+        "[a] fn f() {}",
+        "{ fn f() {} }",
+        "$ mod a;",
+        "$vis fn f() {}",
+        "; fn f() {}",
+        "! fn f() {}",
+        "'a: loop {}",
+        "& fn f() {}",
+        "- fn f() {}",
+        "< fn f() {}",
+        "= fn f() {}",
+        "@ fn f() {}",
+        ", fn f() {}",
+    ];
+    let streams = streams_of_our_sources(&starts);
+    let mut refused = 0;
+    for stream in streams {
+        let first = stream.clone().into_iter().next();
+        if !mods::may_start_items(first.as_ref()) {
+            refused += 1;
+            // An empty stream parses as a file with nothing in it, which
+            // the scan finds too; anything else fails.
+            if let Ok(file) = syn::parse2::<syn::File>(stream.clone()) {
+                assert!(file.items.is_empty() && file.attrs.is_empty(), "{stream}");
+            }
+        }
+    }
+    assert!(refused > 1000, "only {refused} streams refused");
+    // What items start with is let through.
+    for items in [
+        "fn f() {}",
+        "#[x] fn f() {}",
+        "#![x] fn f() {}",
+        "::m!();",
+        "m!();",
+    ] {
+        let first = TokenStream::from_str(items)
+            .expect("lexes")
+            .into_iter()
+            .next();
+        assert!(mods::may_start_items(first.as_ref()), "{items}");
+        assert!(
+            syn::parse2::<syn::File>(items.parse().expect("lexes")).is_ok(),
+            "{items}"
+        );
+    }
+}
