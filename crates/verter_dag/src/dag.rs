@@ -231,6 +231,9 @@ pub struct DagCounters {
     /// Unfinished work nodes dropped because they were superseded, removed,
     /// reset or cancelled (never those a failed dependency dropped).
     pub cancelled: u64,
+    /// Request waiters withdrawn before their answer: their handles were
+    /// cancelled or dropped ([`SchedulerDag::withdraw`]).
+    pub withdrawn: u64,
     /// Unfinished work nodes dropped because a dependency failed: they will
     /// never run, and nobody cancelled them.
     pub dependency_failed: u64,

@@ -33,6 +33,12 @@ impl WaiterId {
         self.0
     }
 
+    /// The id whose raw value ([`Self::get`]) is `raw`: how a handle that
+    /// kept the raw value names its waiter again.
+    pub fn from_raw(raw: u64) -> Self {
+        Self(raw)
+    }
+
     /// Its slot: distinct among the waiters registered at one time.
     pub fn slot(self) -> usize {
         (self.0 & u64::from(u32::MAX)) as usize

@@ -305,6 +305,17 @@ impl<'a> CausalIndex<'a> {
                     HostAction::Removed { path } => {
                         index.removals.entry(*path).or_default().push((i, true));
                     }
+                    // A request withdrawn at its admission was still a
+                    // request for its version: what it admitted (a new
+                    // object's Source, say) is explained by it.
+                    HostAction::Withdrew { key, .. } => {
+                        index.requested.entry(key.file).or_default().push(i);
+                        index
+                            .requested_object
+                            .entry((key.file.canonical, key.file.incarnation))
+                            .or_default()
+                            .push(i);
+                    }
                     HostAction::Requested { waiter, key, .. } => {
                         index.requests.entry(*waiter).or_default().push(i);
                         index.requested.entry(key.file).or_default().push(i);

@@ -55,6 +55,15 @@ pub enum HostAction {
         /// The new object's version.
         file: FileIdentity,
     },
+    /// A request for `key` was withdrawn before its answer: its handle was
+    /// cancelled, or its last handle dropped (`dropped`). Work nothing else
+    /// wanted was cancelled with it.
+    Withdrew {
+        /// The stage at the version the request waited on.
+        key: DepKey,
+        /// Whether its last handle was dropped (not cancelled explicitly).
+        dropped: bool,
+    },
     /// [`crate::Scheduler::remove`] of `path`.
     Removed {
         /// The file.
@@ -114,6 +123,17 @@ impl fmt::Display for HostAction {
             Self::Rehomed { file } => {
                 write!(f, "{} re-homed into another language", file.canonical)
             }
+            Self::Withdrew { key, dropped: true } => {
+                write!(
+                    f,
+                    "the last handle of a request for {} dropped",
+                    Step::label(key)
+                )
+            }
+            Self::Withdrew {
+                key,
+                dropped: false,
+            } => write!(f, "a request for {} cancelled", Step::label(key)),
             Self::Removed { path } => write!(f, "remove({path})"),
             Self::Reset => f.write_str("reset()"),
             Self::Shutdown => f.write_str("shutdown()"),

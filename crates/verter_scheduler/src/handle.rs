@@ -113,6 +113,25 @@ impl<E: StageExecutor> CompletionHandle<E> {
         self.inner.state()
     }
 
+    /// Cancels the request, unless it has its answer already: it is
+    /// answered `Cancelled` (every clone of this handle sees that), and
+    /// the work nothing else wants stops — queued work never runs, running
+    /// work has its cancellation token cancelled and its result is
+    /// refused; work another request, a consumer or a host DAG still wants
+    /// runs on for them. Counted (`SchedulerCounters::withdrawn`) and
+    /// explained (`HostAction::Withdrew`). Dropping the last handle of an
+    /// unanswered request does the same.
+    ///
+    /// The answer is given before this returns, except for an item of a
+    /// large atomic batch whose registration is still queued: it is
+    /// answered when its turn comes. Never call it while holding a lock
+    /// that a stage or hook needs (it takes the DAG lock).
+    pub fn cancel(&self) {
+        if let Some(state) = self.pending() {
+            state.cancel(false);
+        }
+    }
+
     /// The answer, if there is one yet. Never blocks, never pumps.
     pub fn try_result(&self) -> Option<RequestResult<E>> {
         match self.inner.state() {

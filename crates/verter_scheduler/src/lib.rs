@@ -85,6 +85,7 @@
 //! | its language is re-homed | follows the replacement | follows the replacement (same lifetime) |
 //! | the file is removed, or `reset()` (also when it is added again before the request is admitted), or `shutdown()` | `Shutdown` | `Shutdown` |
 //! | a dependency fails or is missing | `DependencyFailed` | `DependencyFailed` |
+//! | its handle is cancelled, or its last handle dropped | `Cancelled` (the work nothing else wants stops) | `Cancelled` (its edit stays applied) |
 //! | a blocker is removed | rebuilt on the blocker as the loader has it now | rebuilt on the blocker as the loader has it now |
 //!
 //! Answers the loader decided, a missing file's `SourceMissing` included,

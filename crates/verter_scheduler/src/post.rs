@@ -31,10 +31,10 @@
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 
-use verter_dag::Canonical;
+use verter_dag::{Canonical, TargetStage};
 use verter_pools::WaitCell;
 
 use crate::causes::HostAction;
@@ -108,6 +108,26 @@ pub(crate) struct NodeRef {
 /// [`PostWork::distrust`]).
 pub(crate) type DagDelivery = Box<dyn FnOnce(Option<&Arc<str>>) -> bool + Send>;
 
+/// A request's waiter id before it is registered: no id reaches it (its
+/// slot half would be the four-billionth waiter held at once).
+pub(crate) const UNREGISTERED: u64 = u64::MAX;
+
+/// Where a request's cancellation goes: the scheduler that owns it, and
+/// the file and stage it waits on (`Scheduler::withdraw`).
+pub(crate) struct Owner {
+    pub(crate) scheduler: Weak<dyn Withdraw>,
+    pub(crate) canonical: Canonical,
+    pub(crate) stage: TargetStage,
+}
+
+/// The scheduler's side of a request's cancellation (implemented by
+/// `Scheduler`; a trait so that a handle names no executor type).
+pub(crate) trait Withdraw: Send + Sync {
+    /// The request whose state is `state` was cancelled (`dropped`: its
+    /// last handle went). Called outside the DAG lock.
+    fn withdraw(&self, owner: &Owner, waiter: &AtomicU64, dropped: bool);
+}
+
 /// What a request's handle shares with the scheduler.
 pub(crate) struct HandleState<E: StageExecutor> {
     /// Set once, by `PostWork::deliver` only.
@@ -115,6 +135,20 @@ pub(crate) struct HandleState<E: StageExecutor> {
     /// Set (under the DAG lock: a store, not a wake) when the request is
     /// admitted, or answered without admission.
     admitted: AtomicBool,
+    /// The request handles alive ([`crate::CompletionHandle`]s of this
+    /// cell): the last one dropped unanswered cancels the request.
+    handles: AtomicUsize,
+    /// Where a cancellation goes; set when the request is queued (never
+    /// for a DAG node's cell, which its DAG cancels).
+    owner: OnceLock<Owner>,
+    /// The waiter's raw id once registered (under the DAG lock);
+    /// [`UNREGISTERED`] before.
+    waiter: AtomicU64,
+    /// Cancelled (or every handle dropped) by the host: a registration
+    /// that finds it set answers `Cancelled` instead of waiting.
+    withdrawn: AtomicBool,
+    /// The host called `cancel` (not only dropped the handles).
+    cancelled: AtomicBool,
 }
 
 impl<E: StageExecutor> HandleState<E> {
@@ -122,7 +156,71 @@ impl<E: StageExecutor> HandleState<E> {
         Self {
             cell: WaitCell::new(),
             admitted: AtomicBool::new(false),
+            handles: AtomicUsize::new(0),
+            owner: OnceLock::new(),
+            waiter: AtomicU64::new(UNREGISTERED),
+            withdrawn: AtomicBool::new(false),
+            cancelled: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the host cancelled it explicitly (not only by dropping).
+    pub(crate) fn was_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Names the scheduler, file and stage a cancellation goes to.
+    pub(crate) fn set_owner(&self, owner: Owner) {
+        let _ = self.owner.set(owner);
+    }
+
+    /// One more request handle.
+    pub(crate) fn add_handle(&self) {
+        self.handles.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One request handle less; the last one, dropped unanswered, cancels.
+    pub(crate) fn drop_handle(&self) {
+        if self.handles.fetch_sub(1, Ordering::AcqRel) == 1 && !self.cell.is_set() {
+            self.cancel(true);
+        }
+    }
+
+    /// Cancels the request (see `crate::CompletionHandle::cancel`).
+    pub(crate) fn cancel(&self, dropped: bool) {
+        let Some(owner) = self.owner.get() else {
+            return; // answered at submission, or a DAG node's
+        };
+        if self.cell.is_set() {
+            return;
+        }
+        if !dropped {
+            self.cancelled.store(true, Ordering::Relaxed);
+        }
+        self.withdrawn.store(true, Ordering::SeqCst);
+        if holds_dag_lock() {
+            // Never under the lock (no handle lives there): the flag is all.
+            debug_assert!(false, "a request handle was cancelled under the DAG lock");
+            return;
+        }
+        if let Some(scheduler) = owner.scheduler.upgrade() {
+            scheduler.withdraw(owner, &self.waiter, dropped);
+        }
+    }
+
+    /// Records the registered waiter (under the DAG lock); returns whether
+    /// the host withdrew the request meanwhile (then the caller withdraws
+    /// it at once: a cancellation that found no waiter yet left it to
+    /// registration).
+    pub(crate) fn registered(&self, waiter: u64) -> bool {
+        self.waiter.store(waiter, Ordering::SeqCst);
+        self.is_withdrawn()
+    }
+
+    /// Whether the host cancelled the request or dropped every handle.
+    pub(crate) fn is_withdrawn(&self) -> bool {
+        self.withdrawn.load(Ordering::SeqCst)
+            || (self.owner.get().is_some() && self.handles.load(Ordering::SeqCst) == 0)
     }
 
     pub(crate) fn cell(&self) -> &WaitCell<RequestResult<E>> {
@@ -189,6 +287,7 @@ impl<E: StageExecutor> HandleInner<E> {
 
     /// The inner value of a handle answered through `slot`.
     pub(crate) fn pending(slot: &AnswerSlot<E>) -> Self {
+        slot.state().add_handle();
         Self::Pending(Arc::clone(&slot.cells), slot.index)
     }
 
@@ -217,7 +316,30 @@ impl<E: StageExecutor> Clone for HandleInner<E> {
             Self::Source(source) => Self::Source(Arc::clone(source)),
             Self::Analysis(analysis) => Self::Analysis(Arc::clone(analysis)),
             Self::Artifact(artifact) => Self::Artifact(Arc::clone(artifact)),
-            Self::Pending(cells, index) => Self::Pending(Arc::clone(cells), *index),
+            Self::Pending(cells, index) => {
+                cells.get(*index).add_handle();
+                Self::Pending(Arc::clone(cells), *index)
+            }
+        }
+    }
+}
+
+impl<E: StageExecutor> Drop for HandleInner<E> {
+    /// The last handle of an unanswered request cancels it: the work
+    /// nothing else wants stops (`Scheduler::withdraw`). A drop during an
+    /// unwind only marks it (a lock hold must not start in a destructor
+    /// that may already be unwinding out of one).
+    fn drop(&mut self) {
+        if let Self::Pending(cells, index) = self {
+            let state = cells.get(*index);
+            if std::thread::panicking() {
+                if state.handles.fetch_sub(1, Ordering::AcqRel) == 1 && state.owner.get().is_some()
+                {
+                    state.withdrawn.store(true, Ordering::SeqCst);
+                }
+            } else {
+                state.drop_handle();
+            }
         }
     }
 }

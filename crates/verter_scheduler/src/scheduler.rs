@@ -95,6 +95,10 @@ pub struct SchedulerCounters {
     /// Admitted work dropped unrun because a stage it needs failed (its
     /// waiters were answered `DependencyFailed`).
     pub dependency_failures: u64,
+    /// Requests withdrawn before their answer: their handle was cancelled
+    /// or their last handle dropped (answered `Cancelled`; the work
+    /// nothing else wanted is among [`Self::cancellations`]).
+    pub withdrawn: u64,
     /// The deepest the inbox has been.
     pub inbox_depth_max: usize,
     /// Capacity reservations held now.
@@ -403,3 +407,4 @@ pub use snapshot::Snapshot;
 mod submission;
 #[cfg(test)]
 mod tests;
+mod withdraw;

@@ -291,6 +291,9 @@ pub(crate) struct Counters {
     pub(crate) batched_stages: AtomicU64,
     pub(crate) caller_stages: AtomicU64,
     pub(crate) queued_registrations: AtomicU64,
+    /// Requests withdrawn before their answer (cancelled, or every handle
+    /// dropped).
+    pub(crate) withdrawn: AtomicU64,
     /// Nanoseconds the DAG lock was held, summed over every hold: added by
     /// [`Held`] when a hold ends, read by `Observer::counters`.
     pub(crate) lock_held_ns: AtomicU64,

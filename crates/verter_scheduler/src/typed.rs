@@ -72,6 +72,14 @@ impl<E: StageExecutor, S: Stage<E>> Handle<E, S> {
         self.stage
     }
 
+    /// Cancels the request ([`CompletionHandle::cancel`]): answered
+    /// `Cancelled` unless answered already, and the work nothing else
+    /// wants stops. Dropping the last handle of an unanswered request does
+    /// the same.
+    pub fn cancel(&self) {
+        self.handle.cancel();
+    }
+
     /// The answer, if there is one yet. Never blocks, never pumps.
     pub fn try_result(&self) -> Option<Result<S::Output, RequestError>> {
         self.handle.try_result().map(typed::<E, S>)

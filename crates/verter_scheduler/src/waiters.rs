@@ -54,6 +54,13 @@ impl<E: StageExecutor> Waiters<E> {
         entry.take().map(|(_, slot)| slot)
     }
 
+    /// Whether the table holds `waiter` (registered, not answered yet).
+    pub(crate) fn contains(&self, waiter: WaiterId) -> bool {
+        self.entries
+            .get(waiter.slot())
+            .is_some_and(|entry| entry.as_ref().is_some_and(|(held, _)| *held == waiter))
+    }
+
     /// Takes every slot out, in slot order.
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = (WaiterId, AnswerSlot<E>)> + '_ {
         self.len = 0;

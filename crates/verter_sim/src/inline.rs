@@ -355,8 +355,12 @@ struct Armed {
 #[derive(Default)]
 struct State {
     tracked: Vec<Tracked>,
-    /// A clone of every handle ever returned, kept or dropped by the host.
+    /// A clone of every handle the host kept (a dropped one's request is
+    /// withdrawn: its answer is the scheduler's to account, which the
+    /// ledger and quiescence checks see).
     every_handle: Vec<CompletionHandle<SimExecutor>>,
+    /// Requests submitted, kept or dropped.
+    submitted: u64,
     roots: Vec<TrackedRoot>,
     witnesses: Vec<SourceWitness>,
     armed: Vec<Armed>,

@@ -264,6 +264,57 @@ impl<P> SchedulerDag<P> {
         effects
     }
 
+    /// Withdraws request `waiter` from the group of `stage` of `canonical`'s
+    /// live version (its host cancelled it, or dropped every handle to it):
+    /// the waiter is answered `Cancelled`, and the work nothing else wants
+    /// any more is cancelled — that stage's node, unless another request
+    /// or a consumer still waits on it, then each of its dependencies by
+    /// the same rule. (A blocker record is no waiter: the Analysis it names
+    /// is admitted again when an Artifact of its owner is.) Queued work leaves the ready queue;
+    /// running work has its token cancelled and is reported abandoned (its
+    /// result will be refused); finished work stays. `None`, changing
+    /// nothing, when the waiter is not in that group (answered already).
+    pub fn withdraw(
+        &mut self,
+        canonical: &Canonical,
+        stage: TargetStage,
+        waiter: WaiterId,
+    ) -> Option<Effects> {
+        let key = self.live_file(canonical)?.at(stage);
+        let slot = self.stage_slot_mut(&key)?;
+        let at = slot
+            .group
+            .iter()
+            .position(|member| member.waiter == waiter)?;
+        slot.group.remove(at);
+        if slot.group.is_empty() {
+            self.group_count -= 1;
+        }
+        self.waiter_count -= 1;
+        self.prune(&key);
+        self.counters.withdrawn += 1;
+        let mut effects = Effects::default();
+        effects.answers.push(Answer {
+            waiter,
+            key,
+            outcome: Err(DagFailure::Cancelled),
+        });
+        let mut pending = vec![key];
+        while let Some(key) = pending.pop() {
+            let identity = WorkNodeIdentity::File(key);
+            let wanted = self.node(&identity).is_none_or(WorkNode::is_finished)
+                || self.group(&key).is_some()
+                || !self.waiters_of(&key).is_empty();
+            if wanted {
+                continue;
+            }
+            let deps = self.deps_of(&identity);
+            self.drop_node(&identity, &mut effects);
+            pending.extend(deps);
+        }
+        Some(effects)
+    }
+
     /// Forgets done work whose output the caller stopped serving (e.g. an
     /// artifact the host evicted), so the next request admits it afresh.
     /// Returns whether `identity` was resident and done; anything else is

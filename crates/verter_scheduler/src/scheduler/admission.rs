@@ -523,6 +523,18 @@ impl<E: StageExecutor> Scheduler<E> {
             slot,
         } = registering;
         slot.mark_admitted();
+        if slot.state().is_withdrawn() {
+            // Cancelled (or every handle dropped) before it was admitted:
+            // answered at once, waiting on nothing, its edits applied.
+            post.act(|| HostAction::Withdrew {
+                key: live.at(stage),
+                dropped: !slot.state().was_cancelled(),
+            });
+            self.counters.withdrawn.fetch_add(1, Ordering::Relaxed);
+            post.answer(slot, Err(RequestError::Cancelled));
+            post.end_act();
+            return;
+        }
         let registration = locked
             .dag
             .register_request(live.at(stage), policy, priority);
@@ -534,7 +546,24 @@ impl<E: StageExecutor> Scheduler<E> {
                 dag,
             });
         }
+        let withdrawn =
+            registration.answered.is_none() && slot.state().registered(registration.waiter.get());
+        let dropped = !slot.state().was_cancelled();
         locked.waiters.insert(registration.waiter, slot);
+        if withdrawn {
+            // Cancelled while it was being admitted: the cancellation found
+            // no waiter yet and left it to this hold.
+            let canonical = registration.key.file.canonical;
+            self.withdraw_locked(
+                locked,
+                post,
+                canonical,
+                stage,
+                registration.waiter,
+                Some(dropped),
+            );
+            return;
+        }
         if let Some(joiner) = registration.joiner {
             post.event(|| SchedulerEvent::DidJoin(joiner.key));
         }

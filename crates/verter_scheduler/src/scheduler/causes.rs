@@ -28,7 +28,7 @@ impl fmt::Display for SchedulerStats {
         let c = &self.counters;
         writeln!(
             f,
-            "runs: {} loads, {} parses, {} analyses, {} artifacts, {} cache nodes; {} verified, {} unchanged, {} refused stale, {} cancelled, {} dropped by a failed dependency",
+            "runs: {} loads, {} parses, {} analyses, {} artifacts, {} cache nodes; {} verified, {} unchanged, {} refused stale, {} cancelled, {} dropped by a failed dependency; {} requests withdrawn",
             c.loads,
             c.source_runs,
             c.analysis_runs,
@@ -38,7 +38,8 @@ impl fmt::Display for SchedulerStats {
             c.outputs_unchanged,
             c.stale_completion_refusals,
             c.cancellations,
-            c.dependency_failures
+            c.dependency_failures,
+            c.withdrawn
         )?;
         writeln!(
             f,

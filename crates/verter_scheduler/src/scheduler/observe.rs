@@ -42,6 +42,7 @@ impl<'a, E: StageExecutor> Observer<'a, E> {
             supersedes: dag.superseded,
             cancellations: dag.cancelled,
             dependency_failures: dag.dependency_failed,
+            withdrawn: load(&self.scheduler.counters.withdrawn),
             inbox_depth_max: self
                 .scheduler
                 .counters

@@ -6,9 +6,11 @@
 use super::*;
 use crate::handle::Waitable;
 use crate::host_dag::Admission;
+use crate::post::{Owner, Withdraw};
 use crate::stage::{Ask, Stage};
 use crate::traits::DepPath;
 use crate::typed::Handle;
+use std::sync::Weak;
 use verter_pools::WaitCell;
 
 impl<E: StageExecutor> Scheduler<E> {
@@ -43,7 +45,11 @@ impl<E: StageExecutor> Scheduler<E> {
             &AnswerSlot::new,
         );
         match next {
-            Next::Queue(prepared) => self.enqueue(Submission::One(prepared)),
+            Next::Queue(prepared) => {
+                let target = (prepared.canonical, prepared.stage);
+                self.enqueue(Submission::One(prepared));
+                self.own(&handle, target);
+            }
             Next::Answer(slot, error) => {
                 let mut post = self.post_work();
                 post.answer(slot, Err(error));
@@ -52,6 +58,19 @@ impl<E: StageExecutor> Scheduler<E> {
             Next::Nothing => {}
         }
         handle
+    }
+
+    /// Makes `handle`'s request one its handles cancel (`CompletionHandle::
+    /// cancel`, or dropping the last one): once it is queued, so a refused
+    /// `try_` submission's handle, dropped unsent, cancels nothing.
+    fn own(&self, handle: &CompletionHandle<E>, (canonical, stage): (Canonical, TargetStage)) {
+        if let Some(state) = handle.pending() {
+            state.set_owner(Owner {
+                scheduler: self.me.clone() as Weak<dyn Withdraw>,
+                canonical,
+                stage,
+            });
+        }
     }
 
     /// [`Self::submit_request`] without waiting for room in the inbox:
@@ -71,6 +90,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     self.report_backpressure(Backpressure::Request { path, stage });
                     return Admission::Backpressured;
                 }
+                self.own(&handle, (path, stage));
             }
             Next::Answer(slot, error) => {
                 let mut post = self.post_work();
@@ -150,6 +170,7 @@ impl<E: StageExecutor> Scheduler<E> {
         let mut post = self.post_work();
         let mut may_answer = true;
         let slots = BatchSlots::new(requests.len());
+        let mut owned = Vec::new();
         for (index, request) in requests.into_iter().enumerate() {
             self.counters.submits.fetch_add(1, Ordering::Relaxed);
             let changes = request.text.is_some() || request.language.is_some();
@@ -157,7 +178,10 @@ impl<E: StageExecutor> Scheduler<E> {
             let (handle, next) = Self::handle_for(self.prepare(request, may_answer, &slot), &slot);
             handles.push(handle);
             match next {
-                Next::Queue(p) => prepared.push(p),
+                Next::Queue(p) => {
+                    owned.push((index, (p.canonical, p.stage)));
+                    prepared.push(p);
+                }
                 Next::Answer(slot, error) => post.answer(slot, Err(error)),
                 Next::Nothing => {}
             }
@@ -169,6 +193,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 items: prepared,
                 new_files,
             });
+            for (index, target) in owned {
+                self.own(&handles[index], target);
+            }
         }
         self.run_post(post);
         BatchHandle { handles }

@@ -484,3 +484,25 @@ fn a_removed_blocker_is_named_as_the_cause_of_its_importers_failure() {
     ");
     assert_every_chain_ends_at_the_host(&scheduler);
 }
+
+/// A request withdrawn at its admission (its handle dropped while it was
+/// in the inbox) still made its file's object: the work that object later
+/// runs for another file's needs is explained down to the withdrawal
+/// (the simulator's seed 6146 found the chain that ended nowhere).
+#[test]
+fn work_of_an_object_a_withdrawn_request_made_is_explained_by_the_withdrawal() {
+    let files = MemFiles::with(&[("a.rs", "one two\nuse m.rs"), ("m.rs", "three")]);
+    let scheduler = logged(&files);
+    let a = scheduler.ask(verter_scheduler::stage::Source.of("a.rs"));
+    drop(scheduler.ask(verter_scheduler::stage::Source.of("m.rs")));
+    scheduler.wait(&a).expect("parsed");
+    assert!(scheduler.wait_idle(std::time::Duration::from_secs(60)));
+    assert_eq!(scheduler.observe().counters().withdrawn, 1);
+    assert!(
+        causes_of(&scheduler, &["Acted"])
+            .contains("the last handle of a request for Source(m.rs) at g0 dropped"),
+        "{}",
+        causes_of(&scheduler, &["Acted"])
+    );
+    assert_every_chain_ends_at_the_host(&scheduler);
+}

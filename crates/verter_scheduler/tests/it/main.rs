@@ -27,3 +27,4 @@ mod supersede;
 mod testing;
 mod typed;
 mod waiting;
+mod withdraw;

@@ -132,7 +132,10 @@ impl Shared {
         let path = self.oracle.paths().next().cloned();
         if let Some(path) = path {
             let handle = scheduler.submit_request(Request::new(path.as_str(), TargetStage::Source));
-            self.state.lock().every_handle.push(handle.clone());
+            let mut state = self.state.lock();
+            state.every_handle.push(handle.clone());
+            state.submitted += 1;
+            drop(state);
             if !matches!(
                 handle.try_result(),
                 Some(Err(verter_scheduler::RequestError::Shutdown { .. }))
@@ -170,7 +173,7 @@ impl Shared {
         }
         let state = self.state.lock();
         let unanswered = state.every_handle.iter().position(|h| !h.is_answered());
-        let submitted = state.every_handle.len() as u64;
+        let submitted = state.submitted;
         let committed_hits = state.committed_hits;
         drop(state);
         if let Some(unanswered) = unanswered {

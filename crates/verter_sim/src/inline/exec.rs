@@ -332,18 +332,22 @@ impl Shared {
         keep: bool,
     ) {
         let mut state = self.state.lock();
+        state.submitted += 1;
+        if !keep {
+            // Dropped by the host: the last handle goes, so the request is
+            // withdrawn and the work nothing else wants is cancelled (not
+            // judged; the ledger and the quiescence checks see the rest).
+            drop(state);
+            drop(handle);
+            return;
+        }
         state.every_handle.push(handle.clone());
         state.tracked.push(Tracked {
             handle,
             asked,
             spec: spec.clone(),
-            judged: !keep,
+            judged: false,
         });
-        if !keep {
-            // Dropped by the host: still answered (checked at quiescence),
-            // not judged.
-            state.tracked.pop();
-        }
     }
 
     /// Judges every tracked request and kept DAG that has its answer now.

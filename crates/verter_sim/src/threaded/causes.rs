@@ -129,7 +129,7 @@ impl CauseWindow {
 
 /// Whether the window keeps a record: one the causal index reads to
 /// explain another (a host action, a parse naming a file, a dispatch, a
-/// run or a verification; `CausalIndex` reads no other kind, so leaving
+/// run, a verification or a failure; `CausalIndex` reads no other kind, so leaving
 /// the rest out changes no chain), or one rule 4 judges (a cancellation,
 /// a supersession).
 fn judged_or_explains(event: &SchedulerEvent) -> bool {
@@ -140,6 +140,7 @@ fn judged_or_explains(event: &SchedulerEvent) -> bool {
             | SchedulerEvent::Dispatched(..)
             | SchedulerEvent::Ran(_)
             | SchedulerEvent::DidCutOff(_, CutOff::Verified)
+            | SchedulerEvent::DidFail(..)
             | SchedulerEvent::Cancelled(..)
             | SchedulerEvent::Superseded(..)
     )

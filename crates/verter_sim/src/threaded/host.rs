@@ -123,6 +123,14 @@ impl HostThread {
                 let asked = self.ask(world, req, start);
                 let handle = scheduler.submit_request(to_request(req));
                 world.submitted.fetch_add(1, Ordering::SeqCst);
+                if !*keep && asked.own_record.is_none() {
+                    // Dropped by the host: the request is withdrawn, and the
+                    // work nothing else wants is cancelled. (One that
+                    // carried text is kept unjudged: its record closes
+                    // when it is answered.)
+                    drop(handle);
+                    return;
+                }
                 self.pending.push(Pending {
                     handle,
                     asked,

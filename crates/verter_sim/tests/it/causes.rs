@@ -625,3 +625,16 @@ fn a_dispatch_logged_before_the_request_that_wants_it_is_traced_to_the_host() {
         "{chain}"
     );
 }
+
+/// Found by the simulator (seed 6146), once dropping a request's last
+/// handle withdraws it: a request for `f0.rs`'s Source withdrawn at its
+/// admission (its handle went while it was in the inbox) made `f0.rs`'s
+/// object, and work of that object another file's needs admitted later
+/// ran with `DemandRoot::Nobody`; the chain found no request for its
+/// version. The index now takes the withdrawal as that request.
+#[test]
+fn seed_6146_work_of_an_object_a_withdrawn_request_made_is_traced_to_the_host() {
+    if let Err(failure) = run_seed(6146, &SimConfig::default()) {
+        panic!("{failure}");
+    }
+}
