@@ -86,6 +86,23 @@ pub struct ModuleRead {
     pub within: CratePath,
     /// The file found, if any.
     pub answer: Option<PathBuf>,
+    /// When none was found: the file the layout convention names for
+    /// `module` (`layout::module_file`), which the parse took instead (its
+    /// probes are the parse's too); `None` otherwise.
+    pub layout: Option<PathBuf>,
+}
+
+impl ModuleRead {
+    /// Whether the parse that made this lookup would come out otherwise if
+    /// the table answered `now`: the table names another file than the one
+    /// the parse took. A parse that found none and took the layout's file
+    /// instead takes the same file when the table names that one (rule 2
+    /// of `resolve`: the declared file, else the layout's): a file parsed
+    /// before the file declaring the module was adopted finds the same
+    /// blockers as it will after.
+    fn answers_otherwise(&self, now: Option<&PathBuf>) -> bool {
+        now != self.answer.as_ref() && (self.answer.is_some() || now != self.layout.as_ref())
+    }
 }
 
 /// What one parent declared at its last parse.
@@ -367,20 +384,29 @@ impl Declarations {
         if table.roots.contains(child) {
             return Some(std::borrow::Cow::Owned(layout::root_location(child)));
         }
+        let (parent, position) = Self::locating_parent(table, child)?;
+        let declared = table.by_parent.get(parent)?.declared.get(position)?;
+        debug_assert_eq!(declared.child, child, "by_child points into by_parent");
+        Some(std::borrow::Cow::Borrowed(&declared.location))
+    }
+
+    /// The parent whose declaration locates `child` (not a crate root), with
+    /// the position of that declaration in its record: its pin's, else the
+    /// smallest adopted declaring parent's (invariant 2).
+    fn locating_parent<'t>(table: &'t Table, child: &Path) -> Option<(&'t Path, usize)> {
         let parents = table.by_child.get(child)?;
         let pinned = table
             .pins
             .get(child)
             .and_then(|parent| Some((parent, *parents.get(parent)?)));
-        let (parent, position) = pinned.or_else(|| {
-            parents
-                .iter()
-                .find(|(parent, _)| table.adopted(parent))
-                .map(|(parent, &position)| (parent, position))
-        })?;
-        let declared = table.by_parent.get(parent)?.declared.get(position)?;
-        debug_assert_eq!(declared.child, child, "by_child points into by_parent");
-        Some(std::borrow::Cow::Borrowed(&declared.location))
+        pinned
+            .or_else(|| {
+                parents
+                    .iter()
+                    .find(|(parent, _)| table.adopted(parent))
+                    .map(|(parent, &position)| (parent, position))
+            })
+            .map(|(parent, position)| (parent.as_path(), position))
     }
 
     /// The existing file that `module` of the crate rooted at `crate_root`
@@ -484,13 +510,14 @@ impl Declarations {
                     if !wanted(read) {
                         return false;
                     }
-                    Self::declared_module_in(
+                    let now = Self::declared_module_in(
                         &table,
                         reader,
                         &read.crate_root,
                         &read.module,
                         &read.within,
-                    ) != read.answer
+                    );
+                    read.answers_otherwise(now.as_ref())
                 })
             })
             .collect()
