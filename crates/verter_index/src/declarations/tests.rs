@@ -349,3 +349,44 @@ fn a_lookup_that_took_the_layouts_file_agrees_with_a_declaration_of_it() {
     );
     assert_eq!(changed, [false, true, true]);
 }
+
+/// Invariant 2's third rule: `gen/mod.rs`, included by the root, is parsed
+/// (and declares `b`) before anything pins it; `b` takes the location
+/// `gen/mod.rs` gives it, not the layout's, as it will once pinned. A
+/// parent no adopted file leads to locates nothing.
+#[cfg(not(verter_loom))]
+#[test]
+fn a_file_whose_parent_is_not_adopted_yet_takes_its_declaration() {
+    let table = Declarations::default();
+    let lib = Path::new("/p/src/lib.rs");
+    let generated = Path::new("/p/src/gen/mod.rs");
+    let b = Path::new("/p/src/gen/b.rs");
+    table.declare_roots([lib.to_path_buf()]);
+    let module =
+        |table: &Declarations, file| table.location_of(file).map(|l| l.module_path.to_string());
+    table.record(
+        generated,
+        &location("crate", true),
+        vec![declared("/p/src/gen/b.rs", "crate::b")],
+    );
+    assert_eq!(
+        module(&table, b),
+        None,
+        "nothing adopted leads to gen/mod.rs"
+    );
+    table.record(
+        lib,
+        &location("crate", true),
+        vec![declared("/p/src/gen/mod.rs", "crate")],
+    );
+    assert_eq!(module(&table, b).as_deref(), Some("crate::b"));
+    // The parent's declarations do not count for module lookups until it
+    // is adopted (invariant 5).
+    let b_module = CratePath::from_segments(["b"]);
+    assert_eq!(
+        table.declared_module(nobody(), lib, &b_module, &CratePath::root()),
+        None
+    );
+    table.pin(generated, lib);
+    assert_eq!(module(&table, b).as_deref(), Some("crate::b"));
+}
