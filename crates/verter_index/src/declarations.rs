@@ -23,7 +23,18 @@
 //! 2. A pinned file is located by its pin's declaration whatever else
 //!    declares it (`a_pinned_parent_wins_over_a_smaller_one`); an unpinned
 //!    one by the lexicographically smallest adopted parent, whatever order
-//!    they were parsed in (`loom_the_smallest_parent_wins_in_any_order`).
+//!    they were parsed in (`loom_the_smallest_parent_wins_in_any_order`);
+//!    one no adopted file declares, by the smallest parent that a chain of
+//!    declarations from an adopted file leads to
+//!    (`a_file_whose_parent_is_not_adopted_yet_takes_its_declaration`). The
+//!    scheduler parses a child as soon as its parent's parse names it,
+//!    often before the host's walk pinned the parent: so the child takes
+//!    the location it will be pinned to (for a file one parent declares),
+//!    not the layout's, which a `#[path]` or an `include!` up the chain
+//!    makes wrong and the host would parse again. When the walk is done no
+//!    such chain reaches a file outside the index (every file an index
+//!    file declares is in the index), so the third rule changes no settled
+//!    location, only a first parse's.
 //! 3. Every operation holds the table's one lock for a bounded, I/O-free
 //!    section; nothing is called under it.
 //! 4. A file declared a crate root is located as one, even when the layout
@@ -86,6 +97,23 @@ pub struct ModuleRead {
     pub within: CratePath,
     /// The file found, if any.
     pub answer: Option<PathBuf>,
+    /// When none was found: the file the layout convention names for
+    /// `module` (`layout::module_file`), which the parse took instead (its
+    /// probes are the parse's too); `None` otherwise.
+    pub layout: Option<PathBuf>,
+}
+
+impl ModuleRead {
+    /// Whether the parse that made this lookup would come out otherwise if
+    /// the table answered `now`: the table names another file than the one
+    /// the parse took. A parse that found none and took the layout's file
+    /// instead takes the same file when the table names that one (rule 2
+    /// of `resolve`: the declared file, else the layout's): a file parsed
+    /// before the file declaring the module was adopted finds the same
+    /// blockers as it will after.
+    fn answers_otherwise(&self, now: Option<&PathBuf>) -> bool {
+        now != self.answer.as_ref() && (self.answer.is_some() || now != self.layout.as_ref())
+    }
 }
 
 /// What one parent declared at its last parse.
@@ -148,6 +176,29 @@ impl std::fmt::Debug for Declarations {
 impl Table {
     fn adopted(&self, file: &Path) -> bool {
         self.roots.contains(file) || self.pins.contains_key(file)
+    }
+
+    /// Whether `file` is adopted or a chain of recorded declarations leads
+    /// to it from an adopted file: a file the host's walk will reach and
+    /// pin (invariant 2). A search up the declaring parents, each looked
+    /// at once.
+    fn declared_from_adopted(&self, file: &Path) -> bool {
+        let mut looked_at: HashSet<&Path> = HashSet::new();
+        let mut to_look_at = vec![file];
+        while let Some(file) = to_look_at.pop() {
+            if self.adopted(file) {
+                return true;
+            }
+            if let Some(parents) = self.by_child.get(file) {
+                to_look_at.extend(
+                    parents
+                        .keys()
+                        .map(PathBuf::as_path)
+                        .filter(|parent| looked_at.insert(parent)),
+                );
+            }
+        }
+        false
     }
 
     /// The module-index entries `parent`'s record contributes (invariant 5).
@@ -367,20 +418,36 @@ impl Declarations {
         if table.roots.contains(child) {
             return Some(std::borrow::Cow::Owned(layout::root_location(child)));
         }
+        let (parent, position) = Self::locating_parent(table, child)?;
+        let declared = table.by_parent.get(parent)?.declared.get(position)?;
+        debug_assert_eq!(declared.child, child, "by_child points into by_parent");
+        Some(std::borrow::Cow::Borrowed(&declared.location))
+    }
+
+    /// The parent whose declaration locates `child` (not a crate root), with
+    /// the position of that declaration in its record: its pin's, else the
+    /// smallest adopted declaring parent's, else the smallest declaring
+    /// parent's that adopted files' declarations lead to (invariant 2).
+    fn locating_parent<'t>(table: &'t Table, child: &Path) -> Option<(&'t Path, usize)> {
         let parents = table.by_child.get(child)?;
         let pinned = table
             .pins
             .get(child)
             .and_then(|parent| Some((parent, *parents.get(parent)?)));
-        let (parent, position) = pinned.or_else(|| {
-            parents
-                .iter()
-                .find(|(parent, _)| table.adopted(parent))
-                .map(|(parent, &position)| (parent, position))
-        })?;
-        let declared = table.by_parent.get(parent)?.declared.get(position)?;
-        debug_assert_eq!(declared.child, child, "by_child points into by_parent");
-        Some(std::borrow::Cow::Borrowed(&declared.location))
+        pinned
+            .or_else(|| {
+                parents
+                    .iter()
+                    .find(|(parent, _)| table.adopted(parent))
+                    .map(|(parent, &position)| (parent, position))
+            })
+            .or_else(|| {
+                parents
+                    .iter()
+                    .find(|(parent, _)| table.declared_from_adopted(parent))
+                    .map(|(parent, &position)| (parent, position))
+            })
+            .map(|(parent, position)| (parent.as_path(), position))
     }
 
     /// The existing file that `module` of the crate rooted at `crate_root`
@@ -484,13 +551,14 @@ impl Declarations {
                     if !wanted(read) {
                         return false;
                     }
-                    Self::declared_module_in(
+                    let now = Self::declared_module_in(
                         &table,
                         reader,
                         &read.crate_root,
                         &read.module,
                         &read.within,
-                    ) != read.answer
+                    );
+                    read.answers_otherwise(now.as_ref())
                 })
             })
             .collect()

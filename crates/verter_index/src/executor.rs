@@ -433,28 +433,33 @@ impl StageExecutor for RustIndexer {
             .keys()
             .map(|scope| location.module_path.join(scope))
             .collect();
-        let declared = |module: &CratePath| {
+        // Rule 2 of `resolve`: the file a `mod` declares, else the layout's.
+        let module_file = |module: &CratePath| {
             let answer = self.declarations.declared_module(
                 file,
                 &location.crate_root,
                 module,
                 &location.module_path,
             );
+            let layout = answer
+                .is_none()
+                .then(|| layout::module_file(&location, module, &recorded_is_file))
+                .flatten();
+            let found = answer.clone().or_else(|| layout.clone());
             reads.modules.borrow_mut().push(ModuleRead {
                 crate_root: location.crate_root.clone(),
                 module: module.clone(),
                 within: location.module_path.clone(),
-                answer: answer.clone(),
+                answer,
+                layout,
             });
-            answer
+            found
         };
         let blockers = resolve::blocker_files(
             &BlockerContext {
                 file,
-                location: &location,
                 own_modules: &own_modules,
-                declared: &declared,
-                is_file: &recorded_is_file,
+                module_file: &module_file,
             },
             &uses,
         );

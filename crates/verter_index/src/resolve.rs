@@ -38,7 +38,6 @@ use std::sync::Arc;
 
 use verter_scheduler::AnalysisSnapshot;
 
-use crate::layout::{ModuleLocation, module_file};
 use crate::model::{CratePath, FileArtifact, FileIndex, ItemKind, ResolvedUse, Target, UseDecl};
 
 /// The crate-local path `path` (a `use` leaf) names when written in the
@@ -78,15 +77,12 @@ pub(crate) fn local_path(
 pub(crate) struct BlockerContext<'a> {
     /// The file.
     pub file: &'a Path,
-    /// Its location.
-    pub location: &'a ModuleLocation,
     /// Its module and every inline module in it.
     pub own_modules: &'a HashSet<CratePath>,
-    /// The file of a module declared by this file or one of its ancestors,
-    /// if it exists.
-    pub declared: &'a dyn Fn(&CratePath) -> Option<PathBuf>,
-    /// Whether a path is an existing file.
-    pub is_file: &'a dyn Fn(&Path) -> bool,
+    /// The existing file of a module: the one a `mod` in this file or one
+    /// of its ancestors declares, else the one the layout convention names
+    /// (`layout::module_file`), if any.
+    pub module_file: &'a dyn Fn(&CratePath) -> Option<PathBuf>,
 }
 
 /// The files whose analyses resolving `uses` needs (rule 2), sorted, without
@@ -117,8 +113,7 @@ fn defining_file(context: &BlockerContext<'_>, path: &CratePath) -> Option<PathB
         if context.own_modules.contains(&module) {
             return Some(context.file.to_path_buf());
         }
-        (context.declared)(&module)
-            .or_else(|| module_file(context.location, &module, context.is_file))
+        (context.module_file)(&module)
     })
 }
 

@@ -58,7 +58,13 @@
 //! its probes answer as the disk does (a path's answer can change only if
 //! the path is in `C`, and every held probe of one is compared), and its
 //! module lookups answer as the table does (the table logs every key whose
-//! declarations changed, and only adopted files — the index's — declare).
+//! declarations changed, and only adopted files — the index's — declare),
+//! or found no declaration where the table now declares the very file the
+//! layout gave the parse instead (`ModuleRead::layout`): the parse took
+//! that file, as it would from the table, so it would come out the same
+//! but for that read (`a_blocker_parsed_before_its_declaring_parent_is_parsed_once`:
+//! a blocker the scheduler parses before the parent declaring its
+//! siblings).
 //! A file that becomes an entry or a phantom has every lookup and probe
 //! compared instead: its Source may be one the scheduler kept from before
 //! it left the index (its text unchanged), whose reads no refresh compared

@@ -96,13 +96,16 @@ fn the_longest_existing_module_prefix_is_the_blocker() {
     let own_modules: HashSet<CratePath> = [module("crate::c"), module("crate::c::inline")].into();
     let declared_by_ancestors: HashMap<CratePath, PathBuf> =
         [(module("crate::renamed"), PathBuf::from("/p/src/odd.rs"))].into();
-    let declared = |m: &CratePath| declared_by_ancestors.get(m).cloned();
+    let module_file = |m: &CratePath| {
+        declared_by_ancestors
+            .get(m)
+            .cloned()
+            .or_else(|| crate::layout::module_file(&location, m, &files))
+    };
     let context = BlockerContext {
         file,
-        location: &location,
         own_modules: &own_modules,
-        declared: &declared,
-        is_file: &files,
+        module_file: &module_file,
     };
     let blockers = blocker_files(
         &context,

@@ -510,3 +510,36 @@ fn a_file_back_in_the_index_has_every_probe_compared() {
     assert_eq!(a.artifact.resolved, 1, "{a:?}");
     assert_eq!(json(&session.index()), fresh());
 }
+
+/// A cold build of `files` (see [`crate_of`]): how many Sources ran, and
+/// how many files the index holds.
+fn cold_build(files: &[(&str, &str)]) -> (u64, usize) {
+    let (_dir, _root, roots) = crate_of(files);
+    let scheduler = scheduler();
+    let session = IndexSession::build(&scheduler, &roots, &WalkProgress::default()).expect("build");
+    let fresh = json(&index_roots(&self::scheduler(), &roots).expect("fresh walk"));
+    assert_eq!(json(&session.index()), fresh);
+    (
+        scheduler.observe().counters().source_runs,
+        session.file_count(),
+    )
+}
+
+/// lib.rs's `use` makes `a/b/c.rs` a blocker, found by the layout (lib.rs
+/// is parsed before anything declares `crate::a::b::c`): the inline
+/// scheduler parses it before `a/b.rs`, so its own lookup of
+/// `crate::a::b::d` finds no declaration and takes the layout's
+/// `a/b/d.rs`, the file `a/b.rs` declares once parsed. The parse came out
+/// as it will once `a/b.rs` is adopted: no file is parsed twice.
+#[test]
+fn a_blocker_parsed_before_its_declaring_parent_is_parsed_once() {
+    let (parses, files) = cold_build(&[
+        ("src/lib.rs", "mod a;\npub use crate::a::b::c::fc;\n"),
+        ("src/a.rs", "pub mod b;\n"),
+        ("src/a/b.rs", "pub mod c;\npub mod d;\n"),
+        ("src/a/b/c.rs", "use super::d::fd;\npub fn fc() {}\n"),
+        ("src/a/b/d.rs", "pub fn fd() {}\n"),
+    ]);
+    assert_eq!(files, 5);
+    assert_eq!(parses, 5, "a file was parsed again");
+}
