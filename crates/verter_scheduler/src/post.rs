@@ -32,7 +32,7 @@
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
 use verter_dag::{Canonical, TargetStage};
 use verter_pools::WaitCell;
@@ -139,8 +139,12 @@ pub(crate) struct HandleState<E: StageExecutor> {
     /// cell): the last one dropped unanswered cancels the request.
     handles: AtomicUsize,
     /// Where a cancellation goes; set when the request is queued (never
-    /// for a DAG node's cell, which its DAG cancels).
-    owner: OnceLock<Owner>,
+    /// for a DAG node's cell, which its DAG cancels). A mutex, not a
+    /// `OnceLock`: set once per request on the submission path, where a
+    /// `Once` cost about a hundred instructions more.
+    owner: parking_lot::Mutex<Option<Owner>>,
+    /// Whether `owner` is set.
+    owned: AtomicBool,
     /// The waiter's raw id once registered (under the DAG lock);
     /// [`UNREGISTERED`] before.
     waiter: AtomicU64,
@@ -157,7 +161,8 @@ impl<E: StageExecutor> HandleState<E> {
             cell: WaitCell::new(),
             admitted: AtomicBool::new(false),
             handles: AtomicUsize::new(0),
-            owner: OnceLock::new(),
+            owner: parking_lot::Mutex::new(None),
+            owned: AtomicBool::new(false),
             waiter: AtomicU64::new(UNREGISTERED),
             withdrawn: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
@@ -171,7 +176,8 @@ impl<E: StageExecutor> HandleState<E> {
 
     /// Names the scheduler, file and stage a cancellation goes to.
     pub(crate) fn set_owner(&self, owner: Owner) {
-        let _ = self.owner.set(owner);
+        *self.owner.lock() = Some(owner);
+        self.owned.store(true, Ordering::SeqCst);
     }
 
     /// One more request handle.
@@ -188,11 +194,8 @@ impl<E: StageExecutor> HandleState<E> {
 
     /// Cancels the request (see `crate::CompletionHandle::cancel`).
     pub(crate) fn cancel(&self, dropped: bool) {
-        let Some(owner) = self.owner.get() else {
-            return; // answered at submission, or a DAG node's
-        };
-        if self.cell.is_set() {
-            return;
+        if !self.owned.load(Ordering::SeqCst) || self.cell.is_set() {
+            return; // answered, or a DAG node's, or never sent
         }
         if !dropped {
             self.cancelled.store(true, Ordering::Relaxed);
@@ -203,8 +206,18 @@ impl<E: StageExecutor> HandleState<E> {
             debug_assert!(false, "a request handle was cancelled under the DAG lock");
             return;
         }
-        if let Some(scheduler) = owner.scheduler.upgrade() {
-            scheduler.withdraw(owner, &self.waiter, dropped);
+        let target = self.owner.lock().as_ref().map(|owner| {
+            (
+                owner.scheduler.upgrade(),
+                Owner {
+                    scheduler: owner.scheduler.clone(),
+                    canonical: owner.canonical,
+                    stage: owner.stage,
+                },
+            )
+        });
+        if let Some((Some(scheduler), owner)) = target {
+            scheduler.withdraw(&owner, &self.waiter, dropped);
         }
     }
 
@@ -220,7 +233,7 @@ impl<E: StageExecutor> HandleState<E> {
     /// Whether the host cancelled the request or dropped every handle.
     pub(crate) fn is_withdrawn(&self) -> bool {
         self.withdrawn.load(Ordering::SeqCst)
-            || (self.owner.get().is_some() && self.handles.load(Ordering::SeqCst) == 0)
+            || (self.owned.load(Ordering::SeqCst) && self.handles.load(Ordering::SeqCst) == 0)
     }
 
     pub(crate) fn cell(&self) -> &WaitCell<RequestResult<E>> {
@@ -333,7 +346,8 @@ impl<E: StageExecutor> Drop for HandleInner<E> {
         if let Self::Pending(cells, index) = self {
             let state = cells.get(*index);
             if std::thread::panicking() {
-                if state.handles.fetch_sub(1, Ordering::AcqRel) == 1 && state.owner.get().is_some()
+                if state.handles.fetch_sub(1, Ordering::AcqRel) == 1
+                    && state.owned.load(Ordering::SeqCst)
                 {
                     state.withdrawn.store(true, Ordering::SeqCst);
                 }

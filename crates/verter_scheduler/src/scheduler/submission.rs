@@ -46,9 +46,8 @@ impl<E: StageExecutor> Scheduler<E> {
         );
         match next {
             Next::Queue(prepared) => {
-                let target = (prepared.canonical, prepared.stage);
+                self.own(&handle, (prepared.canonical, prepared.stage));
                 self.enqueue(Submission::One(prepared));
-                self.own(&handle, target);
             }
             Next::Answer(slot, error) => {
                 let mut post = self.post_work();
@@ -61,8 +60,9 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// Makes `handle`'s request one its handles cancel (`CompletionHandle::
-    /// cancel`, or dropping the last one): once it is queued, so a refused
-    /// `try_` submission's handle, dropped unsent, cancels nothing.
+    /// cancel`, or dropping the last one). A `try_` submission does it once
+    /// its request is queued, so that a refused one's handle, dropped
+    /// unsent, cancels nothing.
     fn own(&self, handle: &CompletionHandle<E>, (canonical, stage): (Canonical, TargetStage)) {
         if let Some(state) = handle.pending() {
             state.set_owner(Owner {
@@ -170,7 +170,6 @@ impl<E: StageExecutor> Scheduler<E> {
         let mut post = self.post_work();
         let mut may_answer = true;
         let slots = BatchSlots::new(requests.len());
-        let mut owned = Vec::new();
         for (index, request) in requests.into_iter().enumerate() {
             self.counters.submits.fetch_add(1, Ordering::Relaxed);
             let changes = request.text.is_some() || request.language.is_some();
@@ -179,7 +178,7 @@ impl<E: StageExecutor> Scheduler<E> {
             handles.push(handle);
             match next {
                 Next::Queue(p) => {
-                    owned.push((index, (p.canonical, p.stage)));
+                    self.own(handles.last().expect("just pushed"), (p.canonical, p.stage));
                     prepared.push(p);
                 }
                 Next::Answer(slot, error) => post.answer(slot, Err(error)),
@@ -193,9 +192,6 @@ impl<E: StageExecutor> Scheduler<E> {
                 items: prepared,
                 new_files,
             });
-            for (index, target) in owned {
-                self.own(&handles[index], target);
-            }
         }
         self.run_post(post);
         BatchHandle { handles }
