@@ -308,16 +308,10 @@ impl<'a> CausalIndex<'a> {
                     // A request withdrawn at its admission was still a
                     // request for its version: what it admitted (a new
                     // object's Source, say) is explained by it.
-                    HostAction::Withdrew { key, .. } => {
-                        index.requested.entry(key.file).or_default().push(i);
-                        index
-                            .requested_object
-                            .entry((key.file.canonical, key.file.incarnation))
-                            .or_default()
-                            .push(i);
-                    }
-                    HostAction::Requested { waiter, key, .. } => {
-                        index.requests.entry(*waiter).or_default().push(i);
+                    HostAction::Requested { key, .. } | HostAction::Withdrew { key, .. } => {
+                        if let HostAction::Requested { waiter, .. } = action {
+                            index.requests.entry(*waiter).or_default().push(i);
+                        }
                         index.requested.entry(key.file).or_default().push(i);
                         index
                             .requested_object
