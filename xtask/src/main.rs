@@ -9,6 +9,7 @@ mod bench;
 mod guard;
 mod readme;
 mod recall;
+mod release;
 mod sim;
 mod watch_latency;
 

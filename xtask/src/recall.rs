@@ -74,15 +74,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
             probe.join("target").join("debug").join("deps")
         }
     };
-    let status = Command::new(env!("CARGO"))
-        .current_dir(root)
-        .args(["build", "--release", "--quiet", "-p", "verter_cli"])
-        .status()
-        .context("building verter")?;
-    if !status.success() {
-        bail!("building verter failed");
-    }
-    let verter = root.join("target").join("release").join("verter");
+    let verter = crate::release::verter(root)?;
 
     let rustc = rustc_files(&deps_dir)?;
     let mut report = String::new();

@@ -327,11 +327,6 @@ fn perform(tree: &Tree, step: Step, round: usize) -> Result<PathBuf> {
     }
 }
 
-/// Where cargo puts this workspace's build output.
-fn target_dir(root: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
-}
-
 /// The median of `values` (the lower one of an even count).
 fn median(values: &mut [Duration]) -> Duration {
     values.sort();
@@ -356,15 +351,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
             other => bail!("unexpected argument {other:?} (usage: --files N --rounds R)"),
         }
     }
-    let status = Command::new(env!("CARGO"))
-        .current_dir(root)
-        .args(["build", "--release", "--quiet", "-p", "verter_cli"])
-        .status()
-        .context("building verter")?;
-    if !status.success() {
-        bail!("building verter failed");
-    }
-    let verter = target_dir(root).join("release").join("verter");
+    let verter = crate::release::verter(root)?;
     let dir = std::env::temp_dir().join("verter-watch-latency");
     let tree = Tree::generate(&dir, leaves)?;
     let dir = dir.canonicalize()?;
