@@ -55,7 +55,7 @@ impl StageExecutor for Noop {
     fn execute_analysis(&self, _input: &AnalysisInput<'_, ()>) -> Result<(), ExecutorError> {
         Ok(())
     }
-    fn execute_artifact(&self, _input: &ArtifactInput<'_, ()>) -> Result<(), ExecutorError> {
+    fn execute_artifact(&self, _input: &ArtifactInput<'_, (), ()>) -> Result<(), ExecutorError> {
         Ok(())
     }
 }

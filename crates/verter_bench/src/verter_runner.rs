@@ -105,7 +105,7 @@ impl StageExecutor for BenchExecutor {
         Ok(self.kernels.finish_analysis(&input.source.parsed))
     }
 
-    fn execute_artifact(&self, input: &ArtifactInput<'_, u64>) -> Result<u64, ExecutorError> {
+    fn execute_artifact(&self, input: &ArtifactInput<'_, u64, u64>) -> Result<u64, ExecutorError> {
         let (analysis, blockers) = (input.analysis, input.blockers);
         Ok(self.kernels.artifact(
             *analysis.data(),

@@ -141,6 +141,16 @@ impl BlockerRegistry {
             .and_then(|(_, owners)| owners.iter().next().copied())
     }
 
+    /// Every owner that names `key`, in the index's own order.
+    pub(crate) fn owners_of(&self, key: &DepKey) -> Vec<FileIdentity> {
+        self.refs
+            .get(&key.file.canonical)
+            .and_then(|versions| versions.get(&key.file.version()))
+            .and_then(|keys| keys.iter().find(|(k, _)| k == key))
+            .map(|(_, owners)| owners.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
     /// How many owners name `key`.
     pub(crate) fn demand(&self, key: &DepKey) -> usize {
         self.refs

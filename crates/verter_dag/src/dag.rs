@@ -72,7 +72,8 @@ use crate::effects::{Answer, DedupJoinerEvent, Dispatch, Effects, WaitPolicy, Wa
 use crate::error::{DagFailure, FailureCause, GenerationExhausted, LinkError};
 use crate::identity::{
     CancellationToken, Canonical, DepKey, FileIdentity, Generation, Incarnation, ObjectRecord,
-    Priority, SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage, WorkNodeIdentity,
+    Priority, ProfileHash, SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage,
+    WorkNodeIdentity,
 };
 use crate::ready::{
     AdmissionId, CapacityLedger, DEFAULT_LANE_WEIGHTS, LedgerSnapshot, Place, ReadyQueue,
@@ -243,6 +244,9 @@ pub struct DagCounters {
     pub superseded: u64,
     /// Waiters that joined an existing group.
     pub dedupe_joins: u64,
+    /// Dependency cycles found as an Artifact-on-Artifact edge would have
+    /// closed them (each failed every stage on it).
+    pub cycles: u64,
 }
 
 /// Membership counts and backing capacity of everything dependency-related.
@@ -405,6 +409,21 @@ const SPARE_TOKENS: usize = 512;
 /// The rank of a consumer: its stage's rank for file work; cache nodes rank
 /// above every file stage.
 #[inline]
+/// Whether `consumer` may wait on `dep`: a strictly lower stage, or (the
+/// one same-rank edge) another file's Artifact of the consumer's profile.
+fn may_wait_on(consumer: &WorkNodeIdentity, dep: &DepKey) -> bool {
+    if consumer_rank(consumer) > dep.stage.rank() {
+        return true;
+    }
+    matches!(
+        consumer,
+        WorkNodeIdentity::File(key)
+            if matches!(key.stage, TargetStage::Artifact(profile) if profile != ProfileHash::SAME)
+                && key.stage == dep.stage
+                && key.file.canonical != dep.file.canonical
+    )
+}
+
 fn consumer_rank(identity: &WorkNodeIdentity) -> u8 {
     match identity {
         WorkNodeIdentity::File(key) => key.stage.rank(),
@@ -785,6 +804,7 @@ impl<P> std::fmt::Debug for Dismantled<P> {
 }
 
 mod completion;
+mod cycles;
 mod demand;
 mod internals;
 mod links;

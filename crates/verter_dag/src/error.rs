@@ -39,6 +39,14 @@ pub enum DagFailure {
         #[source]
         cause: FailureCause,
     },
+    /// The work is on a dependency cycle: each stage of `path` waits on
+    /// the next, and the last on the first (the path starts at the work
+    /// this failure answers and does not repeat it at the end).
+    #[error("dependency cycle: {}", cycle_text(path))]
+    Cycle {
+        /// The stages on the cycle, starting at the work answered.
+        path: Vec<DepKey>,
+    },
     /// A dependency failed or can never complete.
     #[error("dependency {dep} failed")]
     DependencyFailed {
@@ -50,14 +58,28 @@ pub enum DagFailure {
     },
 }
 
+/// `a -> b -> a` for the cycle `[a, b]`.
+fn cycle_text(path: &[DepKey]) -> String {
+    let mut text = String::new();
+    for key in path.iter().chain(path.first()) {
+        if !text.is_empty() {
+            text.push_str(" -> ");
+        }
+        text.push_str(key.file.canonical.as_str());
+    }
+    text
+}
+
 /// Why [`crate::SchedulerDag::link`] refused an edge.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LinkError {
     /// Edges must point from a higher stage to a strictly lower one
-    /// (Artifact → Analysis → Source), which makes a wait cycle impossible.
+    /// (Artifact → Analysis → Source), or from an Artifact to another
+    /// file's Artifact of the same profile (the one kind of edge that could
+    /// close a cycle, and is checked for one as it is linked).
     #[error(
-        "{consumer} may not wait on {dep}: edges point from a higher stage to a strictly lower one"
+        "{consumer} may not wait on {dep}: edges point from a higher stage to a strictly lower one, or to another file's Artifact of the same profile"
     )]
     RankViolation {
         /// The would-be consumer.

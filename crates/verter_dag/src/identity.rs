@@ -414,8 +414,20 @@ impl SubmissionLifetime {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ProfileHash(pub u64);
 
+impl ProfileHash {
+    /// Reserved, never a host's profile: in a file's dependency record it
+    /// stands for "the Artifact of whichever profile the reading Artifact
+    /// builds" (an Artifact that depends on another file's Artifact reads
+    /// that file's Artifact of its own profile). Linking resolves it with
+    /// [`DepKey::for_profile`]; no work is ever admitted under it.
+    pub const SAME: ProfileHash = ProfileHash(u64::MAX);
+}
+
 impl fmt::Display for ProfileHash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == Self::SAME {
+            return f.write_str("p(same)");
+        }
         write!(f, "p{:x}", self.0)
     }
 }
@@ -511,6 +523,26 @@ pub struct DepKey {
     pub file: FileIdentity,
     /// The stage of that file.
     pub stage: TargetStage,
+}
+
+impl DepKey {
+    /// Whether this key names another file's Artifact of the reader's own
+    /// profile ([`ProfileHash::SAME`]): an Artifact-on-Artifact dependency
+    /// as a dependency record keeps it.
+    pub fn is_same_profile_artifact(&self) -> bool {
+        self.stage == TargetStage::Artifact(ProfileHash::SAME)
+    }
+
+    /// The key an Artifact of `profile` waits on for this record key: a
+    /// [`ProfileHash::SAME`] Artifact becomes that profile's; any other key
+    /// is itself.
+    pub fn for_profile(self, profile: ProfileHash) -> DepKey {
+        if self.is_same_profile_artifact() {
+            self.file.at(TargetStage::Artifact(profile))
+        } else {
+            self
+        }
+    }
 }
 
 impl fmt::Display for DepKey {

@@ -67,7 +67,10 @@ impl StageExecutor for Words {
         Ok(source.parsed.len())
     }
 
-    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+    fn execute_artifact(
+        &self,
+        input: &ArtifactInput<'_, usize, String>,
+    ) -> Result<String, ExecutorError> {
         let (_profile, analysis, _blockers) = (input.profile, input.analysis, input.blockers);
         Ok(format!("{}={}", analysis.canonical, analysis.data()))
     }

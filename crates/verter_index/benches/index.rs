@@ -176,6 +176,7 @@ fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
         language,
         forward_deps: Canonicals::new(),
         blockers: Canonicals::new(),
+        artifact_deps: Canonicals::new(),
         parsed,
         changed_at: Revision::NEVER,
         blockers_changed_at: Revision::NEVER,
@@ -263,6 +264,7 @@ fn rayon_full_index(bencher: divan::Bencher) {
                                 profile: INDEX_PROFILE,
                                 analysis,
                                 blockers: &blockers,
+                                dependencies: &[],
                                 cancel: &cancel,
                             })
                             .expect("resolves")

@@ -500,7 +500,7 @@ impl StageExecutor for RustIndexer {
 
     fn execute_artifact(
         &self,
-        input: &ArtifactInput<'_, FileIndex>,
+        input: &ArtifactInput<'_, FileIndex, FileArtifact>,
     ) -> Result<FileArtifact, ExecutorError> {
         if let Some(error) = &input.analysis.data().parse_error {
             return Err(ExecutorError::from_error(error.clone()));

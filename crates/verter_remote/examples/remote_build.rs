@@ -169,7 +169,7 @@ impl StageExecutor for Rustc {
     /// The local compile: rustc in a scratch directory, on this CPU slot.
     fn execute_artifact(
         &self,
-        input: &ArtifactInput<'_, Facts>,
+        input: &ArtifactInput<'_, Facts, Compiled>,
     ) -> Result<Compiled, ExecutorError> {
         let path = input.analysis.canonical.as_str();
         let dir = tempfile::tempdir().map_err(ExecutorError::from_error)?;
@@ -201,7 +201,11 @@ impl StageExecutor for Rustc {
 
     /// The remote compile: the module's text is the action's one input, the
     /// `.rmeta` its one output.
-    fn start_artifact(&self, input: &ArtifactInput<'_, Facts>, done: Completion<Compiled>) {
+    fn start_artifact(
+        &self,
+        input: &ArtifactInput<'_, Facts, Compiled>,
+        done: Completion<Compiled>,
+    ) {
         let Some(remote) = &self.remote else {
             done.complete(self.execute_artifact(input));
             return;

@@ -73,7 +73,7 @@ impl StageExecutor for Noop {
     fn execute_analysis(&self, _input: &AnalysisInput<'_, ()>) -> Result<(), ExecutorError> {
         Ok(())
     }
-    fn execute_artifact(&self, input: &ArtifactInput<'_, ()>) -> Result<(), ExecutorError> {
+    fn execute_artifact(&self, input: &ArtifactInput<'_, (), ()>) -> Result<(), ExecutorError> {
         let blockers = input.blockers;
         assert_eq!(blockers.is_empty(), self.graph_of.is_none());
         Ok(())

@@ -26,7 +26,7 @@ impl StageExecutor for Checker {
     fn execute_analysis(&self, i: &AnalysisInput<'_, usize>) -> Result<usize, ExecutorError> {
         Ok(i.source.parsed)
     }
-    fn execute_artifact(&self, _: &ArtifactInput<'_, usize>) -> Result<(), ExecutorError> {
+    fn execute_artifact(&self, _: &ArtifactInput<'_, usize, ()>) -> Result<(), ExecutorError> {
         Ok(())
     }
     fn execute_cache_node(&self, i: &CacheNodeInput<'_>) -> Result<String, ExecutorError> {

@@ -25,7 +25,10 @@ impl StageExecutor for Lines {
     fn execute_analysis(&self, i: &AnalysisInput<'_, usize>) -> Result<usize, ExecutorError> {
         Ok(i.source.parsed * 2)
     }
-    fn execute_artifact(&self, i: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+    fn execute_artifact(
+        &self,
+        i: &ArtifactInput<'_, usize, String>,
+    ) -> Result<String, ExecutorError> {
         Ok(format!("{} -> {}", i.analysis.canonical, i.analysis.data()))
     }
 }

@@ -107,7 +107,9 @@ pub enum RequestError {
         #[source]
         cause: Arc<RequestError>,
     },
-    /// A host-built DAG has a cycle.
+    /// A host-built DAG has a cycle, or a file's Artifact is on a cycle of
+    /// Artifact dependencies ([`crate::SourceDeps::artifact`]): each file
+    /// of `path` depends on the next, starting at the one asked about.
     #[error("dependency cycle: {}", path.iter().map(ToString::to_string).collect::<Vec<_>>().join(" -> "))]
     DependencyCycle {
         /// The cycle, first node repeated at the end.

@@ -44,7 +44,7 @@ use crate::error::RequestError;
 use crate::error::panic_message;
 use crate::fault::hold_fault;
 use crate::hooks::{CutOff, HookPoint, SchedulerEvent, guarded};
-use crate::job::{BlockerInputs, CacheJob, FileJob, Job, Jobs, Work};
+use crate::job::{BlockerInputs, CacheJob, DependencyInputs, FileJob, Job, Jobs, Work};
 use crate::language::Language;
 use crate::node::FileNode;
 use crate::post::PostWork;
@@ -124,7 +124,9 @@ impl Drop for JobDepth {
 struct ParsedDeps {
     forward: Canonicals,
     blockers: Canonicals,
-    /// One per file, forward dependencies first.
+    artifacts: Canonicals,
+    /// One per file: forward dependencies, then blockers, then Artifact
+    /// dependencies.
     languages: DepLanguages,
 }
 
@@ -134,10 +136,12 @@ struct ParsedDeps {
 /// travels inside every finished stage.
 struct ParsedSource<S> {
     snapshot: Arc<SourceSnapshot<S>>,
-    /// One per named file, forward dependencies first.
+    /// One per named file: forward dependencies, then blockers, then
+    /// Artifact dependencies.
     languages: DepLanguages,
-    /// Empty, with room for one key per blocker: the blocker record the
-    /// commit fills, allocated here rather than under the lock.
+    /// Empty, with room for one key per blocker and Artifact dependency:
+    /// the record the commit fills, allocated here rather than under the
+    /// lock.
     blocker_keys: Vec<DepKey>,
 }
 
@@ -191,6 +195,16 @@ impl<S> ParsedSource<S> {
         let first = self.snapshot.forward_deps.len();
         self.snapshot
             .blockers
+            .iter()
+            .enumerate()
+            .map(move |(at, canonical)| (canonical, self.languages.get(first + at)))
+    }
+
+    /// Each Artifact dependency with its language.
+    fn artifact_deps(&self) -> impl Iterator<Item = (&Canonical, &Language)> {
+        let first = self.snapshot.forward_deps.len() + self.snapshot.blockers.len();
+        self.snapshot
+            .artifact_deps
             .iter()
             .enumerate()
             .map(move |(at, canonical)| (canonical, self.languages.get(first + at)))
@@ -550,7 +564,20 @@ impl<E: StageExecutor> Scheduler<E> {
                 // them by path after the lock.
                 let keys = locked.dag.blocker_keys(&key.file);
                 let mut blockers = BlockerInputs::with_capacity(keys.len());
+                let mut dependencies = DependencyInputs::new();
                 for blocker in keys {
+                    if blocker.is_same_profile_artifact() {
+                        match Self::committed_artifact(locked, &blocker.for_profile(profile)) {
+                            Some(artifact) => dependencies.push(artifact),
+                            None => {
+                                return Err(internal(
+                                    dispatch,
+                                    "an Artifact was dispatched before a dependency's Artifact",
+                                ));
+                            }
+                        }
+                        continue;
+                    }
                     match Self::committed_analysis(locked, blocker) {
                         Some(analysis) => blockers.push(analysis),
                         None => {
@@ -565,6 +592,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     profile,
                     analysis,
                     blockers,
+                    dependencies,
                     blockers_changed_at,
                     prior,
                 }
@@ -613,6 +641,23 @@ impl<E: StageExecutor> Scheduler<E> {
         let view = &slot.view;
         (view.generation == key.file.generation)
             .then(|| view.analysis().cloned())
+            .flatten()
+    }
+
+    fn committed_artifact(
+        locked: &Locked<E>,
+        key: &DepKey,
+    ) -> Option<Arc<ArtifactSnapshot<E::Artifact>>> {
+        let TargetStage::Artifact(profile) = key.stage else {
+            return None;
+        };
+        let slot = locked.dag.payload(&key.file.canonical)?;
+        if slot.node.incarnation() != key.file.incarnation {
+            return None;
+        }
+        let view = &slot.view;
+        (view.generation == key.file.generation)
+            .then(|| view.artifact(profile).cloned())
             .flatten()
     }
 

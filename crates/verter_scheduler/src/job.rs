@@ -90,7 +90,10 @@ pub(crate) enum Work<E: StageExecutor> {
         profile: ProfileHash,
         analysis: Arc<AnalysisSnapshot<E::Analysis>>,
         blockers: BlockerInputs<E::Analysis>,
-        /// When the file's blocker list last changed (its Source's).
+        /// The Artifacts (of `profile`) of the files it depends on.
+        dependencies: DependencyInputs<E::Artifact>,
+        /// When the file's blocker or dependency list last changed (its
+        /// Source's).
         blockers_changed_at: Revision,
         prior: Option<Arc<ArtifactSnapshot<E::Artifact>>>,
     },
@@ -99,6 +102,10 @@ pub(crate) enum Work<E: StageExecutor> {
 /// The analyses of an Artifact's blockers, captured at dispatch: up to four
 /// inline, as most files name few, so dispatching one allocates nothing.
 pub(crate) type BlockerInputs<A> = SmallVec<[Arc<AnalysisSnapshot<A>>; 4]>;
+
+/// The Artifacts an Artifact depends on, captured at dispatch: most files
+/// name none, so the empty list is inline and allocates nothing.
+pub(crate) type DependencyInputs<R> = SmallVec<[Arc<ArtifactSnapshot<R>>; 2]>;
 
 /// The jobs one lock hold dispatched: most often one (a completion readies
 /// its consumer), kept inline; more spill to the heap. (Two inline measured

@@ -163,7 +163,7 @@
 //!         let source = input.source;
 //!         Ok(source.parsed.len())
 //!     }
-//!     fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+//!     fn execute_artifact(&self, input: &ArtifactInput<'_, usize, String>) -> Result<String, ExecutorError> {
 //!         let analysis = input.analysis;
 //!         Ok(format!("{} words", analysis.data()))
 //!     }

@@ -380,6 +380,13 @@ pub(crate) fn request_error(requester: Canonical, failure: &DagFailure) -> Reque
                 cause: Arc::new(request_error(dep.file.canonical, cause)),
             }
         }
+        DagFailure::Cycle { path } => RequestError::DependencyCycle {
+            path: path
+                .iter()
+                .chain(path.first())
+                .map(|key| key.file.canonical)
+                .collect(),
+        },
         other => RequestError::Internal {
             path: Canonical::from("<dag>"),
             message: other.to_string().into(),

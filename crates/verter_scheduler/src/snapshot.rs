@@ -111,13 +111,17 @@ pub struct SourceSnapshot<S> {
     pub forward_deps: Canonicals,
     /// The files whose Analysis its Artifacts wait for, canonicalised.
     pub blockers: Canonicals,
+    /// The files whose Artifact (of the same profile) its Artifacts read,
+    /// canonicalised ([`crate::SourceDeps::artifact`]).
+    pub artifact_deps: Canonicals,
     /// When the parse, its language or its dependency lists last changed:
     /// kept from the previous Source of the same file object when the
     /// executor finds the parses the same
     /// ([`crate::StageExecutor::same_source`]) and the lists are equal.
     pub changed_at: Revision,
-    /// When [`Self::blockers`] last changed: what an Artifact's set of
-    /// blocker inputs is verified against.
+    /// When [`Self::blockers`] or [`Self::artifact_deps`] last changed:
+    /// what an Artifact's set of inputs from other files is verified
+    /// against.
     pub blockers_changed_at: Revision,
 }
 

@@ -57,7 +57,10 @@ impl StageExecutor for Lines {
     ) -> Result<usize, ExecutorError> {
         Ok(input.source.parsed.len())
     }
-    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+    fn execute_artifact(
+        &self,
+        input: &ArtifactInput<'_, usize, String>,
+    ) -> Result<String, ExecutorError> {
         Ok(format!(
             "{}:{}",
             input.analysis.canonical,

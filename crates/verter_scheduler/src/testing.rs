@@ -141,7 +141,7 @@ impl<E: StageExecutor> StageExecutor for Recording<E> {
 
     fn execute_artifact(
         &self,
-        input: &ArtifactInput<'_, Self::Analysis>,
+        input: &ArtifactInput<'_, Self::Analysis, Self::Artifact>,
     ) -> Result<Self::Artifact, ExecutorError> {
         self.record("Artifact", input.analysis.canonical.to_string());
         self.inner.execute_artifact(input)

@@ -20,7 +20,7 @@ use verter_dag::{
 
 use crate::error::{ExecutorError, LoadError};
 use crate::language::Language;
-use crate::snapshot::{AnalysisSnapshot, SourceSnapshot};
+use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot};
 
 /// Where sources come from. Called outside the DAG lock; `load` runs on the
 /// I/O pool, and on the thread that calls `Scheduler::invalidate` (which
@@ -84,16 +84,21 @@ pub struct AnalysisInput<'a, S> {
     pub cancel: &'a CancellationToken,
 }
 
-/// The input of an Artifact stage: the file's analysis and the analyses of
-/// its blockers, at the versions it was gated on, sorted by path.
+/// The input of an Artifact stage: the file's analysis, the analyses of
+/// its blockers and the Artifacts (of this profile) of the files it depends
+/// on, at the versions it was gated on, each list sorted by path.
 #[derive(Debug)]
-pub struct ArtifactInput<'a, A> {
+pub struct ArtifactInput<'a, A, R> {
     /// The profile to build.
     pub profile: ProfileHash,
     /// The file's analysis.
     pub analysis: &'a AnalysisSnapshot<A>,
     /// Its blockers' analyses, sorted by path.
     pub blockers: &'a [Arc<AnalysisSnapshot<A>>],
+    /// The Artifacts of this profile of the files its parse declared with
+    /// [`SourceDeps::artifact`], sorted by path: each built (or verified)
+    /// before this one runs, at its file's live version.
+    pub dependencies: &'a [Arc<ArtifactSnapshot<R>>],
     /// Cancelled when this work is superseded, removed or reset while it
     /// runs: the stage may stop early (its result will be refused).
     pub cancel: &'a CancellationToken,
@@ -110,6 +115,12 @@ pub struct SourceDeps {
     /// Files whose Analysis this file's Artifacts must wait for (e.g. a macro
     /// defined elsewhere).
     pub blockers: Vec<DepPath>,
+    /// Files whose Artifact this file's Artifact reads: each Artifact of
+    /// profile `p` waits for theirs of profile `p`, which may depend on
+    /// others in turn, at any depth ([`ArtifactInput::dependencies`]). A
+    /// cycle is answered [`crate::RequestError::Cycle`] to every Artifact
+    /// on it (docs/design.md, "Dependencies at any depth").
+    pub artifacts: Vec<DepPath>,
 }
 
 impl SourceDeps {
@@ -123,6 +134,15 @@ impl SourceDeps {
     /// Declares a file whose Analysis this file's Artifacts wait for.
     pub fn blocker(&mut self, path: impl Into<DepPath>) -> &mut Self {
         self.blockers.push(path.into());
+        self
+    }
+
+    /// Declares a file whose Artifact (of the same profile) this file's
+    /// Artifacts read: they run after it, receive it in
+    /// [`ArtifactInput::dependencies`], and run again (or are verified)
+    /// when it changes.
+    pub fn artifact(&mut self, path: impl Into<DepPath>) -> &mut Self {
+        self.artifacts.push(path.into());
         self
     }
 }
@@ -238,7 +258,7 @@ pub trait StageExecutor: Send + Sync + 'static {
     /// the analyses of its blockers (at the versions it was gated on).
     fn execute_artifact(
         &self,
-        input: &ArtifactInput<'_, Self::Analysis>,
+        input: &ArtifactInput<'_, Self::Analysis, Self::Artifact>,
     ) -> Result<Self::Artifact, ExecutorError>;
 
     /// Runs a host cache node of a submitted [`crate::Dag`], once every
@@ -278,7 +298,7 @@ pub trait StageExecutor: Send + Sync + 'static {
     /// thread for the whole run.
     fn start_artifact(
         &self,
-        input: &ArtifactInput<'_, Self::Analysis>,
+        input: &ArtifactInput<'_, Self::Analysis, Self::Artifact>,
         done: crate::Completion<Self::Artifact>,
     ) {
         done.complete(self.execute_artifact(input));

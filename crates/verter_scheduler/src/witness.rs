@@ -141,6 +141,9 @@ impl<E: StageExecutor> Scheduler<E> {
                     post.discard(refused);
                 }
             }
+            // What was built on the artifact it replaced is stale.
+            let effects = locked.dag.invalidate_artifact_dependents(&live);
+            self.absorb(locked, effects, post);
             Ok(artifact)
         })
     }
@@ -184,6 +187,10 @@ impl<E: StageExecutor> Scheduler<E> {
             locked.dag.forget_done(&WorkNodeIdentity::File(
                 built.at(TargetStage::Artifact(profile)),
             ));
+            // What was built on it is rebuilt with it (and cut off, if the
+            // rebuild is equal).
+            let effects = locked.dag.invalidate_artifact_dependents(&built);
+            self.absorb(locked, effects, post);
             Ok(true)
         })
     }

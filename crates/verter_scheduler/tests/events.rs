@@ -63,7 +63,10 @@ impl StageExecutor for Bytes {
         Ok(input.source.parsed)
     }
 
-    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<usize, ExecutorError> {
+    fn execute_artifact(
+        &self,
+        input: &ArtifactInput<'_, usize, usize>,
+    ) -> Result<usize, ExecutorError> {
         Ok(*input.analysis.data())
     }
 }

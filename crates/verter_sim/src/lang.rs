@@ -292,7 +292,7 @@ impl SimExecutor {
 }
 
 /// The Artifact `input` asks for, as a piece of work.
-fn artifact_work(input: &ArtifactInput<'_, SimAnalysis>) -> WorkNodeIdentity {
+fn artifact_work(input: &ArtifactInput<'_, SimAnalysis, String>) -> WorkNodeIdentity {
     let analysis = input.analysis;
     let version = analysis.version();
     let file = FileIdentity::new(analysis.canonical, version.incarnation, version.generation);
@@ -300,7 +300,7 @@ fn artifact_work(input: &ArtifactInput<'_, SimAnalysis>) -> WorkNodeIdentity {
 }
 
 /// What the Artifact of `input` is, or how it misbehaves ([`build`]).
-fn artifact_of(input: &ArtifactInput<'_, SimAnalysis>) -> Result<String, Fault> {
+fn artifact_of(input: &ArtifactInput<'_, SimAnalysis, String>) -> Result<String, Fault> {
     let analysis = input.analysis;
     let inputs: Vec<(&str, &SimAnalysis)> = input
         .blockers
@@ -394,7 +394,7 @@ impl StageExecutor for SimExecutor {
 
     fn execute_artifact(
         &self,
-        input: &ArtifactInput<'_, SimAnalysis>,
+        input: &ArtifactInput<'_, SimAnalysis, String>,
     ) -> Result<String, ExecutorError> {
         self.runs.fetch_add(1, Ordering::Relaxed);
         self.called(|| artifact_work(input));
@@ -417,7 +417,7 @@ impl StageExecutor for SimExecutor {
     // delivers it later.
     fn start_artifact(
         &self,
-        input: &ArtifactInput<'_, SimAnalysis>,
+        input: &ArtifactInput<'_, SimAnalysis, String>,
         done: verter_scheduler::Completion<String>,
     ) {
         let Some(desk) = &self.remote else {

@@ -104,17 +104,21 @@ impl<P> SchedulerDag<P> {
         }
         self.insert_node(identity, priority);
         // Ranks are right by construction: every dependency linked here is a
-        // strictly lower stage (blockers are filtered by `link_inner`).
+        // strictly lower stage, or another file's Artifact of this profile
+        // (checked for a cycle by `link_inner`).
         match key.stage {
             TargetStage::Source => {}
             TargetStage::Analysis => {
                 let _ = self.link_inner(&identity, key.file.at(TargetStage::Source), effects);
             }
-            TargetStage::Artifact(_) => {
+            TargetStage::Artifact(profile) => {
                 let analysis = key.file.at(TargetStage::Analysis);
                 let _ = self.link_inner(&identity, analysis, effects);
                 for blocker in self.live_blockers_of(&key.file, effects) {
-                    let _ = self.link_inner(&identity, blocker, effects);
+                    if !self.has_node(&identity) {
+                        break; // on a cycle, or a dependency failed
+                    }
+                    let _ = self.link_inner(&identity, blocker.for_profile(profile), effects);
                 }
             }
         }
@@ -128,7 +132,7 @@ impl<P> SchedulerDag<P> {
         dep: DepKey,
         effects: &mut Effects,
     ) -> Result<LinkOutcome, LinkError> {
-        if consumer_rank(consumer) <= dep.stage.rank() {
+        if !may_wait_on(consumer, &dep) {
             return Err(LinkError::RankViolation {
                 consumer: *consumer,
                 dep,
@@ -139,6 +143,17 @@ impl<P> SchedulerDag<P> {
                 consumer: *consumer,
             });
         };
+        // The one edge that can close a cycle: an Artifact on another
+        // file's Artifact. It closes one exactly when the producer already
+        // waits, through Artifacts, on the consumer (docs/design.md,
+        // "Dependencies at any depth").
+        if let WorkNodeIdentity::File(key) = consumer
+            && dep.stage.rank() == key.stage.rank()
+            && let Some(path) = self.artifact_path(&dep, key)
+        {
+            self.fail_cycle(*key, path, effects);
+            return Ok(LinkOutcome::Failed);
+        }
         Ok(self.link_linkable(consumer, linkable, dep, effects).0)
     }
 
@@ -437,7 +452,12 @@ impl<P> SchedulerDag<P> {
     }
 
     /// [`Self::drop_node`], counting an unfinished node by `why`.
-    fn drop_node_as(&mut self, identity: &WorkNodeIdentity, why: Dropped, effects: &mut Effects) {
+    pub(super) fn drop_node_as(
+        &mut self,
+        identity: &WorkNodeIdentity,
+        why: Dropped,
+        effects: &mut Effects,
+    ) {
         let Some(node) = self.take_node(identity) else {
             return;
         };

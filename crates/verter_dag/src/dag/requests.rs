@@ -253,9 +253,10 @@ impl<P> SchedulerDag<P> {
                 if !self.is_gated_or_ready(artifact) {
                     continue;
                 }
+                let profile = artifact_profile(artifact);
                 for old in &previous {
                     if keys.binary_search(old).is_err() {
-                        self.unlink_edge(artifact, old);
+                        self.unlink_edge(artifact, &old.for_profile(profile));
                     }
                 }
             }
@@ -279,14 +280,18 @@ impl<P> SchedulerDag<P> {
         if !artifacts.is_empty() {
             priority = read(self, &mut linkable);
         }
+        // An Artifact named as a dependency is ensured as it is linked,
+        // at each reading Artifact's own profile.
         for (key, live) in keys.iter().zip(&live) {
-            if *live && !self.ensure_file_node(key, priority, &mut effects) {
+            if *live
+                && !key.is_same_profile_artifact()
+                && !self.ensure_file_node(key, priority, &mut effects)
+            {
                 priority = read(self, &mut linkable);
             }
         }
-        // Rank is fine by construction (an Artifact over lower stages)
-        // unless the host names an Artifact as a blocker: that link is
-        // refused, so it is left out.
+        // Lower stages are linked in one batch; another file's Artifact
+        // (the one same-rank edge, checked for a cycle) one by one below.
         let filtered: SmallVec<[DepKey; 8]>;
         let linkable_keys = if keys.iter().all(|key| key.stage.rank() < 2) {
             keys.as_slice()
@@ -307,6 +312,19 @@ impl<P> SchedulerDag<P> {
                 read(self, &mut linkable);
             } else {
                 linkable[at] = after;
+            }
+        }
+        if linkable_keys.len() < keys.len() {
+            for artifact in &artifacts {
+                let profile = artifact_profile(artifact);
+                for (key, live) in keys.iter().zip(&live) {
+                    if !self.is_gated_or_ready(artifact) {
+                        break; // failed: on a cycle, or a dependency failed
+                    }
+                    if *live && key.is_same_profile_artifact() {
+                        let _ = self.link_inner(artifact, key.for_profile(profile), &mut effects);
+                    }
+                }
             }
         }
         let mut at = 0;
@@ -492,5 +510,16 @@ impl<P> SchedulerDag<P> {
                     (record.node.is_some() || !record.group.is_empty()) && demands(stage)
                 })
             })
+    }
+}
+
+/// The profile of an Artifact node's identity.
+fn artifact_profile(artifact: &WorkNodeIdentity) -> ProfileHash {
+    match artifact {
+        WorkNodeIdentity::File(key) => match key.stage {
+            TargetStage::Artifact(profile) => profile,
+            _ => unreachable!("an owner's artifact nodes are Artifacts"),
+        },
+        WorkNodeIdentity::CacheNode { .. } => unreachable!("an owner's artifact nodes are files'"),
     }
 }

@@ -150,31 +150,9 @@ impl<P> SchedulerDag<P> {
         //    the blockers' live versions. Their waiters keep waiting on the
         //    same key; a running build's completion is refused (its admission
         //    is gone).
-        affected_owners.sort();
-        for owner in affected_owners {
-            if !self.is_live(&owner) {
-                continue;
-            }
-            for artifact in self.artifact_nodes_of(&owner) {
-                let done = self.is_done(&artifact);
-                self.drop_node(&artifact, &mut effects);
-                if done {
-                    effects.invalidated.push(artifact);
-                }
-                let key = *artifact.as_dep_key().expect("artifact nodes are file work");
-                // Consumers gated on it (cache nodes) keep their edges: the
-                // rebuilt node answers them, so no edge is left without a
-                // producer.
-                let consumers = self.waiters_of(&key);
-                if self.group(&key).is_some() || !consumers.is_empty() {
-                    let priority = consumers
-                        .iter()
-                        .filter_map(|consumer| self.priority_of(consumer))
-                        .fold(self.group_priority(&key), Priority::max);
-                    self.ensure_file_node(&key, priority, &mut effects);
-                }
-            }
-        }
+        //    Through Artifact-on-Artifact records this reaches the files
+        //    built on those Artifacts too, transitively (`cycles.rs`).
+        self.invalidate_owners(affected_owners, &mut effects);
         // 5. Consumers of a removed file that step 4 did not rebuild: an
         //    Artifact waits on its owner's blockers, ensured again; anything
         //    else fails, as the file it waited on is gone.
@@ -196,8 +174,19 @@ impl<P> SchedulerDag<P> {
             });
             match owner {
                 Some(owner) if names_it => {
+                    let profile = match consumer {
+                        WorkNodeIdentity::File(key) => match key.stage {
+                            TargetStage::Artifact(profile) => profile,
+                            _ => unreachable!("the owner is an Artifact's"),
+                        },
+                        WorkNodeIdentity::CacheNode { .. } => unreachable!("the owner is a file's"),
+                    };
                     for blocker in self.live_blockers_of(&owner, &mut effects) {
-                        let _ = self.link_inner(&consumer, blocker, &mut effects);
+                        if !self.has_node(&consumer) {
+                            break;
+                        }
+                        let _ =
+                            self.link_inner(&consumer, blocker.for_profile(profile), &mut effects);
                     }
                     self.settle(&consumer, &mut effects);
                 }

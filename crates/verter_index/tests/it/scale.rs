@@ -189,7 +189,7 @@ impl verter_scheduler::StageExecutor for NamesMany {
 
     fn execute_artifact(
         &self,
-        _: &verter_scheduler::ArtifactInput<'_, ()>,
+        _: &verter_scheduler::ArtifactInput<'_, (), ()>,
     ) -> Result<(), verter_scheduler::ExecutorError> {
         Ok(())
     }

@@ -71,11 +71,14 @@ impl StageExecutor for TextHost {
         Ok(Arc::clone(&input.source.parsed))
     }
 
-    fn execute_artifact(&self, _: &ArtifactInput<'_, Arc<str>>) -> Result<Built, ExecutorError> {
+    fn execute_artifact(
+        &self,
+        _: &ArtifactInput<'_, Arc<str>, Built>,
+    ) -> Result<Built, ExecutorError> {
         panic!("routed Artifacts are started, never executed here")
     }
 
-    fn start_artifact(&self, input: &ArtifactInput<'_, Arc<str>>, done: Completion<Built>) {
+    fn start_artifact(&self, input: &ArtifactInput<'_, Arc<str>, Built>, done: Completion<Built>) {
         let spec = (self.action)(input.analysis.data()).output("out.txt");
         schedule::start(&self.remote, spec, done, built);
     }

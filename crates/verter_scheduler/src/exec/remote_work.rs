@@ -149,6 +149,7 @@ impl<E: StageExecutor> Scheduler<E> {
             profile,
             analysis,
             mut blockers,
+            mut dependencies,
             blockers_changed_at,
             prior,
         } = work
@@ -158,6 +159,7 @@ impl<E: StageExecutor> Scheduler<E> {
         self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
         // Sorted by path, as `ArtifactInput` promises (see `execute`).
         blockers.sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
+        dependencies.sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
         let started = Started {
             dispatch,
             notice: Arc::clone(&notice),
@@ -166,7 +168,11 @@ impl<E: StageExecutor> Scheduler<E> {
             started: self.timed.then(Instant::now),
         };
         let me = self.me.clone();
-        let (kept_analysis, kept_blockers) = (Arc::clone(&analysis), blockers.clone());
+        let (kept_analysis, kept_blockers, kept_dependencies) = (
+            Arc::clone(&analysis),
+            blockers.clone(),
+            dependencies.clone(),
+        );
         let commit = Box::new(move |answer: Answer<E::Artifact>| {
             let Some(me) = me.upgrade() else {
                 return;
@@ -174,7 +180,12 @@ impl<E: StageExecutor> Scheduler<E> {
             let (result, cut) = me.built(
                 &file,
                 profile,
-                (&kept_analysis, &kept_blockers, blockers_changed_at),
+                (
+                    &kept_analysis,
+                    &kept_blockers,
+                    &kept_dependencies,
+                    blockers_changed_at,
+                ),
                 prior,
                 answer,
             );
@@ -190,6 +201,7 @@ impl<E: StageExecutor> Scheduler<E> {
             profile,
             analysis: &analysis,
             blockers: &blockers,
+            dependencies: &dependencies,
             cancel: &cancel,
         };
         let done = Completion::new(commit, notice);

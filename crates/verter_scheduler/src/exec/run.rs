@@ -202,6 +202,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 profile,
                 analysis,
                 mut blockers,
+                mut dependencies,
                 blockers_changed_at,
                 prior,
             } => {
@@ -211,10 +212,13 @@ impl<E: StageExecutor> Scheduler<E> {
                 // paths in (the record is in canonical-id order). Here,
                 // after the lock: it reads texts.
                 blockers.sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
+                dependencies
+                    .sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
                 let input = ArtifactInput {
                     profile,
                     analysis: &analysis,
                     blockers: &blockers,
+                    dependencies: &dependencies,
                     cancel: &dispatch.cancel,
                 };
                 let result =
@@ -222,7 +226,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 let (result, cut) = self.built(
                     &file,
                     profile,
-                    (&analysis, &blockers, blockers_changed_at),
+                    (&analysis, &blockers, &dependencies, blockers_changed_at),
                     prior,
                     result,
                 );
@@ -328,13 +332,15 @@ impl<E: StageExecutor> Scheduler<E> {
         inputs: (
             &AnalysisSnapshot<E::Analysis>,
             &BlockerInputs<E::Analysis>,
+            &DependencyInputs<E::Artifact>,
             Revision,
         ),
         prior: Option<Arc<ArtifactSnapshot<E::Artifact>>>,
         result: crate::remote_work::Answer<E::Artifact>,
     ) -> (BuiltArtifact<E>, Cut) {
-        let (analysis, blockers, blockers_changed_at) = inputs;
-        let verified_at = artifact_inputs_changed_at(analysis, blockers, blockers_changed_at);
+        let (analysis, blockers, dependencies, blockers_changed_at) = inputs;
+        let verified_at =
+            artifact_inputs_changed_at(analysis, blockers, dependencies, blockers_changed_at);
         let mut cut = Cut::new(prior.as_ref());
         let result = self.stage_result(file, "Artifact", result).map(|data| {
             let previous = prior.as_deref().map(|p| (p.data(), p.changed_at()));

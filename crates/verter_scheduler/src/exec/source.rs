@@ -115,13 +115,14 @@ impl<E: StageExecutor> Scheduler<E> {
                     cut.how = Some(CutOff::Unchanged);
                 }
                 Ok(ParsedSource {
-                    blocker_keys: Vec::with_capacity(deps.blockers.len()),
+                    blocker_keys: Vec::with_capacity(deps.blockers.len() + deps.artifacts.len()),
                     snapshot: Arc::new(SourceSnapshot {
                         text,
                         language: node.language().clone(),
                         parsed,
                         forward_deps: deps.forward,
                         blockers: deps.blockers,
+                        artifact_deps: deps.artifacts,
                         changed_at,
                         blockers_changed_at,
                     }),
@@ -151,7 +152,8 @@ impl<E: StageExecutor> Scheduler<E> {
         let Some(prior) = prior else {
             return (Revision::NEVER, Revision::NEVER);
         };
-        let same_blockers = prior.blockers == deps.blockers;
+        let same_blockers =
+            prior.blockers == deps.blockers && prior.artifact_deps == deps.artifacts;
         let same = same_blockers
             && prior.language == *language
             && prior.forward_deps == deps.forward
@@ -202,9 +204,11 @@ impl<E: StageExecutor> Scheduler<E> {
         };
         let forward = resolve(deps.forward)?;
         let blockers = resolve(deps.blockers)?;
+        let artifacts = resolve(deps.artifacts)?;
         Ok(ParsedDeps {
             forward,
             blockers,
+            artifacts,
             languages,
         })
     }
@@ -250,7 +254,12 @@ impl<E: StageExecutor> Scheduler<E> {
         // both directions), so one read of the DAG finds a known blocker;
         // only an unknown one is ingested first.
         let mut blocker_keys = std::mem::take(&mut deps.blocker_keys);
-        for dep in deps.blockers() {
+        let blockers = deps.blockers().map(|dep| (dep, TargetStage::Analysis));
+        // An Artifact dependency is recorded as the file's Artifact "of the
+        // reader's profile", which each reading Artifact resolves to its own.
+        let same_profile = TargetStage::Artifact(verter_dag::ProfileHash::SAME);
+        let artifacts = deps.artifact_deps().map(|dep| (dep, same_profile));
+        for (dep, stage) in blockers.chain(artifacts) {
             let live = match locked.dag.live_file(dep.0) {
                 Some(live) => live,
                 None => {
@@ -267,7 +276,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
             };
             name_language(locked, dep);
-            blocker_keys.push(live.at(TargetStage::Analysis));
+            blocker_keys.push(live.at(stage));
         }
         if let Some(effects) = locked.dag.record_blockers(&file, blocker_keys) {
             self.absorb(locked, effects, post);

@@ -36,7 +36,10 @@ impl StageExecutor for BlockerOrder {
     ) -> Result<usize, ExecutorError> {
         Lines.execute_analysis(input)
     }
-    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+    fn execute_artifact(
+        &self,
+        input: &ArtifactInput<'_, usize, String>,
+    ) -> Result<String, ExecutorError> {
         let order: Vec<&str> = input
             .blockers
             .iter()

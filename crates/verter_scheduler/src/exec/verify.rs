@@ -9,15 +9,19 @@
 use super::*;
 
 /// The newest change among an Artifact's inputs: its file's Analysis, its
-/// blocker list, and each blocker's Analysis. The prior artifact is still
-/// what a run would build when this is no newer than the revision it was
-/// verified at (docs/design.md, "Early cutoff").
-pub(super) fn artifact_inputs_changed_at<A>(
+/// blocker and dependency lists, each blocker's Analysis and each
+/// dependency's Artifact. The prior artifact is still what a run would
+/// build when this is no newer than the revision it was verified at
+/// (docs/design.md, "Early cutoff").
+pub(super) fn artifact_inputs_changed_at<A, R>(
     analysis: &AnalysisSnapshot<A>,
     blockers: &[Arc<AnalysisSnapshot<A>>],
+    dependencies: &[Arc<ArtifactSnapshot<R>>],
     blockers_changed_at: Revision,
 ) -> Revision {
-    blockers.iter().map(|blocker| blocker.changed_at()).fold(
+    let blockers = blockers.iter().map(|blocker| blocker.changed_at());
+    let dependencies = dependencies.iter().map(|dep| dep.changed_at());
+    blockers.chain(dependencies).fold(
         analysis.changed_at().max(blockers_changed_at),
         Revision::max,
     )
@@ -62,11 +66,17 @@ impl<E: StageExecutor> Scheduler<E> {
             Work::Artifact {
                 analysis,
                 blockers,
+                dependencies,
                 blockers_changed_at,
                 prior: Some(prior),
                 ..
             } => {
-                let inputs = artifact_inputs_changed_at(analysis, blockers, *blockers_changed_at);
+                let inputs = artifact_inputs_changed_at(
+                    analysis,
+                    blockers,
+                    dependencies,
+                    *blockers_changed_at,
+                );
                 if inputs > prior.verified_at() {
                     return None;
                 }
@@ -139,6 +149,7 @@ pub(super) fn run_reason<E: StageExecutor>(file: &FileIdentity, work: &Work<E>) 
         Work::Artifact {
             analysis,
             blockers,
+            dependencies,
             blockers_changed_at,
             ..
         } => {
@@ -155,6 +166,17 @@ pub(super) fn run_reason<E: StageExecutor>(file: &FileIdentity, work: &Work<E>) 
                         version.generation,
                     );
                     newest = (blocker.changed_at(), owner.at(TargetStage::Analysis));
+                }
+            }
+            for dep in dependencies {
+                if dep.changed_at() > newest.0 {
+                    let version = dep.version;
+                    let owner =
+                        FileIdentity::new(dep.canonical, version.incarnation, version.generation);
+                    newest = (
+                        dep.changed_at(),
+                        owner.at(TargetStage::Artifact(dep.profile)),
+                    );
                 }
             }
             RunReason::InputChanged(newest.1)

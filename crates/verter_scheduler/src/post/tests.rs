@@ -95,6 +95,7 @@ fn no_request_is_answered_at_submission_under_the_lock() {
             parsed: Vec::new(),
             forward_deps: crate::snapshot::Canonicals::new(),
             blockers: crate::snapshot::Canonicals::new(),
+            artifact_deps: crate::snapshot::Canonicals::new(),
             changed_at: crate::snapshot::Revision::NEVER,
             blockers_changed_at: crate::snapshot::Revision::NEVER,
         }));

@@ -84,7 +84,10 @@ impl StageExecutor for Words {
             .sum())
     }
 
-    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+    fn execute_artifact(
+        &self,
+        input: &ArtifactInput<'_, usize, String>,
+    ) -> Result<String, ExecutorError> {
         self.record(&input.analysis.canonical, "Artifact");
         let own = format!("{}={}", input.analysis.canonical, input.analysis.data());
         Ok(if input.profile == ProfileHash(2) {

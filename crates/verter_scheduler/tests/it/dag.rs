@@ -93,7 +93,10 @@ impl StageExecutor for DagExec {
         Ok(input.source.parsed.split_whitespace().count())
     }
 
-    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<usize, ExecutorError> {
+    fn execute_artifact(
+        &self,
+        input: &ArtifactInput<'_, usize, usize>,
+    ) -> Result<usize, ExecutorError> {
         Ok(*input.analysis.data())
     }
 

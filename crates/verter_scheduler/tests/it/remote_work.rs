@@ -113,11 +113,14 @@ impl StageExecutor for RemoteExec {
         self.inner.execute_analysis(input)
     }
 
-    fn execute_artifact(&self, _: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+    fn execute_artifact(
+        &self,
+        _: &ArtifactInput<'_, usize, String>,
+    ) -> Result<String, ExecutorError> {
         panic!("routed Artifacts are started, never executed")
     }
 
-    fn start_artifact(&self, input: &ArtifactInput<'_, usize>, done: Completion<String>) {
+    fn start_artifact(&self, input: &ArtifactInput<'_, usize, String>, done: Completion<String>) {
         let path = input.analysis.canonical.to_string();
         if self.panic_on.lock().contains(&path) {
             panic!("the start of {path} broke");

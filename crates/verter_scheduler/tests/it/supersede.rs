@@ -202,7 +202,10 @@ mod probes {
             Ok(input.source.text.text.len())
         }
 
-        fn execute_artifact(&self, _: &ArtifactInput<'_, usize>) -> Result<Probe, ExecutorError> {
+        fn execute_artifact(
+            &self,
+            _: &ArtifactInput<'_, usize, Probe>,
+        ) -> Result<Probe, ExecutorError> {
             Ok(Probe(Arc::clone(&self.0)))
         }
     }

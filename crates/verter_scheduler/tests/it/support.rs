@@ -184,7 +184,10 @@ impl StageExecutor for LineExecutor {
             .sum())
     }
 
-    fn execute_artifact(&self, input: &ArtifactInput<'_, usize>) -> Result<String, ExecutorError> {
+    fn execute_artifact(
+        &self,
+        input: &ArtifactInput<'_, usize, String>,
+    ) -> Result<String, ExecutorError> {
         let (profile, analysis, blockers) = (input.profile, input.analysis, input.blockers);
         self.record(
             &analysis.canonical,

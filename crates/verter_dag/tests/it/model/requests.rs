@@ -165,7 +165,16 @@ impl Run {
         let (Some(consumer), Some(dep)) = (self.work(consumer), self.key(dep)) else {
             return Ok(());
         };
-        let breaks_rank = rank(&consumer) <= dep.stage.rank();
+        // The one same-rank edge: another file's Artifact of the same
+        // profile (checked for a cycle instead).
+        let same_profile_artifact = matches!(
+            consumer,
+            WorkNodeIdentity::File(key)
+                if matches!(key.stage, TargetStage::Artifact(_))
+                    && key.stage == dep.stage
+                    && key.file.canonical != dep.file.canonical
+        );
+        let breaks_rank = rank(&consumer) <= dep.stage.rank() && !same_profile_artifact;
         match self.dag.link(&consumer, dep) {
             Err(LinkError::RankViolation {
                 consumer: refused,
