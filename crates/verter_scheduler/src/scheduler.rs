@@ -99,6 +99,10 @@ pub struct SchedulerCounters {
     /// or their last handle dropped (answered `Cancelled`; the work
     /// nothing else wanted is among [`Self::cancellations`]).
     pub withdrawn: u64,
+    /// Cycles of Artifact dependencies found (each answered
+    /// `DependencyCycle` to every Artifact on it; docs/design.md,
+    /// "Dependencies at any depth").
+    pub dependency_cycles: u64,
     /// The deepest the inbox has been.
     pub inbox_depth_max: usize,
     /// Capacity reservations held now.

@@ -132,6 +132,16 @@ pub(super) enum Outcome<E: StageExecutor> {
     },
 }
 
+/// What an Artifact was built from: its file's Analysis, its blockers'
+/// Analyses and its dependencies' Artifacts (both sorted by path), and when
+/// its file's lists of them last changed.
+pub(super) type BuiltFrom<'a, E> = (
+    &'a AnalysisSnapshot<<E as StageExecutor>::Analysis>,
+    &'a BlockerInputs<<E as StageExecutor>::Analysis>,
+    &'a DependencyInputs<<E as StageExecutor>::Artifact>,
+    Revision,
+);
+
 impl<E: StageExecutor> Scheduler<E> {
     /// Runs one job and completes it in its own hold; returns the job that
     /// hold handed this thread (`keep`) to run next, if any.
@@ -329,12 +339,7 @@ impl<E: StageExecutor> Scheduler<E> {
         &self,
         file: &FileIdentity,
         profile: verter_dag::ProfileHash,
-        inputs: (
-            &AnalysisSnapshot<E::Analysis>,
-            &BlockerInputs<E::Analysis>,
-            &DependencyInputs<E::Artifact>,
-            Revision,
-        ),
+        inputs: BuiltFrom<'_, E>,
         prior: Option<Arc<ArtifactSnapshot<E::Artifact>>>,
         result: crate::remote_work::Answer<E::Artifact>,
     ) -> (BuiltArtifact<E>, Cut) {

@@ -43,6 +43,7 @@ impl<'a, E: StageExecutor> Observer<'a, E> {
             cancellations: dag.cancelled,
             dependency_failures: dag.dependency_failed,
             withdrawn: load(&self.scheduler.counters.withdrawn),
+            dependency_cycles: dag.cycles,
             inbox_depth_max: self
                 .scheduler
                 .counters

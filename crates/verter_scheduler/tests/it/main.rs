@@ -12,6 +12,7 @@ mod chunked;
 mod consistency;
 mod cutoff;
 mod dag;
+mod deep;
 mod deps;
 #[cfg(feature = "test-support")]
 mod hold_panics;
