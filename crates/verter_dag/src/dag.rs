@@ -509,6 +509,14 @@ pub struct SchedulerDag<P = ()> {
     #[cfg(test)]
     direct_records: usize,
     blockers: BlockerRegistry,
+    /// Artifacts an admission named while it was admitting another one,
+    /// admitted by the outermost admission before it returns, so a chain
+    /// of Artifact dependencies is admitted in a loop, not by recursion as
+    /// deep as the chain (`admit_file_node`). Empty between operations.
+    deferred: Vec<(DepKey, Priority)>,
+    /// Whether an admission is running (the outermost one drains
+    /// [`Self::deferred`]).
+    admitting: bool,
     ready: ReadyQueue,
     ledger: CapacityLedger,
     /// Which work starts in the remote class.
@@ -565,6 +573,8 @@ impl<P> SchedulerDag<P> {
             #[cfg(test)]
             direct_records: 0,
             blockers: BlockerRegistry::default(),
+            deferred: Vec::new(),
+            admitting: false,
             ready: ReadyQueue::new(config.lane_weights),
             ledger: CapacityLedger::new(config.cpu_budget, config.io_budget, config.remote_budget),
             remote: config.remote,

@@ -92,7 +92,49 @@ impl<P> SchedulerDag<P> {
 
     /// [`Self::ensure_file_node`] for `key` (as `identity`), known to have no
     /// node: admits it and the stages it needs.
+    ///
+    /// An Artifact named while another admission runs (an Artifact
+    /// dependency of the Artifact being admitted) is deferred to the
+    /// outermost admission, which admits it before it returns: its
+    /// consumer's edge to it is already linked, so it waits for it (or
+    /// fails with it) exactly as if it had been admitted in place, and a
+    /// chain of any length is admitted in a loop, not a recursion as deep
+    /// as the chain.
     pub(super) fn admit_file_node(
+        &mut self,
+        key: &DepKey,
+        identity: WorkNodeIdentity,
+        priority: Priority,
+        effects: &mut Effects,
+    ) {
+        if !self.admitting {
+            self.admitting = true;
+            self.admit_one(key, identity, priority, effects);
+            while let Some((key, priority)) = self.deferred.pop() {
+                // Its consumers' priorities now (one may have been raised
+                // since it was named).
+                let priority = self
+                    .waiters_of(&key)
+                    .iter()
+                    .filter_map(|consumer| self.priority_of(consumer))
+                    .fold(priority, Priority::max);
+                let identity = WorkNodeIdentity::File(key);
+                match self.node(&identity) {
+                    Some(node) if node.priority < priority => self.raise(&identity, priority),
+                    Some(_) => {}
+                    None => self.admit_one(&key, identity, priority, effects),
+                }
+            }
+            self.admitting = false;
+        } else if matches!(key.stage, TargetStage::Artifact(_)) {
+            self.deferred.push((*key, priority));
+        } else {
+            self.admit_one(key, identity, priority, effects);
+        }
+    }
+
+    /// [`Self::admit_file_node`] in place.
+    fn admit_one(
         &mut self,
         key: &DepKey,
         identity: WorkNodeIdentity,

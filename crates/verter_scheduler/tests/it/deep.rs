@@ -17,6 +17,9 @@ use crate::support::*;
 
 /// The profile every test builds.
 const BUILD: Artifact = Artifact(ProfileHash(7));
+/// A profile whose Artifact names its dependencies' lengths, not their
+/// text: for chains too long to nest.
+const SHALLOW: Artifact = Artifact(ProfileHash(8));
 
 /// A language where `dep X` makes this file's Artifact read `X`'s, `use X`
 /// names a blocker, `#` lines are comments (left out of the parse) and
@@ -100,6 +103,11 @@ impl StageExecutor for Nest {
         let blockers = input.blockers.iter().fold(own, |out, blocker| {
             format!("{out}|{}={}", blocker.canonical, blocker.data())
         });
+        if input.profile == SHALLOW.0 {
+            // Depth without the nested text: the dependencies' lengths.
+            let lengths: usize = input.dependencies.iter().map(|dep| dep.data().len()).sum();
+            return Ok(format!("{blockers}+{lengths}"));
+        }
         Ok(input
             .dependencies
             .iter()
@@ -465,4 +473,39 @@ fn random_deep_edits(seed: u64) -> (usize, usize) {
         assert_quiescent(&scheduler, &[]);
         (cycles, values)
     })
+}
+
+/// A chain of 20 000 files, all parsed, then the Artifact at its top
+/// asked for: admission links the whole chain without a recursion as deep
+/// as it (it overflowed the test thread's stack before).
+#[test]
+fn a_chain_of_twenty_thousand_is_admitted_without_deep_recursion() {
+    let n = 20_000;
+    let texts: Vec<(String, String)> = (0..n)
+        .map(|i| {
+            let text = match i {
+                0 => "k".to_owned(),
+                _ => format!("dep f{}.cfg\nk", i - 1),
+            };
+            (format!("f{i}.cfg"), text)
+        })
+        .collect();
+    let pairs: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str()))
+        .collect();
+    let files = MemFiles::with(&pairs);
+    let nest = Nest::default();
+    let scheduler = inline_nest(&files, &nest);
+    let parsed: Vec<_> = texts
+        .iter()
+        .map(|(path, _)| scheduler.ask(verter_scheduler::stage::Source.of(path.as_str())))
+        .collect();
+    for handle in &parsed {
+        scheduler.wait(handle).expect("parsed");
+    }
+    let top = scheduler.ask(SHALLOW.of(format!("f{}.cfg", n - 1).as_str()));
+    let top = scheduler.wait(&top).expect("built");
+    assert!(top.data().starts_with(&format!("f{}.cfg:1+", n - 1)));
+    assert_eq!(nest.runs_of("Artifact").len(), n);
 }
