@@ -174,6 +174,18 @@ pub(super) fn render(records: &[Record]) -> String {
             );
         }
     }
+    if let (Some(verter), Some(salsa)) = (instructions("verter"), instructions("salsa")) {
+        let ratio = verter / salsa;
+        let _ = writeln!(
+            out,
+            "\nTarget ≤ 1.2× salsa (cold, instructions per file, one thread): verter {:.2}× ({:.1}k vs \
+             {:.1}k), **{}**.",
+            ratio,
+            verter / 1_000.0,
+            salsa / 1_000.0,
+            if ratio <= 1.2 { "met" } else { "missed" }
+        );
+    }
     let _ = writeln!(
         out,
         "\n**(b) An edit at a chain's head** (5 edits per case, each on another chain; medians of the \
