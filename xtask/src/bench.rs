@@ -13,6 +13,10 @@
 //! (`instructions.rs`). The targets table judges issue 42's targets on the
 //! whole run (`targets.rs`).
 //!
+//! W5 (deep chains, `chains.rs`) runs after the marked section and writes
+//! its own `### W5 — deep chains` section after the `bench:end` marker;
+//! `--w5` runs W5 alone and rewrites that section only.
+//!
 //! `--quick` runs the correctness pass only (N = 1k, few iterations: equal
 //! hashes, every request answered) and never writes the document: it is the
 //! CI smoke test, and it asserts nothing about timing.
@@ -29,6 +33,7 @@
 //!   selections the other parts share (it names none of them);
 //! - `targets.rs`: the table of the current targets (issue 42);
 //! - `instructions.rs`: the callgrind instruction counts per build;
+//! - `chains.rs`: W5, deep chains, and its own section;
 //! - `observability.rs`: what verter's causal log and stage statistics
 //!   cost (issue 17), from the runs that turn them on.
 
@@ -39,6 +44,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+mod chains;
 mod instructions;
 mod observability;
 mod section;
@@ -111,10 +117,26 @@ impl Record {
 /// Runs the task.
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     let quick = args.iter().any(|arg| arg == "--quick");
-    if let Some(other) = args.iter().find(|arg| *arg != "--quick") {
-        bail!("unknown option `{other}`: cargo xtask bench [--quick]");
+    let w5_only = args.iter().any(|arg| arg == "--w5");
+    if let Some(other) = args.iter().find(|arg| *arg != "--quick" && *arg != "--w5") {
+        bail!("unknown option `{other}`: cargo xtask bench [--quick | --w5]");
+    }
+    if quick && w5_only {
+        bail!("--quick and --w5 exclude each other: cargo xtask bench [--quick | --w5]");
     }
     let started = Instant::now();
+    let path = root.join("docs/benchmarks.md");
+    if w5_only {
+        let records = chains::measure(root)?;
+        write_w5(&path, &records)?;
+        println!(
+            "bench --w5: wrote the W5 section of {} ({} measurements, {:.0} s)",
+            path.display(),
+            records.len(),
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
     if quick {
         let records = bench_bin(root, &["quick", "--n", "1000", "--edits", "200"])?;
         println!(
@@ -143,11 +165,13 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     let micro = run_micro(root)?;
     let machine = machine(root);
     let section = render(&records, &micro, &machine, started.elapsed().as_secs_f64());
-    let path = root.join("docs/benchmarks.md");
     let document =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     std::fs::write(&path, replace_section(&document, &section))
         .with_context(|| format!("writing {}", path.display()))?;
+    let w5 = chains::measure(root)?;
+    write_w5(&path, &w5)?;
+    records.extend(w5);
     println!(
         "bench: wrote {} ({} measurements, {:.0} s)",
         path.display(),
@@ -155,6 +179,14 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Rewrites the W5 section of the document at `path` from `records`.
+fn write_w5(path: &Path, records: &[Record]) -> Result<()> {
+    let document =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    std::fs::write(path, chains::replace(&document, &chains::render(records)))
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// Every process the full run starts, in order.

@@ -22,7 +22,9 @@ tasks:
            (manifests, Rust paths, docs); reads [workspace.metadata.layers]
   bench    run verter vs salsa, rayon, tokio (the workloads, one build per
            process, callgrind per build) and rewrite docs/benchmarks.md's
-           tables and targets; --quick runs the correctness pass only (CI)
+           tables and targets, then W5 (deep chains); --quick runs the
+           correctness pass only (CI); --w5 runs W5 alone and rewrites only
+           its section
   sim      the inline simulator: --seed S replays one seed (trace and
            violation), --seeds N [--from S] runs N seeds
   soak     the threaded simulator: --ops N --threads T --seed S; prints ops/s

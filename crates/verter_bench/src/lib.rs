@@ -20,6 +20,7 @@
 //! ```
 
 pub mod alloc_count;
+pub mod chains;
 pub mod dag;
 pub mod generator;
 pub mod kernel;

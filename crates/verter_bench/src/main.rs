@@ -14,6 +14,8 @@
 //! verter_bench w4 --system tokio --threads 2 --n 10000 --c 10 --factor 10
 //! verter_bench w4 --system verter --threads 2 --n 10000 --c 0 --factor 10 --submit try-dag --retry answer
 //! verter_bench dag --threads 2 --n 10000 --c 0 --iterations 5 [--files 0] [--ready-depth 64]
+//! verter_bench w5 [--system verter] --threads 1 --n 10000 --chain 100 --c 0 --iterations 5
+//! verter_bench w5 --system salsa --threads 1 --n 10000 --chain 100 --c 0 --only-build
 //! verter_bench quick [--n 1000] [--edits 200]
 //! ```
 //!
@@ -36,6 +38,11 @@
 //! says (`answer`: park until another answer lands; `yield`: yield the
 //! thread and try again).
 //!
+//! `w5` (deep chains, `verter_bench::chains`) runs verter and salsa in one
+//! process, or only `--system`: the cold build, edits at a chain's head,
+//! and with both systems the cold wall ratio. `w5 --system S --only-build`
+//! and `--only-generate` are W1's single-build modes for callgrind.
+//!
 //! `--no-cutoff` (verter only, W1–W3) turns verter's early cutoff off: the
 //! executor never calls two outputs equal, and the result lines say
 //! `cutoff=off`. `--causal-log N` and `--stage-stats` (verter only, W1 and
@@ -53,6 +60,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use verter_bench::alloc_count::Counting;
+use verter_bench::chains::{ChainShape, w5, w5_only};
 use verter_bench::dag::{DagShape, dag};
 use verter_bench::overload::{OverloadShape, Retry, Submission, w4};
 use verter_bench::quick;
@@ -69,12 +77,13 @@ const USAGE: &str = "usage: verter_bench (w1|w2|w3|w4) --system (verter|salsa|ra
 [--threads 2] [--n 1000] [--c 0] [--iterations 3] [--edits 2000] [--factor 10] [--no-cutoff] \
 [--submit (request|try-dag)] [--retry (answer|yield)] [--causal-log (N|default)] [--stage-stats]
        verter_bench w1 --system (verter|salsa|rayon|tokio) [--threads 2] [--n 1000] [--c 0] (--only-build|--only-generate)
+       verter_bench w5 [--system (verter|salsa)] [--threads 1] [--n 10000] [--chain 100] [--c 0] [--iterations 5] [--only-build|--only-generate]
        verter_bench dag [--threads 2] [--n 10000] [--c 0] [--iterations 3] [--files 0] [--ready-depth 64]
        verter_bench quick [--n 1000] [--edits 200]
 --no-cutoff: verter only, w1 to w3: early cutoff off (the `before` measurement)
 --causal-log, --stage-stats: verter only, w1 and w2: the causal log of N events (default: 16384) and per-stage statistics on
---only-build: w1 only: one cold build of a fresh system, then its drop, nothing else (for callgrind)
---only-generate: w1 only: generate the sources and stop (subtracted from --only-build)";
+--only-build: w1 and w5 (with --system): one cold build of a fresh system, then its drop, nothing else (for callgrind)
+--only-generate: w1 and w5 (with --system): generate the sources and stop (subtracted from --only-build)";
 
 /// The options that take no value.
 const NO_CUTOFF: &str = "no-cutoff";
@@ -119,7 +128,10 @@ fn run() -> ExitCode {
         SystemKind::parse(name).unwrap_or_else(|| panic!("unknown system `{name}`\n{USAGE}"))
     });
     let cutoff = !options.contains_key(NO_CUTOFF);
-    if !cutoff && (system != Some(SystemKind::Verter) || workload == "w4" || workload == "quick") {
+    if !cutoff
+        && (system != Some(SystemKind::Verter)
+            || matches!(workload.as_str(), "w4" | "w5" | "quick"))
+    {
         eprintln!("--no-cutoff is for verter on w1, w2 or w3 only\n{USAGE}");
         return ExitCode::from(2);
     }
@@ -148,8 +160,9 @@ fn run() -> ExitCode {
         options.contains_key(ONLY_BUILD),
         options.contains_key(ONLY_GENERATE),
     );
-    if (build_only || generate_only) && workload != "w1" {
-        eprintln!("--only-build and --only-generate are for w1 only\n{USAGE}");
+    if (build_only || generate_only) && !(workload == "w1" || workload == "w5" && system.is_some())
+    {
+        eprintln!("--only-build and --only-generate are for w1, and w5 with --system\n{USAGE}");
         return ExitCode::from(2);
     }
     if build_only && generate_only {
@@ -219,6 +232,27 @@ fn run() -> ExitCode {
                 factor: number("factor", 10),
                 submission,
             })]
+        }
+        ("w5", system) => {
+            if system
+                .is_some_and(|system| !matches!(system, SystemKind::Verter | SystemKind::Salsa))
+            {
+                eprintln!("w5 runs verter and salsa only\n{USAGE}");
+                return ExitCode::from(2);
+            }
+            let chain_shape = ChainShape {
+                system: system.unwrap_or(SystemKind::Verter),
+                threads: number("threads", 1),
+                files: number("n", 10_000),
+                chain: number("chain", 100).max(1),
+                spin_us: number("c", 0) as u64,
+                iterations: number("iterations", 5),
+            };
+            if build_only || generate_only {
+                vec![w5_only(chain_shape, generate_only)]
+            } else {
+                w5(chain_shape, system)
+            }
         }
         ("dag", None) => dag(DagShape {
             files: number("files", 0),

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use crate::chains::{ChainShape, w5};
 use crate::dag::{DagShape, dag};
 use crate::overload::{OverloadShape, Retry, Submission, w4};
 use crate::report::Record;
@@ -23,8 +24,9 @@ use crate::workloads::{Shape, SystemKind, only_build, only_generate, w1, w2};
 /// stage statistics on, and
 /// through W4 again with non-blocking DAG submission (both retry
 /// policies), and the host DAG workload on `10 × files` nodes (on one and
-/// two threads; then with `files / 10` file nodes), and returns their
-/// records. Panics on any wrong answer.
+/// two threads; then with `files / 10` file nodes), and verter and salsa
+/// through W5 (deep chains: `files` files in chains of 100, on two
+/// threads), and returns their records. Panics on any wrong answer.
 pub fn run(files: usize, edits: usize) -> Vec<Record> {
     let mut records = Vec::new();
     for system in SystemKind::ALL {
@@ -92,6 +94,17 @@ pub fn run(files: usize, edits: usize) -> Vec<Record> {
             ..DagShape::new(threads, 10 * files, 0, 1)
         }));
     }
+    records.extend(w5(
+        ChainShape {
+            system: SystemKind::Verter,
+            threads: 2,
+            files,
+            chain: 100.min(files.max(1)),
+            spin_us: 0,
+            iterations: 1,
+        },
+        None,
+    ));
     records
 }
 

@@ -118,7 +118,7 @@ pub struct SourceDeps {
     /// Files whose Artifact this file's Artifact reads: each Artifact of
     /// profile `p` waits for theirs of profile `p`, which may depend on
     /// others in turn, at any depth ([`ArtifactInput::dependencies`]). A
-    /// cycle is answered [`crate::RequestError::Cycle`] to every Artifact
+    /// cycle is answered [`crate::RequestError::DependencyCycle`] to every Artifact
     /// on it (docs/design.md, "Dependencies at any depth").
     pub artifacts: Vec<DepPath>,
 }
@@ -345,11 +345,12 @@ pub trait StageExecutor: Send + Sync + 'static {
         false
     }
 
-    /// Whether two artifacts of one file and profile are the same. Nothing
-    /// in the scheduler reads an artifact, so this only keeps the
-    /// artifact's [`crate::Revision`] (a host that writes artifacts out
-    /// skips one whose revision it already wrote) and reports the run as
-    /// unchanged. Same contract and default as [`Self::same_source`].
+    /// Whether two artifacts of one file and profile are the same. When
+    /// they are, the artifact keeps its [`crate::Revision`] (a host that
+    /// writes artifacts out skips one whose revision it already wrote), the
+    /// run is reported as unchanged, and the Artifacts that depend on it
+    /// ([`SourceDeps::artifact`]) are verified instead of run. Same
+    /// contract and default as [`Self::same_source`].
     fn same_artifact(&self, previous: &Self::Artifact, next: &Self::Artifact) -> bool {
         let _ = (previous, next);
         false

@@ -53,7 +53,7 @@ pub(super) fn available() -> bool {
 
 /// The release benchmark binary `cargo run --release -p verter_bench`
 /// built (the caller runs a measurement through cargo first).
-fn bench_binary(root: &Path) -> PathBuf {
+pub(super) fn bench_binary(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| root.join("target"), PathBuf::from)
         .join("release/verter_bench")
@@ -244,7 +244,7 @@ fn marginal(workload: &str, system: &str, run: impl Fn(u64) -> Result<u64>) -> R
 
 /// callgrind's instruction total for one run of the benchmark binary with
 /// `args`; `name` names its profile file.
-fn total(binary: &Path, args: &[&str], name: &str) -> Result<u64> {
+pub(super) fn total(binary: &Path, args: &[&str], name: &str) -> Result<u64> {
     let out = std::env::temp_dir().join(format!(
         "verter-callgrind-{}-{name}.out",
         std::process::id()
