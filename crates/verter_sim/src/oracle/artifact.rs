@@ -105,7 +105,7 @@ pub(super) fn admits_artifact(
     match answer {
         Outcome::Value(value) => ArtifactTree::parse(value)
             .is_some_and(|tree| value_fits(&tree, profile, path, &mut choice.clone())),
-        Outcome::Error(sig) => error_fits(sig, profile, path, choice, &mut Vec::new()),
+        Outcome::Error(sig) => error_fits(sig, path, choice, &mut Vec::new()),
     }
 }
 
@@ -156,13 +156,7 @@ fn value_fits(
 /// Whether `sig` is a failure the Artifact of `path` may be answered with
 /// over `choice` (module docs); `chain` holds the requesters whose
 /// `DependencyFailed` led here.
-fn error_fits(
-    sig: &Sig,
-    profile: ProfileHash,
-    path: &str,
-    choice: &Choice<'_>,
-    chain: &mut Vec<String>,
-) -> bool {
+fn error_fits(sig: &Sig, path: &str, choice: &Choice<'_>, chain: &mut Vec<String>) -> bool {
     // Its own Source or Analysis error.
     let own = |state: &FileState| match source_of(path, state) {
         Err(own) => own == *sig,
@@ -194,7 +188,7 @@ fn error_fits(
                 return false;
             }
             chain.push(path.to_owned());
-            let fits = error_fits(cause, profile, dep, &choice, chain);
+            let fits = error_fits(cause, dep, &choice, chain);
             chain.pop();
             fits
         }
