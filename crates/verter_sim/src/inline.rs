@@ -117,7 +117,7 @@ use crate::causes::{CauseStats, Executed};
 use crate::fs::{Entry, SimFs, canonical_name};
 use crate::lang::SimExecutor;
 use crate::ops::{DagTask, Generator, Op, RemoteSpec, ReqSpec, SimConfig, StageLabel};
-use crate::oracle::{Asked, Change, OPEN, Oracle, Tick};
+use crate::oracle::{Asked, Change, DepStats, OPEN, Oracle, Tick};
 use crate::remote::{RemoteDesk, RemoteStats};
 use crate::rng::{fnv1a, mix};
 
@@ -146,6 +146,8 @@ pub struct RunReport {
     pub ops: u64,
     /// Answers judged.
     pub answers: u64,
+    /// Of those, the ones that exercised Artifact dependencies.
+    pub artifact_deps: DepStats,
     /// Quiescent checks passed.
     pub checks: u64,
     /// A digest of every answer and event, in order: equal for two runs of
@@ -305,6 +307,7 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
         outcome.map(|causes| RunReport {
             ops: state.ops,
             answers: state.answers,
+            artifact_deps: state.artifact_deps,
             checks: state.checks,
             digest: state.digest,
             queued_registrations,
@@ -396,6 +399,7 @@ struct State {
     violation: Option<String>,
     ops: u64,
     answers: u64,
+    artifact_deps: DepStats,
     checks: u64,
     digest: u64,
 }
@@ -672,6 +676,7 @@ fn trace_paths(trace: &[Op]) -> Vec<String> {
         for line in text.lines() {
             if let Some(path) = line
                 .strip_prefix("use ")
+                .or_else(|| line.strip_prefix("dep "))
                 .or_else(|| line.strip_prefix("import "))
             {
                 out.push(canonical_name(path.trim()).to_owned());

@@ -6,16 +6,21 @@
 //!
 //! # The language
 //! A file is lines. `use P` names a blocker (the file's Artifacts wait for
-//! P's Analysis), `import P` names a forward dependency (P is ingested; it
-//! gates nothing). `panic` / `fail` make the Source stage panic / fail,
+//! P's Analysis), `dep P` an Artifact dependency (the file's Artifact of
+//! each profile waits for P's Artifact of that profile, at any depth, and a
+//! cycle of them is answered `DependencyCycle`), `import P` names a forward
+//! dependency (P is ingested; it gates nothing). `panic` / `fail` make the Source stage panic / fail,
 //! `apanic` / `afail` the Analysis, `xpanic` / `xfail` the Artifact. Lines
 //! starting with `#` are comments and mean nothing. Every other line is
 //! words.
 //!
 //! Analysis summarises the words and the language the file is processed as;
-//! an Artifact joins its profile, the file's summary and the summary of each
-//! blocker, sorted by path. So an answer names every input it was built from,
-//! and the oracle recomputes it from the inputs it expects.
+//! an Artifact joins its profile, the file's summary, the summary of each
+//! blocker, sorted by path, and then the whole Artifact of each dependency,
+//! sorted by path, in parentheses: `1|a.rs=…|b.rs=…|&c.rs(1|c.rs=…)`. So an
+//! answer names every input it was built from, at any depth (a stale
+//! dependency shows), and the oracle recomputes it from the inputs it
+//! expects ([`ArtifactTree`] reads one back).
 //!
 //! # Remote work
 //! Made [`SimExecutor::with_remote`], the executor starts the Artifacts and
@@ -55,6 +60,8 @@ pub struct Parsed {
     pub forward: Vec<String>,
     /// `use` targets, as written.
     pub blockers: Vec<String>,
+    /// `dep` targets (Artifact dependencies), as written.
+    pub artifacts: Vec<String>,
     /// What the Analysis does wrong, if anything.
     pub analysis_fault: Option<Fault>,
     /// What the Artifact does wrong, if anything.
@@ -76,6 +83,7 @@ pub fn parse(text: &str) -> Result<Parsed, Fault> {
         words: Vec::new(),
         forward: Vec::new(),
         blockers: Vec::new(),
+        artifacts: Vec::new(),
         analysis_fault: None,
         artifact_fault: None,
     };
@@ -87,6 +95,8 @@ pub fn parse(text: &str) -> Result<Parsed, Fault> {
         }
         if let Some(path) = line.strip_prefix("use ") {
             parsed.blockers.push(path.trim().to_owned());
+        } else if let Some(path) = line.strip_prefix("dep ") {
+            parsed.artifacts.push(path.trim().to_owned());
         } else if let Some(path) = line.strip_prefix("import ") {
             parsed.forward.push(path.trim().to_owned());
         } else {
@@ -125,13 +135,15 @@ pub fn analyse(parsed: &Parsed, language: &str) -> Result<SimAnalysis, Fault> {
     })
 }
 
-/// The Artifact of `profile` for `path` from its analysis and its blockers'
-/// (any order: they are sorted by path here).
+/// The Artifact of `profile` for `path` from its analysis, its blockers'
+/// and its dependencies' Artifacts (each list in any order: they are
+/// sorted by path here).
 pub fn build(
     profile: ProfileHash,
     path: &str,
     analysis: &SimAnalysis,
     blockers: &[(&str, &SimAnalysis)],
+    dependencies: &[(&str, &str)],
 ) -> Result<String, Fault> {
     if let Some(fault) = analysis.artifact_fault {
         return Err(fault);
@@ -142,7 +154,94 @@ pub fn build(
     for (blocker, analysis) in blockers {
         out.push_str(&format!("|{blocker}={}", analysis.summary));
     }
+    let mut dependencies: Vec<&(&str, &str)> = dependencies.iter().collect();
+    dependencies.sort_by(|a, b| a.0.cmp(b.0));
+    for (dependency, artifact) in dependencies {
+        out.push_str(&format!("|&{dependency}({artifact})"));
+    }
     Ok(out)
+}
+
+/// An Artifact value read back ([`build`]'s format): what the oracle
+/// matches, part by part, against the inputs it expects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactTree {
+    /// The profile, as written.
+    pub profile: String,
+    /// The file.
+    pub path: String,
+    /// Its analysis summary.
+    pub summary: String,
+    /// Each blocker and its analysis summary, in the value's order.
+    pub blockers: Vec<(String, String)>,
+    /// Each dependency and its Artifact, in the value's order.
+    pub dependencies: Vec<(String, ArtifactTree)>,
+}
+
+impl ArtifactTree {
+    /// The longest chain of dependencies below this Artifact (0: none).
+    pub fn depth(&self) -> u64 {
+        self.dependencies
+            .iter()
+            .map(|(_, nested)| 1 + nested.depth())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Reads `value`, or `None` when it is not in [`build`]'s format.
+    pub fn parse(value: &str) -> Option<Self> {
+        let parts = split_top(value)?;
+        let mut parts = parts.into_iter();
+        let profile = parts.next()?.to_owned();
+        let (path, summary) = parts.next()?.split_once('=')?;
+        let mut tree = Self {
+            profile,
+            path: path.to_owned(),
+            summary: summary.to_owned(),
+            blockers: Vec::new(),
+            dependencies: Vec::new(),
+        };
+        for part in parts {
+            if let Some(rest) = part.strip_prefix('&') {
+                let (name, nested) = rest.split_once('(')?;
+                let nested = nested.strip_suffix(')')?;
+                tree.dependencies
+                    .push((name.to_owned(), Self::parse(nested)?));
+            } else {
+                if !tree.dependencies.is_empty() {
+                    return None; // blockers come first
+                }
+                let (name, summary) = part.split_once('=')?;
+                if name.contains(['(', ')']) || summary.contains(['(', ')']) {
+                    return None;
+                }
+                tree.blockers.push((name.to_owned(), summary.to_owned()));
+            }
+        }
+        Some(tree)
+    }
+}
+
+/// `value` split at the `|`s outside parentheses; `None` when they do not
+/// balance.
+fn split_top(value: &str) -> Option<Vec<&str>> {
+    let mut parts = Vec::new();
+    let (mut depth, mut from) = (0usize, 0);
+    for (at, c) in value.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.checked_sub(1)?,
+            '|' if depth == 0 => {
+                parts.push(&value[from..at]);
+                from = at + 1;
+            }
+            _ => {}
+        }
+    }
+    (depth == 0).then(|| {
+        parts.push(&value[from..]);
+        parts
+    })
 }
 
 /// What the cache node of `key` computes, or how it misbehaves: a pure
@@ -307,11 +406,17 @@ fn artifact_of(input: &ArtifactInput<'_, SimAnalysis, String>) -> Result<String,
         .iter()
         .map(|blocker| (blocker.canonical.as_str(), blocker.data()))
         .collect();
+    let dependencies: Vec<(&str, &str)> = input
+        .dependencies
+        .iter()
+        .map(|dependency| (dependency.canonical.as_str(), dependency.data().as_str()))
+        .collect();
     build(
         input.profile,
         analysis.canonical.as_str(),
         analysis.data(),
         &inputs,
+        &dependencies,
     )
 }
 
@@ -367,6 +472,9 @@ impl StageExecutor for SimExecutor {
         }
         for path in &source.blockers {
             deps.blocker(dep_path(path));
+        }
+        for path in &source.artifacts {
+            deps.artifact(dep_path(path));
         }
         Ok(source)
     }
@@ -496,8 +604,47 @@ mod tests {
     #[test]
     fn an_artifact_lists_its_blockers_sorted() {
         let a = analyse(&parse("a").unwrap(), "rust").unwrap();
-        let out = build(ProfileHash(1), "f.rs", &a, &[("z.rs", &a), ("b.rs", &a)]).unwrap();
+        let out = build(
+            ProfileHash(1),
+            "f.rs",
+            &a,
+            &[("z.rs", &a), ("b.rs", &a)],
+            &[],
+        )
+        .unwrap();
         let parts: Vec<&str> = out.split('|').collect();
         assert!(parts[2].starts_with("b.rs=") && parts[3].starts_with("z.rs="));
+    }
+
+    #[test]
+    fn an_artifact_nests_its_dependencies_sorted_and_reads_back() {
+        let parsed = parse("a\ndep y.rs\nuse x.rs").unwrap();
+        assert_eq!(parsed.artifacts, ["y.rs"]);
+        assert_eq!(parsed.words, ["a"]);
+        let a = analyse(&parsed, "rust").unwrap();
+        let inner = build(ProfileHash(1), "z.rs", &a, &[("x.rs", &a)], &[]).unwrap();
+        let middle = build(ProfileHash(1), "y.rs", &a, &[], &[("z.rs", &inner)]).unwrap();
+        let out = build(
+            ProfileHash(1),
+            "f.rs",
+            &a,
+            &[("x.rs", &a)],
+            &[("z.rs", &inner), ("y.rs", &middle)],
+        )
+        .unwrap();
+        let tree = ArtifactTree::parse(&out).expect("reads back");
+        assert_eq!(tree.path, "f.rs");
+        assert_eq!(tree.blockers.len(), 1);
+        let names: Vec<&str> = tree.dependencies.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["y.rs", "z.rs"]);
+        assert_eq!(
+            tree.dependencies[0].1,
+            ArtifactTree::parse(&middle).unwrap()
+        );
+        assert_eq!(
+            tree.dependencies[0].1.dependencies[0].1.blockers[0].0,
+            "x.rs"
+        );
+        assert_eq!(ArtifactTree::parse("1|f.rs=s|&y.rs(1|y.rs=s"), None);
     }
 }

@@ -258,6 +258,12 @@ pub struct SimConfig {
     /// last check: drawn from a stream of its own, so every other
     /// operation of a seed's trace is the one it drew before.
     pub shutdown_percent: u32,
+    /// Percent of new texts that declare Artifact dependencies (`dep P`
+    /// lines, one or two, at any depth and sometimes in a cycle), and of
+    /// edits that add or drop one: drawn from a stream of their own, so
+    /// every operation of a seed's trace is the one it drew before they
+    /// existed, its texts aside (0: exactly as before).
+    pub artifact_dep_percent: u32,
 }
 
 impl Default for SimConfig {
@@ -269,6 +275,7 @@ impl Default for SimConfig {
             remote_percent: 50,
             break_percent: 25,
             shutdown_percent: 20,
+            artifact_dep_percent: 30,
         }
     }
 }
@@ -329,6 +336,9 @@ pub struct Generator {
     breaks: Option<SimRng>,
     /// Whether its run ends with [`Op::Shutdown`].
     shutdown: bool,
+    /// The stream that draws Artifact dependencies (`dep` lines) into
+    /// texts, apart from the main one ([`SimConfig::artifact_dep_percent`]).
+    deps: SimRng,
 }
 
 const WORDS: [&str; 6] = ["alpha", "beta", "gamma", "delta", "eps", "zeta"];
@@ -341,6 +351,7 @@ impl Generator {
         let remote = remote_spec(seed, config.remote_percent);
         let breaks = break_stream(seed, config.break_percent);
         let shutdown = ends_with_shutdown(seed, config.shutdown_percent);
+        let deps = SimRng::new(crate::rng::mix(seed ^ 0x6172_7464_6570_0001));
         Self {
             rng: SimRng::new(seed),
             config,
@@ -351,6 +362,7 @@ impl Generator {
             remote,
             breaks,
             shutdown,
+            deps,
         }
     }
 
@@ -407,8 +419,9 @@ impl Generator {
         }
     }
 
-    /// A text: words, blockers (`use`), forward deps (`import`), now and
-    /// then a fault or a comment. Recent texts come back often, so edits
+    /// A text: words, blockers (`use`), forward deps (`import`), Artifact
+    /// dependencies (`dep`, from their own stream), now and then a fault or
+    /// a comment. Recent texts come back often, so edits
     /// flip-flop and upserts repeat.
     pub fn text(&mut self) -> Arc<str> {
         if !self.recent.is_empty() && self.rng.chance(30) {
@@ -442,6 +455,13 @@ impl Generator {
         }
         if self.rng.chance(15) {
             lines.insert(0, "# a comment".to_owned());
+        }
+        if self.deps.chance(self.config.artifact_dep_percent) {
+            for _ in 0..1 + usize::from(self.deps.chance(30)) {
+                let target = self.dep_target();
+                let at = self.deps.below(lines.len() + 1);
+                lines.insert(at, format!("dep {target}"));
+            }
         }
         let text: Arc<str> = Arc::from(lines.join("\n"));
         self.remember(&text);
@@ -490,7 +510,37 @@ impl Generator {
             },
             _ => lines.reverse(),
         }
+        // An Artifact dependency added or dropped (same analysis, another
+        // parse; a cycle made or broken), from the dependencies' stream.
+        if self.deps.chance(self.config.artifact_dep_percent) {
+            match lines.iter().position(|line| line.starts_with("dep ")) {
+                Some(at) if self.deps.chance(50) => {
+                    lines.remove(at);
+                }
+                _ => {
+                    let target = self.dep_target();
+                    lines.push(format!("dep {target}"));
+                }
+            }
+        }
         Arc::from(lines.join("\n"))
+    }
+
+    /// The file a `dep` line names, from the dependencies' stream: mostly
+    /// one of the world's files (the hub often, so chains and cycles
+    /// through it are common), now and then the file nothing writes, or a
+    /// `./x` spelling.
+    fn dep_target(&mut self) -> String {
+        let path = if self.deps.chance(25) {
+            self.paths[0].clone()
+        } else {
+            self.deps.pick(&self.paths).clone()
+        };
+        if self.deps.chance(10) {
+            format!("./{path}")
+        } else {
+            path
+        }
     }
 
     /// What the loader returns for a file: mostly text, now and then a

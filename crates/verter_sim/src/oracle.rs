@@ -36,6 +36,8 @@
 //!   window.
 //! - `outcome`: answers as the oracle compares them, and their rendering.
 //! - `fresh`: what a fresh scheduler answers over given states.
+//! - `artifact`: an Artifact's answers, built on its dependencies'
+//!   Artifacts at any depth, with one state per file, and cycles.
 //! - `dag`: a host DAG's answer: each node's, and the gates between them.
 //! - this file: the [`Oracle`] over every file's history, and the judgement.
 
@@ -49,15 +51,18 @@ use crate::fs::{Entry, canonical_name};
 use crate::lang::SimExecutor;
 use crate::ops::ReqSpec;
 
+mod artifact;
 mod dag;
 mod fresh;
 mod history;
 mod outcome;
 
 pub use dag::{DagAsked, cache_outcome};
-pub use fresh::{admits, analysis_of, blockers_of, committable_artifact, outcomes, source_of};
+pub use fresh::{
+    admits, analysis_of, artifact_deps_of, blockers_of, committable_artifact, outcomes, source_of,
+};
 pub use history::{Change, ChangeKind, FileState, History, Reader, Record};
-pub use outcome::{Outcome, Sig, render, render_cache, render_node, stage_name};
+pub use outcome::{DepStats, Outcome, Sig, render, render_cache, render_node, stage_name};
 
 /// A logical time: the simulator's clock ticks once per event.
 pub type Tick = u64;

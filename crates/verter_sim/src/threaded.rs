@@ -66,7 +66,7 @@ use crate::fs::{Entry, SimFs};
 use crate::inline::{SimScheduler, panic_text, sim_config};
 use crate::lang::SimExecutor;
 use crate::ops::{Generator, Op, ReqSpec, SimConfig, universe};
-use crate::oracle::{Asked, Oracle, Tick};
+use crate::oracle::{Asked, DepStats, Oracle, Tick};
 use crate::remote::{RemoteDesk, RemoteStats};
 use crate::rng::{SimRng, fnv1a, mix};
 
@@ -170,6 +170,8 @@ pub struct SoakReport {
     pub ops: u64,
     /// Answers judged.
     pub answers: u64,
+    /// Of those, the ones that exercised Artifact dependencies.
+    pub artifact_deps: DepStats,
     /// Quiescent checkpoints passed.
     pub checkpoints: u64,
     /// Wall time.
@@ -262,6 +264,8 @@ struct World {
     stop: AtomicBool,
     ops: AtomicU64,
     answers: AtomicU64,
+    /// What the judged answers did with Artifact dependencies.
+    artifact_deps: Mutex<DepStats>,
     /// `committed_outputs` reads that found an output (counted by the
     /// scheduler as answered without admission).
     committed_hits: AtomicU64,
@@ -341,6 +345,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         // Inline only: the threaded host draws plain operations.
         break_percent: 0,
         shutdown_percent: 0,
+        artifact_dep_percent: SimConfig::default().artifact_dep_percent,
     };
     let paths = universe(&sim);
     let fs = SimFs::default();
@@ -400,6 +405,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         stop: AtomicBool::new(false),
         ops: AtomicU64::new(0),
         answers: AtomicU64::new(0),
+        artifact_deps: Mutex::new(DepStats::default()),
         submitted: AtomicU64::new(0),
         committed_hits: AtomicU64::new(0),
         checkpoints: AtomicU64::new(0),
@@ -474,6 +480,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
     SoakReport {
         ops: world.ops.load(Ordering::SeqCst),
         answers: world.answers.load(Ordering::SeqCst),
+        artifact_deps: *world.artifact_deps.lock(),
         checkpoints: world.checkpoints.load(Ordering::SeqCst),
         elapsed,
         violations: world.violations.lock().clone(),

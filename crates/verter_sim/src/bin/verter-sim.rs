@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use verter_sim::causes::CauseStats;
 use verter_sim::inline::DagStats;
+use verter_sim::oracle::DepStats;
 use verter_sim::remote::RemoteStats;
 use verter_sim::threaded::{SoakConfig, soak};
 use verter_sim::{SimConfig, replay, run_seed};
@@ -89,6 +90,7 @@ fn main() -> ExitCode {
             let started = Instant::now();
             let mut failures = 0u64;
             let mut answers = 0u64;
+            let mut artifact_deps = DepStats::default();
             let mut queued = 0u64;
             let mut cut_off = [0u64; 3];
             let mut dags = DagStats::default();
@@ -101,6 +103,7 @@ fn main() -> ExitCode {
                 match run_seed(seed, &config) {
                     Ok(report) => {
                         answers += report.answers;
+                        artifact_deps.add(&report.artifact_deps);
                         if let Some(answered) = report.shutdown {
                             shutdown_seeds += 1;
                             in_flight += answered;
@@ -135,6 +138,7 @@ fn main() -> ExitCode {
                 "early cutoff judged: {} stages verified without running, {} outputs unchanged, {} texts unchanged at the door",
                 cut_off[0], cut_off[1], cut_off[2]
             );
+            println!("{artifact_deps}");
             println!("{dags}");
             println!("{causes}");
             println!(
@@ -222,6 +226,7 @@ fn main() -> ExitCode {
                 "early cutoff judged: {} stages verified without running, {} outputs unchanged, {} texts unchanged at the door",
                 report.cut_off[0], report.cut_off[1], report.cut_off[2]
             );
+            println!("{}", report.artifact_deps);
             println!("{}", report.dags);
             if soak_config.causal_log > 0 {
                 println!("{}", report.causes);

@@ -252,6 +252,7 @@ impl Shared {
                 if let Some((answer, verdict)) = judged {
                     let mut state = self.state.lock();
                     state.answers += 1;
+                    state.artifact_deps.count(&answer);
                     state.committed_hits += 1;
                     state.digest = mix(state.digest ^ fnv1a(answer.to_string().as_bytes()));
                     if let Err(message) = verdict
@@ -377,6 +378,7 @@ impl Shared {
         state.tracked.retain(|t| !t.judged);
         for (answer, verdict) in verdicts {
             state.answers += 1;
+            state.artifact_deps.count(&answer);
             state.digest = mix(state.digest ^ fnv1a(answer.to_string().as_bytes()));
             if let Err(message) = verdict
                 && state.violation.is_none()

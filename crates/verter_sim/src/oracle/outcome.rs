@@ -33,6 +33,9 @@ pub enum Sig {
     /// `DependencyFailed`: the requesting file, the dependency's file and
     /// stage, and the dependency's own answer.
     Dependency(String, String, String, Box<Sig>),
+    /// `DependencyCycle`: the files of the cycle, starting at the one
+    /// answered, the first repeated at the end.
+    Cycle(Vec<String>),
     /// `UpstreamFailed`: a DAG node skipped because of the upstream node
     /// (its label) that gave this answer.
     Upstream(String, Box<Sig>),
@@ -67,6 +70,9 @@ impl From<&RequestError> for Sig {
                 stage_name(dep.stage).to_owned(),
                 Box::new(Self::from(&**cause)),
             ),
+            RequestError::DependencyCycle { path } => {
+                Self::Cycle(path.iter().map(ToString::to_string).collect())
+            }
             RequestError::UpstreamFailed { node, cause } => {
                 Self::Upstream(node.to_string(), Box::new(Self::from(&**cause)))
             }
@@ -89,6 +95,7 @@ impl fmt::Display for Sig {
             Self::Dependency(r, p, s, cause) => {
                 write!(f, "DependencyFailed({r} needs {s} {p}: {cause})")
             }
+            Self::Cycle(path) => write!(f, "DependencyCycle({})", path.join(" -> ")),
             Self::Upstream(node, cause) => write!(f, "UpstreamFailed({node}: {cause})"),
             Self::Internal(p) => write!(f, "Internal({p})"),
             Self::Other(text) => write!(f, "Other({text})"),
@@ -167,5 +174,74 @@ pub(super) fn render_analysis(analysis: &SimAnalysis) -> String {
     match analysis.artifact_fault {
         None => format!("ana[{}]", analysis.summary),
         Some(fault) => format!("ana[{}!{fault:?}]", analysis.summary),
+    }
+}
+
+/// How many judged answers exercised Artifact dependencies: the coverage
+/// of `dep` lines a run reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DepStats {
+    /// Artifact values built on at least one dependency's Artifact.
+    pub built_on_deps: u64,
+    /// The deepest chain of dependencies in one of those values.
+    pub deepest: u64,
+    /// Answers `DependencyCycle`.
+    pub cycles: u64,
+    /// Answers `DependencyFailed` whose cause chain ends in a
+    /// `DependencyCycle`.
+    pub through_cycles: u64,
+    /// Answers `DependencyFailed` on a dependency's Artifact, for another
+    /// cause.
+    pub failed_deps: u64,
+}
+
+impl DepStats {
+    /// Counts one judged answer.
+    pub fn count(&mut self, answer: &Outcome) {
+        match answer {
+            Outcome::Value(value) => {
+                if let Some(tree) = crate::lang::ArtifactTree::parse(value) {
+                    let depth = tree.depth();
+                    if depth > 0 {
+                        self.built_on_deps += 1;
+                        self.deepest = self.deepest.max(depth);
+                    }
+                }
+            }
+            Outcome::Error(Sig::Cycle(_)) => self.cycles += 1,
+            Outcome::Error(sig @ Sig::Dependency(..)) => {
+                let mut at = sig;
+                let mut on_artifact = false;
+                while let Sig::Dependency(_, _, stage, cause) = at {
+                    on_artifact |= stage == "Artifact";
+                    at = cause;
+                }
+                if matches!(at, Sig::Cycle(_)) {
+                    self.through_cycles += 1;
+                } else if on_artifact {
+                    self.failed_deps += 1;
+                }
+            }
+            Outcome::Error(_) => {}
+        }
+    }
+
+    /// The sum of two counts (the deepest chain: the deeper).
+    pub fn add(&mut self, other: &Self) {
+        self.built_on_deps += other.built_on_deps;
+        self.deepest = self.deepest.max(other.deepest);
+        self.cycles += other.cycles;
+        self.through_cycles += other.through_cycles;
+        self.failed_deps += other.failed_deps;
+    }
+}
+
+impl fmt::Display for DepStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Artifact dependencies judged: {} values built on dependencies' Artifacts (deepest chain {}), {} DependencyCycle answers, {} DependencyFailed ending in a cycle, {} DependencyFailed on a dependency's Artifact for another cause",
+            self.built_on_deps, self.deepest, self.cycles, self.through_cycles, self.failed_deps
+        )
     }
 }

@@ -73,7 +73,9 @@ pub(super) fn leader_check(world: &World) {
         };
         asked.end = world.tick();
         world.answers.fetch_add(1, Ordering::Relaxed);
-        if let Err(message) = world.oracle.judge(&asked, &render(&result)) {
+        let answer = render(&result);
+        world.artifact_deps.lock().count(&answer);
+        if let Err(message) = world.oracle.judge(&asked, &answer) {
             world.violate(format!("checkpoint {checkpoint}, exact: {message}"));
         }
     }

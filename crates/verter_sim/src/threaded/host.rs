@@ -268,8 +268,9 @@ impl HostThread {
                     start,
                     || world.tick(),
                 );
-                if let Some((_, verdict)) = judged {
+                if let Some((answer, verdict)) = judged {
                     world.answers.fetch_add(1, Ordering::Relaxed);
+                    world.artifact_deps.lock().count(&answer);
                     world.committed_hits.fetch_add(1, Ordering::Relaxed);
                     if let Err(message) = verdict {
                         world.violate(format!(
@@ -351,7 +352,9 @@ impl HostThread {
         }
         pending.asked.end = end;
         world.answers.fetch_add(1, Ordering::Relaxed);
-        if let Err(message) = world.oracle.judge(&pending.asked, &render(&result)) {
+        let answer = render(&result);
+        world.artifact_deps.lock().count(&answer);
+        if let Err(message) = world.oracle.judge(&pending.asked, &answer) {
             world.violate(format!(
                 "{message}\n  request from host thread {}: {} (submitted at tick {})",
                 self.id, pending.spec, pending.asked.start

@@ -1,0 +1,129 @@
+//! Regressions the simulator found once texts declared Artifact
+//! dependencies (`dep P`). A `Canonical` orders by its interning id, so
+//! the order of a file's dependency record depends on the order the
+//! process first named its paths: these tests live in their own binary and
+//! intern the simulator's paths in their natural order before anything
+//! else ([`intern_in_order`]), as `cargo xtask sim --from 0` does.
+//!
+//! Each is ignored while the engine bug it pins is open (the reason names
+//! it); `cargo test -p verter_sim --test artifact_deps -- --ignored` runs
+//! them.
+
+use std::sync::Arc;
+
+use verter_dag::{Priority, ProfileHash, TargetStage};
+use verter_scheduler::HookPoint;
+use verter_sim::fs::Entry;
+use verter_sim::ops::{Op, ReqSpec, StageLabel};
+use verter_sim::{SimConfig, run_seed, run_trace};
+
+/// Interns the simulator's paths in their natural order, once per process.
+fn intern_in_order() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for path in [
+            "f0.rs",
+            "f1.rs",
+            "f2.rs",
+            "f3.rs",
+            "f4.rs",
+            "f5.rs",
+            "ghost.txt",
+        ] {
+            let _ = verter_dag::Canonical::from(path);
+        }
+    });
+}
+
+fn write(path: &str, text: &str) -> Op {
+    Op::Write {
+        path: path.into(),
+        entry: Entry::Text(Arc::from(text)),
+    }
+}
+
+fn request(path: &str, stage: TargetStage, priority: Priority, text: Option<&str>) -> Op {
+    Op::Request {
+        req: ReqSpec {
+            path: path.into(),
+            stage,
+            priority,
+            text: text.map(Arc::from),
+            language: None,
+        },
+        keep: true,
+    }
+}
+
+/// Seed 109 (run after seeds 0..=108 in one process), shrunk: the
+/// Artifact of `f2.rs`, which depends on the Artifacts of `f4.rs` and
+/// `f0.rs` (`f4.rs`'s on `f0.rs`'s; `f0.rs` re-upserted with a text that
+/// names itself, a dropped self-dependency), is answered `Internal`: "an
+/// Artifact was dispatched before a dependency's Artifact"
+/// (`verter_scheduler::exec`), where a fresh scheduler builds it.
+#[test]
+#[ignore = "open engine bug: an Artifact is dispatched before a dependency's Artifact is committed (Internal)"]
+fn seed_0109_an_artifact_is_not_dispatched_before_its_dependencys_artifact() {
+    intern_in_order();
+    let reads = "zeta beta\ndep f4.rs\nzeta delta\nuse ./f2.rs\nuse f2.rs\ndep f0.rs";
+    let trace = vec![
+        write("f0.rs", "gamma delta\ngamma\nimport ghost.txt"),
+        write("f1.rs", reads),
+        write("f2.rs", reads),
+        write("f4.rs", "dep f0.rs\ndelta eps gamma"),
+        Op::Within {
+            point: HookPoint::BeforeCompletion,
+            stage: StageLabel::Load,
+            path: "f5.rs".into(),
+            ops: vec![
+                request("f0.rs", TargetStage::Source, Priority::Normal, None),
+                request(
+                    "f0.rs",
+                    TargetStage::Source,
+                    Priority::High,
+                    Some("dep f0.rs\ndelta eps gamma"),
+                ),
+            ],
+        },
+        request(
+            "f1.rs",
+            TargetStage::Artifact(ProfileHash(2)),
+            Priority::High,
+            None,
+        ),
+        Op::Check,
+    ];
+    if let Err(violation) = run_trace(&trace) {
+        panic!("{violation}");
+    }
+}
+
+/// Seed 1316 (alone in its process, or after the others): the same
+/// `Internal` as seed 109, on `f0.rs`'s Artifact, whose dependency
+/// `f2.rs` and blocker `f3.rs` change under it, with a ready queue of
+/// depth 1.
+#[test]
+#[ignore = "open engine bug: an Artifact is dispatched before a dependency's Artifact is committed (Internal)"]
+fn seed_1316_an_artifact_is_not_dispatched_before_its_dependencys_artifact() {
+    intern_in_order();
+    if let Err(failure) = run_seed(1316, &SimConfig::default()) {
+        panic!("{failure}");
+    }
+}
+
+/// Seed 1306, shrunk to five operations: `f0.rs`'s Artifacts depend on
+/// `f1.rs`'s, `f1.rs` is removed, then `f0.rs`'s Artifacts are asked for
+/// in an atomic batch that also re-upserts `f0.rs` without the `dep` line.
+/// The dispatch of `f1.rs`'s Source is explained as needed by its
+/// Artifact "which nothing waits on any more", because "f1.rs was needed
+/// again by Artifact[2](f1.rs)", and the causal index finds no run of that
+/// Artifact: a chain that does not end at a host action (rule 1 of
+/// `verter_sim::causes`).
+#[test]
+#[ignore = "open question for the causal index: a dependency's Artifact made again after its file's removal is not traced to a host action"]
+fn seed_1306_a_removed_dependencys_source_made_again_is_traced_to_the_host() {
+    intern_in_order();
+    if let Err(failure) = run_seed(1306, &SimConfig::default()) {
+        panic!("{failure}");
+    }
+}
