@@ -56,16 +56,6 @@ pub(crate) struct Finished<E: StageExecutor> {
 /// An Artifact's run as its commit takes it.
 type BuiltArtifact<E> = Result<Arc<ArtifactSnapshot<<E as StageExecutor>::Artifact>>, RequestError>;
 
-/// What an Artifact was built from, as its commit judges it: its analysis,
-/// its blockers' analyses and its dependencies' Artifacts (each sorted by
-/// path), and when its blocker list last changed.
-type BuiltFrom<'a, E> = (
-    &'a AnalysisSnapshot<<E as StageExecutor>::Analysis>,
-    &'a BlockerInputs<<E as StageExecutor>::Analysis>,
-    &'a DependencyInputs<<E as StageExecutor>::Artifact>,
-    Revision,
-);
-
 /// Whether a file job runs ([`Scheduler::begin`]): decided from borrows,
 /// so the dispatch and the work are never moved through it.
 pub(super) enum Gate<E: StageExecutor> {
