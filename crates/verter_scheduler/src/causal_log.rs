@@ -445,6 +445,24 @@ impl<'a> CausalIndex<'a> {
                     }
                     // A file the host removed, and gave no text since.
                     RequestError::SourceMissing { path, .. } => self.removed(*path, at),
+                    // On a dependency cycle: found as an edge of it was
+                    // linked, with no run. The parse of its file declared
+                    // its part of the cycle (docs/design.md, "Dependencies
+                    // at any depth"); that parse ran before it could link.
+                    RequestError::DependencyCycle { .. } => match work {
+                        WorkNodeIdentity::File(key) => {
+                            let parse = WorkNodeIdentity::File(key.file.at(TargetStage::Source));
+                            let found = self.before(&self.runs, &parse, at);
+                            if found.is_none() {
+                                steps.push(Step::Forgotten {
+                                    missing: format!("the run of {}", Step::work_label(&parse)),
+                                });
+                                return None;
+                            }
+                            found
+                        }
+                        WorkNodeIdentity::CacheNode { .. } => None,
+                    },
                     _ => None,
                 };
                 // Otherwise its own run, or, when it never ran, the failure

@@ -22,7 +22,7 @@
 //!    end one at [`Step::Forgotten`], and such a chain is counted as
 //!    skipped, not judged. A cause is decided in an earlier hold than its
 //!    effect (or earlier in the same one), so the order of decisions never
-//!    puts it after: only the known gap below is excused.
+//!    puts it after.
 //! 2. *Holds* (any whole holds). A run is recorded (`Ran`) by the hold
 //!    that commits it, just before the commit's own record: every `Ran`
 //!    is followed in its hold, before its work runs again, by one
@@ -48,16 +48,6 @@
 //!    window that lost records, one whose action it does not hold is
 //!    skipped). Those that name none (a cancellation token the host
 //!    cancelled) are counted.
-//!
-//! One known gap is counted, not reported: a `DidFail` whose chain ends at
-//! the failure of an Artifact answered `DependencyCycle` (the failure
-//! itself, or a `DependencyFailed` that leads to it). The engine fails a
-//! cycle's stages as the edge that would close it is linked, without a
-//! dispatch or a run, and `CausalIndex` has no rule from that failure to
-//! the request or edit whose admission linked the edge: an open question
-//! for the index (`verter_scheduler::causal_log`), which this crate does
-//! not change. Every `Ran` and `Dispatched` chain is judged without
-//! excuse, and so is every other `DidFail`.
 //!
 //! Every other chain must end at a host action, with no excuse: the gaps this
 //! check found (an Analysis only a blocker record wanted, one whose
@@ -112,10 +102,6 @@ pub struct CauseStats {
     /// `Ran` records of remote work (on the `Remote` budget) counted
     /// against the executor's starts (whole logs only).
     pub remote_runs: u64,
-    /// `DidFail` records whose chain ends at a stage failed as on a
-    /// dependency cycle, which the causal index cannot trace further (the
-    /// known gap of the module docs): counted, not judged.
-    pub cycle_failures_untraced: u64,
 }
 
 impl CauseStats {
@@ -134,7 +120,6 @@ impl CauseStats {
         self.skipped += other.skipped;
         self.dropped += other.dropped;
         self.remote_runs += other.remote_runs;
-        self.cycle_failures_untraced += other.cycle_failures_untraced;
     }
 
     /// Chains judged to end at a host action.
@@ -170,13 +155,6 @@ impl fmt::Display for CauseStats {
                 f,
                 "; {} remote runs counted against their starts",
                 self.remote_runs
-            )?;
-        }
-        if self.cycle_failures_untraced > 0 {
-            write!(
-                f,
-                "; {} failures end at a dependency cycle the causal index cannot trace to a host action (a known gap, not judged)",
-                self.cycle_failures_untraced
             )?;
         }
         if self.skipped > 0 || self.dropped > 0 {
@@ -437,12 +415,6 @@ fn judge_chains(
                 Kind::Dispatch => stats.dispatches += 1,
                 Kind::Failure => stats.failures += 1,
             }
-            continue;
-        }
-        if kind == Kind::Failure
-            && matches!(chain.steps.last(), Some(Step::Failed { error, .. }) if error.starts_with("dependency cycle: "))
-        {
-            stats.cycle_failures_untraced += 1;
             continue;
         }
         let forgotten = matches!(chain.steps.last(), Some(Step::Forgotten { .. }));

@@ -5,9 +5,12 @@
 //! intern the simulator's paths in their natural order before anything
 //! else ([`intern_in_order`]), as `cargo xtask sim --from 0` does.
 //!
-//! Each is ignored while the engine bug it pins is open (the reason names
-//! it); `cargo test -p verter_sim --test artifact_deps -- --ignored` runs
-//! them.
+//! Each failed before the fix it pins: seeds 109 and 1316 before
+//! `invalidate_owners` dropped every stale Artifact before admitting any
+//! again (a re-admitted Artifact took a dependency that was about to be
+//! dropped as satisfied, and was dispatched without it); seed 1306 before
+//! the causal index took the registering request as what needed a removed
+//! dependency again when the stage that named it left in the same hold.
 
 use std::sync::Arc;
 
@@ -62,7 +65,6 @@ fn request(path: &str, stage: TargetStage, priority: Priority, text: Option<&str
 /// Artifact was dispatched before a dependency's Artifact"
 /// (`verter_scheduler::exec`), where a fresh scheduler builds it.
 #[test]
-#[ignore = "open engine bug: an Artifact is dispatched before a dependency's Artifact is committed (Internal)"]
 fn seed_0109_an_artifact_is_not_dispatched_before_its_dependencys_artifact() {
     intern_in_order();
     let reads = "zeta beta\ndep f4.rs\nzeta delta\nuse ./f2.rs\nuse f2.rs\ndep f0.rs";
@@ -103,7 +105,6 @@ fn seed_0109_an_artifact_is_not_dispatched_before_its_dependencys_artifact() {
 /// `f2.rs` and blocker `f3.rs` change under it, with a ready queue of
 /// depth 1.
 #[test]
-#[ignore = "open engine bug: an Artifact is dispatched before a dependency's Artifact is committed (Internal)"]
 fn seed_1316_an_artifact_is_not_dispatched_before_its_dependencys_artifact() {
     intern_in_order();
     if let Err(failure) = run_seed(1316, &SimConfig::default()) {
@@ -120,7 +121,6 @@ fn seed_1316_an_artifact_is_not_dispatched_before_its_dependencys_artifact() {
 /// Artifact: a chain that does not end at a host action (rule 1 of
 /// `verter_sim::causes`).
 #[test]
-#[ignore = "open question for the causal index: a dependency's Artifact made again after its file's removal is not traced to a host action"]
 fn seed_1306_a_removed_dependencys_source_made_again_is_traced_to_the_host() {
     intern_in_order();
     if let Err(failure) = run_seed(1306, &SimConfig::default()) {

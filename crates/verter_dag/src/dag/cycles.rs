@@ -103,11 +103,17 @@ impl<P> SchedulerDag<P> {
     /// `effects.invalidated`; one with waiters or consumers is admitted
     /// again, gated on its dependencies' live versions. Owners that are not
     /// live are skipped (their records left with their versions).
+    ///
+    /// In two passes: every Artifact of the set is dropped before any is
+    /// admitted again, so a re-admitted Artifact never finds a dependency
+    /// of the set still done and takes it as satisfied, only to see it
+    /// dropped after (seed 109 of the simulator).
     pub(super) fn invalidate_owners(&mut self, owners: Vec<FileIdentity>, effects: &mut Effects) {
         let mut seen: HashSet<FileIdentity> = owners.iter().copied().collect();
         let mut queue = owners;
         queue.sort();
         queue.reverse();
+        let mut dropped: Vec<DepKey> = Vec::new();
         while let Some(owner) = queue.pop() {
             if !self.is_live(&owner) {
                 continue;
@@ -118,17 +124,7 @@ impl<P> SchedulerDag<P> {
                 if done {
                     effects.invalidated.push(artifact);
                 }
-                let key = *artifact.as_dep_key().expect("artifact nodes are file work");
-                // Consumers gated on it keep their edges: the rebuilt node
-                // answers them, so no edge is left without a producer.
-                let consumers = self.waiters_of(&key);
-                if self.group(&key).is_some() || !consumers.is_empty() {
-                    let priority = consumers
-                        .iter()
-                        .filter_map(|consumer| self.priority_of(consumer))
-                        .fold(self.group_priority(&key), Priority::max);
-                    self.ensure_file_node(&key, priority, effects);
-                }
+                dropped.push(*artifact.as_dep_key().expect("artifact nodes are file work"));
             }
             // The files whose Artifacts read this one's.
             let named = owner.at(TargetStage::Artifact(ProfileHash::SAME));
@@ -138,6 +134,18 @@ impl<P> SchedulerDag<P> {
                 if seen.insert(dependent) {
                     queue.push(dependent);
                 }
+            }
+        }
+        for key in dropped {
+            // Consumers gated on it keep their edges: the rebuilt node
+            // answers them, so no edge is left without a producer.
+            let consumers = self.waiters_of(&key);
+            if self.group(&key).is_some() || !consumers.is_empty() {
+                let priority = consumers
+                    .iter()
+                    .filter_map(|consumer| self.priority_of(consumer))
+                    .fold(self.group_priority(&key), Priority::max);
+                self.ensure_file_node(&key, priority, effects);
             }
         }
     }

@@ -611,16 +611,21 @@ impl<E: StageExecutor> Scheduler<E> {
                 let demand = locked
                     .dag
                     .demand_of(&WorkNodeIdentity::File(live.at(TargetStage::Analysis)));
+                let requested = match post.acting() {
+                    Some(HostAction::Requested { key, .. }) => Some(key),
+                    _ => None,
+                };
                 let needer = match demand.root {
                     verter_dag::ChainEnd::Blocker(owner) => Some(owner.at(TargetStage::Source)),
+                    // The stage that needed it left in this same hold (its
+                    // version retired by the edit of an atomic batch): the
+                    // request being registered is what needed it.
+                    verter_dag::ChainEnd::Nobody => requested,
                     _ => demand
                         .through
                         .last()
                         .and_then(|consumer| consumer.as_dep_key().copied())
-                        .or(match post.acting() {
-                            Some(HostAction::Requested { key, .. }) => Some(key),
-                            _ => None,
-                        }),
+                        .or(requested),
                 };
                 if let Some(needer) = needer {
                     post.event(|| SchedulerEvent::Ingested(live, needer));
