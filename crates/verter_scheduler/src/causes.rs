@@ -395,7 +395,7 @@ impl fmt::Display for Step {
                     DemandRoot::Dag { dag } => write!(f, ", for DAG #{dag}"),
                     DemandRoot::Blocker { owner } => write!(
                         f,
-                        ", named as a blocker by {}",
+                        ", named as a blocker or dependency by {}",
                         Self::label(&owner.at(TargetStage::Source))
                     ),
                     DemandRoot::Nobody => f.write_str(", which nothing waits on any more"),

@@ -127,3 +127,29 @@ fn seed_1306_a_removed_dependencys_source_made_again_is_traced_to_the_host() {
         panic!("{failure}");
     }
 }
+
+/// Seed 462: `f2.rs` and `f5.rs` read each other's Artifacts and `f0.rs`
+/// reads both. Admission admitted the Artifacts it had deferred even after
+/// the cycle failed whoever named them, and those admitted their own
+/// dependencies again, without end (the run grew until it ran out of
+/// memory). A deferred Artifact nothing waits on any more is now skipped.
+#[test]
+fn seed_0462_an_artifact_named_by_a_stage_that_failed_since_is_not_admitted() {
+    intern_in_order();
+    if let Err(failure) = run_seed(462, &SimConfig::default()) {
+        panic!("{failure}");
+    }
+}
+
+/// Seed 8247: `f5.rs`'s Artifact, which read `f0.rs`'s, failed on another
+/// dependency, leaving `f0.rs`'s Artifact with nothing waiting on it; the
+/// causal index could not say why its Source was dispatched. The demand
+/// of an Artifact nothing waits on now ends at the record that names it,
+/// as a blocker's Analysis's does.
+#[test]
+fn seed_8247_a_dependency_artifact_left_by_its_reader_is_explained_by_the_record() {
+    intern_in_order();
+    if let Err(failure) = run_seed(8247, &SimConfig::default()) {
+        panic!("{failure}");
+    }
+}

@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 use super::SchedulerDag;
 use super::slots::Stages;
 use crate::effects::WaiterId;
-use crate::identity::{FileIdentity, TargetStage, WorkNodeIdentity};
+use crate::identity::{FileIdentity, ProfileHash, TargetStage, WorkNodeIdentity};
 
 /// How far [`SchedulerDag::demand_of`] follows consumers before it gives
 /// up: far beyond any real chain (a stage, its file's next stage, an
@@ -35,9 +35,10 @@ pub enum ChainEnd {
     Waiter(WaiterId),
     /// A host cache node: the layer above knows which host DAG asked.
     CacheNode(WorkNodeIdentity),
-    /// An Analysis no request or edge waits on, that the blocker record
-    /// of this file version names (its Source's parse named it as a
-    /// blocker, which admits the blocker's Analysis).
+    /// An Analysis (or Artifact) no request or edge waits on, that the
+    /// record of this file version names (its Source's parse named it as a
+    /// blocker, which admits the blocker's Analysis, or as an Artifact
+    /// dependency, which an Artifact of the file admitted).
     Blocker(FileIdentity),
     /// Nothing waits on it any more: everyone who asked was answered or
     /// left, or the chain is longer than [`MAX_DEMAND_DEPTH`].
@@ -47,7 +48,8 @@ pub enum ChainEnd {
 impl<P> SchedulerDag<P> {
     /// What wants `identity`: the first request waiter on it, or else on
     /// its first consumer, and so on, up to [`MAX_DEMAND_DEPTH`] consumers;
-    /// for an Analysis nothing waits on, a blocker record that names it.
+    /// for an Analysis or Artifact nothing waits on, a record that names it
+    /// (as a blocker, or as an Artifact dependency).
     pub fn demand_of(&self, identity: &WorkNodeIdentity) -> ConsumerChain {
         let mut through = SmallVec::new();
         let mut current = *identity;
@@ -88,13 +90,21 @@ impl<P> SchedulerDag<P> {
                     current = consumer;
                 }
                 Some(_) => break ChainEnd::Nobody,
-                None => match key.stage {
-                    TargetStage::Analysis => match self.blockers.an_owner(&key) {
+                None => {
+                    // Named by a record: an Analysis as a blocker, an
+                    // Artifact as a dependency (of the reader's profile).
+                    let named = match key.stage {
+                        TargetStage::Analysis => Some(key),
+                        TargetStage::Artifact(_) => {
+                            Some(key.file.at(TargetStage::Artifact(ProfileHash::SAME)))
+                        }
+                        TargetStage::Source => None,
+                    };
+                    match named.and_then(|named| self.blockers.an_owner(&named)) {
                         Some(owner) => break ChainEnd::Blocker(owner),
                         None => break ChainEnd::Nobody,
-                    },
-                    _ => break ChainEnd::Nobody,
-                },
+                    }
+                }
             }
         };
         ConsumerChain { through, root }

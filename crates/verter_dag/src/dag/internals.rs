@@ -111,10 +111,17 @@ impl<P> SchedulerDag<P> {
             self.admitting = true;
             self.admit_one(key, identity, priority, effects);
             while let Some((key, priority)) = self.deferred.pop() {
+                // Whoever named it may have failed since (found on a
+                // cycle, or a dependency of its failed): then nothing
+                // wants it, and admitting it would only make work no one
+                // asked for (and could name its namers again, without end).
+                let consumers = self.waiters_of(&key);
+                if consumers.is_empty() && self.group(&key).is_none() {
+                    continue;
+                }
                 // Its consumers' priorities now (one may have been raised
                 // since it was named).
-                let priority = self
-                    .waiters_of(&key)
+                let priority = consumers
                     .iter()
                     .filter_map(|consumer| self.priority_of(consumer))
                     .fold(priority, Priority::max);
