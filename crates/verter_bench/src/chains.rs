@@ -27,7 +27,7 @@
 //! the chain's tail Artifact is fresh, until every Artifact is, and what
 //! ran: verter's stage runs by stage with the stages verified and the runs
 //! whose output was unchanged; salsa's executed and re-validated queries.
-//! Every answer is compared with [`reference`] (untimed); nothing here
+//! Every answer is compared with [`reference()`] (untimed); nothing here
 //! asserts on timing.
 
 use std::collections::HashMap;
@@ -491,7 +491,7 @@ fn cold_once(shape: &ChainShape, sources: &Sources, paths: &[Arc<str>]) -> (Dura
 
 /// W5 (a), cold build: the median wall over `iterations` fresh systems,
 /// per file, and the kernels run; the first build's answers are checked
-/// against [`reference`].
+/// against [`reference()`].
 pub fn w5_cold(shape: ChainShape) -> Record {
     let sources = chain_sources(&shape);
     let paths: Vec<Arc<str>> = sources.keys().cloned().collect();
@@ -584,7 +584,7 @@ impl ChainEdit {
 /// over the edits divided by their number for the counts). Each edit is
 /// applied, then the chain's tail Artifact is requested (*tail fresh*), then
 /// every Artifact (*all fresh*); the answers are checked against
-/// [`reference`] of the edited sources.
+/// [`reference()`] of the edited sources.
 pub fn w5_edits(shape: ChainShape) -> Vec<Record> {
     let mut sources = chain_sources(&shape);
     let paths: Vec<Arc<str>> = sources.keys().cloned().collect();

@@ -56,6 +56,7 @@ mod dag;
 mod fresh;
 mod history;
 mod outcome;
+mod stages;
 
 pub use dag::{DagAsked, cache_outcome};
 pub use fresh::{

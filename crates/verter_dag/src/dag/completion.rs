@@ -299,7 +299,14 @@ impl<P> SchedulerDag<P> {
             key,
             outcome: Err(DagFailure::Cancelled),
         });
-        let mut pending = vec![key];
+        self.drop_unwanted(vec![key], &mut effects);
+        Some(effects)
+    }
+
+    /// Cancels the unfinished work of `keys` that nothing wants any more
+    /// (no request waits on it and no consumer is gated on it), then each
+    /// of its dependencies by the same rule. Finished work stays.
+    pub(super) fn drop_unwanted(&mut self, mut pending: Vec<DepKey>, effects: &mut Effects) {
         while let Some(key) = pending.pop() {
             let identity = WorkNodeIdentity::File(key);
             let wanted = self.node(&identity).is_none_or(WorkNode::is_finished)
@@ -309,10 +316,9 @@ impl<P> SchedulerDag<P> {
                 continue;
             }
             let deps = self.deps_of(&identity);
-            self.drop_node(&identity, &mut effects);
+            self.drop_node(&identity, effects);
             pending.extend(deps);
         }
-        Some(effects)
     }
 
     /// Forgets done work whose output the caller stopped serving (e.g. an

@@ -72,8 +72,12 @@ impl<P> SchedulerDag<P> {
         cycle.extend(path.iter().filter(|key| **key != consumer));
         self.counters.cycles += 1;
         let mut failures = Vec::with_capacity(cycle.len());
+        // What the stages of the cycle waited on, which nothing else may
+        // want once they are gone.
+        let mut left = Vec::new();
         for at in 0..cycle.len() {
             let key = cycle[at];
+            left.extend(self.deps_of(&WorkNodeIdentity::File(key)));
             let mut seen_from = cycle[at..].to_vec();
             seen_from.extend_from_slice(&cycle[..at]);
             let failure = Arc::new(DagFailure::Cycle { path: seen_from });
@@ -94,6 +98,7 @@ impl<P> SchedulerDag<P> {
         for (key, failure) in failures {
             self.fail_consumers(&key, &failure, effects);
         }
+        self.drop_unwanted(left, effects);
     }
 
     /// Drops and re-admits the Artifacts of `owners` and, transitively, of
@@ -114,11 +119,16 @@ impl<P> SchedulerDag<P> {
         queue.sort();
         queue.reverse();
         let mut dropped: Vec<DepKey> = Vec::new();
+        // What the dropped Artifacts waited on: cancelled at the end if
+        // nothing wants it then (an Artifact nobody waits on any more is
+        // not admitted again, and neither should what only it needed run).
+        let mut left: Vec<DepKey> = Vec::new();
         while let Some(owner) = queue.pop() {
             if !self.is_live(&owner) {
                 continue;
             }
             for artifact in self.artifact_nodes_of(&owner) {
+                left.extend(self.deps_of(&artifact));
                 let done = self.is_done(&artifact);
                 self.drop_node(&artifact, effects);
                 if done {
@@ -148,6 +158,7 @@ impl<P> SchedulerDag<P> {
                 self.ensure_file_node(&key, priority, effects);
             }
         }
+        self.drop_unwanted(left, effects);
     }
 
     /// Invalidates what was built on `file`'s Artifacts, which stopped being

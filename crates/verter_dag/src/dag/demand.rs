@@ -93,14 +93,19 @@ impl<P> SchedulerDag<P> {
                 None => {
                     // Named by a record: an Analysis as a blocker, an
                     // Artifact as a dependency (of the reader's profile).
-                    let named = match key.stage {
-                        TargetStage::Analysis => Some(key),
-                        TargetStage::Artifact(_) => {
-                            Some(key.file.at(TargetStage::Artifact(ProfileHash::SAME)))
-                        }
+                    // An Analysis is also there for its file's Artifact,
+                    // which a record may name though it was dropped since
+                    // (found on a cycle, or its reader failed).
+                    let artifact = key.file.at(TargetStage::Artifact(ProfileHash::SAME));
+                    let owner = match key.stage {
+                        TargetStage::Analysis => self
+                            .blockers
+                            .an_owner(&key)
+                            .or_else(|| self.blockers.an_owner(&artifact)),
+                        TargetStage::Artifact(_) => self.blockers.an_owner(&artifact),
                         TargetStage::Source => None,
                     };
-                    match named.and_then(|named| self.blockers.an_owner(&named)) {
+                    match owner {
                         Some(owner) => break ChainEnd::Blocker(owner),
                         None => break ChainEnd::Nobody,
                     }

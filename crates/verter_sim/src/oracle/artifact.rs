@@ -35,9 +35,9 @@ use verter_dag::ProfileHash;
 
 use crate::lang::{self, ArtifactTree, Parsed};
 
-use super::fresh::{analysis_of, artifact_deps_of, blockers_of, fault_sig, source_of};
 use super::history::FileState;
 use super::outcome::{Outcome, Sig};
+use super::stages::{analysis_of, artifact_deps_of, blockers_of, fault_sig, source_of};
 
 /// The candidate states of every file, as an answer narrows them.
 #[derive(Clone)]
@@ -201,7 +201,14 @@ fn error_fits(sig: &Sig, path: &str, choice: &Choice<'_>, chain: &mut Vec<String
                         .artifact_fault
                         .is_some_and(|fault| fault_sig(fault, path, "Artifact") == *sig)
                 })
-            }) && inputs_build(&choice, vec![(path.to_owned(), Vec::new())])
+            }) && {
+                let goals = vec![(path.to_owned(), Vec::new())];
+                let mut budget = SEARCH_BUDGET;
+                match inputs_build(&choice, goals.clone(), &mut budget) {
+                    Some(builds) => builds,
+                    None => inputs_build_each(&choice, goals),
+                }
+            }
         }
         _ => false,
     }
@@ -235,11 +242,20 @@ fn cycle_fits(cycle: &[String], path: &str, choice: &mut Choice<'_>) -> bool {
 /// inputs in turn), none of them one of `above` or `x` (a cycle). Searched
 /// depth first, one state of a file at a time, so a file reached twice is
 /// in one state.
-fn inputs_build(choice: &Choice<'_>, mut goals: Vec<(String, Vec<String>)>) -> bool {
+///
+/// `None` when the search took more than `budget` steps: the states a
+/// threaded run allows multiply along every path, so the exact search can
+/// grow without bound; the caller then asks [`inputs_build_each`].
+fn inputs_build(
+    choice: &Choice<'_>,
+    mut goals: Vec<(String, Vec<String>)>,
+    budget: &mut usize,
+) -> Option<bool> {
     let Some((path, above)) = goals.pop() else {
-        return true;
+        return Some(true);
     };
     'states: for state in choice.states(&path) {
+        *budget = budget.checked_sub(1)?;
         let Some(parsed) = parsed(&path, &state) else {
             continue;
         };
@@ -266,11 +282,71 @@ fn inputs_build(choice: &Choice<'_>, mut goals: Vec<(String, Vec<String>)>) -> b
             }
             goals.push((dep, below.clone()));
         }
-        if inputs_build(&next, goals) {
-            return true;
+        if inputs_build(&next, goals, budget)? {
+            return Some(true);
         }
     }
-    false
+    Some(false)
+}
+
+/// The steps [`inputs_build`] may take before it gives up.
+const SEARCH_BUDGET: usize = 20_000;
+
+/// [`inputs_build`] without its one-state-per-file rule: whether every
+/// file the goals reach has some state that parses and whose own inputs
+/// build, each file judged once, with a dependency on a file above it on
+/// the path still refused (a cycle). Weaker than the exact search (it may
+/// take two states of one file on two paths), so it is asked only when that
+/// search ran out of steps; linear in the files and their states.
+fn inputs_build_each(choice: &Choice<'_>, goals: Vec<(String, Vec<String>)>) -> bool {
+    fn builds(
+        choice: &Choice<'_>,
+        path: &str,
+        above: &mut Vec<String>,
+        known: &mut BTreeMap<String, bool>,
+    ) -> bool {
+        if let Some(known) = known.get(path) {
+            return *known;
+        }
+        let mut any = false;
+        for state in choice.states(path) {
+            let Some(parsed) = parsed(path, &state) else {
+                continue;
+            };
+            let dependencies = artifact_deps_of(path, &parsed);
+            if dependencies
+                .iter()
+                .any(|dep| dep == path || above.contains(dep))
+            {
+                continue;
+            }
+            let blockers_build = blockers_of(path, &parsed).iter().all(|blocker| {
+                choice
+                    .states(blocker)
+                    .iter()
+                    .any(|s| analysis_of(blocker, s).is_ok())
+            });
+            if !blockers_build {
+                continue;
+            }
+            above.push(path.to_owned());
+            let dependencies_build = dependencies.iter().all(|dep| {
+                choice.states(dep).iter().any(|s| builds_alone(dep, s))
+                    && builds(choice, dep, above, known)
+            });
+            above.pop();
+            if dependencies_build {
+                any = true;
+                break;
+            }
+        }
+        known.insert(path.to_owned(), any);
+        any
+    }
+    let mut known = BTreeMap::new();
+    goals
+        .into_iter()
+        .all(|(path, mut above)| builds(choice, &path, &mut above, &mut known))
 }
 
 /// Every answer the Artifact of `profile` of `path` may be given over

@@ -11,66 +11,12 @@ use std::sync::Arc;
 
 use verter_dag::{ProfileHash, TargetStage};
 
-use crate::fs::{Entry, canonical_name};
-use crate::lang::{self, Fault, Parsed, SimAnalysis};
+use crate::lang;
 
 use super::artifact::{Choice, admits_artifact, artifact_outcomes};
 use super::history::FileState;
-use super::outcome::{Outcome, Sig, render_analysis, render_source};
-
-pub(super) fn fault_sig(fault: Fault, path: &str, stage: &str) -> Sig {
-    match fault {
-        Fault::Panic => Sig::Panicked(path.to_owned(), stage.to_owned()),
-        Fault::Fail => Sig::Failed(path.to_owned(), stage.to_owned()),
-    }
-}
-
-/// The Source stage over one state: the text and its parse, or the error.
-pub fn source_of(path: &str, state: &FileState) -> Result<(Arc<str>, Parsed), Sig> {
-    let text = match state.content() {
-        Entry::Text(text) => text,
-        Entry::Missing => return Err(Sig::SourceMissing(path.to_owned())),
-        Entry::NotUtf8 | Entry::ReadError | Entry::LoadPanics => {
-            return Err(Sig::LoadFailed(path.to_owned()));
-        }
-    };
-    let parsed = lang::parse(&text).map_err(|fault| fault_sig(fault, path, "Source"))?;
-    Ok((text, parsed))
-}
-
-/// The Analysis stage over one state.
-pub fn analysis_of(path: &str, state: &FileState) -> Result<SimAnalysis, Sig> {
-    let (_, parsed) = source_of(path, state)?;
-    lang::analyse(&parsed, &state.language_of(path))
-        .map_err(|fault| fault_sig(fault, path, "Analysis"))
-}
-
-/// The blockers a parse names, as the scheduler resolves them: canonical,
-/// without the file itself, each once.
-pub fn blockers_of(path: &str, parsed: &Parsed) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for blocker in &parsed.blockers {
-        let canonical = canonical_name(blocker);
-        if canonical != path && !out.iter().any(|b| b == canonical) {
-            out.push(canonical.to_owned());
-        }
-    }
-    out
-}
-
-/// The Artifact dependencies (`dep` lines) a parse names, as the scheduler
-/// resolves them: canonical, without the file itself (a self-dependency is
-/// dropped), each once.
-pub fn artifact_deps_of(path: &str, parsed: &Parsed) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for dep in &parsed.artifacts {
-        let canonical = canonical_name(dep);
-        if canonical != path && !out.iter().any(|d| d == canonical) {
-            out.push(canonical.to_owned());
-        }
-    }
-    out
-}
+use super::outcome::{Outcome, render_analysis, render_source};
+pub use super::stages::{analysis_of, artifact_deps_of, blockers_of, source_of};
 
 /// At most this many answers are drawn for an Artifact's report.
 const DRAWN: usize = 64;
