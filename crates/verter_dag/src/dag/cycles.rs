@@ -164,7 +164,7 @@ impl<P> SchedulerDag<P> {
     /// Invalidates what was built on `file`'s Artifacts, which stopped being
     /// served though `file` did not change (the host replaced or evicted
     /// one): the Artifacts of every file whose record names them, and
-    /// theirs in turn ([`Self::invalidate_owners`]). `file`'s own Artifact
+    /// theirs in turn (`invalidate_owners`). `file`'s own Artifact
     /// nodes are left as they are.
     pub fn invalidate_artifact_dependents(&mut self, file: &FileIdentity) -> Effects {
         let mut effects = Effects::default();
