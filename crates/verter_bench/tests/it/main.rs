@@ -17,10 +17,11 @@ fn every_system_answers_every_workload_with_the_reference_hashes() {
     // verter (with and without cutoff) and salsa, W4 for two (verter three
     // times: blocking, and non-blocking with each retry policy), and the
     // host DAG three times with three records each (verter, the serial
-    // loop, rayon).
+    // loop, rayon), and W5 for verter (its cold build, its head edits and
+    // their reruns: seven records).
     assert_eq!(
         records.len(),
-        4 * (2 * (1 + 8) + 1) + 1 + 8 + 8 + 3 + 4 + 3 * 3
+        4 * (2 * (1 + 8) + 1) + 1 + 8 + 8 + 3 + 4 + 3 * 3 + 7
     );
     let single_builds: Vec<_> = records
         .iter()

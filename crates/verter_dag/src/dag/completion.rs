@@ -299,18 +299,32 @@ impl<P> SchedulerDag<P> {
             key,
             outcome: Err(DagFailure::Cancelled),
         });
-        self.drop_unwanted(vec![key], &mut effects);
+        self.drop_unwanted(vec![key], true, &mut effects);
         Some(effects)
     }
 
     /// Cancels the unfinished work of `keys` that nothing wants any more
     /// (no request waits on it and no consumer is gated on it), then each
-    /// of its dependencies by the same rule. Finished work stays.
-    pub(super) fn drop_unwanted(&mut self, mut pending: Vec<DepKey>, effects: &mut Effects) {
+    /// of its dependencies by the same rule. Finished work stays, and so
+    /// does a running Source unless `running_too`: a Source's commit
+    /// records its file's dependencies before it completes, and that can
+    /// find its own Source unwanted (its Artifact failed on a cycle), which
+    /// must still complete. Only a withdrawal, which commits nothing,
+    /// cancels a running Source.
+    pub(super) fn drop_unwanted(
+        &mut self,
+        mut pending: Vec<DepKey>,
+        running_too: bool,
+        effects: &mut Effects,
+    ) {
         while let Some(key) = pending.pop() {
             let identity = WorkNodeIdentity::File(key);
-            let wanted = self.node(&identity).is_none_or(WorkNode::is_finished)
-                || self.group(&key).is_some()
+            let wanted = self.node(&identity).is_none_or(|node| {
+                node.is_finished()
+                    || (!running_too
+                        && key.stage == TargetStage::Source
+                        && matches!(node.state, NodeState::Running))
+            }) || self.group(&key).is_some()
                 || !self.waiters_of(&key).is_empty();
             if wanted {
                 continue;

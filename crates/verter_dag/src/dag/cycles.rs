@@ -98,7 +98,7 @@ impl<P> SchedulerDag<P> {
         for (key, failure) in failures {
             self.fail_consumers(&key, &failure, effects);
         }
-        self.drop_unwanted(left, effects);
+        self.drop_unwanted(left, false, effects);
     }
 
     /// Drops and re-admits the Artifacts of `owners` and, transitively, of
@@ -158,7 +158,7 @@ impl<P> SchedulerDag<P> {
                 self.ensure_file_node(&key, priority, effects);
             }
         }
-        self.drop_unwanted(left, effects);
+        self.drop_unwanted(left, false, effects);
     }
 
     /// Invalidates what was built on `file`'s Artifacts, which stopped being

@@ -535,9 +535,22 @@ impl<P> SchedulerDag<P> {
             cause: Arc::clone(cause),
         });
         let mut pending = vec![(*consumer, failure)];
+        // What a failed Artifact waited on besides the failure: another
+        // file's Artifact it depended on, admitted for it alone, is
+        // cancelled with it (below) when nothing else wants it.
+        let mut left: Vec<DepKey> = Vec::new();
         while let Some((identity, failure)) = pending.pop() {
             if !self.has_node(&identity) {
                 continue;
+            }
+            if let WorkNodeIdentity::File(key) = &identity
+                && matches!(key.stage, TargetStage::Artifact(_))
+            {
+                left.extend(
+                    self.deps_of(&identity)
+                        .into_iter()
+                        .filter(|dep| dep.stage == key.stage),
+                );
             }
             // Never run and not cancelled by anyone: its input failed.
             self.drop_node_as(&identity, Dropped::DependencyFailed, effects);
@@ -555,6 +568,9 @@ impl<P> SchedulerDag<P> {
                     pending.push((consumer, Arc::clone(&next)));
                 }
             }
+        }
+        if !left.is_empty() {
+            self.drop_unwanted(left, false, effects);
         }
     }
 
