@@ -222,8 +222,10 @@ impl<E: StageExecutor> Scheduler<E> {
                 // paths in (the record is in canonical-id order). Here,
                 // after the lock: it reads texts.
                 blockers.sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
-                dependencies
-                    .sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
+                if dependencies.len() > 1 {
+                    dependencies
+                        .sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
+                }
                 let input = ArtifactInput {
                     profile,
                     analysis: &analysis,

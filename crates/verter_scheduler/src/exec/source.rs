@@ -204,7 +204,11 @@ impl<E: StageExecutor> Scheduler<E> {
         };
         let forward = resolve(deps.forward)?;
         let blockers = resolve(deps.blockers)?;
-        let artifacts = resolve(deps.artifacts)?;
+        // Most parses name no Artifact dependency: no resolver call then.
+        let artifacts = match deps.artifacts.is_empty() {
+            true => Canonicals::new(),
+            false => resolve(deps.artifacts)?,
+        };
         Ok(ParsedDeps {
             forward,
             blockers,
