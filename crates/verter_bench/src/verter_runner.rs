@@ -117,7 +117,7 @@ impl StageExecutor for BenchExecutor {
 
     /// The host DAG workload's cache nodes: [`Kernels::cache_node`] of the
     /// node's key (the kernel's spin included).
-    fn execute_cache_node(&self, input: &CacheNodeInput<'_>) -> Result<u64, ExecutorError> {
+    fn execute_cache_node(&self, input: &CacheNodeInput<'_, Self>) -> Result<u64, ExecutorError> {
         match input.identity {
             WorkNodeIdentity::CacheNode { key_hash, .. } => Ok(self.kernels.cache_node(key_hash)),
             _ => Err(ExecutorError::msg("a cache node run for another identity")),

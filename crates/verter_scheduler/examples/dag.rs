@@ -29,7 +29,7 @@ impl StageExecutor for Checker {
     fn execute_artifact(&self, _: &ArtifactInput<'_, usize, ()>) -> Result<(), ExecutorError> {
         Ok(())
     }
-    fn execute_cache_node(&self, i: &CacheNodeInput<'_>) -> Result<String, ExecutorError> {
+    fn execute_cache_node(&self, i: &CacheNodeInput<'_, Self>) -> Result<String, ExecutorError> {
         let module = i
             .context
             .and_then(|c| c.downcast_ref::<&str>())

@@ -83,6 +83,12 @@ pub struct SchedulerConfig {
     /// requests are not bounded by it. Default:
     /// [`MAX_READY_QUEUE_DEPTH`].
     pub max_ready_queue_depth: usize,
+    /// How many host cache nodes' memos the scheduler keeps at most
+    /// (docs/design.md, "Cache nodes"): beyond it the least recently used
+    /// is evicted, and that node runs again the next time it is asked.
+    /// `0` keeps none: every cache node runs each time. Default:
+    /// [`Self::CACHE_MEMOS`].
+    pub cache_memos: usize,
     /// How many events the causal log keeps (docs/design.md, "Causes"):
     /// the newest this many, for [`crate::Observer::explain`] and
     /// [`crate::Observer::causal_log`]. `0` keeps none and records
@@ -116,6 +122,7 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("registrations_per_hold", &self.registrations_per_hold)
             .field("callers_run_urgent_work", &self.callers_run_urgent_work)
             .field("max_ready_queue_depth", &self.max_ready_queue_depth)
+            .field("cache_memos", &self.cache_memos)
             .field("causal_log", &self.causal_log)
             .field("stage_stats", &self.stage_stats)
             .finish_non_exhaustive()
@@ -135,6 +142,9 @@ impl SchedulerConfig {
 
     /// The default [`Self::registrations_per_hold`]: 256.
     pub const REGISTRATIONS_PER_HOLD: usize = 256;
+
+    /// The default [`Self::cache_memos`]: 4096.
+    pub const CACHE_MEMOS: usize = 4096;
 
     /// The default [`Self::batch_time`]: 200 µs.
     pub const BATCH_TIME: Duration = Duration::from_micros(200);
@@ -161,6 +171,7 @@ impl SchedulerConfig {
             registrations_per_hold: Self::REGISTRATIONS_PER_HOLD,
             callers_run_urgent_work: true,
             max_ready_queue_depth: MAX_READY_QUEUE_DEPTH,
+            cache_memos: Self::CACHE_MEMOS,
             causal_log: 0,
             stage_stats: false,
             hooks: Arc::new(NoHooks),

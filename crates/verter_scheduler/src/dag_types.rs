@@ -8,7 +8,9 @@
 //! reaches the scheduler through [`CancelDag`], which the scheduler
 //! implements.
 
+use std::any::Any;
 use std::fmt;
+use std::hash::Hash;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -18,11 +20,11 @@ use verter_pools::WaitCell;
 
 use crate::error::RequestError;
 use crate::output::StageOutput;
-use crate::traits::{DepPath, StageExecutor};
+use crate::traits::{CacheKey, DepPath, StageExecutor, UpstreamOf};
 
 // Defined beside `CacheNodeInput`, which hands it to a cache node's run:
 // this module names `traits.rs`, so `traits.rs` must not name this one.
-pub use crate::traits::RequestContext;
+pub use crate::traits::{EdgeGate, RequestContext};
 
 /// A per-call concurrency limit ([`ConcurrencyLimit::new`]):
 /// at most `permits` of the DAG nodes that name it are admitted and
@@ -95,6 +97,134 @@ impl CacheTask {
             key_hash: self.key_hash,
         }
     }
+}
+
+/// A cache node named by a typed key ([`crate::Dag::add`] takes it): its
+/// key hash is the key's hash (stable within the process), its run gets
+/// the key back ([`crate::CacheNodeInput::key`]), and its memo is only
+/// ever matched by an equal key. `O` is the kind of its answer: [`Cache`]
+/// (the executor's `CacheOutput`) unless [`Self::returning`] names a type.
+pub struct KeyedCache<K, O = Cache> {
+    pub(crate) cache_id: SchedulerCacheId,
+    pub(crate) key: K,
+    kind: PhantomData<fn() -> O>,
+}
+
+impl<K: Hash + Eq + fmt::Debug + Send + Sync + 'static> KeyedCache<K> {
+    /// The node of `key` in cache `cache_id`.
+    pub fn new(cache_id: SchedulerCacheId, key: K) -> Self {
+        Self {
+            cache_id,
+            key,
+            kind: PhantomData,
+        }
+    }
+
+    /// The same node, answered as a `T` ([`CacheOf`]): for an executor
+    /// whose `CacheOutput` is [`AnyCacheOutput`], with several cache kinds
+    /// of their own output types.
+    pub fn returning<T: Send + Sync + 'static>(self) -> KeyedCache<K, CacheOf<T>> {
+        KeyedCache {
+            cache_id: self.cache_id,
+            key: self.key,
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<K: Hash + Eq + fmt::Debug + Send + Sync + 'static, O> KeyedCache<K, O> {
+    /// Its task: the cache and the key's hash.
+    pub fn task(&self) -> CacheTask {
+        use std::hash::BuildHasher;
+        let hash = foldhash::fast::FixedState::with_seed(KEY_SEED).hash_one(&self.key);
+        CacheTask::new(self.cache_id, hash)
+    }
+}
+
+impl<K: fmt::Debug, O> fmt::Debug for KeyedCache<K, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedCache")
+            .field("cache_id", &self.cache_id)
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+/// The seed of a typed key's hash: fixed, so one key hashes the same in
+/// every scheduler of a process.
+const KEY_SEED: u64 = 0x7665_7274_6572_6b65;
+
+/// A cache output of any type, for a host with several kinds of cache
+/// node, each with its own output type: the executor says
+/// `type CacheOutput = AnyCacheOutput`, wraps each kind's value with
+/// [`Self::new`], and a DAG asks for a [`KeyedCache::returning`] node to get
+/// its answer typed ([`CacheOf`]).
+#[derive(Clone)]
+pub struct AnyCacheOutput(Arc<dyn Any + Send + Sync>);
+
+impl AnyCacheOutput {
+    /// Wraps `value`.
+    pub fn new<T: Send + Sync + 'static>(value: T) -> Self {
+        Self(Arc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+
+    /// The value, shared, if it is a `T`.
+    pub fn downcast<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        Arc::clone(&self.0).downcast::<T>().ok()
+    }
+}
+
+impl fmt::Debug for AnyCacheOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AnyCacheOutput(..)")
+    }
+}
+
+/// The kind of a typed cache node's [`NodeId`] ([`KeyedCache::returning`]):
+/// its answer is the `T` inside the executor's [`AnyCacheOutput`].
+pub struct CacheOf<T>(PhantomData<fn() -> T>);
+
+impl<T> Clone for CacheOf<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for CacheOf<T> {}
+
+impl<E, T> NodeKind<E> for CacheOf<T>
+where
+    E: StageExecutor<CacheOutput = AnyCacheOutput>,
+    T: Send + Sync + 'static,
+{
+    type Output = Arc<T>;
+
+    fn output(answer: NodeOutput<E>) -> Option<Self::Output> {
+        match answer {
+            NodeOutput::Cache(output) => output.downcast::<T>(),
+            NodeOutput::Stage(_) => None,
+        }
+    }
+}
+
+/// What a cache flight's run receives, shared with its job.
+pub(crate) struct FlightInputs<E: StageExecutor> {
+    /// Which flight of its identity it is.
+    pub(crate) generation: u64,
+    /// The context of the DAG node that started it.
+    pub(crate) context: Option<RequestContext>,
+    /// Its typed key, if it has one.
+    pub(crate) key: Option<CacheKey>,
+    /// The answers of the starting node's upstream nodes.
+    pub(crate) upstream: Arc<[UpstreamOf<E>]>,
+    /// The memo's value it may replace: compared with the run's output
+    /// outside the lock (`StageExecutor::same_cache_output`).
+    pub(crate) previous: Option<Arc<E::CacheOutput>>,
 }
 
 /// The kind of a cache node's [`NodeId`]: its answer is the executor's
@@ -185,33 +315,6 @@ impl<K> fmt::Debug for NodeId<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "NodeId({})", self.index)
     }
-}
-
-/// When an edge `upstream → downstream` lets its downstream node go, and
-/// what an upstream that gives no value means for it. A node goes once
-/// every edge into it let it go; a node an edge *skips* is answered
-/// [`RequestError::UpstreamFailed`] without running, and so are the nodes
-/// after it whose edges need it to succeed or be admitted.
-///
-/// | upstream…                        | `Sequential` | `ConditionalOnSuccess` | `ConditionalOnAdmission` |
-/// |----------------------------------|--------------|------------------------|--------------------------|
-/// | handed to the stages (or joined an existing flight) | wait | wait | **go** |
-/// | answered with a value            | go           | go                     | (went at admission)      |
-/// | answered with an error, or cancelled after admission | go | skip            | (went at admission)      |
-/// | skipped or cancelled before admission | go      | skip                   | skip                     |
-///
-/// A node deduplicated onto a flight another node or DAG started is
-/// "handed to the stages" when it joins, and is answered with that flight's
-/// answer: dedupe never changes what an edge means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EdgeGate {
-    /// After the upstream node is answered, whatever its answer.
-    Sequential,
-    /// After the upstream node is answered with a value; skipped otherwise.
-    ConditionalOnSuccess,
-    /// As soon as the upstream node is handed to the stages (it need not
-    /// have finished); skipped if it never is.
-    ConditionalOnAdmission,
 }
 
 /// The answers of a DAG's nodes, in the order they were added.

@@ -16,16 +16,28 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use hashlink::LinkedHashMap;
 use smallvec::SmallVec;
-use verter_dag::{CancellationToken, Priority, WorkNodeIdentity};
+use verter_dag::{CancellationToken, Priority, SchedulerCacheId, WorkNodeIdentity};
 
+use crate::cutoff::RevisionClock;
 use crate::dag_types::{
-    CacheTask, ConcurrencyLimit, DagResults, DagShared, EdgeGate, NodeLabel, NodeOutput,
-    RequestContext,
+    CacheTask, ConcurrencyLimit, DagResults, DagShared, EdgeGate, FlightInputs, NodeLabel,
+    NodeOutput, RequestContext,
 };
 use crate::error::RequestError;
+use crate::output::StageOutput;
 use crate::post::{DagDelivery, NodeRef};
-use crate::traits::StageExecutor;
+use crate::snapshot::Revision;
+use crate::traits::{CacheKey, StageExecutor, Upstream, UpstreamNode, UpstreamOf, UpstreamValue};
+
+/// An upstream value of executor `E`'s outputs.
+type UpstreamValueOf<E> = UpstreamValue<
+    <E as StageExecutor>::Source,
+    <E as StageExecutor>::Analysis,
+    <E as StageExecutor>::Artifact,
+    <E as StageExecutor>::CacheOutput,
+>;
 
 /// This module's hash tables (foldhash, as the scheduler's).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -37,8 +49,8 @@ pub(crate) enum NodeWork<F> {
     /// A file stage: the request, prepared outside the lock at submission
     /// (taken when the node is handed over).
     File(Option<F>),
-    /// A cache node.
-    Cache(CacheTask),
+    /// A cache node, with its typed key if it has one.
+    Cache(CacheTask, Option<CacheKey>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +93,9 @@ pub(crate) struct RunNode<E: StageExecutor, F> {
     holds_permit: bool,
     pub(crate) context: Option<RequestContext>,
     outcome: Option<Result<NodeOutput<E>, RequestError>>,
+    /// The revision of a cache node's value once answered with one: what a
+    /// cache node downstream of it records among its memo's inputs.
+    revision: Option<Revision>,
 }
 
 impl<E: StageExecutor, F> RunNode<E, F> {
@@ -105,6 +120,7 @@ impl<E: StageExecutor, F> RunNode<E, F> {
             holds_permit: false,
             context,
             outcome: None,
+            revision: None,
         }
     }
 }
@@ -115,18 +131,74 @@ struct Run<E: StageExecutor, F> {
     nodes: Vec<RunNode<E, F>>,
     /// The edges leaving each node.
     downstream: Vec<Downstream>,
+    /// The edges entering each node, by the position of the node they
+    /// leave.
+    upstream: Vec<Downstream>,
     /// Nodes not answered yet.
     open: usize,
 }
 
 /// The DAG nodes in flight on one cache identity, and what its run gets.
-pub(crate) struct Flight {
+pub(crate) struct Flight<E: StageExecutor> {
     members: SmallVec<[NodeRef; 2]>,
-    pub(crate) generation: u64,
-    pub(crate) context: Option<RequestContext>,
+    /// Nodes of its identity whose upstream values may differ from the
+    /// ones its run got: held again when it lands (or is cancelled), to be
+    /// answered from its memo or to start a flight of their own.
+    parked: SmallVec<[NodeRef; 1]>,
+    /// What its run receives.
+    pub(crate) run: Arc<FlightInputs<E>>,
+    /// The revisions of its upstream values, when every one has one: the
+    /// inputs its memo records. `None`: its answer is not memoized.
+    revisions: Option<Box<[Revision]>>,
 }
 
-impl Flight {
+/// A cache node's memo: its last value, with the inputs it was computed
+/// from (docs/design.md, "Cache nodes").
+struct Memo<E: StageExecutor> {
+    key: Option<CacheKey>,
+    inputs: Box<[Revision]>,
+    output: Arc<E::CacheOutput>,
+    /// When its value last changed.
+    revision: Revision,
+}
+
+/// The answers of a cache node's upstream nodes
+/// ([`DagRuns::upstream_answers`]).
+pub(crate) struct UpstreamAnswers<E: StageExecutor> {
+    /// Each one's answer, by position.
+    pub(crate) values: Arc<[UpstreamOf<E>]>,
+    /// Their revisions, when every one has one.
+    pub(crate) revisions: Option<Box<[Revision]>>,
+}
+
+/// What a held cache node finds of its identity's flight
+/// ([`DagRuns::find_flight`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FlightFound {
+    /// No flight: the node starts one.
+    None,
+    /// It joined the flight, whose run got its upstream values.
+    Joined,
+    /// It waits for the flight to land, parked.
+    Parked,
+}
+
+/// What a memo lookup found.
+pub(crate) struct MemoHit<E: StageExecutor> {
+    pub(crate) output: Arc<E::CacheOutput>,
+    pub(crate) revision: Revision,
+}
+
+/// What a landed flight did to its memo.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MemoUpdate {
+    /// Its output equalled the memo's, which kept its revision.
+    pub(crate) unchanged: bool,
+    /// Memos evicted to stay under the bound.
+    pub(crate) evicted: usize,
+}
+
+impl<E: StageExecutor> Flight<E> {
     /// The run of its first member: the DAG that asked first.
     pub(crate) fn first_run(&self) -> Option<u64> {
         self.members.first().map(|member| member.run)
@@ -144,7 +216,11 @@ struct Limit {
 /// Every submitted DAG's state. See the module docs.
 pub(crate) struct DagRuns<E: StageExecutor, F> {
     runs: HashMap<u64, Run<E, F>>,
-    flights: HashMap<WorkNodeIdentity, Flight>,
+    flights: HashMap<WorkNodeIdentity, Flight<E>>,
+    /// Cache nodes' memos, least recently used first.
+    memos: LinkedHashMap<WorkNodeIdentity, Memo<E>, foldhash::fast::RandomState>,
+    /// How many memos are kept at most (`SchedulerConfig::cache_memos`).
+    memo_bound: usize,
     flights_started: u64,
     limits: HashMap<u64, Limit>,
     /// Held nodes by priority lane (`Low` first); entries of nodes answered
@@ -164,6 +240,8 @@ impl<E: StageExecutor, F> Default for DagRuns<E, F> {
         Self {
             runs: HashMap::default(),
             flights: HashMap::default(),
+            memos: LinkedHashMap::default(),
+            memo_bound: crate::config::SchedulerConfig::CACHE_MEMOS,
             flights_started: 0,
             limits: HashMap::default(),
             held: Default::default(),
@@ -195,11 +273,18 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
     ) {
         debug_assert_eq!(nodes.len(), downstream.len());
         let run = shared.run;
+        let mut upstream: Vec<Downstream> = (0..nodes.len()).map(|_| SmallVec::new()).collect();
+        for (from, edges) in downstream.iter().enumerate() {
+            for &(to, gate) in edges {
+                upstream[to as usize].push((from as u32, gate));
+            }
+        }
         let mut entry = Run {
             shared,
             open: nodes.len(),
             nodes,
             downstream,
+            upstream,
         };
         let mut roots = Vec::new();
         for (index, node) in entry.nodes.iter_mut().enumerate() {
@@ -277,6 +362,10 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         let Some(limit) = self.node(node).and_then(|n| n.limit.clone()) else {
             return true;
         };
+        if self.node(node).is_some_and(|n| n.holds_permit) {
+            // Parked on a flight with its permit, and held again.
+            return true;
+        }
         let entry = self.limits.entry(limit.id()).or_insert_with(|| Limit {
             permits: limit.permits(),
             taken: 0,
@@ -350,7 +439,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
     pub(crate) fn take_prepared(&mut self, node: NodeRef) -> Option<F> {
         match &mut self.node_mut(node)?.work {
             NodeWork::File(prepared) => prepared.take(),
-            NodeWork::Cache(_) => None,
+            NodeWork::Cache(..) => None,
         }
     }
 
@@ -382,57 +471,274 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         }
     }
 
-    /// Joins `node` to the flight of `identity` if there is one; returns
-    /// whether it joined.
-    pub(crate) fn join_flight(&mut self, identity: &WorkNodeIdentity, node: NodeRef) -> bool {
-        match self.flights.get_mut(identity) {
-            Some(flight) => {
-                flight.members.push(node);
-                true
-            }
-            None => false,
+    /// What the held cache `node` finds of `identity`'s flight: none, one
+    /// it joins (its run got the same upstream values: equal revisions, or
+    /// no upstream at all, with an equal key), or one it waits for, parked
+    /// (still held, but in no queue) until the flight lands.
+    pub(crate) fn find_flight(
+        &mut self,
+        identity: &WorkNodeIdentity,
+        node: NodeRef,
+        key: Option<&CacheKey>,
+        revisions: Option<&[Revision]>,
+    ) -> FlightFound {
+        let Some(flight) = self.flights.get_mut(identity) else {
+            return FlightFound::None;
+        };
+        let same = same_key(flight.run.key.as_ref(), key)
+            && matches!((flight.revisions.as_deref(), revisions), (Some(a), Some(b)) if a == b);
+        if same {
+            flight.members.push(node);
+            FlightFound::Joined
+        } else {
+            flight.parked.push(node);
+            FlightFound::Parked
         }
     }
 
-    /// Starts the flight of `identity` with `node` as its first member.
+    /// Holds again the nodes parked on a flight that ended.
+    fn unpark(&mut self, parked: SmallVec<[NodeRef; 1]>) {
+        for node in parked {
+            let still = self
+                .runs
+                .get(&node.run)
+                .is_some_and(|run| run.nodes[node.node as usize].state == State::Held);
+            if still {
+                self.unpop(node);
+            }
+        }
+    }
+
+    /// Starts the flight of `identity` with `node` as its first member,
+    /// whose upstream answers ([`Self::upstream_answers`]) its run gets.
     pub(crate) fn start_flight(
         &mut self,
         identity: WorkNodeIdentity,
         node: NodeRef,
         context: Option<RequestContext>,
+        key: Option<CacheKey>,
+        UpstreamAnswers { values, revisions }: UpstreamAnswers<E>,
     ) {
         self.flights_started += 1;
+        let previous = self
+            .memos
+            .get(&identity)
+            .filter(|memo| same_key(memo.key.as_ref(), key.as_ref()))
+            .map(|memo| Arc::clone(&memo.output));
+        let run = Arc::new(FlightInputs {
+            generation: self.flights_started,
+            context,
+            key,
+            upstream: values,
+            previous,
+        });
         let previous = self.flights.insert(
             identity,
             Flight {
                 members: smallvec::smallvec![node],
-                generation: self.flights_started,
-                context,
+                parked: SmallVec::new(),
+                run,
+                revisions,
             },
         );
         debug_assert!(previous.is_none(), "one flight per identity");
     }
 
     /// The flight of `identity`, if one is in flight.
-    pub(crate) fn flight(&self, identity: &WorkNodeIdentity) -> Option<&Flight> {
+    pub(crate) fn flight(&self, identity: &WorkNodeIdentity) -> Option<&Flight<E>> {
         self.flights.get(identity)
     }
 
     /// Ends the flight of `identity` with `outcome`: every member is
-    /// answered with it.
+    /// answered with it. A value is memoized with the inputs the flight
+    /// started from (when each had a revision); one its run found equal to
+    /// the memo's (`unchanged`) keeps the memo's value and revision.
     pub(crate) fn land(
         &mut self,
         identity: &WorkNodeIdentity,
-        outcome: &Result<NodeOutput<E>, RequestError>,
-    ) -> Vec<DagDelivery> {
+        outcome: Result<NodeOutput<E>, RequestError>,
+        unchanged: bool,
+        clock: &mut RevisionClock,
+    ) -> (Vec<DagDelivery>, MemoUpdate) {
+        let mut update = MemoUpdate::default();
         let Some(flight) = self.flights.remove(identity) else {
-            return Vec::new();
+            self.released.push(outcome);
+            return (Vec::new(), update);
+        };
+        let mut revision = None;
+        let outcome = match outcome {
+            Ok(NodeOutput::Cache(output)) => {
+                let kept = self
+                    .memos
+                    .get(identity)
+                    .filter(|memo| {
+                        unchanged
+                            && flight
+                                .run
+                                .previous
+                                .as_ref()
+                                .is_some_and(|previous| Arc::ptr_eq(previous, &memo.output))
+                    })
+                    .map(|memo| (Arc::clone(&memo.output), memo.revision));
+                let (output, at) = match kept {
+                    Some((previous, at)) => {
+                        update.unchanged = true;
+                        self.released.push(Ok(NodeOutput::Cache(output)));
+                        (previous, at)
+                    }
+                    None => (output, clock.next()),
+                };
+                revision = Some(at);
+                if let Some(inputs) = flight.revisions {
+                    update.evicted = self.memoize(
+                        *identity,
+                        Memo {
+                            key: flight.run.key.clone(),
+                            inputs,
+                            output: Arc::clone(&output),
+                            revision: at,
+                        },
+                    );
+                }
+                Ok(NodeOutput::Cache(output))
+            }
+            outcome => outcome,
         };
         let mut done = Vec::new();
         for member in flight.members {
+            if let Some(n) = self.node_mut(member) {
+                n.revision = revision;
+            }
             done.extend(self.answer(member, outcome.clone()));
         }
-        done
+        self.released.push(outcome);
+        self.unpark(flight.parked);
+        (done, update)
+    }
+
+    /// Keeps `memo` as `identity`'s, the most recently used, evicting the
+    /// least recently used beyond the bound; returns how many it evicted.
+    fn memoize(&mut self, identity: WorkNodeIdentity, memo: Memo<E>) -> usize {
+        if self.memo_bound == 0 {
+            self.released.push(Ok(NodeOutput::Cache(memo.output)));
+            return 0;
+        }
+        if let Some(old) = self.memos.insert(identity, memo) {
+            self.released.push(Ok(NodeOutput::Cache(old.output)));
+        }
+        let mut evicted = 0;
+        while self.memos.len() > self.memo_bound {
+            let Some((_, old)) = self.memos.pop_front() else {
+                break;
+            };
+            self.released.push(Ok(NodeOutput::Cache(old.output)));
+            evicted += 1;
+        }
+        evicted
+    }
+
+    /// No runs, keeping at most `bound` memos.
+    pub(crate) fn with_memo_bound(bound: usize) -> Self {
+        Self {
+            memo_bound: bound,
+            ..Self::default()
+        }
+    }
+
+    /// How many memos are kept.
+    pub(crate) fn memos(&self) -> usize {
+        self.memos.len()
+    }
+
+    /// Forgets the memos of cache `cache` (every cache's with `None`); their
+    /// values are dropped after the lock. Returns how many it forgot.
+    pub(crate) fn forget_memos(&mut self, cache: Option<SchedulerCacheId>) -> usize {
+        let before = self.memos.len();
+        let mut kept = LinkedHashMap::default();
+        for (identity, memo) in std::mem::take(&mut self.memos) {
+            let forget = match (cache, identity) {
+                (None, _) => true,
+                (Some(id), WorkNodeIdentity::CacheNode { cache_id, .. }) => id == cache_id,
+                (Some(_), WorkNodeIdentity::File(_)) => false,
+            };
+            if forget {
+                self.released.push(Ok(NodeOutput::Cache(memo.output)));
+            } else {
+                kept.insert(identity, memo);
+            }
+        }
+        self.memos = kept;
+        before - self.memos.len()
+    }
+
+    /// `identity`'s memo, if it was computed from the values whose
+    /// revisions are `inputs` and for an equal key: the node may be
+    /// answered with it without running. A hit becomes the most recently
+    /// used.
+    pub(crate) fn memo_hit(
+        &mut self,
+        identity: &WorkNodeIdentity,
+        key: Option<&CacheKey>,
+        inputs: &[Revision],
+    ) -> Option<MemoHit<E>> {
+        let memo = self.memos.to_back(identity)?;
+        (same_key(memo.key.as_ref(), key) && *memo.inputs == *inputs).then(|| MemoHit {
+            output: Arc::clone(&memo.output),
+            revision: memo.revision,
+        })
+    }
+
+    /// Answers the handed cache `node` from its memo.
+    pub(crate) fn answer_from_memo(&mut self, node: NodeRef, hit: MemoHit<E>) -> Vec<DagDelivery> {
+        if let Some(n) = self.node_mut(node) {
+            n.revision = Some(hit.revision);
+        }
+        self.answer(node, Ok(NodeOutput::Cache(hit.output)))
+    }
+
+    /// The answers of the nodes whose edges enter `node`, by position, and
+    /// their revisions when every one has one (a value whose revision says
+    /// when it last changed: an Analysis or Artifact the scheduler built or
+    /// a host committed, or a cache node's value). A parse has none (its
+    /// text may change when its parse does not), nor has an error or an
+    /// answer not there yet: a node with such an upstream is run, not
+    /// answered from its memo.
+    pub(crate) fn upstream_answers(&self, node: NodeRef) -> UpstreamAnswers<E> {
+        let Some(run) = self.runs.get(&node.run) else {
+            return UpstreamAnswers {
+                values: Arc::from(Vec::new()),
+                revisions: Some(Box::default()),
+            };
+        };
+        let from = &run.upstream[node.node as usize];
+        let mut revisions: Option<Vec<Revision>> = Some(Vec::with_capacity(from.len()));
+        let upstream: Vec<UpstreamOf<E>> = from
+            .iter()
+            .map(|&(index, gate)| {
+                let up = &run.nodes[index as usize];
+                let (answer, revision) = match &up.outcome {
+                    None => (None, None),
+                    Some(Err(error)) => (Some(Err(error.clone())), None),
+                    Some(Ok(output)) => {
+                        let (value, revision) = upstream_value(output, up.revision);
+                        (Some(Ok(value)), revision)
+                    }
+                };
+                match (revision, &mut revisions) {
+                    (Some(revision), Some(list)) => list.push(revision),
+                    _ => revisions = None,
+                }
+                Upstream {
+                    node: upstream_node(&up.label),
+                    gate,
+                    answer,
+                }
+            })
+            .collect();
+        UpstreamAnswers {
+            values: upstream.into(),
+            revisions: revisions.map(Vec::into_boxed_slice),
+        }
     }
 
     /// Answers `node` with `outcome` (its node token, if cancelled, makes
@@ -555,6 +861,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
     /// cancels their work) and the run's answer.
     pub(crate) fn cancel(&mut self, run: u64) -> (Vec<WorkNodeIdentity>, Option<DagDelivery>) {
         let mut orphaned = Vec::new();
+        let mut parked: SmallVec<[NodeRef; 1]> = SmallVec::new();
         let Some(entry) = self.runs.get(&run) else {
             return (orphaned, None);
         };
@@ -565,7 +872,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
             .filter(|(_, node)| node.state != State::Answered)
             .map(|(index, node)| {
                 let flight = match (&node.work, node.state) {
-                    (NodeWork::Cache(task), State::Handed) => Some(task.identity()),
+                    (NodeWork::Cache(task, _), State::Handed) => Some(task.identity()),
                     _ => None,
                 };
                 (index as u32, flight)
@@ -579,9 +886,11 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
                 && let Some(entry) = self.flights.get_mut(&identity)
             {
                 entry.members.retain(|member| *member != node);
-                if entry.members.is_empty() {
-                    self.flights.remove(&identity);
+                if entry.members.is_empty()
+                    && let Some(flight) = self.flights.remove(&identity)
+                {
                     orphaned.push(identity);
+                    parked.extend(flight.parked);
                 }
             }
             let entry = self.runs.get_mut(&run).expect("the run is here");
@@ -593,6 +902,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         for &(index, _) in &open {
             self.release_permit(NodeRef { run, node: index });
         }
+        self.unpark(parked);
         (orphaned, self.finish(run))
     }
 
@@ -614,6 +924,52 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         let mut ids: Vec<u64> = self.runs.keys().copied().collect();
         ids.sort_unstable();
         ids
+    }
+}
+
+/// Whether a memo of key `memo` may answer a node of key `node`.
+fn same_key(memo: Option<&CacheKey>, node: Option<&CacheKey>) -> bool {
+    match (memo, node) {
+        (None, None) => true,
+        (Some(memo), Some(node)) => memo.same(node),
+        _ => false,
+    }
+}
+
+/// An upstream node's value as a cache node's run gets it, with its
+/// revision if it has one (see [`DagRuns::upstream_answers`]).
+fn upstream_value<E: StageExecutor>(
+    output: &NodeOutput<E>,
+    cache_revision: Option<Revision>,
+) -> (UpstreamValueOf<E>, Option<Revision>) {
+    let known = |revision: Revision| (revision != Revision::NEVER).then_some(revision);
+    match output {
+        NodeOutput::Stage(StageOutput::Source(source)) => {
+            (UpstreamValue::Source(Arc::clone(source)), None)
+        }
+        NodeOutput::Stage(StageOutput::Analysis(analysis)) => (
+            UpstreamValue::Analysis(Arc::clone(analysis)),
+            known(analysis.changed_at()),
+        ),
+        NodeOutput::Stage(StageOutput::Artifact(artifact)) => (
+            UpstreamValue::Artifact(Arc::clone(artifact)),
+            known(artifact.changed_at()),
+        ),
+        NodeOutput::Cache(output) => (UpstreamValue::Cache(Arc::clone(output)), cache_revision),
+    }
+}
+
+/// Which node an upstream answer is from, by its label.
+fn upstream_node(label: &NodeLabel) -> UpstreamNode {
+    match label {
+        NodeLabel::File { path, stage } => UpstreamNode::Stage {
+            path: path.clone(),
+            stage: *stage,
+        },
+        NodeLabel::Cache(task) => UpstreamNode::Cache {
+            cache_id: task.cache_id,
+            key_hash: task.key_hash,
+        },
     }
 }
 

@@ -494,12 +494,11 @@ impl<E: StageExecutor> Scheduler<E> {
                     "a cache node was dispatched without its flight",
                 ));
             };
-            let (generation, context) = (flight.generation, flight.context.clone());
+            let run = Arc::clone(&flight.run);
             let ready_at = self.ready_at(locked, &dispatch);
             let job = Job::Cache(CacheJob {
                 dispatch,
-                generation,
-                context,
+                run,
                 ready_at,
                 notice: None,
             });

@@ -13,20 +13,21 @@ use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
+use std::hash::Hash;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 pub(crate) use crate::dag_types::{
-    Cache, CacheTask, CancelDag, ConcurrencyLimit, DagResults, DagShared, EdgeGate, NodeId,
-    NodeKind, NodeLabel, NodeOutput, RequestContext,
+    Cache, CacheTask, CancelDag, ConcurrencyLimit, DagResults, DagShared, EdgeGate, KeyedCache,
+    NodeId, NodeKind, NodeLabel, NodeOutput, RequestContext,
 };
 use verter_dag::{CancellationToken, Priority, WorkNodeIdentity};
 
 use crate::handle::{Request, Waitable};
 use crate::stage::{self, Ask, Stage, StageKind};
-use crate::traits::StageExecutor;
+use crate::traits::{CacheKey, StageExecutor};
 
 /// The result of a submission attempt.
 #[derive(Debug)]
@@ -179,8 +180,8 @@ impl NodeOptions {
 pub(crate) enum Task {
     /// A stage of a file (a read: a DAG carries no edits).
     File(Request),
-    /// A host cache node.
-    Cache(CacheTask),
+    /// A host cache node, with its typed key if it has one.
+    Cache(CacheTask, Option<CacheKey>),
 }
 
 impl Task {
@@ -191,7 +192,7 @@ impl Task {
                 path: request.path.clone(),
                 stage: request.stage,
             },
-            Self::Cache(task) => NodeLabel::Cache(*task),
+            Self::Cache(task, _) => NodeLabel::Cache(*task),
         }
     }
 }
@@ -225,7 +226,17 @@ impl IntoDagNode for CacheTask {
     type Kind = Cache;
 
     fn into_task(self) -> (TaskSpec, Option<Priority>) {
-        (TaskSpec(Task::Cache(self)), None)
+        (TaskSpec(Task::Cache(self, None)), None)
+    }
+}
+
+impl<K: Hash + Eq + fmt::Debug + Send + Sync + 'static, O> IntoDagNode for KeyedCache<K, O> {
+    type Kind = O;
+
+    fn into_task(self) -> (TaskSpec, Option<Priority>) {
+        let task = self.task();
+        let key = CacheKey::new(self.key);
+        (TaskSpec(Task::Cache(task, Some(key))), None)
     }
 }
 

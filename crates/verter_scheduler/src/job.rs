@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 
 use verter_dag::{Dispatch, ProfileHash};
 
-use crate::dag_types::RequestContext;
+use crate::dag_types::FlightInputs;
 use crate::node::FileNode;
 use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, Revision, SourceSnapshot, SourceText};
 use crate::traits::StageExecutor;
@@ -20,7 +20,7 @@ pub(crate) enum Job<E: StageExecutor> {
     /// A stage of a file, with the file's live node.
     File(FileJob<E>),
     /// A host cache node's flight.
-    Cache(CacheJob),
+    Cache(CacheJob<E>),
 }
 
 /// A file's stage as dispatched.
@@ -39,12 +39,10 @@ pub(crate) struct FileJob<E: StageExecutor> {
 }
 
 /// A host cache node's flight as dispatched.
-pub(crate) struct CacheJob {
+pub(crate) struct CacheJob<E: StageExecutor> {
     pub(crate) dispatch: Dispatch,
-    /// Which flight of its identity it is.
-    pub(crate) generation: u64,
-    /// The context of the DAG node that started the flight.
-    pub(crate) context: Option<RequestContext>,
+    /// What its flight's run receives.
+    pub(crate) run: Arc<FlightInputs<E>>,
     /// As [`FileJob::ready_at`].
     pub(crate) ready_at: Option<std::time::Instant>,
     /// As [`FileJob::notice`].

@@ -234,8 +234,8 @@ pub use config::{ConfigError, MAX_READY_QUEUE_DEPTH, SchedulerConfig, StartError
 // What a host names to embed the scheduler, from the layers below, so that
 // the common case depends on this crate alone.
 pub use dag_types::{
-    Cache, CacheTask, ConcurrencyLimit, DagResults, EdgeGate, NodeId, NodeKind, NodeOutput,
-    RequestContext,
+    AnyCacheOutput, Cache, CacheOf, CacheTask, ConcurrencyLimit, DagResults, EdgeGate, KeyedCache,
+    NodeId, NodeKind, NodeOutput, RequestContext,
 };
 pub use error::{ExecutorError, LoadError, RequestError, panic_message};
 #[cfg(any(test, feature = "test-support"))]
@@ -262,8 +262,8 @@ pub use stage::{Ask, Stage, StageKind};
 pub use state::Scheduler;
 pub use stats::{Latencies, StageStats};
 pub use traits::{
-    AnalysisInput, ArtifactInput, CacheNodeInput, DepPath, SourceDeps, SourceInput, SourceLoader,
-    StageExecutor,
+    AnalysisInput, ArtifactInput, CacheKey, CacheNodeInput, DepPath, SourceDeps, SourceInput,
+    SourceLoader, StageExecutor, Upstream, UpstreamNode, UpstreamOf, UpstreamValue,
 };
 pub use typed::Handle;
 // Every type a public method or field of this crate names, from the

@@ -117,6 +117,15 @@ pub struct SchedulerCounters {
     pub artifact_runs: u64,
     /// Host cache node runs (one per flight that ran).
     pub cache_runs: u64,
+    /// Cache nodes answered from their memo without running: their key and
+    /// their upstream values' revisions were those the memo was computed
+    /// from (docs/design.md, "Cache nodes").
+    pub cache_memo_hits: u64,
+    /// Cache node runs whose value equalled their memo's
+    /// (`StageExecutor::same_cache_output`): the memo kept its revision.
+    pub cache_memo_cutoffs: u64,
+    /// Cache memos evicted to stay under `SchedulerConfig::cache_memos`.
+    pub cache_memo_evictions: u64,
     /// Analyses and Artifacts cut off without running: verified at a new
     /// version because none of their inputs changed (docs/design.md,
     /// "Early cutoff"). Not in `analysis_runs` or `artifact_runs`.

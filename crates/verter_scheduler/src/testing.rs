@@ -149,10 +149,10 @@ impl<E: StageExecutor> StageExecutor for Recording<E> {
 
     fn execute_cache_node(
         &self,
-        input: &CacheNodeInput<'_>,
+        input: &CacheNodeInput<'_, Self>,
     ) -> Result<Self::CacheOutput, ExecutorError> {
         self.record("CacheNode", input.identity.to_string());
-        self.inner.execute_cache_node(input)
+        self.inner.execute_cache_node(&input.rewrap())
     }
 
     fn same_source(&self, previous: &Self::Source, next: &Self::Source) -> bool {

@@ -15,10 +15,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use verter_dag::{
-    CancellationToken, Canonical, Generation, Incarnation, ProfileHash, WorkNodeIdentity,
+    CancellationToken, Canonical, Generation, Incarnation, ProfileHash, SchedulerCacheId,
+    TargetStage, WorkNodeIdentity,
 };
 
-use crate::error::{ExecutorError, LoadError};
+use crate::error::{ExecutorError, LoadError, RequestError};
 use crate::language::Language;
 use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot};
 
@@ -206,16 +207,27 @@ impl fmt::Debug for RequestContext {
     }
 }
 
-/// What a cache node's run receives ([`StageExecutor::execute_cache_node`]).
-#[derive(Debug)]
+/// What a cache node's run receives ([`StageExecutor::execute_cache_node`]):
+/// its key, and the answers of the DAG nodes whose edges enter it, typed.
+///
+/// A cache node is memoized by its key (docs/design.md, "Cache nodes"):
+/// its run must compute its output from its key ([`Self::cache_id`],
+/// [`Self::key_hash`], the typed [`Self::key`]) and [`Self::upstream`]
+/// alone (not from [`Self::context`], which only the flight's first node
+/// gives), so that a later submission
+/// with the same key and the same upstream values may be answered from
+/// the memo without running it.
 #[non_exhaustive]
-pub struct CacheNodeInput<'a> {
+pub struct CacheNodeInput<'a, E: StageExecutor + ?Sized> {
     /// The node's dedupe identity (`WorkNodeIdentity::CacheNode`): every
     /// DAG node naming it shares this run.
     pub identity: WorkNodeIdentity,
-    /// Which run of this identity it is: 1 for the first flight of the
-    /// identity in this scheduler, then one more for each later flight
-    /// (after the previous one finished or was cancelled).
+    /// Its cache.
+    pub cache_id: SchedulerCacheId,
+    /// The hash of its key within that cache.
+    pub key_hash: u64,
+    /// Which run of this identity it is: 1 for the first flight of any
+    /// identity in this scheduler, then larger for each later flight.
     pub generation: u64,
     /// Cancelled when every DAG that waits on this flight is cancelled or
     /// dropped; a long run may poll it and stop early. The answer of a
@@ -224,6 +236,260 @@ pub struct CacheNodeInput<'a> {
     /// The request context of the DAG node that started the flight
     /// ([`crate::NodeOptions::context`]), if it gave one.
     pub context: Option<&'a RequestContext>,
+    /// The answers of the nodes whose edges enter this one, in the order
+    /// the edges were added, as the DAG that started the flight had them.
+    pub upstream: &'a [UpstreamOf<E>],
+    pub(crate) key: Option<&'a CacheKey>,
+}
+
+impl<'a, E: StageExecutor + ?Sized> CacheNodeInput<'a, E> {
+    /// The same input, for executor `F` whose outputs are `E`'s: what an
+    /// executor that wraps another hands to the one it wraps.
+    pub fn rewrap<F>(&self) -> CacheNodeInput<'a, F>
+    where
+        F: StageExecutor<
+                Source = E::Source,
+                Analysis = E::Analysis,
+                Artifact = E::Artifact,
+                CacheOutput = E::CacheOutput,
+            > + ?Sized,
+    {
+        CacheNodeInput {
+            identity: self.identity,
+            cache_id: self.cache_id,
+            key_hash: self.key_hash,
+            generation: self.generation,
+            cancel: self.cancel,
+            context: self.context,
+            upstream: self.upstream,
+            key: self.key,
+        }
+    }
+
+    /// The node's typed key, when it was added as a [`crate::KeyedCache`]
+    /// of a `K`.
+    pub fn key<K: Any>(&self) -> Option<&K> {
+        self.key.and_then(|key| key.downcast_ref::<K>())
+    }
+
+    /// The analysis of `canonical` among the upstream answers, if one of
+    /// them is that file's Analysis and it gave a value.
+    pub fn analysis(&self, canonical: &Canonical) -> Option<&Arc<AnalysisSnapshot<E::Analysis>>> {
+        self.upstream.iter().find_map(|up| match up.value() {
+            Some(UpstreamValue::Analysis(analysis)) if analysis.canonical == *canonical => {
+                Some(analysis)
+            }
+            _ => None,
+        })
+    }
+
+    /// The artifact of `canonical` and `profile` among the upstream
+    /// answers, if one of them is that Artifact and it gave a value.
+    pub fn artifact(
+        &self,
+        canonical: &Canonical,
+        profile: ProfileHash,
+    ) -> Option<&Arc<ArtifactSnapshot<E::Artifact>>> {
+        self.upstream.iter().find_map(|up| match up.value() {
+            Some(UpstreamValue::Artifact(artifact))
+                if artifact.canonical == *canonical && artifact.profile == profile =>
+            {
+                Some(artifact)
+            }
+            _ => None,
+        })
+    }
+
+    /// The parsed source of `canonical` among the upstream answers, if one
+    /// of them is that file's Source and it gave a value.
+    pub fn source(&self, canonical: &Canonical) -> Option<&Arc<SourceSnapshot<E::Source>>> {
+        self.upstream.iter().find_map(|up| match up.value() {
+            Some(UpstreamValue::Source(source)) if source.canonical() == canonical => Some(source),
+            _ => None,
+        })
+    }
+
+    /// The output of the upstream cache node of `cache_id` and `key_hash`,
+    /// if one of the upstream nodes is that cache node and it gave a value.
+    pub fn cache(&self, cache_id: SchedulerCacheId, key_hash: u64) -> Option<&Arc<E::CacheOutput>> {
+        let wanted = UpstreamNode::Cache { cache_id, key_hash };
+        self.upstream
+            .iter()
+            .filter(|up| up.node == wanted)
+            .find_map(|up| match up.value() {
+                Some(UpstreamValue::Cache(output)) => Some(output),
+                _ => None,
+            })
+    }
+}
+
+impl<E: StageExecutor + ?Sized> fmt::Debug for CacheNodeInput<'_, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CacheNodeInput")
+            .field("identity", &self.identity)
+            .field("generation", &self.generation)
+            .field("upstream", &self.upstream)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// When an edge `upstream → downstream` lets its downstream node go, and
+/// what an upstream that gives no value means for it. A node goes once
+/// every edge into it let it go; a node an edge *skips* is answered
+/// [`RequestError::UpstreamFailed`] without running, and so are the nodes
+/// after it whose edges need it to succeed or be admitted.
+///
+/// | upstream…                        | `Sequential` | `ConditionalOnSuccess` | `ConditionalOnAdmission` |
+/// |----------------------------------|--------------|------------------------|--------------------------|
+/// | handed to the stages (or joined an existing flight) | wait | wait | **go** |
+/// | answered with a value            | go           | go                     | (went at admission)      |
+/// | answered with an error, or cancelled after admission | go | skip            | (went at admission)      |
+/// | skipped or cancelled before admission | go      | skip                   | skip                     |
+///
+/// A node deduplicated onto a flight another node or DAG started is
+/// "handed to the stages" when it joins, and is answered with that flight's
+/// answer: dedupe never changes what an edge means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EdgeGate {
+    /// After the upstream node is answered, whatever its answer.
+    Sequential,
+    /// After the upstream node is answered with a value; skipped otherwise.
+    ConditionalOnSuccess,
+    /// As soon as the upstream node is handed to the stages (it need not
+    /// have finished); skipped if it never is.
+    ConditionalOnAdmission,
+}
+
+/// Which node an [`Upstream`] answer is from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamNode {
+    /// A file stage, by the path the DAG named (canonical once the
+    /// scheduler prepared it).
+    Stage {
+        /// The file.
+        path: DepPath,
+        /// The stage.
+        stage: TargetStage,
+    },
+    /// A cache node.
+    Cache {
+        /// Its cache.
+        cache_id: SchedulerCacheId,
+        /// The hash of its key.
+        key_hash: u64,
+    },
+}
+
+/// One upstream node's answer, as a cache node's run receives it
+/// ([`CacheNodeInput::upstream`]), for an executor whose parse, analysis,
+/// artifact and cache output are `S`, `A`, `R` and `C` ([`UpstreamOf`]).
+pub struct Upstream<S, A, R, C> {
+    /// The node it is from.
+    pub node: UpstreamNode,
+    /// The gate of the edge from it.
+    pub gate: EdgeGate,
+    /// Its answer: `None` while it has none yet (an edge that let this node
+    /// go at the upstream's admission, `ConditionalOnAdmission`).
+    pub answer: Option<Result<UpstreamValue<S, A, R, C>, RequestError>>,
+}
+
+/// The [`Upstream`] of executor `E`'s outputs.
+pub type UpstreamOf<E> = Upstream<
+    <E as StageExecutor>::Source,
+    <E as StageExecutor>::Analysis,
+    <E as StageExecutor>::Artifact,
+    <E as StageExecutor>::CacheOutput,
+>;
+
+impl<S, A, R, C> Upstream<S, A, R, C> {
+    /// Its value, if it gave one.
+    pub fn value(&self) -> Option<&UpstreamValue<S, A, R, C>> {
+        self.answer.as_ref()?.as_ref().ok()
+    }
+}
+
+impl<S, A, R, C> fmt::Debug for Upstream<S, A, R, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let answer = match &self.answer {
+            None => "pending",
+            Some(Ok(_)) => "value",
+            Some(Err(_)) => "failed",
+        };
+        f.debug_struct("Upstream")
+            .field("node", &self.node)
+            .field("gate", &self.gate)
+            .field("answer", &answer)
+            .finish()
+    }
+}
+
+/// An upstream node's value, by its kind.
+pub enum UpstreamValue<S, A, R, C> {
+    /// A file's parsed source.
+    Source(Arc<SourceSnapshot<S>>),
+    /// A file's analysis.
+    Analysis(Arc<AnalysisSnapshot<A>>),
+    /// A file's artifact of one profile.
+    Artifact(Arc<ArtifactSnapshot<R>>),
+    /// Another cache node's output.
+    Cache(Arc<C>),
+}
+
+impl<S, A, R, C> Clone for UpstreamValue<S, A, R, C> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Source(source) => Self::Source(Arc::clone(source)),
+            Self::Analysis(analysis) => Self::Analysis(Arc::clone(analysis)),
+            Self::Artifact(artifact) => Self::Artifact(Arc::clone(artifact)),
+            Self::Cache(output) => Self::Cache(Arc::clone(output)),
+        }
+    }
+}
+
+/// A cache node's typed key ([`crate::KeyedCache`]), kept with its flight
+/// and its memo, and compared by value when a memo is verified (two keys
+/// whose hashes collide never share a memo).
+#[derive(Clone)]
+pub struct CacheKey(Arc<dyn KeyValue>);
+
+/// A key value: any `Eq + Debug` type.
+trait KeyValue: Any + Send + Sync + fmt::Debug {
+    fn as_any(&self) -> &dyn Any;
+    fn same(&self, other: &dyn Any) -> bool;
+}
+
+impl<K: Any + Send + Sync + Eq + fmt::Debug> KeyValue for K {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn same(&self, other: &dyn Any) -> bool {
+        other.downcast_ref::<K>() == Some(self)
+    }
+}
+
+impl CacheKey {
+    /// Wraps `key`.
+    pub fn new<K: Any + Send + Sync + Eq + fmt::Debug>(key: K) -> Self {
+        Self(Arc::new(key))
+    }
+
+    /// The key, if it is a `K`.
+    pub fn downcast_ref<K: Any>(&self) -> Option<&K> {
+        self.0.as_any().downcast_ref::<K>()
+    }
+
+    /// Whether two keys are equal values of one type.
+    pub fn same(&self, other: &Self) -> bool {
+        self.0.same(other.0.as_any())
+    }
+}
+
+impl fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
 }
 
 /// What each stage computes. Called outside the DAG lock, on the CPU pool
@@ -271,7 +537,7 @@ pub trait StageExecutor: Send + Sync + 'static {
     /// cache nodes, and each one submitted is answered `ExecutorFailed`.
     fn execute_cache_node(
         &self,
-        input: &CacheNodeInput<'_>,
+        input: &CacheNodeInput<'_, Self>,
     ) -> Result<Self::CacheOutput, ExecutorError> {
         let _ = input;
         Err(ExecutorError::msg("this executor runs no cache nodes"))
@@ -310,7 +576,7 @@ pub trait StageExecutor: Send + Sync + 'static {
     /// [`Self::execute_cache_node`] right here.
     fn start_cache_node(
         &self,
-        input: &CacheNodeInput<'_>,
+        input: &CacheNodeInput<'_, Self>,
         done: crate::Completion<Self::CacheOutput>,
     ) {
         done.complete(self.execute_cache_node(input));
@@ -353,6 +619,22 @@ pub trait StageExecutor: Send + Sync + 'static {
     /// contract and default as [`Self::same_source`].
     fn same_artifact(&self, previous: &Self::Artifact, next: &Self::Artifact) -> bool {
         let _ = (previous, next);
+        false
+    }
+
+    /// Whether two outputs of one cache node (`identity`, a
+    /// `WorkNodeIdentity::CacheNode`) are the same for every node that
+    /// reads it. When they are, the node's memo keeps its revision, and
+    /// the cache nodes downstream of it are answered from their memos
+    /// instead of run (docs/design.md, "Cache nodes"). Same contract and
+    /// default as [`Self::same_source`].
+    fn same_cache_output(
+        &self,
+        identity: &WorkNodeIdentity,
+        previous: &Self::CacheOutput,
+        next: &Self::CacheOutput,
+    ) -> bool {
+        let _ = (identity, previous, next);
         false
     }
 }

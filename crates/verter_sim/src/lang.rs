@@ -424,7 +424,7 @@ impl SimExecutor {
     /// The key of a cache node's run, checking the context it was handed
     /// (counted in `misrouted_contexts` when it is not its own); `None`
     /// for a run that is no cache node's.
-    fn cache_key(&self, input: &CacheNodeInput<'_>) -> Option<u64> {
+    fn cache_key(&self, input: &CacheNodeInput<'_, Self>) -> Option<u64> {
         let WorkNodeIdentity::CacheNode { key_hash, .. } = input.identity else {
             self.misrouted_contexts.fetch_add(1, Ordering::Relaxed);
             return None;
@@ -510,7 +510,7 @@ impl StageExecutor for SimExecutor {
         artifact_of(input).or_else(|fault| misbehave(fault, "Artifact", path))
     }
 
-    fn execute_cache_node(&self, input: &CacheNodeInput<'_>) -> Result<u64, ExecutorError> {
+    fn execute_cache_node(&self, input: &CacheNodeInput<'_, Self>) -> Result<u64, ExecutorError> {
         self.cache_runs.fetch_add(1, Ordering::Relaxed);
         self.called(|| input.identity);
         let Some(key) = self.cache_key(input) else {
@@ -539,7 +539,7 @@ impl StageExecutor for SimExecutor {
 
     fn start_cache_node(
         &self,
-        input: &CacheNodeInput<'_>,
+        input: &CacheNodeInput<'_, Self>,
         done: verter_scheduler::Completion<u64>,
     ) {
         let Some(desk) = &self.remote else {

@@ -27,7 +27,7 @@ fn shared(run: u64) -> Arc<DagShared<Lines>> {
 
 fn cache_node(key: u64, pending: u32, limit: Option<ConcurrencyLimit>) -> RunNode<Lines, ()> {
     RunNode::new(
-        NodeWork::Cache(CacheTask::new(SchedulerCacheId(1), key)),
+        NodeWork::Cache(CacheTask::new(SchedulerCacheId(1), key), None),
         NodeLabel::Cache(CacheTask::new(SchedulerCacheId(1), key)),
         Priority::Normal,
         pending,
@@ -217,11 +217,13 @@ fn cancelling_a_run_answers_it_and_orphans_only_flights_nobody_else_shares() {
         assert!(runs.take_permit(node));
         runs.handed(node);
         let identity = match runs.node(node).map(|n| &n.work) {
-            Some(NodeWork::Cache(task)) => task.identity(),
+            Some(NodeWork::Cache(task, _)) => task.identity(),
             _ => unreachable!(),
         };
-        if !runs.join_flight(&identity, node) {
-            runs.start_flight(identity, node, None);
+        let upstream = runs.upstream_answers(node);
+        let revisions = upstream.revisions.clone();
+        if runs.find_flight(&identity, node, None, revisions.as_deref()) == FlightFound::None {
+            runs.start_flight(identity, node, None, None, upstream);
         }
     }
     assert_eq!(runs.flights(), 2);
@@ -241,7 +243,13 @@ fn cancelling_a_run_answers_it_and_orphans_only_flights_nobody_else_shares() {
             .all(|outcome| matches!(outcome, Err(RequestError::Cancelled)))
     );
     // The shared flight lands for run 6 only.
-    assert_eq!(deliver(runs.land(&shared_key, &value(1))), 1);
+    assert_eq!(
+        deliver(
+            runs.land(&shared_key, value(1), false, &mut RevisionClock::default())
+                .0
+        ),
+        1
+    );
     assert!(two.cell.try_get().expect("answered").outcomes()[0].is_ok());
     assert_eq!((runs.runs(), runs.flights()), (0, 0));
     assert_eq!(

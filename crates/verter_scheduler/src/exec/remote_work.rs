@@ -14,7 +14,6 @@
 use super::run::{Finished, Gate, Outcome};
 use super::*;
 use crate::remote_work::{Answer, CancelNotice, Completion};
-use crate::traits::CacheNodeInput;
 use std::time::Instant;
 
 thread_local! {
@@ -81,11 +80,10 @@ impl<E: StageExecutor> Scheduler<E> {
         match job {
             Job::Cache(CacheJob {
                 dispatch,
-                generation,
-                context,
+                run,
                 ready_at,
                 notice: Some(notice),
-            }) => self.start_cache(dispatch, (generation, context), ready_at, notice),
+            }) => self.start_cache(dispatch, run, ready_at, notice),
             Job::File(FileJob {
                 dispatch,
                 node,
@@ -217,7 +215,7 @@ impl<E: StageExecutor> Scheduler<E> {
     fn start_cache(
         &self,
         dispatch: Dispatch,
-        (generation, context): (u64, Option<crate::dag_types::RequestContext>),
+        run: Arc<crate::dag_types::FlightInputs<E>>,
         ready_at: Option<Instant>,
         notice: Arc<CancelNotice>,
     ) {
@@ -227,6 +225,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 dispatch,
                 Outcome::Cached {
                     result: Err(RequestError::Cancelled),
+                    unchanged: false,
                 },
             );
             self.complete_remote(finished, &notice);
@@ -241,18 +240,14 @@ impl<E: StageExecutor> Scheduler<E> {
             started: self.timed.then(Instant::now),
         };
         let me = self.me.clone();
+        let flight = Arc::clone(&run);
         let commit = Box::new(move |answer: Answer<E::CacheOutput>| {
             if let Some(me) = me.upgrade() {
-                let outcome = me.cached(&identity, answer);
+                let outcome = me.cached(&identity, answer, flight.previous.as_deref());
                 me.finish_remote(started, outcome);
             }
         });
-        let input = CacheNodeInput {
-            identity,
-            generation,
-            cancel: &cancel,
-            context: context.as_ref(),
-        };
+        let input = super::run::cache_input(&identity, &run, &cancel);
         let done = Completion::new(commit, notice);
         let _ = catch_unwind(AssertUnwindSafe(|| {
             self.executor.start_cache_node(&input, done);

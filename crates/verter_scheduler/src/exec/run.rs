@@ -119,9 +119,11 @@ pub(super) enum Outcome<E: StageExecutor> {
         result: Result<Arc<AnalysisSnapshot<E::Analysis>>, RequestError>,
         cut: Cut,
     },
-    /// A host cache node's run (a cancelled flight's is `Err(Cancelled)`).
+    /// A host cache node's run (a cancelled flight's is `Err(Cancelled)`);
+    /// `unchanged` when its value equals the memo's it would replace.
     Cached {
         result: Result<Arc<E::CacheOutput>, RequestError>,
+        unchanged: bool,
     },
     /// An Artifact, with the blockers' analyses it was built from.
     Built {
@@ -366,20 +368,34 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// A cache node's answer as its commit takes it.
+    /// A cache run's answer as its commit takes it; a value is compared
+    /// with `previous`, the memo's value it would replace
+    /// (`StageExecutor::same_cache_output`, on this thread: outside the
+    /// lock, inside a panic boundary, a panic meaning "changed").
     pub(super) fn cached(
         &self,
         identity: &WorkNodeIdentity,
         result: crate::remote_work::Answer<E::CacheOutput>,
+        previous: Option<&E::CacheOutput>,
     ) -> Outcome<E> {
+        let mut unchanged = false;
         let result = match result {
-            Ok(Ok(output)) => Ok(Arc::new(output)),
+            Ok(Ok(output)) => {
+                if let Some(previous) = previous {
+                    unchanged = catch_unwind(AssertUnwindSafe(|| {
+                        self.executor.same_cache_output(identity, previous, &output)
+                    }))
+                    .unwrap_or(false);
+                }
+                Ok(Arc::new(output))
+            }
             // Names are made only for an error (`cache_error_names`).
             failed => {
                 let (path, stage) = crate::dag_types::cache_error_names(identity);
                 self.stage_result_at(path, &stage, failed).map(Arc::new)
             }
         };
-        Outcome::Cached { result }
+        Outcome::Cached { result, unchanged }
     }
 
     /// After a run that was timed (`started`; its work ready since
@@ -414,11 +430,10 @@ impl<E: StageExecutor> Scheduler<E> {
     /// boundary, unless its flight was cancelled (then its answer is
     /// `Cancelled`, and the commit refuses it anyway: a cancelled flight's
     /// work node is gone).
-    fn execute_cache(&self, job: CacheJob) -> Finished<E> {
+    fn execute_cache(&self, job: CacheJob<E>) -> Finished<E> {
         let CacheJob {
             dispatch,
-            generation,
-            context,
+            run,
             ready_at,
             notice: _,
         } = job;
@@ -428,22 +443,20 @@ impl<E: StageExecutor> Scheduler<E> {
                 dispatch,
                 Outcome::Cached {
                     result: Err(RequestError::Cancelled),
+                    unchanged: false,
                 },
             );
         };
         let started = self.timed.then(Instant::now);
-        let _span = tracing::debug_span!("cache node", node = %identity, generation).entered();
-        let input = crate::traits::CacheNodeInput {
-            identity,
-            generation,
-            cancel: &dispatch.cancel,
-            context: context.as_ref(),
-        };
+        let _span =
+            tracing::debug_span!("cache node", node = %identity, generation = run.generation)
+                .entered();
+        let input = cache_input(&identity, &run, &dispatch.cancel);
         let result = catch_unwind(AssertUnwindSafe(|| {
             self.executor.execute_cache_node(&input)
         }));
         drop(running);
-        let outcome = self.cached(&identity, result);
+        let outcome = self.cached(&identity, result, run.previous.as_deref());
         let because = self.observes_events.then_some(RunReason::CacheNode);
         let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
         self.finished_ran(dispatch, outcome, ran)
@@ -548,8 +561,8 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         // Cache runs commit on their own; the outcome is matched where it
         // lies, not moved into a new binding.
-        if let Outcome::Cached { result } = outcome {
-            self.commit_cache(locked, dispatch, result, post);
+        if let Outcome::Cached { result, unchanged } = outcome {
+            self.commit_cache(locked, dispatch, (result, unchanged), post);
             return None;
         }
         if matches!(outcome, Outcome::Stale) || !locked.dag.is_current(&dispatch) {
@@ -617,7 +630,7 @@ impl<E: StageExecutor> Scheduler<E> {
         &self,
         locked: &mut Locked<E>,
         dispatch: Dispatch,
-        result: Result<Arc<E::CacheOutput>, RequestError>,
+        (result, unchanged): (Result<Arc<E::CacheOutput>, RequestError>, bool),
         post: &mut PostWork<E>,
     ) {
         let identity = dispatch.identity;
@@ -625,7 +638,7 @@ impl<E: StageExecutor> Scheduler<E> {
         self.absorb(locked, effects, post);
         if current {
             let outcome = result.map(crate::dag_types::NodeOutput::Cache);
-            self.land_flight(locked, post, &identity, outcome);
+            self.land_flight(locked, post, &identity, outcome, unchanged);
         } else {
             post.event(|| SchedulerEvent::DidRefuseStale(identity));
             post.discard(result);
@@ -826,5 +839,27 @@ impl<E: StageExecutor> Verified<E> {
             },
             (Self::Artifact(_), _) => unreachable!("an Artifact is verified from its own work"),
         }
+    }
+}
+
+/// What a cache flight's run receives, borrowed from its flight's inputs.
+pub(super) fn cache_input<'a, E: StageExecutor>(
+    identity: &WorkNodeIdentity,
+    run: &'a crate::dag_types::FlightInputs<E>,
+    cancel: &'a CancellationToken,
+) -> crate::traits::CacheNodeInput<'a, E> {
+    let (cache_id, key_hash) = match *identity {
+        WorkNodeIdentity::CacheNode { cache_id, key_hash } => (cache_id, key_hash),
+        WorkNodeIdentity::File(_) => (verter_dag::SchedulerCacheId(u64::MAX), 0),
+    };
+    crate::traits::CacheNodeInput {
+        identity: *identity,
+        cache_id,
+        key_hash,
+        generation: run.generation,
+        cancel,
+        context: run.context.as_ref(),
+        upstream: &run.upstream,
+        key: run.key.as_ref(),
     }
 }

@@ -28,12 +28,13 @@ impl fmt::Display for SchedulerStats {
         let c = &self.counters;
         writeln!(
             f,
-            "runs: {} loads, {} parses, {} analyses, {} artifacts, {} cache nodes; {} verified, {} unchanged, {} refused stale, {} cancelled, {} dropped by a failed dependency; {} requests withdrawn",
+            "runs: {} loads, {} parses, {} analyses, {} artifacts, {} cache nodes ({} from memos); {} verified, {} unchanged, {} refused stale, {} cancelled, {} dropped by a failed dependency; {} requests withdrawn",
             c.loads,
             c.source_runs,
             c.analysis_runs,
             c.artifact_runs,
             c.cache_runs,
+            c.cache_memo_hits,
             c.stages_verified,
             c.outputs_unchanged,
             c.stale_completion_refusals,

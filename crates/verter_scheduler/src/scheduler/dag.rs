@@ -17,7 +17,7 @@ use std::sync::Weak;
 use super::publication::Publish;
 use super::*;
 use crate::dag_types::NodeLabel;
-use crate::dags::{Downstream, NodeWork, RunNode, downstream_of};
+use crate::dags::{Downstream, FlightFound, NodeWork, RunNode, downstream_of};
 use crate::host_dag::{
     Admission, CancelDag, Dag, DagError, DagHandle, DagResults, DagShared, DedupeHook, NodeOutput,
     Task,
@@ -175,7 +175,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// stage's at its file's published version, if it has one.
     fn identity_of(&self, task: &Task) -> Option<WorkNodeIdentity> {
         match task {
-            Task::Cache(task) => Some(task.identity()),
+            Task::Cache(task, _) => Some(task.identity()),
             Task::File(request) => {
                 let canonical = match &request.path {
                     crate::traits::DepPath::Path(path) => self.canonicalize(path).ok()?,
@@ -220,7 +220,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 let index = index as u32;
                 let own = priority[index as usize];
                 let (work, label) = match spec.task {
-                    Task::Cache(task) => (NodeWork::Cache(task), NodeLabel::Cache(task)),
+                    Task::Cache(task, key) => (NodeWork::Cache(task, key), NodeLabel::Cache(task)),
                     Task::File(request) => {
                         let stage = request.stage;
                         let request = request.priority(own);
@@ -330,11 +330,12 @@ impl<E: StageExecutor> Scheduler<E> {
             handed = true;
             let spec = locked.dags.node(node).expect("checked above");
             match &spec.work {
-                NodeWork::Cache(task) => {
+                NodeWork::Cache(task, key) => {
                     let identity = task.identity();
                     let priority = spec.priority;
                     let context = spec.context.clone();
-                    self.hand_cache_node(locked, post, node, identity, priority, context);
+                    let key = key.clone();
+                    self.hand_cache_node(locked, post, node, identity, priority, (context, key));
                 }
                 NodeWork::File(_) => {
                     let prepared = locked.dags.take_prepared(node);
@@ -357,9 +358,12 @@ impl<E: StageExecutor> Scheduler<E> {
         handed
     }
 
-    /// Joins `node` to its identity's flight, or starts the flight: a cache
-    /// work node the DAG admits at `priority` (a joiner at a higher one
-    /// raises the flight).
+    /// Answers `node` from its memo when the memo was computed from the
+    /// values its upstream nodes gave now (and for an equal key); else
+    /// joins its identity's flight when that flight's run got the same
+    /// values (a joiner at a higher priority raises the flight), waits
+    /// parked for a flight that got others, or starts the flight: a cache
+    /// work node the DAG admits at `priority`.
     fn hand_cache_node(
         &self,
         locked: &mut Locked<E>,
@@ -367,25 +371,56 @@ impl<E: StageExecutor> Scheduler<E> {
         node: NodeRef,
         identity: WorkNodeIdentity,
         priority: Priority,
-        context: Option<crate::host_dag::RequestContext>,
+        (context, key): (
+            Option<crate::host_dag::RequestContext>,
+            Option<crate::traits::CacheKey>,
+        ),
     ) {
-        locked.dags.handed(node);
-        if locked.dags.join_flight(&identity, node) {
-            if locked
-                .dag
-                .priority_of(&identity)
-                .is_some_and(|running_at| running_at < priority)
-            {
-                locked.dag.raise_priority(&identity, priority);
-            }
+        let upstream = locked.dags.upstream_answers(node);
+        if let Some(inputs) = &upstream.revisions
+            && let Some(hit) = locked.dags.memo_hit(&identity, key.as_ref(), inputs)
+        {
+            self.counters
+                .cache_memo_hits
+                .fetch_add(1, Ordering::Relaxed);
+            locked.dags.handed(node);
+            let done = locked.dags.answer_from_memo(node, hit);
+            post.dags_answered(done);
+            // The upstream answers' clones, host values: after the lock.
+            post.discard(upstream.values);
             return;
+        }
+        let revisions = upstream.revisions.as_deref();
+        match locked
+            .dags
+            .find_flight(&identity, node, key.as_ref(), revisions)
+        {
+            FlightFound::Joined => {
+                locked.dags.handed(node);
+                if locked
+                    .dag
+                    .priority_of(&identity)
+                    .is_some_and(|running_at| running_at < priority)
+                {
+                    locked.dag.raise_priority(&identity, priority);
+                }
+                post.discard(upstream.values);
+                return;
+            }
+            FlightFound::Parked => {
+                post.discard(upstream.values);
+                return;
+            }
+            FlightFound::None => locked.dags.handed(node),
         }
         // A finished node of an earlier flight the DAG still holds (after
         // an internal error) would be taken for this one.
         locked.dag.forget_cache_node(&identity);
         match locked.dag.submit_cache_node(identity, priority, []) {
             Ok(effects) => {
-                locked.dags.start_flight(identity, node, context);
+                locked
+                    .dags
+                    .start_flight(identity, node, context, key, upstream);
                 self.absorb(locked, effects, post);
             }
             Err(error) => {
@@ -407,21 +442,32 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// Under the lock: the flight of `identity` landed with `outcome`
-    /// (its dispatch was current): the DAG forgets the work node, and every
-    /// member is answered.
+    /// (its dispatch was current; `unchanged` when its run found its value
+    /// equal to the memo's): the DAG forgets the work node, the memo keeps
+    /// the value, and every member is answered.
     pub(crate) fn land_flight(
         &self,
         locked: &mut Locked<E>,
         post: &mut PostWork<E>,
         identity: &WorkNodeIdentity,
         outcome: Result<NodeOutput<E>, RequestError>,
+        unchanged: bool,
     ) {
         locked.dag.forget_cache_node(identity);
-        let done = locked.dags.land(identity, &outcome);
+        let (done, update) = locked
+            .dags
+            .land(identity, outcome, unchanged, &mut locked.revisions);
+        if update.unchanged {
+            self.counters
+                .cache_memo_cutoffs
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        if update.evicted > 0 {
+            self.counters
+                .cache_memo_evictions
+                .fetch_add(update.evicted as u64, Ordering::Relaxed);
+        }
         post.dags_answered(done);
-        // The last reference to the host's output may be this one: dropped
-        // after the lock.
-        post.discard(outcome);
     }
 
     /// Under the lock: cancels `run`'s unanswered nodes; a flight nobody
@@ -433,6 +479,25 @@ impl<E: StageExecutor> Scheduler<E> {
             self.absorb(locked, effects, post);
         }
         post.dags_answered(done);
+    }
+
+    /// Forgets the memos of the cache nodes of `cache` (of every cache with
+    /// `None`), so that each runs again the next time a DAG asks for it:
+    /// for a host whose cache node reads something the scheduler does not
+    /// see (docs/design.md, "Cache nodes"). Flights in progress are left
+    /// alone; what they land is memoized as usual. Returns how many memos
+    /// it forgot.
+    pub fn forget_cache_memos(&self, cache: Option<verter_dag::SchedulerCacheId>) -> usize {
+        self.transact(|locked, post| {
+            let forgot = locked.dags.forget_memos(cache);
+            Self::release_answers(locked, post);
+            forgot
+        })
+    }
+
+    /// How many cache nodes' memos the scheduler keeps now.
+    pub fn cache_memos(&self) -> usize {
+        self.read_locked(|locked| locked.dags.memos())
     }
 
     /// Under the lock: cancels every DAG (reset, teardown).

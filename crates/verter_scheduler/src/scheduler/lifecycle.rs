@@ -249,7 +249,9 @@ impl<E: StageExecutor> Scheduler<E> {
             let running = locked.dag.running_tokens();
             // Host DAGs are answered whole (their unanswered nodes
             // `Cancelled`) and their cache flights cancelled, before the
-            // DAG forgets every work node.
+            // DAG forgets every work node. A fresh scheduler has no cache
+            // memos either.
+            locked.dags.forget_memos(None);
             self.cancel_all_dags(locked, post);
             // The DAG's tables, with the files' slots (nodes and texts),
             // leave whole with the node map's entries: one move, no walk

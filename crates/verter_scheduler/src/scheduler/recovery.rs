@@ -133,13 +133,16 @@ impl<E: StageExecutor> Scheduler<E> {
             post.answer(slot, internal(unknown));
         }
         // 4. Host DAGs: their nodes' answers (just queued) routed, then
-        //    every run cancelled whole, as a reset does.
+        //    every run cancelled whole, as a reset does; the cache memos,
+        //    which the broken hold may have been changing, are forgotten.
         let cancelled = salvage(|| {
             Self::route_dag_answers(locked, post);
+            locked.dags.forget_memos(None);
             self.cancel_all_dags(locked, post);
         });
         if cancelled.is_none() {
-            post.discard(std::mem::take(&mut locked.dags));
+            let fresh = crate::dags::DagRuns::with_memo_bound(self.config.cache_memos);
+            post.discard(std::mem::replace(&mut locked.dags, fresh));
         }
         // 5. Started remote work is abandoned: told after the lock.
         for notice in locked.remote_work.take_all() {

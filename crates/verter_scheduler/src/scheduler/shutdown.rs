@@ -60,7 +60,7 @@ impl Drop for Ended<'_> {
 /// host's outputs among them), dropped after the lock.
 type Unrun<E> = (
     Option<(Arc<FileNode<E>>, Work<E>)>,
-    Option<crate::dag_types::RequestContext>,
+    Option<Arc<crate::dag_types::FlightInputs<E>>>,
     Option<Arc<crate::remote_work::CancelNotice>>,
 );
 
@@ -259,11 +259,10 @@ impl<E: StageExecutor> Scheduler<E> {
                     }) => (dispatch, (Some((node, work)), None, notice)),
                     Job::Cache(CacheJob {
                         dispatch,
-                        generation: _,
-                        context,
+                        run,
                         ready_at: _,
                         notice,
-                    }) => (dispatch, (None, context, notice)),
+                    }) => (dispatch, (None, Some(run), notice)),
                 };
                 self.refuse(locked, dispatch, post);
                 unrun.push(rest);

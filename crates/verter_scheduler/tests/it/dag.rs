@@ -100,7 +100,7 @@ impl StageExecutor for DagExec {
         Ok(*input.analysis.data())
     }
 
-    fn execute_cache_node(&self, input: &CacheNodeInput<'_>) -> Result<u64, ExecutorError> {
+    fn execute_cache_node(&self, input: &CacheNodeInput<'_, Self>) -> Result<u64, ExecutorError> {
         let WorkNodeIdentity::CacheNode { key_hash, .. } = input.identity else {
             return Err(ExecutorError::msg("not a cache node"));
         };
@@ -393,7 +393,7 @@ fn dedupe_inside_a_dag_and_across_dags_runs_one_flight() {
     assert_eq!(*one.get(x_again).expect("x again"), 7);
     assert_eq!(*two.get(y).expect("y"), 7);
     assert_eq!(exec.runs(), vec![7], "three nodes, one flight");
-    // A finished flight is not a cache: the next DAG runs it again.
+    // A finished flight leaves its memo: the next DAG is answered from it.
     let mut third = Dag::new();
     let z = third.add(cache(7));
     assert_eq!(
@@ -403,7 +403,28 @@ fn dedupe_inside_a_dag_and_across_dags_runs_one_flight() {
             .expect("z"),
         7
     );
+    assert_eq!(exec.runs(), vec![7]);
+    assert_eq!(scheduler.observe().counters().cache_memo_hits, 1);
+    assert_quiet(&scheduler);
+}
+
+#[test]
+fn without_memos_a_finished_flight_is_not_a_cache() {
+    let files = MemFiles::default();
+    let exec = DagExec::default();
+    let mut config = test_config(Arc::new(GateHooks::default()));
+    config.cache_memos = 0;
+    let scheduler = inline_with(&files, &exec, config);
+    for _ in 0..2 {
+        let mut dag = Dag::new();
+        let z = dag.add(cache(7));
+        assert_eq!(
+            *scheduler.wait(&submit(&scheduler, dag)).get(z).expect("z"),
+            7
+        );
+    }
     assert_eq!(exec.runs(), vec![7, 7]);
+    assert_eq!(scheduler.cache_memos(), 0);
     assert_quiet(&scheduler);
 }
 

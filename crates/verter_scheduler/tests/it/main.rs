@@ -18,6 +18,7 @@ mod deps;
 mod hold_panics;
 mod inline;
 mod lifecycle;
+mod memo;
 mod remote_work;
 mod shutdown;
 mod soak;

@@ -134,7 +134,7 @@ impl StageExecutor for RemoteExec {
         let _ = self.artifacts.send(started);
     }
 
-    fn start_cache_node(&self, input: &CacheNodeInput<'_>, done: Completion<u64>) {
+    fn start_cache_node(&self, input: &CacheNodeInput<'_, Self>, done: Completion<u64>) {
         let WorkNodeIdentity::CacheNode { key_hash, .. } = input.identity else {
             unreachable!("a cache node's identity");
         };
