@@ -149,14 +149,14 @@ pub(crate) struct Flight<E: StageExecutor> {
     pub(crate) run: Arc<FlightInputs<E>>,
     /// The revisions of its upstream values, when every one has one: the
     /// inputs its memo records. `None`: its answer is not memoized.
-    revisions: Option<Box<[Revision]>>,
+    revisions: Option<Box<[MemoInput]>>,
 }
 
 /// A cache node's memo: its last value, with the inputs it was computed
 /// from (docs/design.md, "Cache nodes").
 struct Memo<E: StageExecutor> {
     key: Option<CacheKey>,
-    inputs: Box<[Revision]>,
+    inputs: Box<[MemoInput]>,
     output: Arc<E::CacheOutput>,
     /// When its value last changed.
     revision: Revision,
@@ -168,7 +168,7 @@ pub(crate) struct UpstreamAnswers<E: StageExecutor> {
     /// Each one's answer, by position.
     pub(crate) values: Arc<[UpstreamOf<E>]>,
     /// Their revisions, when every one has one.
-    pub(crate) revisions: Option<Box<[Revision]>>,
+    pub(crate) revisions: Option<Box<[MemoInput]>>,
 }
 
 /// What a held cache node finds of its identity's flight
@@ -182,6 +182,12 @@ pub(crate) enum FlightFound {
     /// It waits for the flight to land, parked.
     Parked,
 }
+
+/// One input of a cache node's run as its memo records it: an upstream
+/// value's revision, and the gate of the edge it came by (the run sees the
+/// gate too, so two nodes whose values came by other gates may compute
+/// different outputs from them).
+pub(crate) type MemoInput = (Revision, EdgeGate);
 
 /// What a memo lookup found.
 pub(crate) struct MemoHit<E: StageExecutor> {
@@ -480,7 +486,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         identity: &WorkNodeIdentity,
         node: NodeRef,
         key: Option<&CacheKey>,
-        revisions: Option<&[Revision]>,
+        revisions: Option<&[MemoInput]>,
     ) -> FlightFound {
         let Some(flight) = self.flights.get_mut(identity) else {
             return FlightFound::None;
@@ -679,7 +685,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         &mut self,
         identity: &WorkNodeIdentity,
         key: Option<&CacheKey>,
-        inputs: &[Revision],
+        inputs: &[MemoInput],
     ) -> Option<MemoHit<E>> {
         let memo = self.memos.to_back(identity)?;
         (same_key(memo.key.as_ref(), key) && *memo.inputs == *inputs).then(|| MemoHit {
@@ -711,7 +717,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
             };
         };
         let from = &run.upstream[node.node as usize];
-        let mut revisions: Option<Vec<Revision>> = Some(Vec::with_capacity(from.len()));
+        let mut revisions: Option<Vec<MemoInput>> = Some(Vec::with_capacity(from.len()));
         let upstream: Vec<UpstreamOf<E>> = from
             .iter()
             .map(|&(index, gate)| {
@@ -725,7 +731,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
                     }
                 };
                 match (revision, &mut revisions) {
-                    (Some(revision), Some(list)) => list.push(revision),
+                    (Some(revision), Some(list)) => list.push((revision, gate)),
                     _ => revisions = None,
                 }
                 Upstream {

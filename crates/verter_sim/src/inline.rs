@@ -302,6 +302,7 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
         [c.stages_verified, c.outputs_unchanged, c.unchanged_texts]
     });
     let recovered = counters.map_or(0, |c| c.holds_recovered);
+    let memo = counters.map_or([0; 2], |c| [c.cache_memo_hits, c.cache_memo_cutoffs]);
     let report = {
         let state = shared.state.lock();
         outcome.map(|causes| RunReport {
@@ -312,7 +313,10 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
             digest: state.digest,
             queued_registrations,
             cut_off,
-            dags: state.dag_stats,
+            dags: DagStats {
+                memo,
+                ..state.dag_stats
+            },
             causes,
             remote: shared.remote_stats(),
             breaks: [state.breaks, recovered],

@@ -31,9 +31,12 @@
 //! must number them.
 //!
 //! # Cache nodes
-//! A host DAG's cache node of key `k` computes [`cache_value`]: `3k + 1`,
-//! except that it fails for `k % 7 == 3` and panics for `k % 13 == 6`, so
-//! the gates after a failing node are exercised. A node may carry a
+//! A host DAG's cache node of key `k` computes [`cache_value`] of its key
+//! and its inputs ([`cache_inputs`]: the rendered answers of its upstream
+//! nodes): `3k + 1` plus a digest of the inputs, except that it fails for
+//! `k % 7 == 3` and panics for `k % 13 == 6`, so the gates after a failing
+//! node are exercised. A node's value thus names what it was computed
+//! from, and a memo answered for other inputs shows. A node may carry a
 //! [`SimCacheContext`] naming its own key; a run handed another key's
 //! context counts a misrouted context (checked zero at quiescence).
 
@@ -42,8 +45,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use verter_dag::{Canonical, FileIdentity, ProfileHash, TargetStage, WorkNodeIdentity};
 use verter_scheduler::{
-    AnalysisInput, ArtifactInput, CacheNodeInput, DepPath, ExecutorError, SourceDeps, SourceInput,
-    StageExecutor,
+    AnalysisInput, ArtifactInput, CacheNodeInput, DepPath, EdgeGate, ExecutorError, SourceDeps,
+    SourceInput, StageExecutor, UpstreamOf, UpstreamValue,
 };
 
 use crate::remote::RemoteDesk;
@@ -244,16 +247,67 @@ fn split_top(value: &str) -> Option<Vec<&str>> {
     })
 }
 
-/// What the cache node of `key` computes, or how it misbehaves: a pure
-/// function of the key, which the oracle recomputes.
-pub fn cache_value(key: u64) -> Result<u64, Fault> {
+/// What the cache node of `key` computes from `inputs` ([`cache_inputs`]),
+/// or how it misbehaves: a pure function of the key and the inputs, which
+/// the oracle recomputes from the DAG's answers.
+pub fn cache_value(key: u64, inputs: &[Option<String>]) -> Result<u64, Fault> {
     if key % 7 == 3 {
         Err(Fault::Fail)
     } else if key % 13 == 6 {
         Err(Fault::Panic)
-    } else {
+    } else if inputs.is_empty() {
         Ok(key.wrapping_mul(3).wrapping_add(1))
+    } else {
+        let rendered: Vec<&str> = inputs
+            .iter()
+            .map(|input| input.as_deref().unwrap_or("<error>"))
+            .collect();
+        // An even key's value takes one of three digests, so that new
+        // inputs often give an equal value (cut off for the nodes after
+        // it); an odd key's names its inputs almost surely.
+        let spread = if key % 2 == 0 { 3 } else { 1_000_000 };
+        let digest = fnv1a(rendered.join("\u{1f}").as_bytes()) % spread;
+        Ok(key.wrapping_mul(3).wrapping_add(1) + 1000 * (digest + 1))
     }
+}
+
+/// A cache node's inputs: the answers of its upstream nodes in upstream
+/// order, each rendered as the oracle renders a value, `None` for an
+/// error; those behind a `ConditionalOnAdmission` edge are left out (their
+/// answer may not be there when the node runs).
+pub fn cache_inputs(upstream: &[UpstreamOf<SimExecutor>]) -> Vec<Option<String>> {
+    upstream
+        .iter()
+        .filter(|up| up.gate != EdgeGate::ConditionalOnAdmission)
+        .map(|up| {
+            up.value().map(|value| match value {
+                UpstreamValue::Source(source) => {
+                    render_source(&source.language.to_string(), &source.text.text)
+                }
+                UpstreamValue::Analysis(analysis) => render_analysis(analysis.data()),
+                UpstreamValue::Artifact(artifact) => artifact.data().clone(),
+                UpstreamValue::Cache(value) => render_cache_value(**value),
+            })
+        })
+        .collect()
+}
+
+/// A parse's answer as the oracle compares it.
+pub fn render_source(language: &str, text: &str) -> String {
+    format!("src[{language}]{text}")
+}
+
+/// An analysis' answer as the oracle compares it.
+pub fn render_analysis(analysis: &SimAnalysis) -> String {
+    match analysis.artifact_fault {
+        None => format!("ana[{}]", analysis.summary),
+        Some(fault) => format!("ana[{}!{fault:?}]", analysis.summary),
+    }
+}
+
+/// A cache node's value as the oracle compares it.
+pub fn render_cache_value(value: u64) -> String {
+    format!("cache[{value}]")
 }
 
 /// The context a simulated DAG attaches to a cache node: the node's own key.
@@ -517,7 +571,8 @@ impl StageExecutor for SimExecutor {
             return Err(ExecutorError::msg("a cache run of a file stage"));
         };
         let label = input.identity.to_string();
-        cache_value(key).or_else(|fault| misbehave(fault, "CacheNode", &label))
+        cache_value(key, &cache_inputs(input.upstream))
+            .or_else(|fault| misbehave(fault, "CacheNode", &label))
     }
 
     // Routed work: the answer is computed here, by the same functions, and
@@ -549,7 +604,10 @@ impl StageExecutor for SimExecutor {
         self.cache_runs.fetch_add(1, Ordering::Relaxed);
         self.started(input.identity);
         match self.cache_key(input) {
-            Some(key) => desk.start_cache(done, key, cache_value(key)),
+            Some(key) => {
+                let value = cache_value(key, &cache_inputs(input.upstream));
+                desk.start_cache(done, key, value);
+            }
             None => done.complete(Err(ExecutorError::msg("a cache run of a file stage"))),
         }
     }
@@ -566,6 +624,10 @@ impl StageExecutor for SimExecutor {
     }
 
     fn same_artifact(&self, previous: &String, next: &String) -> bool {
+        previous == next
+    }
+
+    fn same_cache_output(&self, _: &WorkNodeIdentity, previous: &u64, next: &u64) -> bool {
         previous == next
     }
 }
@@ -594,11 +656,16 @@ mod tests {
 
     #[test]
     fn cache_values_fail_and_panic_for_fixed_keys() {
-        assert_eq!(cache_value(0), Ok(1));
-        assert_eq!(cache_value(5), Ok(16));
-        assert_eq!(cache_value(3), Err(Fault::Fail));
-        assert_eq!(cache_value(10), Err(Fault::Fail));
-        assert_eq!(cache_value(6), Err(Fault::Panic));
+        assert_eq!(cache_value(0, &[]), Ok(1));
+        assert_eq!(cache_value(5, &[]), Ok(16));
+        assert_eq!(cache_value(3, &[]), Err(Fault::Fail));
+        assert_eq!(cache_value(10, &[Some("x".into())]), Err(Fault::Fail));
+        assert_eq!(cache_value(6, &[]), Err(Fault::Panic));
+        // Inputs change the value, and their order and errors count.
+        let a = cache_value(5, &[Some("a".into()), None]).unwrap();
+        let b = cache_value(5, &[None, Some("a".into())]).unwrap();
+        assert!(a != 16 && b != 16 && a != b);
+        assert_eq!(a % 1000, 16, "the key's part stays readable");
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub struct DagStats {
     pub cycles_refused: u64,
     /// DAG nodes whose answers were judged.
     pub nodes_judged: u64,
+    /// Cache nodes answered from their memos, and cache runs whose value
+    /// equalled their memo's (the scheduler's counters, at the run's end).
+    pub memo: [u64; 2],
 }
 
 impl DagStats {
@@ -44,6 +47,8 @@ impl DagStats {
         self.cancelled += other.cancelled;
         self.cycles_refused += other.cycles_refused;
         self.nodes_judged += other.nodes_judged;
+        self.memo[0] += other.memo[0];
+        self.memo[1] += other.memo[1];
     }
 }
 
@@ -51,12 +56,14 @@ impl std::fmt::Display for DagStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "dags judged: {} submitted, {} backpressured, {} cancelled, {} nodes judged, {} cycles refused",
+            "dags judged: {} submitted, {} backpressured, {} cancelled, {} nodes judged, {} cycles refused; {} cache nodes answered from memos, {} cache runs equal to their memo",
             self.submitted,
             self.backpressured,
             self.cancelled,
             self.nodes_judged,
-            self.cycles_refused
+            self.cycles_refused,
+            self.memo[0],
+            self.memo[1]
         )
     }
 }

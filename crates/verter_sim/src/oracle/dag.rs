@@ -60,8 +60,9 @@ pub struct DagAsked<'a> {
     pub tokens_cancelled: bool,
 }
 
-/// What the cache node of `key` answers when it runs.
-pub fn cache_outcome(key: u64) -> Outcome {
+/// What the cache node of `key` answers when it runs on `inputs`
+/// ([`crate::lang::cache_inputs`]).
+pub fn cache_outcome(key: u64, inputs: &[Option<String>]) -> Outcome {
     // A failed cache node's error names its cache as the path and the
     // node as the stage (the scheduler interns one name per cache).
     let node = WorkNodeIdentity::CacheNode {
@@ -70,11 +71,34 @@ pub fn cache_outcome(key: u64) -> Outcome {
     }
     .to_string();
     let cache = format!("<cache {}>", CACHE_ID.0);
-    match cache_value(key) {
+    match cache_value(key, inputs) {
         Ok(value) => render_cache(value),
         Err(Fault::Fail) => Outcome::Error(Sig::Failed(cache, node)),
         Err(Fault::Panic) => Outcome::Error(Sig::Panicked(cache, node)),
     }
+}
+
+/// The inputs node `index`'s run computes from, as the DAG's own answers
+/// give them: the answer of each upstream node (by position, one per edge)
+/// rendered, `None` for an error; edges `ConditionalOnAdmission` left out
+/// ([`crate::lang::cache_inputs`]). The scheduler hands a cache node its
+/// own upstream answers — a node never takes the value of a flight or a
+/// memo computed from others — so these are exactly what it ran on.
+fn cache_inputs(asked: &DagAsked<'_>, answers: &[Outcome], index: usize) -> Vec<Option<String>> {
+    let mut incoming: Vec<(u32, EdgeGate)> = asked
+        .edges
+        .iter()
+        .filter(|&&(_, to, gate)| to as usize == index && gate != EdgeGate::ConditionalOnAdmission)
+        .map(|&(from, _, gate)| (from, gate))
+        .collect();
+    incoming.sort_by_key(|&(from, _)| from);
+    incoming
+        .into_iter()
+        .map(|(from, _)| match &answers[from as usize] {
+            Outcome::Value(value) => Some(value.clone()),
+            Outcome::Error(_) => None,
+        })
+        .collect()
 }
 
 fn is_value(answer: &Outcome) -> bool {
@@ -187,7 +211,7 @@ impl Oracle {
                         ));
                     }
                 }
-                self.judge_task(asked, node, answer)
+                self.judge_task(asked, node, answer, &cache_inputs(asked, answers, index))
             }
         }
     }
@@ -198,6 +222,7 @@ impl Oracle {
         asked: &DagAsked<'_>,
         node: &DagNodeSpec,
         answer: &Outcome,
+        inputs: &[Option<String>],
     ) -> Result<(), String> {
         match &node.task {
             DagTask::File { path, stage } => {
@@ -213,12 +238,12 @@ impl Oracle {
                 self.judge(&file, answer)
             }
             DagTask::Cache(key) => {
-                let expected = cache_outcome(*key);
+                let expected = cache_outcome(*key, inputs);
                 if *answer == expected {
                     Ok(())
                 } else {
                     Err(format!(
-                        "cache node #{key} answered `{answer}`; its executor computes `{expected}`"
+                        "cache node #{key} answered `{answer}`; its executor computes `{expected}` from its inputs {inputs:?}"
                     ))
                 }
             }
@@ -302,17 +327,17 @@ mod tests {
             (0, 2, EdgeGate::Sequential),
             (0, 3, EdgeGate::ConditionalOnAdmission),
         ];
-        let failed = cache_outcome(3);
+        let failed = cache_outcome(3, &[]);
         let good = [
             failed.clone(),
             upstream("CacheNode 7:3", &failed),
-            cache_outcome(2),
-            cache_outcome(4),
+            cache_outcome(2, &[None]),
+            cache_outcome(4, &[]),
         ];
         assert_eq!(oracle.judge_dag(&asked(&nodes, &edges), &good), Ok(4));
         // The success edge did not hold, yet the node ran.
         let mut ran = good.clone();
-        ran[1] = cache_outcome(1);
+        ran[1] = cache_outcome(1, &[]);
         assert!(oracle.judge_dag(&asked(&nodes, &edges), &ran).is_err());
         // A sequential edge never skips.
         let mut skipped = good.clone();
@@ -333,10 +358,10 @@ mod tests {
         let good = [cancelled.clone(), upstream("CacheNode 7:1", &cancelled)];
         assert!(oracle.judge_dag(&asked(&nodes, &edges), &good).is_ok());
         // Its upstream was never handed over: it cannot have run.
-        let ran = [cancelled.clone(), cache_outcome(2)];
+        let ran = [cancelled.clone(), cache_outcome(2, &[])];
         assert!(oracle.judge_dag(&asked(&nodes, &edges), &ran).is_err());
         // The token's node ran.
-        let token_ran = [cache_outcome(1), cache_outcome(2)];
+        let token_ran = [cache_outcome(1, &[]), cache_outcome(2, &[])];
         assert!(
             oracle
                 .judge_dag(&asked(&nodes, &edges), &token_ran)
@@ -344,7 +369,7 @@ mod tests {
         );
         // Nothing cancelled node 1.
         let plain = [cache(1, TokenSpec::None), cache(2, TokenSpec::None)];
-        let stray = [cache_outcome(1), cancelled.clone()];
+        let stray = [cache_outcome(1, &[]), cancelled.clone()];
         assert!(oracle.judge_dag(&asked(&plain, &[]), &stray).is_err());
         let mut whole = asked(&plain, &[]);
         whole.cancelled = true;

@@ -10,7 +10,8 @@ use std::fmt;
 use verter_dag::TargetStage;
 use verter_scheduler::{NodeOutput, RequestError, RequestResult};
 
-use crate::lang::{SimAnalysis, SimExecutor};
+use crate::lang::{SimExecutor, render_cache_value};
+pub(super) use crate::lang::{render_analysis, render_source};
 
 /// An error's shape, without the versions a fresh scheduler would number
 /// differently.
@@ -163,18 +164,7 @@ pub fn render_node(result: &Result<NodeOutput<SimExecutor>, RequestError>) -> Ou
 
 /// A cache node's value as the oracle compares it.
 pub fn render_cache(value: u64) -> Outcome {
-    Outcome::Value(format!("cache[{value}]"))
-}
-
-pub(super) fn render_source(language: &str, text: &str) -> String {
-    format!("src[{language}]{text}")
-}
-
-pub(super) fn render_analysis(analysis: &SimAnalysis) -> String {
-    match analysis.artifact_fault {
-        None => format!("ana[{}]", analysis.summary),
-        Some(fault) => format!("ana[{}!{fault:?}]", analysis.summary),
-    }
+    Outcome::Value(render_cache_value(value))
 }
 
 /// How many judged answers exercised Artifact dependencies: the coverage

@@ -281,3 +281,70 @@ fn cancelled_node_tokens_do_not_strand_another_dags_node_waiting_for_a_permit() 
     ];
     run_trace(&trace).unwrap_or_else(|violation| panic!("{PERMIT_DEFECT}: {violation}"));
 }
+
+/// Seed 2389, shrunk to two operations, once cache nodes computed from
+/// their inputs: one key three times, the second after the first
+/// sequentially (its input: the first's value), the third on admission
+/// (no input). The second joined the third's flight, whose upstream
+/// revisions were the same, and was answered with a value computed
+/// without its input. A memo's and a flight's inputs now carry the gate
+/// each value came by.
+#[test]
+fn seed_2389_a_cache_node_never_takes_a_value_computed_from_inputs_by_another_gate() {
+    let mut first = cache(11);
+    first.token = TokenSpec::Live;
+    first.limited = true;
+    let mut third = cache(11);
+    third.priority = Some(verter_dag::Priority::High);
+    let trace = vec![
+        dag(
+            vec![first, cache(11), third],
+            vec![
+                (0, 1, EdgeGate::Sequential),
+                (0, 2, EdgeGate::ConditionalOnAdmission),
+            ],
+            false,
+        ),
+        Op::Check,
+    ];
+    if let Err(violation) = run_trace(&trace) {
+        panic!("{violation}");
+    }
+}
+
+/// Seed 2282, shrunk: two cache nodes of one key over the same two
+/// Artifacts, by other gates (`on-admission`, `seq` and `seq`,
+/// `on-success`): the second was answered with the first's value.
+#[test]
+fn seed_2282_cache_nodes_over_one_upstream_by_other_gates_run_each() {
+    let text = "eps\nbeta\nuse f5.rs\nimport f3.rs";
+    let mut last = cache(15);
+    last.token = TokenSpec::Live;
+    last.limited = true;
+    last.context = true;
+    let mut first = file("f0.rs", TargetStage::Artifact(ProfileHash(1)));
+    first.token = TokenSpec::Live;
+    let trace = vec![
+        write("f0.rs", text),
+        write("f5.rs", text),
+        dag(
+            vec![
+                first,
+                file("./f0.rs", TargetStage::Artifact(ProfileHash(2))),
+                cache(15),
+                last,
+            ],
+            vec![
+                (0, 2, EdgeGate::ConditionalOnAdmission),
+                (1, 2, EdgeGate::Sequential),
+                (0, 3, EdgeGate::Sequential),
+                (1, 3, EdgeGate::ConditionalOnSuccess),
+            ],
+            false,
+        ),
+        Op::Check,
+    ];
+    if let Err(violation) = run_trace(&trace) {
+        panic!("{violation}");
+    }
+}
