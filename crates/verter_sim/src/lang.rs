@@ -265,7 +265,7 @@ pub fn cache_value(key: u64, inputs: &[Option<String>]) -> Result<u64, Fault> {
         // An even key's value takes one of three digests, so that new
         // inputs often give an equal value (cut off for the nodes after
         // it); an odd key's names its inputs almost surely.
-        let spread = if key % 2 == 0 { 3 } else { 1_000_000 };
+        let spread = if key.is_multiple_of(2) { 3 } else { 1_000_000 };
         let digest = fnv1a(rendered.join("\u{1f}").as_bytes()) % spread;
         Ok(key.wrapping_mul(3).wrapping_add(1) + 1000 * (digest + 1))
     }
