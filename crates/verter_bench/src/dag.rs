@@ -25,8 +25,10 @@
 //! value measured unless `--ready-depth` says otherwise): at most that many
 //! ready stages are queued, and the DAG's other ready nodes are held.
 //!
-//! Cache nodes receive no upstream values (`CacheNodeInput` carries none),
-//! so no system passes values along edges: an edge only orders.
+//! verter's cache nodes receive their upstream values
+//! (`CacheNodeInput::upstream`), but the kernels here ignore them, as the
+//! other systems pass no values along edges: an edge only orders. Each run
+//! is on a fresh scheduler, so no node is answered from a memo.
 //!
 //! Owns the DAG's shape, the three runs and the check that every answer
 //! equals the serial loop's. Never asserts on timing.
