@@ -71,7 +71,10 @@ fn main() {
             .admitted()
             .expect("a blocking submission with no dedupe hook is admitted");
         let results = scheduler.wait(&handle);
-        println!("{round}: a.rs: {} words", results.get(a).expect("analysed").data());
+        println!(
+            "{round}: a.rs: {} words",
+            results.get(a).expect("analysed").data()
+        );
         println!("{round}: {}", results.get(check).expect("checked"));
     }
     let counters = scheduler.observe().counters();

@@ -343,6 +343,11 @@ impl<E: StageExecutor> DagResults<E> {
         }
     }
 
+    /// The answers, already shared.
+    pub(crate) fn from_arc(outcomes: Arc<[Result<NodeOutput<E>, RequestError>]>) -> Self {
+        Self { outcomes }
+    }
+
     /// Node `id`'s answer, as its kind's value.
     ///
     /// # Panics

@@ -47,8 +47,9 @@ type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState
 /// it).
 pub(crate) enum NodeWork<F> {
     /// A file stage: the request, prepared outside the lock at submission
-    /// (taken when the node is handed over).
-    File(Option<F>),
+    /// (taken when the node is handed over), boxed so that a run of cache
+    /// nodes does not carry a request's room in every node.
+    File(Option<Box<F>>),
     /// A cache node, with its typed key if it has one.
     Cache(CacheTask, Option<CacheKey>),
 }
@@ -444,7 +445,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
     /// Takes the prepared request of a held file node, to hand it over.
     pub(crate) fn take_prepared(&mut self, node: NodeRef) -> Option<F> {
         match &mut self.node_mut(node)?.work {
-            NodeWork::File(prepared) => prepared.take(),
+            NodeWork::File(prepared) => prepared.take().map(|prepared| *prepared),
             NodeWork::Cache(..) => None,
         }
     }
@@ -683,15 +684,97 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
     /// used.
     pub(crate) fn memo_hit(
         &mut self,
+        node: NodeRef,
         identity: &WorkNodeIdentity,
         key: Option<&CacheKey>,
-        inputs: &[MemoInput],
     ) -> Option<MemoHit<E>> {
+        let run = self.runs.get(&node.run)?;
+        let memo = self.memos.get(identity)?;
+        if !same_key(memo.key.as_ref(), key) || !inputs_are(run, node.node, &memo.inputs) {
+            return None;
+        }
         let memo = self.memos.to_back(identity)?;
-        (same_key(memo.key.as_ref(), key) && *memo.inputs == *inputs).then(|| MemoHit {
+        Some(MemoHit {
             output: Arc::clone(&memo.output),
             revision: memo.revision,
         })
+    }
+
+    /// Right after [`Self::insert`], in the submission's hold: answers from
+    /// their memos, in one pass over the run in topological `order`, the
+    /// cache nodes whose upstream nodes are answered by then and whose memo
+    /// verifies ([`Self::memo_hit`]'s rule), as handing each over would,
+    /// without the held queue. Nodes with a token or a limit are left to
+    /// the queue (their token is read and their permit taken there), as is
+    /// everything after a node not answered here. Returns how many it
+    /// answered, and the run's answer if that was all of it.
+    pub(crate) fn answer_from_memos(
+        &mut self,
+        run_id: u64,
+        order: &[u32],
+    ) -> (u64, Option<DagDelivery>) {
+        let Self {
+            runs, memos, held, ..
+        } = self;
+        let Some(run) = runs.get_mut(&run_id) else {
+            return (0, None);
+        };
+        if memos.is_empty() {
+            return (0, None);
+        }
+        let mut hits = 0;
+        // Nodes this pass let go: queued at their turn unless answered.
+        let mut let_go = vec![false; run.nodes.len()];
+        for &index in order {
+            let n = &run.nodes[index as usize];
+            if n.state != State::Held {
+                continue;
+            }
+            // One lookup: a memo looked at becomes the most recently used,
+            // hit or not (a miss's flight replaces it soon anyway).
+            let hit = match &n.work {
+                NodeWork::Cache(task, key) if n.cancel.is_none() && n.limit.is_none() => memos
+                    .to_back(&task.identity())
+                    .filter(|memo| {
+                        same_key(memo.key.as_ref(), key.as_ref())
+                            && inputs_are(run, index, &memo.inputs)
+                    })
+                    .map(|memo| (Arc::clone(&memo.output), memo.revision)),
+                _ => None,
+            };
+            let Some((output, revision)) = hit else {
+                if let_go[index as usize] {
+                    held[lane(n.priority)].push_back(NodeRef {
+                        run: run_id,
+                        node: index,
+                    });
+                }
+                continue;
+            };
+            let n = &mut run.nodes[index as usize];
+            n.state = State::Answered;
+            n.outcome = Some(Ok(NodeOutput::Cache(output)));
+            n.revision = Some(revision);
+            run.open -= 1;
+            hits += 1;
+            // A value from a node handed over: every edge out of it goes.
+            for &(next, _) in &run.downstream[index as usize] {
+                let n = &mut run.nodes[next as usize];
+                if n.state == State::Waiting {
+                    n.pending -= 1;
+                    if n.pending == 0 {
+                        n.state = State::Held;
+                        let_go[next as usize] = true;
+                    }
+                }
+            }
+        }
+        let done = if run.open == 0 {
+            self.finish(run_id)
+        } else {
+            None
+        };
+        (hits, done)
     }
 
     /// Answers the handed cache `node` from its memo.
@@ -846,7 +929,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
     /// Removes answered run `run`: its handle's answer.
     fn finish(&mut self, run: u64) -> Option<DagDelivery> {
         let run = self.runs.remove(&run)?;
-        let outcomes = run
+        let outcomes: Arc<[_]> = run
             .nodes
             .into_iter()
             .map(|node| {
@@ -854,7 +937,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
                     .expect("a finished run has every node answered")
             })
             .collect();
-        run.shared.stash(DagResults::new(outcomes));
+        run.shared.stash(DagResults::from_arc(outcomes));
         let shared = run.shared;
         Some(Box::new(move |distrusted: Option<&Arc<str>>| {
             shared.deliver(distrusted)
@@ -948,21 +1031,48 @@ fn upstream_value<E: StageExecutor>(
     output: &NodeOutput<E>,
     cache_revision: Option<Revision>,
 ) -> (UpstreamValueOf<E>, Option<Revision>) {
+    let revision = revision_of(output, cache_revision);
+    let value = match output {
+        NodeOutput::Stage(StageOutput::Source(source)) => UpstreamValue::Source(Arc::clone(source)),
+        NodeOutput::Stage(StageOutput::Analysis(analysis)) => {
+            UpstreamValue::Analysis(Arc::clone(analysis))
+        }
+        NodeOutput::Stage(StageOutput::Artifact(artifact)) => {
+            UpstreamValue::Artifact(Arc::clone(artifact))
+        }
+        NodeOutput::Cache(output) => UpstreamValue::Cache(Arc::clone(output)),
+    };
+    (value, revision)
+}
+
+/// The revision of an upstream node's value, if it has one (see
+/// [`DagRuns::upstream_answers`]).
+fn revision_of<E: StageExecutor>(
+    output: &NodeOutput<E>,
+    cache_revision: Option<Revision>,
+) -> Option<Revision> {
     let known = |revision: Revision| (revision != Revision::NEVER).then_some(revision);
     match output {
-        NodeOutput::Stage(StageOutput::Source(source)) => {
-            (UpstreamValue::Source(Arc::clone(source)), None)
-        }
-        NodeOutput::Stage(StageOutput::Analysis(analysis)) => (
-            UpstreamValue::Analysis(Arc::clone(analysis)),
-            known(analysis.changed_at()),
-        ),
-        NodeOutput::Stage(StageOutput::Artifact(artifact)) => (
-            UpstreamValue::Artifact(Arc::clone(artifact)),
-            known(artifact.changed_at()),
-        ),
-        NodeOutput::Cache(output) => (UpstreamValue::Cache(Arc::clone(output)), cache_revision),
+        NodeOutput::Stage(StageOutput::Source(_)) => None,
+        NodeOutput::Stage(StageOutput::Analysis(analysis)) => known(analysis.changed_at()),
+        NodeOutput::Stage(StageOutput::Artifact(artifact)) => known(artifact.changed_at()),
+        NodeOutput::Cache(_) => cache_revision,
     }
+}
+
+/// Whether the upstream answers of node `index` of `run` are `inputs`: each
+/// a value whose revision, and the gate of its edge, are the memo's.
+fn inputs_are<E: StageExecutor, F>(run: &Run<E, F>, index: u32, inputs: &[MemoInput]) -> bool {
+    let edges = &run.upstream[index as usize];
+    edges.len() == inputs.len()
+        && edges.iter().zip(inputs).all(|(&(from, gate), &wanted)| {
+            let up = &run.nodes[from as usize];
+            let revision = match &up.outcome {
+                Some(Ok(output)) => revision_of(output, up.revision),
+                _ => None,
+            };
+            revision.map(|revision| (revision, gate)) == Some(wanted)
+        })
 }
 
 /// Which node an upstream answer is from, by its label.

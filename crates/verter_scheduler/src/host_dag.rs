@@ -10,7 +10,6 @@
 //! handle's own answer cell.
 
 use std::any::Any;
-use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::hash::Hash;
@@ -368,35 +367,51 @@ impl Dag {
                 });
             }
         }
-        let mut downstream: Vec<Vec<u32>> = vec![Vec::new(); len];
+        // The edges by the node they leave, flat: `targets[starts[n]..
+        // starts[n + 1]]` are node `n`'s (two passes, two allocations).
+        let mut starts = vec![0u32; len + 1];
         let mut incoming = vec![0usize; len];
         for &(from, to, _) in &self.edges {
-            downstream[from as usize].push(to);
+            starts[from as usize + 1] += 1;
             incoming[to as usize] += 1;
         }
-        let mut order = Vec::with_capacity(len);
-        let mut ready: VecDeque<u32> = (0..len as u32)
+        for n in 0..len {
+            starts[n + 1] += starts[n];
+        }
+        let mut targets = vec![0u32; self.edges.len()];
+        let mut fill: Vec<u32> = starts[..len].to_vec();
+        for &(from, to, _) in &self.edges {
+            targets[fill[from as usize] as usize] = to;
+            fill[from as usize] += 1;
+        }
+        let next_of =
+            |n: u32| &targets[starts[n as usize] as usize..starts[n as usize + 1] as usize];
+        // Kahn's pass, with the order vector as its queue.
+        let mut order: Vec<u32> = (0..len as u32)
             .filter(|&n| incoming[n as usize] == 0)
             .collect();
-        while let Some(node) = ready.pop_front() {
-            order.push(node);
-            for &next in &downstream[node as usize] {
+        order.reserve(len - order.len());
+        let mut at = 0;
+        while let Some(&node) = order.get(at) {
+            at += 1;
+            for &next in next_of(node) {
                 incoming[next as usize] -= 1;
                 if incoming[next as usize] == 0 {
-                    ready.push_back(next);
+                    order.push(next);
                 }
             }
         }
         if order.len() == len {
             return Ok(order);
         }
+        let downstream: Vec<Vec<u32>> = (0..len as u32).map(|n| next_of(n).to_vec()).collect();
         Err(DagError::DependencyCycle {
             path: self.cycle(&downstream, &incoming),
         })
     }
 
-    /// A cycle among the nodes Kahn's pass left (`incoming` > 0), as
-    /// labels in edge order, its first node repeated at the end.
+    /// The cycle Kahn's pass left (`incoming` counts what it could not
+    /// take), as node labels with the first repeated at the end.
     fn cycle(&self, downstream: &[Vec<u32>], incoming: &[usize]) -> Vec<String> {
         // A node the pass left still counts an edge from another node it
         // left, so walking edges backwards stays among them; the first node

@@ -451,7 +451,15 @@ impl<S, A, R, C> Clone for UpstreamValue<S, A, R, C> {
 /// and its memo, and compared by value when a memo is verified (two keys
 /// whose hashes collide never share a memo).
 #[derive(Clone)]
-pub struct CacheKey(Arc<dyn KeyValue>);
+pub struct CacheKey(KeyRepr);
+
+/// How a key is kept: a `u64` (the common key) in place, anything else
+/// shared, so a DAG of integer-keyed nodes allocates nothing per key.
+#[derive(Clone)]
+enum KeyRepr {
+    Word(u64),
+    Shared(Arc<dyn KeyValue>),
+}
 
 /// A key value: any `Eq + Debug` type.
 trait KeyValue: Any + Send + Sync + fmt::Debug {
@@ -472,23 +480,36 @@ impl<K: Any + Send + Sync + Eq + fmt::Debug> KeyValue for K {
 impl CacheKey {
     /// Wraps `key`.
     pub fn new<K: Any + Send + Sync + Eq + fmt::Debug>(key: K) -> Self {
-        Self(Arc::new(key))
+        match (&key as &dyn Any).downcast_ref::<u64>() {
+            Some(&word) => Self(KeyRepr::Word(word)),
+            None => Self(KeyRepr::Shared(Arc::new(key))),
+        }
     }
 
     /// The key, if it is a `K`.
     pub fn downcast_ref<K: Any>(&self) -> Option<&K> {
-        self.0.as_any().downcast_ref::<K>()
+        match &self.0 {
+            KeyRepr::Word(word) => (word as &dyn Any).downcast_ref::<K>(),
+            KeyRepr::Shared(key) => key.as_any().downcast_ref::<K>(),
+        }
     }
 
     /// Whether two keys are equal values of one type.
     pub fn same(&self, other: &Self) -> bool {
-        self.0.same(other.0.as_any())
+        match (&self.0, &other.0) {
+            (KeyRepr::Word(a), KeyRepr::Word(b)) => a == b,
+            (KeyRepr::Shared(a), KeyRepr::Shared(b)) => a.same(b.as_any()),
+            _ => false,
+        }
     }
 }
 
 impl fmt::Debug for CacheKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
+        match &self.0 {
+            KeyRepr::Word(word) => fmt::Debug::fmt(word, f),
+            KeyRepr::Shared(key) => fmt::Debug::fmt(key, f),
+        }
     }
 }
 
@@ -642,6 +663,26 @@ pub trait StageExecutor: Send + Sync + 'static {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Keys compare by type and value, whether kept in place (`u64`) or
+    /// shared, and give their value back only as their own type.
+    #[test]
+    fn cache_keys_are_equal_only_as_equal_values_of_one_type() {
+        let word = CacheKey::new(7u64);
+        let text = CacheKey::new("seven".to_owned());
+        assert!(word.same(&CacheKey::new(7u64)));
+        assert!(!word.same(&CacheKey::new(8u64)));
+        assert!(!word.same(&CacheKey::new(7u32)), "another type, same bits");
+        assert!(!word.same(&text) && !text.same(&word));
+        assert!(text.same(&CacheKey::new("seven".to_owned())));
+        assert_eq!(word.downcast_ref::<u64>(), Some(&7));
+        assert_eq!(word.downcast_ref::<u32>(), None);
+        assert_eq!(
+            text.downcast_ref::<String>().map(String::as_str),
+            Some("seven")
+        );
+        assert_eq!(format!("{word:?} {text:?}"), "7 \"seven\"");
+    }
 
     struct Bare;
 

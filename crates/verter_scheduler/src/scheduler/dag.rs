@@ -139,6 +139,13 @@ impl<E: StageExecutor> Scheduler<E> {
                     let done = locked.dags.answer(NodeRef { run, node }, Err(error));
                     post.dags_answered(done);
                 }
+                let (hits, done) = locked.dags.answer_from_memos(run, &order);
+                if hits > 0 {
+                    self.counters
+                        .cache_memo_hits
+                        .fetch_add(hits, Ordering::Relaxed);
+                }
+                post.dags_answered(done);
                 if self.shut_down.load(Ordering::Relaxed) {
                     // Shut down (docs/design.md, "Shutdown"): answered whole
                     // at once, as a DAG in flight at the shutdown was.
@@ -231,7 +238,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         match self.prepare(request, false, &slot) {
                             Ok(Preparation::Queue(prepared)) => {
                                 let path = DepPath::Canonical(prepared.canonical);
-                                (NodeWork::File(Some(prepared)), label(path))
+                                (NodeWork::File(Some(Box::new(prepared))), label(path))
                             }
                             Ok(Preparation::Answered(_)) => {
                                 unreachable!("a request prepared with may_answer = false is queued")
@@ -376,20 +383,17 @@ impl<E: StageExecutor> Scheduler<E> {
             Option<crate::traits::CacheKey>,
         ),
     ) {
-        let upstream = locked.dags.upstream_answers(node);
-        if let Some(inputs) = &upstream.revisions
-            && let Some(hit) = locked.dags.memo_hit(&identity, key.as_ref(), inputs)
-        {
+        if let Some(hit) = locked.dags.memo_hit(node, &identity, key.as_ref()) {
             self.counters
                 .cache_memo_hits
                 .fetch_add(1, Ordering::Relaxed);
             locked.dags.handed(node);
             let done = locked.dags.answer_from_memo(node, hit);
             post.dags_answered(done);
-            // The upstream answers' clones, host values: after the lock.
-            post.discard(upstream.values);
             return;
         }
+        // Copied out for the flight's run (or its comparison with one).
+        let upstream = locked.dags.upstream_answers(node);
         let revisions = upstream.revisions.as_deref();
         match locked
             .dags
