@@ -213,6 +213,9 @@ where
 }
 
 /// What a cache flight's run receives, shared with its job.
+///
+/// Shared by the flight and its job; the flight's share leaves with the
+/// post-work when it ends (it holds host values).
 pub(crate) struct FlightInputs<E: StageExecutor> {
     /// Which flight of its identity it is.
     pub(crate) generation: u64,

@@ -150,14 +150,14 @@ pub(crate) struct Flight<E: StageExecutor> {
     pub(crate) run: Arc<FlightInputs<E>>,
     /// The revisions of its upstream values, when every one has one: the
     /// inputs its memo records. `None`: its answer is not memoized.
-    revisions: Option<Box<[MemoInput]>>,
+    revisions: Option<MemoInputs>,
 }
 
 /// A cache node's memo: its last value, with the inputs it was computed
 /// from (docs/design.md, "Cache nodes").
 struct Memo<E: StageExecutor> {
     key: Option<CacheKey>,
-    inputs: Box<[MemoInput]>,
+    inputs: MemoInputs,
     output: Arc<E::CacheOutput>,
     /// When its value last changed.
     revision: Revision,
@@ -169,7 +169,7 @@ pub(crate) struct UpstreamAnswers<E: StageExecutor> {
     /// Each one's answer, by position.
     pub(crate) values: Arc<[UpstreamOf<E>]>,
     /// Their revisions, when every one has one.
-    pub(crate) revisions: Option<Box<[MemoInput]>>,
+    pub(crate) revisions: Option<MemoInputs>,
 }
 
 /// What a held cache node finds of its identity's flight
@@ -189,6 +189,15 @@ pub(crate) enum FlightFound {
 /// gate too, so two nodes whose values came by other gates may compute
 /// different outputs from them).
 pub(crate) type MemoInput = (Revision, EdgeGate);
+
+/// A run's inputs, in place for the common one or two.
+pub(crate) type MemoInputs = SmallVec<[MemoInput; 2]>;
+
+/// What [`DagRuns::take_released`] hands over, to drop after the lock.
+pub(crate) type Released<E> = (
+    Vec<Result<NodeOutput<E>, RequestError>>,
+    Vec<Arc<FlightInputs<E>>>,
+);
 
 /// What a memo lookup found.
 pub(crate) struct MemoHit<E: StageExecutor> {
@@ -240,6 +249,8 @@ pub(crate) struct DagRuns<E: StageExecutor, F> {
     /// errors, so the scheduler drops them after the lock
     /// ([`Self::take_released`]), never here.
     released: Vec<Result<NodeOutput<E>, RequestError>>,
+    /// The inputs of flights that ended, for the same reason.
+    released_flights: Vec<Arc<FlightInputs<E>>>,
 }
 
 impl<E: StageExecutor, F> Default for DagRuns<E, F> {
@@ -254,6 +265,7 @@ impl<E: StageExecutor, F> Default for DagRuns<E, F> {
             held: Default::default(),
             cascade: Vec::new(),
             released: Vec::new(),
+            released_flights: Vec::new(),
         }
     }
 }
@@ -575,16 +587,15 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         let mut revision = None;
         let outcome = match outcome {
             Ok(NodeOutput::Cache(output)) => {
-                let kept = self
-                    .memos
-                    .get(identity)
+                let kept = unchanged
+                    .then(|| self.memos.get(identity))
+                    .flatten()
                     .filter(|memo| {
-                        unchanged
-                            && flight
-                                .run
-                                .previous
-                                .as_ref()
-                                .is_some_and(|previous| Arc::ptr_eq(previous, &memo.output))
+                        flight
+                            .run
+                            .previous
+                            .as_ref()
+                            .is_some_and(|previous| Arc::ptr_eq(previous, &memo.output))
                     })
                     .map(|memo| (Arc::clone(&memo.output), memo.revision));
                 let (output, at) = match kept {
@@ -619,6 +630,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
             done.extend(self.answer(member, outcome.clone()));
         }
         self.released.push(outcome);
+        self.released_flights.push(flight.run);
         self.unpark(flight.parked);
         (done, update)
     }
@@ -796,12 +808,13 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         let Some(run) = self.runs.get(&node.run) else {
             return UpstreamAnswers {
                 values: Arc::from(Vec::new()),
-                revisions: Some(Box::default()),
+                revisions: Some(MemoInputs::new()),
             };
         };
         let from = &run.upstream[node.node as usize];
-        let mut revisions: Option<Vec<MemoInput>> = Some(Vec::with_capacity(from.len()));
-        let upstream: Vec<UpstreamOf<E>> = from
+        let mut revisions: Option<MemoInputs> = Some(MemoInputs::new());
+        // Straight into the shared slice: one allocation.
+        let upstream: Arc<[UpstreamOf<E>]> = from
             .iter()
             .map(|&(index, gate)| {
                 let up = &run.nodes[index as usize];
@@ -825,8 +838,8 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
             })
             .collect();
         UpstreamAnswers {
-            values: upstream.into(),
-            revisions: revisions.map(Vec::into_boxed_slice),
+            values: upstream,
+            revisions,
         }
     }
 
@@ -980,6 +993,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
                 {
                     orphaned.push(identity);
                     parked.extend(flight.parked);
+                    self.released_flights.push(flight.run);
                 }
             }
             let entry = self.runs.get_mut(&run).expect("the run is here");
@@ -998,12 +1012,16 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
     /// Whether answers were let go that the caller must drop after the
     /// lock.
     pub(crate) fn has_released(&self) -> bool {
-        !self.released.is_empty()
+        !self.released.is_empty() || !self.released_flights.is_empty()
     }
 
-    /// The answers let go since the last call, to drop after the lock.
-    pub(crate) fn take_released(&mut self) -> Vec<Result<NodeOutput<E>, RequestError>> {
-        std::mem::take(&mut self.released)
+    /// The answers (and ended flights' inputs) let go since the last call,
+    /// to drop after the lock.
+    pub(crate) fn take_released(&mut self) -> Released<E> {
+        (
+            std::mem::take(&mut self.released),
+            std::mem::take(&mut self.released_flights),
+        )
     }
 
     /// Every run's id, in submission order, to cancel them all (reset,

@@ -367,6 +367,7 @@ fn answers_let_go_are_handed_back_not_dropped() {
     assert_eq!(deliver(runs.answer(at(11, 1), value(1))), 1);
     let released = runs.take_released();
     let values: Vec<usize> = released
+        .0
         .iter()
         .map(|outcome| match outcome {
             Ok(NodeOutput::Cache(output)) => **output,

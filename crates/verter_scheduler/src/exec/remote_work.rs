@@ -240,10 +240,10 @@ impl<E: StageExecutor> Scheduler<E> {
             started: self.timed.then(Instant::now),
         };
         let me = self.me.clone();
-        let flight = Arc::clone(&run);
+        let previous = run.previous.clone();
         let commit = Box::new(move |answer: Answer<E::CacheOutput>| {
             if let Some(me) = me.upgrade() {
-                let outcome = me.cached(&identity, answer, flight.previous.as_deref());
+                let outcome = me.cached(&identity, answer, previous.as_deref());
                 me.finish_remote(started, outcome);
             }
         });
