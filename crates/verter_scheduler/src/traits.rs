@@ -25,8 +25,9 @@ use crate::snapshot::{AnalysisSnapshot, ArtifactSnapshot, SourceSnapshot};
 
 /// Where sources come from. Called outside the DAG lock; `load` runs on the
 /// I/O pool, and on the thread that calls `Scheduler::invalidate` (which
-/// reads the file to compare it with the known text); the others on the
-/// submitting thread or a stage worker.
+/// reads the file to compare it with the known text; `Scheduler::mark_changed`
+/// leaves that read to the pool); the others on the submitting thread or a
+/// stage worker.
 pub trait SourceLoader: Send + Sync + 'static {
     /// The text of `canonical`.
     fn load(&self, canonical: &Canonical) -> Result<Arc<str>, LoadError>;

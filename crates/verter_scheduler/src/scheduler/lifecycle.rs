@@ -20,6 +20,18 @@ pub enum Invalidation {
     Untracked,
 }
 
+/// When an invalidation reads the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// Now, on the calling thread, with the cutoff at the door.
+    Now,
+    /// Now, without the cutoff at the door ([`Scheduler::invalidate_always`]).
+    NowWithoutDoor,
+    /// Later, on the I/O pool, by the file's Source
+    /// ([`Scheduler::mark_changed`]).
+    Later,
+}
+
 impl<E: StageExecutor> Scheduler<E> {
     /// The file may have changed on disk: reads it through the loader now,
     /// on the calling thread, outside the lock. Bytes equal to the text
@@ -46,8 +58,27 @@ impl<E: StageExecutor> Scheduler<E> {
     /// had taken it in again for an importer). A path the scheduler does
     /// not track is ignored ([`Invalidation::Untracked`]): a request for it
     /// reads the loader anyway.
+    ///
+    /// A host that must not block on the disk here (an async task, a
+    /// watcher thread) calls [`Self::mark_changed`] instead.
     pub fn invalidate(&self, path: &str) -> Result<Invalidation, RequestError> {
-        self.invalidate_with(path, true)
+        self.invalidate_with(path, Read::Now)
+    }
+
+    /// [`Self::invalidate`] without any file I/O on the calling thread: for
+    /// an async host, or a watcher thread that must not block on the disk.
+    /// A tracked file gets a new generation whose text is pending (the
+    /// source root reads `Pending`); its Source loads it on the I/O pool
+    /// when someone asks or waits, as for a file whose read failed. There
+    /// is no cutoff at the door (nothing was read to compare), so the
+    /// answer is [`Invalidation::Changed`] or [`Invalidation::Untracked`];
+    /// a text that turns out unchanged parses the same and is cut off
+    /// there (`StageExecutor::same_source`): the file's Analysis and
+    /// Artifacts are verified, not run. Canonicalising `path` still asks
+    /// the loader's `realpath` on this thread; a host that passes canonical
+    /// paths (the loader's default `realpath`) does no I/O at all.
+    pub fn mark_changed(&self, path: &str) -> Result<Invalidation, RequestError> {
+        self.invalidate_with(path, Read::Later)
     }
 
     /// [`Self::invalidate`] without the cutoff at the door: a new
@@ -57,15 +88,19 @@ impl<E: StageExecutor> Scheduler<E> {
     /// still cut off if its output is unchanged. Returns
     /// [`Invalidation::Changed`] or [`Invalidation::Untracked`].
     pub fn invalidate_always(&self, path: &str) -> Result<Invalidation, RequestError> {
-        self.invalidate_with(path, false)
+        self.invalidate_with(path, Read::NowWithoutDoor)
     }
 
-    /// [`Self::invalidate`], with the door's cutoff when `door`.
-    fn invalidate_with(&self, path: &str, door: bool) -> Result<Invalidation, RequestError> {
+    /// [`Self::invalidate`], reading as `read` says.
+    fn invalidate_with(&self, path: &str, read: Read) -> Result<Invalidation, RequestError> {
         let canonical = self.canonicalize(path)?;
+        let door = read == Read::Now;
         // A tracked file is read before the hold (an untracked one is
-        // ignored, so it is not read at all).
-        let published = self.nodes.get(&canonical).map(|node| Arc::clone(&node));
+        // ignored, so it is not read at all), unless the read is left to
+        // its Source.
+        let published = (read != Read::Later)
+            .then(|| self.nodes.get(&canonical).map(|node| Arc::clone(&node)))
+            .flatten();
         let loaded = published.as_deref().and_then(|node| {
             let (text, hash) = self.load_now(&canonical)?;
             Some((super::submission::door_text(Some(node), text, hash), hash))

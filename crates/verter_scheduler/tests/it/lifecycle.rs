@@ -459,3 +459,59 @@ fn threaded_construction_refuses_what_it_cannot_start() {
     assert_eq!(scheduler.wait(&handle).expect("parsed").parsed.len(), 1);
     assert_quiescent(&scheduler, &[handle.untyped()]);
 }
+
+/// `mark_changed` reads nothing on the calling thread: the file's next
+/// Source loads it on the I/O pool, and the new text is what the next
+/// answer reads; `invalidate` reads on the calling thread. An untracked
+/// path is not read at all.
+#[test]
+fn mark_changed_leaves_the_read_to_the_io_pool() {
+    watchdog("mark_changed_leaves_the_read_to_the_io_pool", || {
+        let files = MemFiles::with(&[("a.rs", "one")]);
+        let executor = LineExecutor::default();
+        let hooks = Arc::new(GateHooks::default());
+        let scheduler = threaded(&files, &executor, &hooks);
+        let ask = |scheduler: &Scheduler<LineExecutor>| {
+            let handle = scheduler.submit_request(Request::new("a.rs", TargetStage::Source));
+            scheduler.wait(&handle).expect("parsed")
+        };
+        ask(&scheduler);
+        let loads = files.load_kinds.lock().len();
+
+        files.write("a.rs", "two");
+        assert_eq!(
+            scheduler.mark_changed("a.rs").expect("tracked"),
+            verter_scheduler::Invalidation::Changed
+        );
+        assert_eq!(files.load_kinds.lock().len(), loads, "nothing was read");
+        let root = scheduler.snapshot().capture_root();
+        assert!(matches!(
+            scheduler
+                .snapshot()
+                .source_state_at(&root, &Canonical::from("a.rs")),
+            SourceState::Pending { .. }
+        ));
+        let parsed = ask(&scheduler);
+        let parsed = parsed.as_source().expect("a parse");
+        assert_eq!(&*parsed.text.text, "two");
+        let kinds = files.load_kinds.lock().clone();
+        assert_eq!(kinds.len(), loads + 1);
+        assert_eq!(kinds[loads], verter_pools::CallerKind::IoWorker);
+
+        // `invalidate` reads on the calling thread (for its cutoff at the door).
+        files.write("a.rs", "three");
+        scheduler.invalidate("a.rs").expect("invalidated");
+        assert_eq!(
+            files.load_kinds.lock().last(),
+            Some(&verter_pools::CallerKind::External)
+        );
+
+        let before = files.load_kinds.lock().len();
+        assert_eq!(
+            scheduler.mark_changed("never-seen.rs").expect("a path"),
+            verter_scheduler::Invalidation::Untracked
+        );
+        assert_eq!(files.load_kinds.lock().len(), before);
+        assert_quiescent(&scheduler, &[]);
+    });
+}
