@@ -425,10 +425,40 @@ fn judge_chains(
         verdict.violations.push(CauseViolation::Unexplained {
             seq: record.seq,
             event: describe(&record.event),
-            chain: chain.to_string().replace('\n', "\n    "),
+            chain: format!("{chain}{}", history(&records[..=i], &record.event))
+                .replace('\n', "\n    "),
             later: logged_later(records, &chain),
         });
     }
+}
+
+/// What the window holds of the file of `event`'s work, up to its record:
+/// its last 12 records, to diagnose an unexplained chain (which object
+/// made the version, what removed it).
+fn history(records: &[LogRecord], event: &SchedulerEvent) -> String {
+    let name = describe(event);
+    let Some(file) = name
+        .split('(')
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+    else {
+        return String::new();
+    };
+    let quoted = format!("\"{file}\"");
+    let mut lines: Vec<String> = records
+        .iter()
+        .rev()
+        .filter(|record| format!("{:?}", record.event).contains(&quoted))
+        .take(12)
+        .map(|record| {
+            format!(
+                "\n  seq {} hold {}: {:?}",
+                record.seq, record.hold, record.event
+            )
+        })
+        .collect();
+    lines.reverse();
+    format!("\nthe window's last records of {file}:{}", lines.concat())
 }
 
 /// Where the log holds the record that `chain` ends looking for (the
