@@ -378,7 +378,7 @@ impl<P> SchedulerDag<P> {
         &mut self,
         canonical: &Canonical,
         retired: &[(DepKey, Stage)],
-    ) -> Vec<(WorkNodeIdentity, DepKey)> {
+    ) -> (Vec<(WorkNodeIdentity, DepKey)>, Vec<DepKey>) {
         let id = canonical.id();
         // Read every list before freeing anything: a freed edge no longer
         // links to its neighbours.
@@ -396,8 +396,12 @@ impl<P> SchedulerDag<P> {
                     .map(|edge| (*key, edge, self.edges.consumer(edge))),
             );
         }
+        // The producers in other files the retired nodes waited on: the
+        // caller cancels those nothing else wants.
+        let mut producers = Vec::new();
         for (edge, p) in deps {
             if p.canonical() != id {
+                producers.push(self.key_of(p));
                 self.on_waiters_end(p, |arena, list| arena.unthread_producer(list, edge));
             }
             self.edges.release(edge);
@@ -412,7 +416,7 @@ impl<P> SchedulerDag<P> {
             self.edges.release(edge);
             orphans.push((consumer, key));
         }
-        orphans
+        (orphans, producers)
     }
 
     /// How many keys `consumer` still waits on.

@@ -39,7 +39,7 @@ impl<P> SchedulerDag<P> {
         // 1. Nodes: drop them; move their consumers in other files onto the
         //    live version of the same stage. On removal there is none: the
         //    consumers (Artifacts of importers) are re-linked in step 5.
-        let orphans = self.detach_retired(canonical, &retired);
+        let (orphans, producers) = self.detach_retired(canonical, &retired);
         for (key, slot) in &retired {
             if let Some(node) = &slot.node {
                 let identity = WorkNodeIdentity::File(*key);
@@ -197,6 +197,13 @@ impl<P> SchedulerDag<P> {
                     self.fail_node(&consumer, &old, &cause, &mut effects);
                 }
             }
+        }
+        // 6. Work in other files that only the retired nodes needed (a
+        //    blocker an Artifact of a retired version made live again, say)
+        //    is cancelled: nothing would answer or explain it. What the
+        //    steps above linked again is wanted and stays.
+        if !producers.is_empty() {
+            self.drop_unwanted(producers, false, &mut effects);
         }
         self.drop_file_if_empty(canonical);
         effects
