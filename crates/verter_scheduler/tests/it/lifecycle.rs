@@ -515,3 +515,39 @@ fn mark_changed_leaves_the_read_to_the_io_pool() {
         assert_quiescent(&scheduler, &[]);
     });
 }
+
+/// ```text
+/// test thread (inline scheduler)
+/// build a.rs's Artifact (blocker b.rs); remove b.rs
+/// ask a.rs's Artifact: its admission makes b.rs live again, and admits
+///   b.rs's Analysis for it
+/// edit a.rs (no blocker any more) before anything runs: the Artifact's
+///   version is retired, its waiter follows to the new one
+/// then: b.rs's Analysis, which only the retired Artifact needed, is
+///   cancelled, not run for nobody; a.rs's Artifact is built
+/// ```
+/// The 10M soak found such runs: nothing answered them and the causal
+/// index could not explain them.
+#[test]
+fn work_only_a_retired_version_needed_in_another_file_is_cancelled() {
+    let files = MemFiles::with(&[("a.rs", "x\nuse b.rs"), ("b.rs", "y")]);
+    let executor = LineExecutor::default();
+    let hooks = Arc::new(GateHooks::default());
+    let scheduler = inline(&files, &executor, &hooks);
+    let artifact = TargetStage::Artifact(verter_dag::ProfileHash(1));
+    let first = scheduler.submit_request(Request::new("a.rs", artifact));
+    scheduler.wait(&first).expect("built");
+    scheduler.remove("b.rs").expect("removed");
+    let analyses_of_b = executor.runs_of("b.rs", "Analysis");
+
+    let asked = scheduler.submit_request(Request::new("a.rs", artifact));
+    let edit = scheduler.submit_request(Request::new("a.rs", TargetStage::Source).text("x"));
+    scheduler.wait(&edit).expect("parsed");
+    scheduler.wait(&asked).expect("built on the new version");
+    assert_eq!(
+        executor.runs_of("b.rs", "Analysis"),
+        analyses_of_b,
+        "no Analysis of b.rs ran for the retired Artifact"
+    );
+    assert_quiescent(&scheduler, &[]);
+}
