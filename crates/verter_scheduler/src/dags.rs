@@ -199,6 +199,14 @@ pub(crate) type Released<E> = (
     Vec<Arc<FlightInputs<E>>>,
 );
 
+impl<E: StageExecutor> Memo<E> {
+    /// Whether it may answer node `index` of `run`, of key `key`: an equal
+    /// key, and upstream answers whose revisions and gates are its inputs.
+    fn answers<F>(&self, run: &Run<E, F>, index: u32, key: Option<&CacheKey>) -> bool {
+        same_key(self.key.as_ref(), key) && inputs_are(run, index, &self.inputs)
+    }
+}
+
 /// What a memo lookup found.
 pub(crate) struct MemoHit<E: StageExecutor> {
     pub(crate) output: Arc<E::CacheOutput>,
@@ -340,15 +348,18 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         self.limits.values().map(|limit| limit.taken).sum()
     }
 
+    /// Whether `node` is held still (its run unanswered, the node neither
+    /// handed over nor answered): a queue entry of anything else is stale.
+    fn is_held(runs: &HashMap<u64, Run<E, F>>, node: NodeRef) -> bool {
+        runs.get(&node.run)
+            .is_some_and(|run| run.nodes[node.node as usize].state == State::Held)
+    }
+
     /// The most urgent held node still held, taken off the queue.
     pub(crate) fn pop_held(&mut self) -> Option<NodeRef> {
         for lane in self.held.iter_mut().rev() {
             while let Some(node) = lane.pop_front() {
-                if self
-                    .runs
-                    .get(&node.run)
-                    .is_some_and(|run| run.nodes[node.node as usize].state == State::Held)
-                {
+                if Self::is_held(&self.runs, node) {
                     return Some(node);
                 }
             }
@@ -437,11 +448,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         while free > 0
             && let Some(waiting) = limit.waiting.pop_front()
         {
-            let still = self
-                .runs
-                .get(&waiting.run)
-                .is_some_and(|run| run.nodes[waiting.node as usize].state == State::Held);
-            if still {
+            if Self::is_held(&self.runs, waiting) {
                 woken.push(waiting);
                 free -= 1;
             }
@@ -518,11 +525,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
     /// Holds again the nodes parked on a flight that ended.
     fn unpark(&mut self, parked: SmallVec<[NodeRef; 1]>) {
         for node in parked {
-            let still = self
-                .runs
-                .get(&node.run)
-                .is_some_and(|run| run.nodes[node.node as usize].state == State::Held);
-            if still {
+            if Self::is_held(&self.runs, node) {
                 self.unpop(node);
             }
         }
@@ -672,22 +675,22 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
     /// Forgets the memos of cache `cache` (every cache's with `None`); their
     /// values are dropped after the lock. Returns how many it forgot.
     pub(crate) fn forget_memos(&mut self, cache: Option<SchedulerCacheId>) -> usize {
-        let before = self.memos.len();
-        let mut kept = LinkedHashMap::default();
-        for (identity, memo) in std::mem::take(&mut self.memos) {
+        let mut forgot = 0;
+        let released = &mut self.released;
+        self.memos.retain_with_order(|identity, memo| {
             let forget = match (cache, identity) {
                 (None, _) => true,
-                (Some(id), WorkNodeIdentity::CacheNode { cache_id, .. }) => id == cache_id,
+                (Some(id), WorkNodeIdentity::CacheNode { cache_id, .. }) => id == *cache_id,
                 (Some(_), WorkNodeIdentity::File(_)) => false,
             };
             if forget {
-                self.released.push(Ok(NodeOutput::Cache(memo.output)));
-            } else {
-                kept.insert(identity, memo);
+                // A share of the value, so the last one leaves after the lock.
+                released.push(Ok(NodeOutput::Cache(Arc::clone(&memo.output))));
+                forgot += 1;
             }
-        }
-        self.memos = kept;
-        before - self.memos.len()
+            !forget
+        });
+        forgot
     }
 
     /// `identity`'s memo, if it was computed from the values whose
@@ -701,8 +704,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
         key: Option<&CacheKey>,
     ) -> Option<MemoHit<E>> {
         let run = self.runs.get(&node.run)?;
-        let memo = self.memos.get(identity)?;
-        if !same_key(memo.key.as_ref(), key) || !inputs_are(run, node.node, &memo.inputs) {
+        if !self.memos.get(identity)?.answers(run, node.node, key) {
             return None;
         }
         let memo = self.memos.to_back(identity)?;
@@ -747,10 +749,7 @@ impl<E: StageExecutor, F> DagRuns<E, F> {
             let hit = match &n.work {
                 NodeWork::Cache(task, key) if n.cancel.is_none() && n.limit.is_none() => memos
                     .to_back(&task.identity())
-                    .filter(|memo| {
-                        same_key(memo.key.as_ref(), key.as_ref())
-                            && inputs_are(run, index, &memo.inputs)
-                    })
+                    .filter(|memo| memo.answers(run, index, key.as_ref()))
                     .map(|memo| (Arc::clone(&memo.output), memo.revision)),
                 _ => None,
             };
