@@ -180,6 +180,7 @@ fn parse_and_analyse(indexer: &RustIndexer, path: &str) -> Analysed {
         parsed,
         changed_at: Revision::NEVER,
         blockers_changed_at: Revision::NEVER,
+        stored_digest: None,
     };
     let analysis = indexer
         .execute_analysis(&AnalysisInput {

@@ -89,6 +89,13 @@ pub struct SchedulerConfig {
     /// `0` keeps none: every cache node runs each time. Default:
     /// [`Self::CACHE_MEMOS`].
     pub cache_memos: usize,
+    /// Where stage outputs persist across schedulers (docs/design.md,
+    /// "Persistent outputs"): a scheduler with a store answers a stage
+    /// from it when it holds that stage's output computed from the same
+    /// inputs, and writes what its stages compute (for the outputs the
+    /// executor encodes: `StageExecutor::encode_source` and its siblings).
+    /// Default: `None`.
+    pub store: Option<crate::persist::OutputStoreConfig>,
     /// How many events the causal log keeps (docs/design.md, "Causes"):
     /// the newest this many, for [`crate::Observer::explain`] and
     /// [`crate::Observer::causal_log`]. `0` keeps none and records
@@ -123,6 +130,7 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("callers_run_urgent_work", &self.callers_run_urgent_work)
             .field("max_ready_queue_depth", &self.max_ready_queue_depth)
             .field("cache_memos", &self.cache_memos)
+            .field("store", &self.store)
             .field("causal_log", &self.causal_log)
             .field("stage_stats", &self.stage_stats)
             .finish_non_exhaustive()
@@ -172,6 +180,7 @@ impl SchedulerConfig {
             callers_run_urgent_work: true,
             max_ready_queue_depth: MAX_READY_QUEUE_DEPTH,
             cache_memos: Self::CACHE_MEMOS,
+            store: None,
             causal_log: 0,
             stage_stats: false,
             hooks: Arc::new(NoHooks),

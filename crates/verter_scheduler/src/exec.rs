@@ -875,6 +875,7 @@ mod caller;
 mod remote_work;
 mod run;
 mod source;
+mod stored;
 mod verify;
 
 pub(crate) use batch::flush_round;

@@ -212,6 +212,7 @@ mod job;
 mod language;
 mod node;
 mod output;
+mod persist;
 mod post;
 mod remote_work;
 mod scheduler;
@@ -249,6 +250,7 @@ pub use host_dag::{
 pub use language::Language;
 pub use node::{FileNode, NodeView};
 pub use output::{RequestResult, StageOutput};
+pub use persist::OutputStoreConfig;
 pub use remote_work::Completion;
 pub use scheduler::{
     Drive, InboxRoom, Invalidation, Observer, QuiescenceReport, SchedulerCounters, SchedulerStats,
@@ -275,6 +277,7 @@ pub use verter_dag::{
     SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage, WaitPolicy, WorkNodeIdentity,
 };
 pub use verter_pools::{PoolError, SchedulerCpuPool, SchedulerIoPool};
+pub use verter_store::{Digest, OutputStore};
 pub use verter_source_root::{
     ContentHash, GcReport, SchedulerSourceRoot, SourceRootStats, SourceState,
 };

@@ -126,6 +126,17 @@ pub struct SchedulerCounters {
     pub cache_memo_cutoffs: u64,
     /// Cache memos evicted to stay under `SchedulerConfig::cache_memos`.
     pub cache_memo_evictions: u64,
+    /// Stages answered from the output store without running: their
+    /// output, computed from the same inputs by an earlier scheduler, was
+    /// stored (docs/design.md, "Persistent outputs"). Not in
+    /// `source_runs`, `analysis_runs` or `artifact_runs`.
+    pub from_store: u64,
+    /// Outputs written to the output store.
+    pub store_writes: u64,
+    /// Output store reads and writes that failed, and stored entries that
+    /// did not decode: each a recomputation or an output not kept, never a
+    /// failed request (the first one is also a warning).
+    pub store_errors: u64,
     /// Analyses and Artifacts cut off without running: verified at a new
     /// version because none of their inputs changed (docs/design.md,
     /// "Early cutoff"). Not in `analysis_runs` or `artifact_runs`.

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use verter_dag::{Canonical, ProfileHash, SourceVersion};
 use verter_source_root::ContentHash;
+use verter_store::Digest;
 
 use crate::language::Language;
 
@@ -123,6 +124,10 @@ pub struct SourceSnapshot<S> {
     /// what an Artifact's set of inputs from other files is verified
     /// against.
     pub blockers_changed_at: Revision,
+    /// The digest of the parse's bytes in the output store, when it was
+    /// stored or read from there (docs/design.md, "Persistent outputs"):
+    /// what the key of the Analysis built on it covers.
+    pub stored_digest: Option<Box<Digest>>,
 }
 
 /// How many canonicals a [`Canonicals`] holds without an allocation.
@@ -243,6 +248,10 @@ struct Output<T, S> {
     changed_at: Revision,
     verified_at: Revision,
     value: Value<T, S>,
+    /// The digest of the value's stored bytes, when the run that built it
+    /// encoded it for an output store (docs/design.md, "Persistent
+    /// outputs"); a verified copy reads its origin's.
+    stored: Option<Box<Digest>>,
 }
 
 #[derive(Debug)]
@@ -274,6 +283,7 @@ impl<T, S: Shares<T>> Output<T, S> {
             changed_at,
             verified_at,
             value: Value::Built(data),
+            stored: None,
         }
     }
 
@@ -288,6 +298,14 @@ impl<T, S: Shares<T>> Output<T, S> {
             changed_at: output.changed_at,
             verified_at,
             value: Value::Verified(origin),
+            stored: None,
+        }
+    }
+
+    fn stored(&self) -> Option<&Digest> {
+        match &self.value {
+            Value::Built(_) => self.stored.as_deref(),
+            Value::Verified(origin) => origin.output().stored.as_deref(),
         }
     }
 
@@ -355,6 +373,21 @@ impl<A> AnalysisSnapshot<A> {
     /// against (its Source's).
     pub fn verified_at(&self) -> Revision {
         self.output.verified_at
+    }
+
+    /// The digest of its value's bytes in the output store, when the run
+    /// that built it stored it or read it from there (docs/design.md,
+    /// "Persistent outputs"): what the keys of the stages built on it
+    /// cover. `None` without a store, or for an output the executor does
+    /// not encode.
+    pub fn stored_digest(&self) -> Option<&Digest> {
+        self.output.stored()
+    }
+
+    /// This snapshot, its value stored under `digest`.
+    pub(crate) fn with_stored(mut self, digest: Option<Digest>) -> Self {
+        self.output.stored = digest.map(Box::new);
+        self
     }
 
     /// Whether it was verified from an earlier snapshot without the stage
@@ -436,6 +469,20 @@ impl<T> ArtifactSnapshot<T> {
     /// Analyses); [`Revision::NEVER`] for one the host committed.
     pub fn verified_at(&self) -> Revision {
         self.output.verified_at
+    }
+
+    /// The digest of its value's bytes in the output store, when the run
+    /// that built it stored it or read it from there (docs/design.md,
+    /// "Persistent outputs"): what the keys of the stages built on it
+    /// cover. `None` without a store, or for an output the executor does
+    /// not encode.
+    pub fn stored_digest(&self) -> Option<&Digest> {
+        self.output.stored()
+    }
+
+    /// Records that its value is stored under `digest`.
+    pub(crate) fn set_stored(&mut self, digest: Digest) {
+        self.output.stored = Some(Box::new(digest));
     }
 
     /// Whether it was verified from an earlier snapshot without the stage

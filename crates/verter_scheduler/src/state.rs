@@ -344,6 +344,10 @@ pub struct Scheduler<E: StageExecutor> {
     /// woken when one is queued.
     pub(crate) helpers: Helpers,
     pub(crate) counters: Counters,
+    /// The output store, when the configuration names one (docs/design.md,
+    /// "Persistent outputs"): read and written only by workers, outside
+    /// the lock.
+    pub(crate) persist: Option<crate::persist::Persist>,
     /// Raised after every post-work delivery and every enqueue: wakes idle
     /// driving waiters and `wait_idle` instead of a clock.
     pub(crate) progress: ProgressSignal,
@@ -405,6 +409,15 @@ impl<E: StageExecutor> Scheduler<E> {
         let timed = observes_events || stats.is_some();
         let routes_remote = config.dag.remote != verter_dag::RemoteRoutes::NONE;
         let pauses = config.hooks.pauses();
+        // A store whose writer cannot start degrades to none: persistence
+        // never fails a scheduler.
+        let persist = config.store.as_ref().and_then(|store| {
+            crate::persist::Persist::start(store)
+                .inspect_err(|error| {
+                    tracing::warn!("output store: the writer did not start ({error}); running without it");
+                })
+                .ok()
+        });
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             locked: Mutex::new(Locked {
@@ -440,6 +453,7 @@ impl<E: StageExecutor> Scheduler<E> {
             ],
             helpers: Helpers::default(),
             counters: Counters::default(),
+            persist,
             placeholder: (Incarnation::allocate(), SubmissionLifetime::allocate()),
             progress: ProgressSignal::new(),
             observes_events,

@@ -659,6 +659,59 @@ pub trait StageExecutor: Send + Sync + 'static {
         let _ = (identity, previous, next);
         false
     }
+
+    /// Persistent outputs (docs/design.md, "Persistent outputs"): writes a
+    /// parse's bytes for an output store into `into` (empty) and says
+    /// `true`, or says `false` to keep this output out of the store (the
+    /// default: nothing is stored, and a scheduler with a store runs every
+    /// stage as without one).
+    ///
+    /// The contract: [`Self::decode_source`] of these bytes gives a parse
+    /// no later stage can tell from `output`, and the parse is a function
+    /// of the file's path, language and text alone (a parse that reads
+    /// other state must not opt in, or must make its
+    /// [`crate::OutputStoreConfig::version`] cover that state). Encode
+    /// deterministically: equal parses with equal bytes let the stages
+    /// built on them be read from the store too. Called outside the DAG
+    /// lock, on the thread that ran the parse, inside its panic boundary.
+    fn encode_source(&self, output: &Self::Source, into: &mut Vec<u8>) -> bool {
+        let _ = (output, into);
+        false
+    }
+
+    /// A parse from the bytes [`Self::encode_source`] wrote, or `None` for
+    /// bytes it cannot read (then the parse runs). Default: `None`.
+    fn decode_source(&self, bytes: &[u8]) -> Option<Self::Source> {
+        let _ = bytes;
+        None
+    }
+
+    /// [`Self::encode_source`] for an analysis, which must be a function
+    /// of its parse alone.
+    fn encode_analysis(&self, output: &Self::Analysis, into: &mut Vec<u8>) -> bool {
+        let _ = (output, into);
+        false
+    }
+
+    /// [`Self::decode_source`] for an analysis.
+    fn decode_analysis(&self, bytes: &[u8]) -> Option<Self::Analysis> {
+        let _ = bytes;
+        None
+    }
+
+    /// [`Self::encode_source`] for an artifact, which must be a function of
+    /// its profile, its file's analysis, its blockers' analyses and its
+    /// dependencies' artifacts.
+    fn encode_artifact(&self, output: &Self::Artifact, into: &mut Vec<u8>) -> bool {
+        let _ = (output, into);
+        false
+    }
+
+    /// [`Self::decode_source`] for an artifact.
+    fn decode_artifact(&self, bytes: &[u8]) -> Option<Self::Artifact> {
+        let _ = bytes;
+        None
+    }
 }
 
 #[cfg(test)]

@@ -20,12 +20,15 @@
 //!   [`StoreOptions::max_bytes`]. [`RedbStore::open`] never fails on a bad
 //!   file: it discards it with one [`StoreWarning`]. A store open elsewhere
 //!   is [`StoreError::Locked`].
+//! - [`MemoryStore`]: the same contract in memory, for tests, simulations
+//!   and schedulers of one process.
 //!
 //! `docs/store.md` says what is stored, how bad stores and locking are
 //! handled, and what the bounds are.
 
 mod digest;
 mod error;
+mod memory_store;
 mod redb_store;
 mod store;
 
@@ -34,4 +37,5 @@ pub use error::{StoreError, StoreWarning};
 pub use redb_store::{
     FORMAT_VERSION, LOCK_FILE_NAME, Opened, RedbStore, STORE_FILE_NAME, StoreOptions,
 };
+pub use memory_store::MemoryStore;
 pub use store::{Entry, Eviction, OutputStore, PutReport, StoreStats};

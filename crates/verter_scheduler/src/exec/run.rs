@@ -187,25 +187,53 @@ impl<E: StageExecutor> Scheduler<E> {
             Work::Load => self.run_load(&file),
             Work::Parse { text, prior } => self.run_parse(&dispatch, node, text, prior),
             Work::Analysis { source, prior } => {
-                self.counters.analysis_runs.fetch_add(1, Ordering::Relaxed);
-                let input = AnalysisInput {
-                    source: &source,
-                    cancel: &dispatch.cancel,
+                // With a store and a stored parse: the analysis built from
+                // that parse, if one is stored (docs/design.md,
+                // "Persistent outputs").
+                let persist = self.persist.as_ref().and_then(|persist| {
+                    let parse = source.stored_digest.as_deref()?;
+                    Some((persist, persist.analysis_key(&file.canonical, parse)))
+                });
+                let stored = persist.as_ref().and_then(|(persist, key)| {
+                    self.from_store(persist, key, |bytes| self.executor.decode_analysis(bytes))
+                });
+                let (result, stored_digest) = match stored {
+                    Some((data, digest)) => (Ok(Ok(data)), Some(digest)),
+                    None => {
+                        self.counters.analysis_runs.fetch_add(1, Ordering::Relaxed);
+                        let input = AnalysisInput {
+                            source: &source,
+                            cancel: &dispatch.cancel,
+                        };
+                        let result = catch_unwind(AssertUnwindSafe(|| {
+                            self.executor.execute_analysis(&input)
+                        }));
+                        let digest = match (&result, persist) {
+                            (Ok(Ok(data)), Some((persist, key))) => {
+                                self.into_store(persist, key, &file.canonical, data, |data, into| {
+                                    self.executor.encode_analysis(data, into)
+                                })
+                            }
+                            _ => None,
+                        };
+                        (result, digest)
+                    }
                 };
-                let result =
-                    catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&input)));
                 let mut cut = Cut::new(prior.as_ref());
                 let result = self.stage_result(&file, "Analysis", result).map(|data| {
                     let previous = prior.as_deref().map(|p| (p.data(), p.changed_at()));
                     let changed_at;
                     (changed_at, cut.how) = self.judge(previous, &data, E::same_analysis);
-                    Arc::new(AnalysisSnapshot::built(
-                        file.canonical,
-                        file.version(),
-                        data,
-                        changed_at,
-                        source.changed_at,
-                    ))
+                    Arc::new(
+                        AnalysisSnapshot::built(
+                            file.canonical,
+                            file.version(),
+                            data,
+                            changed_at,
+                            source.changed_at,
+                        )
+                        .with_stored(stored_digest),
+                    )
                 });
                 drop(prior);
                 Outcome::Analysed { node, result, cut }
@@ -218,7 +246,6 @@ impl<E: StageExecutor> Scheduler<E> {
                 blockers_changed_at,
                 prior,
             } => {
-                self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
                 // Sorted by path, as `ArtifactInput` promises, so the output
                 // never depends on the order this process first saw the
                 // paths in (the record is in canonical-id order). Here,
@@ -228,22 +255,60 @@ impl<E: StageExecutor> Scheduler<E> {
                     dependencies
                         .sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
                 }
-                let input = ArtifactInput {
-                    profile,
-                    analysis: &analysis,
-                    blockers: &blockers,
-                    dependencies: &dependencies,
-                    cancel: &dispatch.cancel,
+                // With a store and every input stored: the artifact built
+                // from those inputs, if one is stored.
+                let persist = self.persist.as_ref().and_then(|persist| {
+                    let key = Self::artifact_key(
+                        persist,
+                        &file.canonical,
+                        profile,
+                        &analysis,
+                        &blockers,
+                        &dependencies,
+                    )?;
+                    Some((persist, key))
+                });
+                let stored = persist.as_ref().and_then(|(persist, key)| {
+                    self.from_store(persist, key, |bytes| self.executor.decode_artifact(bytes))
+                });
+                let (result, stored_digest) = match stored {
+                    Some((data, digest)) => (Ok(Ok(data)), Some(digest)),
+                    None => {
+                        self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
+                        let input = ArtifactInput {
+                            profile,
+                            analysis: &analysis,
+                            blockers: &blockers,
+                            dependencies: &dependencies,
+                            cancel: &dispatch.cancel,
+                        };
+                        let result = catch_unwind(AssertUnwindSafe(|| {
+                            self.executor.execute_artifact(&input)
+                        }));
+                        let digest = match (&result, persist) {
+                            (Ok(Ok(data)), Some((persist, key))) => {
+                                self.into_store(persist, key, &file.canonical, data, |data, into| {
+                                    self.executor.encode_artifact(data, into)
+                                })
+                            }
+                            _ => None,
+                        };
+                        (result, digest)
+                    }
                 };
-                let result =
-                    catch_unwind(AssertUnwindSafe(|| self.executor.execute_artifact(&input)));
-                let (result, cut) = self.built(
+                let (mut result, cut) = self.built(
                     &file,
                     profile,
                     (&analysis, &blockers, &dependencies, blockers_changed_at),
                     prior,
                     result,
                 );
+                if let (Ok(snapshot), Some(digest)) = (&mut result, stored_digest) {
+                    // Not shared yet: built just now.
+                    if let Some(snapshot) = Arc::get_mut(snapshot) {
+                        snapshot.set_stored(digest);
+                    }
+                }
                 Outcome::Built {
                     node,
                     result,

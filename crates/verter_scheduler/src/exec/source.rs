@@ -83,21 +83,53 @@ impl<E: StageExecutor> Scheduler<E> {
         text: SourceText,
         prior: Option<Arc<SourceSnapshot<E::Source>>>,
     ) -> Outcome<E> {
-        self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
         let file = dispatch.identity.file().cloned().expect("file work");
-        let input = SourceInput {
-            canonical: &file.canonical,
-            incarnation: file.incarnation,
-            generation: file.generation,
-            language: node.language(),
-            text: &text.text,
-            cancel: &dispatch.cancel,
+        // With a store: the parse of this text, if one is stored; else the
+        // executor's, stored for the next scheduler (docs/design.md,
+        // "Persistent outputs").
+        let persist = self.persist.as_ref().map(|persist| {
+            let key = persist.source_key(&file.canonical, node.language(), &text.text);
+            (persist, key)
+        });
+        let stored = persist.as_ref().and_then(|(persist, key)| {
+            self.from_store(persist, key, |bytes| {
+                let (declared, host) = crate::persist::decode_source_envelope(bytes)?;
+                Some((self.executor.decode_source(host)?, declared))
+            })
+        });
+        let (parsed, declared, stored_digest) = match stored {
+            Some(((parsed, declared), digest)) => (Ok(parsed), declared, Some(digest)),
+            None => {
+                self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
+                let input = SourceInput {
+                    canonical: &file.canonical,
+                    incarnation: file.incarnation,
+                    generation: file.generation,
+                    language: node.language(),
+                    text: &text.text,
+                    cancel: &dispatch.cancel,
+                };
+                let mut declared = SourceDeps::default();
+                let parsed = catch_unwind(AssertUnwindSafe(|| {
+                    self.executor.execute_source(&input, &mut declared)
+                }));
+                let parsed = self.stage_result(&file, "Source", parsed);
+                let digest = match (&parsed, persist) {
+                    (Ok(output), Some((persist, key))) => {
+                        self.into_store(persist, key, &file.canonical, output, |output, into| {
+                            let mut host = Vec::new();
+                            let stored = self.executor.encode_source(output, &mut host);
+                            if stored {
+                                *into = crate::persist::encode_source_envelope(&declared, &host);
+                            }
+                            stored
+                        })
+                    }
+                    _ => None,
+                };
+                (parsed, declared, digest)
+            }
         };
-        let mut declared = SourceDeps::default();
-        let parsed = catch_unwind(AssertUnwindSafe(|| {
-            self.executor.execute_source(&input, &mut declared)
-        }));
-        let parsed = self.stage_result(&file, "Source", parsed);
         // What a failed parse declared is ignored.
         let deps = parsed
             .as_ref()
@@ -125,6 +157,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         artifact_deps: deps.artifacts,
                         changed_at,
                         blockers_changed_at,
+                        stored_digest: stored_digest.map(Box::new),
                     }),
                     languages: deps.languages,
                 })

@@ -98,6 +98,7 @@ fn no_request_is_answered_at_submission_under_the_lock() {
             artifact_deps: crate::snapshot::Canonicals::new(),
             changed_at: crate::snapshot::Revision::NEVER,
             blockers_changed_at: crate::snapshot::Revision::NEVER,
+            stored_digest: None,
         }));
         Answered::<Lines>::at_submission(output)
     });

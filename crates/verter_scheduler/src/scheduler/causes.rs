@@ -28,13 +28,14 @@ impl fmt::Display for SchedulerStats {
         let c = &self.counters;
         writeln!(
             f,
-            "runs: {} loads, {} parses, {} analyses, {} artifacts, {} cache nodes ({} from memos); {} verified, {} unchanged, {} refused stale, {} cancelled, {} dropped by a failed dependency; {} requests withdrawn",
+            "runs: {} loads, {} parses, {} analyses, {} artifacts, {} cache nodes ({} from memos); {} from the output store; {} verified, {} unchanged, {} refused stale, {} cancelled, {} dropped by a failed dependency; {} requests withdrawn",
             c.loads,
             c.source_runs,
             c.analysis_runs,
             c.artifact_runs,
             c.cache_runs,
             c.cache_memo_hits,
+            c.from_store,
             c.stages_verified,
             c.outputs_unchanged,
             c.stale_completion_refusals,

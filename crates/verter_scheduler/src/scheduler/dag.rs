@@ -499,6 +499,27 @@ impl<E: StageExecutor> Scheduler<E> {
         })
     }
 
+    /// Waits until every output this scheduler queued for its output store
+    /// is written (or dropped after a failure the counters report): a
+    /// scheduler opened on the store afterwards reads them. Does nothing
+    /// without a store. Writes happen in the background otherwise, and
+    /// the scheduler's drop flushes them too.
+    pub fn flush_store(&self) {
+        if let Some(persist) = &self.persist {
+            persist.flush();
+        }
+    }
+
+    /// Reads one of the output store's counters (zero without a store).
+    pub(crate) fn persisted(
+        &self,
+        counter: impl FnOnce(&crate::persist::PersistCounters) -> &std::sync::atomic::AtomicU64,
+    ) -> u64 {
+        self.persist.as_ref().map_or(0, |persist| {
+            counter(&persist.counters).load(std::sync::atomic::Ordering::Relaxed)
+        })
+    }
+
     /// How many cache nodes' memos the scheduler keeps now.
     pub fn cache_memos(&self) -> usize {
         self.read_locked(|locked| locked.dags.memos())

@@ -1,0 +1,83 @@
+//! A stage's output from the output store, or into it (docs/design.md,
+//! "Persistent outputs"): on the worker that runs the stage, outside the
+//! lock, after the stage was found neither stale nor verifiable and before
+//! the executor would be called.
+//!
+//! Part of the `exec` module. The key scheme, the Source envelope and the
+//! writer are `crate::persist`'s; this module only reads and writes through
+//! them, with the executor's codec inside a panic boundary (a codec that
+//! panics is a miss, or an output not stored).
+
+use super::*;
+use crate::persist::Persist;
+use verter_store::{Digest, StoreKey};
+
+impl<E: StageExecutor> Scheduler<E> {
+    /// The output stored under `key`, decoded by `decode` (host code, in a
+    /// panic boundary), with the digest of its bytes; `None` when the
+    /// store has nothing there, fails, or holds bytes that do not decode.
+    /// A hit counts in `SchedulerCounters::from_store`.
+    pub(super) fn from_store<T>(
+        &self,
+        persist: &Persist,
+        key: &StoreKey,
+        decode: impl FnOnce(&[u8]) -> Option<T>,
+    ) -> Option<(T, Digest)> {
+        let entry = persist.get(key)?;
+        match catch_unwind(AssertUnwindSafe(|| decode(&entry.value))) {
+            Ok(Some(value)) => {
+                persist.counters.hits.fetch_add(1, Ordering::Relaxed);
+                Some((value, entry.digest))
+            }
+            _ => {
+                persist.undecodable(key);
+                None
+            }
+        }
+    }
+
+    /// Encodes `output` with `encode` (host code, in a panic boundary) and
+    /// queues it for the store under `key`; the digest of its bytes, or
+    /// `None` when the executor keeps this output out of the store.
+    pub(super) fn into_store<T>(
+        &self,
+        persist: &Persist,
+        key: StoreKey,
+        path: &Canonical,
+        output: &T,
+        encode: impl FnOnce(&T, &mut Vec<u8>) -> bool,
+    ) -> Option<Digest> {
+        let mut bytes = Vec::new();
+        match catch_unwind(AssertUnwindSafe(|| encode(output, &mut bytes))) {
+            Ok(true) => Some(persist.put(key, bytes, path)),
+            _ => None,
+        }
+    }
+
+    /// The key of an Artifact built from `analysis`, `blockers` and
+    /// `dependencies` (sorted by path), or `None` when one of them has no
+    /// stored digest (then neither does the artifact: it is run, and not
+    /// stored).
+    pub(super) fn artifact_key(
+        persist: &Persist,
+        canonical: &Canonical,
+        profile: verter_dag::ProfileHash,
+        analysis: &AnalysisSnapshot<E::Analysis>,
+        blockers: &BlockerInputs<E::Analysis>,
+        dependencies: &DependencyInputs<E::Artifact>,
+    ) -> Option<StoreKey> {
+        let analysis = analysis.stored_digest()?;
+        let all_stored = blockers.iter().all(|blocker| blocker.stored_digest().is_some())
+            && dependencies.iter().all(|dep| dep.stored_digest().is_some());
+        if !all_stored {
+            return None;
+        }
+        Some(persist.artifact_key(
+            canonical,
+            profile,
+            analysis,
+            blockers.iter().filter_map(|b| Some((&b.canonical, b.stored_digest()?))),
+            dependencies.iter().filter_map(|d| Some((&d.canonical, d.stored_digest()?))),
+        ))
+    }
+}
