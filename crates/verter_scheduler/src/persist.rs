@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use sha2::{Digest as _, Sha256};
 use verter_dag::{Canonical, ProfileHash};
 use verter_store::{Digest, Entry, OutputStore, StoreKey};
@@ -79,7 +79,8 @@ pub(crate) struct PersistCounters {
 
 /// A scheduler's store, its key namespace and its writer thread.
 pub(crate) struct Persist {
-    store: Arc<dyn OutputStore>,
+    /// `None` once closed ([`Self::close`]): reads miss from then on.
+    store: RwLock<Option<Arc<dyn OutputStore>>>,
     /// SHA-256 of the scheme and the executor's version: the first input
     /// of every key.
     namespace: [u8; 32],
@@ -119,7 +120,7 @@ impl Persist {
                 .spawn(move || write_loop(&*store, &receiver, &counters, &warned))?
         };
         Ok(Self {
-            store: Arc::clone(&config.store),
+            store: RwLock::new(Some(Arc::clone(&config.store))),
             namespace,
             writer: Mutex::new(Some(Writer { sender, thread })),
             counters,
@@ -127,10 +128,16 @@ impl Persist {
         })
     }
 
-    /// The entry under `key`, if the store has one; a failed read is a
-    /// miss (reported once).
+    /// The entry under `key`, if the store has one whose bytes still have
+    /// the digest they were stored with; a failed read, or bytes changed
+    /// under the store, is a miss (reported once).
     pub(crate) fn get(&self, key: &StoreKey) -> Option<Entry> {
-        match self.store.get(key) {
+        let store = self.store.read();
+        match store.as_ref()?.get(key) {
+            Ok(Some(entry)) if digest_of(&entry.value) != entry.digest => {
+                self.undecodable(key);
+                None
+            }
             Ok(entry) => entry,
             Err(error) => {
                 self.failed(&format_args!("a read failed: {error}"));
@@ -228,14 +235,25 @@ impl Persist {
     }
 }
 
-impl Drop for Persist {
-    /// Flushes what was queued and joins the writer: a scheduler opened on
-    /// the store after this one dropped reads everything it wrote.
-    fn drop(&mut self) {
-        if let Some(writer) = self.writer.get_mut().take() {
+impl Persist {
+    /// Writes what was queued, joins the writer and lets the store go (a
+    /// file store's lock with it, once nothing else holds it): a scheduler
+    /// opened on the store afterwards reads everything this one wrote.
+    /// Reads miss and writes are dropped from then on. The scheduler's
+    /// shutdown and drop call it.
+    pub(crate) fn close(&self) {
+        let writer = self.writer.lock().take();
+        if let Some(writer) = writer {
             drop(writer.sender);
             let _ = writer.thread.join();
         }
+        self.store.write().take();
+    }
+}
+
+impl Drop for Persist {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 

@@ -17,7 +17,8 @@
 //!    dropped: they hold the host's outputs.
 //! 3. *The wait*: for the runs of the work the hold cancelled
 //!    (`await_runs`, as after a reset), then the driver is stopped and
-//!    joined, then for the scheduler's pool jobs to end. A job dispatched
+//!    joined, then for the scheduler's pool jobs to end; then the output
+//!    store, if any, is flushed and let go. A job dispatched
 //!    before the hold and pushed after it is refused by its pusher
 //!    (`Scheduler::queue_job`). A shutdown called on
 //!    one of the scheduler's own threads (inside a stage, a pool job, the
@@ -199,6 +200,13 @@ impl<E: StageExecutor> Scheduler<E> {
         self.stop_driver();
         if !own_thread {
             self.await_pool_jobs();
+        }
+        // No stage starts any more: what they queued for the output store
+        // is written, and the store is let go (docs/design.md, "Persistent
+        // outputs"). A stage still running on this thread's stack finds it
+        // closed: a miss, a write dropped.
+        if let Some(persist) = &self.persist {
+            persist.close();
         }
         drop(first);
     }

@@ -19,6 +19,7 @@ mod hold_panics;
 mod inline;
 mod lifecycle;
 mod memo;
+mod persist;
 mod remote_work;
 mod shutdown;
 mod soak;

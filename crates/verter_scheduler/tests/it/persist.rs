@@ -1,0 +1,381 @@
+//! Persistent outputs (docs/design.md, "Persistent outputs"): a scheduler
+//! opened on the store an earlier one wrote answers from it what was
+//! computed from the same inputs, runs what changed, and is never broken
+//! by the store: a damaged entry, a failing store, another executor
+//! version, an executor that stores nothing.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use verter_dag::{Canonical, ProfileHash};
+use verter_scheduler::{
+    AnalysisInput, ArtifactInput, ExecutorError, OutputStoreConfig, RequestError, Scheduler,
+    SchedulerConfig, SourceDeps, SourceInput, StageExecutor,
+};
+use verter_store::{
+    Entry, Eviction, MemoryStore, OutputStore, PutReport, RedbStore, StoreError, StoreKey,
+    StoreOptions, StoreStats,
+};
+
+use crate::support::*;
+
+const BUILD: Artifact = Artifact(ProfileHash(7));
+
+/// `use X` names a blocker, `dep X` an Artifact dependency, other words
+/// count. Every stage encodes its output when `stores` is set; every run is
+/// recorded as (path, stage).
+#[derive(Clone)]
+struct Kept {
+    stores: bool,
+    runs: Arc<Mutex<Vec<(String, &'static str)>>>,
+}
+
+impl Kept {
+    fn new(stores: bool) -> Self {
+        Self {
+            stores,
+            runs: Arc::default(),
+        }
+    }
+
+    fn runs(&self) -> BTreeMap<&'static str, usize> {
+        let mut runs = BTreeMap::new();
+        for (_, stage) in self.runs.lock().iter() {
+            *runs.entry(*stage).or_default() += 1;
+        }
+        runs
+    }
+
+    fn ran(&self) -> Vec<(String, &'static str)> {
+        let mut ran = self.runs.lock().clone();
+        ran.sort();
+        ran
+    }
+
+    fn forget_runs(&self) {
+        self.runs.lock().clear();
+    }
+
+    fn record(&self, path: &Canonical, stage: &'static str) {
+        self.runs.lock().push((path.to_string(), stage));
+    }
+
+    fn encode(&self, text: &str, into: &mut Vec<u8>) -> bool {
+        into.extend_from_slice(text.as_bytes());
+        self.stores
+    }
+}
+
+impl StageExecutor for Kept {
+    type Source = Vec<String>;
+    type Analysis = usize;
+    type Artifact = String;
+    type CacheOutput = ();
+
+    fn execute_source(
+        &self,
+        input: &SourceInput<'_>,
+        deps: &mut SourceDeps,
+    ) -> Result<Vec<String>, ExecutorError> {
+        self.record(input.canonical, "Source");
+        let lines: Vec<String> = input.text.lines().map(str::to_owned).collect();
+        for line in &lines {
+            if let Some(path) = line.strip_prefix("use ") {
+                deps.blocker(path);
+            } else if let Some(path) = line.strip_prefix("dep ") {
+                deps.artifact(path);
+            }
+        }
+        Ok(lines)
+    }
+
+    fn execute_analysis(
+        &self,
+        input: &AnalysisInput<'_, Vec<String>>,
+    ) -> Result<usize, ExecutorError> {
+        self.record(input.source.canonical(), "Analysis");
+        Ok(input
+            .source
+            .parsed
+            .iter()
+            .filter(|line| !line.starts_with("use ") && !line.starts_with("dep "))
+            .map(|line| line.split_whitespace().count())
+            .sum())
+    }
+
+    fn execute_artifact(
+        &self,
+        input: &ArtifactInput<'_, usize, String>,
+    ) -> Result<String, ExecutorError> {
+        self.record(&input.analysis.canonical, "Artifact");
+        let mut out = format!("{}:{}", input.analysis.canonical, input.analysis.data());
+        for blocker in input.blockers {
+            out.push_str(&format!("|{}={}", blocker.canonical, blocker.data()));
+        }
+        for dep in input.dependencies {
+            out.push_str(&format!("[{}]", dep.data()));
+        }
+        Ok(out)
+    }
+
+    fn encode_source(&self, output: &Vec<String>, into: &mut Vec<u8>) -> bool {
+        self.encode(&output.join("\n"), into)
+    }
+
+    fn decode_source(&self, bytes: &[u8]) -> Option<Vec<String>> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        Some(text.lines().map(str::to_owned).collect())
+    }
+
+    fn encode_analysis(&self, output: &usize, into: &mut Vec<u8>) -> bool {
+        self.encode(&output.to_string(), into)
+    }
+
+    fn decode_analysis(&self, bytes: &[u8]) -> Option<usize> {
+        std::str::from_utf8(bytes).ok()?.parse().ok()
+    }
+
+    fn encode_artifact(&self, output: &String, into: &mut Vec<u8>) -> bool {
+        self.encode(output, into)
+    }
+
+    fn decode_artifact(&self, bytes: &[u8]) -> Option<String> {
+        // Every artifact names its file first: anything else is damage.
+        let text = String::from_utf8(bytes.to_vec()).ok()?;
+        text.contains(':').then_some(text)
+    }
+}
+
+/// The tree every test builds: `a` reads `b`'s Artifact and blocks on `c`.
+fn tree() -> MemFiles {
+    MemFiles::with(&[
+        ("a.cfg", "dep b.cfg\nuse c.cfg\none two"),
+        ("b.cfg", "three four five"),
+        ("c.cfg", "six"),
+    ])
+}
+
+const PATHS: [&str; 3] = ["a.cfg", "b.cfg", "c.cfg"];
+
+fn with_store(store: Arc<dyn OutputStore>, version: &str) -> SchedulerConfig {
+    let mut config = test_config(Arc::new(GateHooks::default()));
+    config.store = Some(OutputStoreConfig::new(store, version));
+    config
+}
+
+fn open(
+    files: &MemFiles,
+    executor: &Kept,
+    config: SchedulerConfig,
+    threads: bool,
+) -> Arc<Scheduler<Kept>> {
+    match threads {
+        true => Scheduler::threaded(config, files.clone(), executor.clone())
+            .expect("a valid configuration"),
+        false => Scheduler::new_inline(config, files.clone(), executor.clone())
+            .expect("a valid configuration"),
+    }
+}
+
+/// Every file's Artifact, as an answer a test can compare.
+fn build(scheduler: &Scheduler<Kept>) -> Vec<Result<String, String>> {
+    PATHS
+        .iter()
+        .map(|path| {
+            let handle = scheduler.ask(BUILD.of(*path));
+            scheduler
+                .wait(&handle)
+                .map(|artifact| artifact.data().clone())
+                .map_err(|error: RequestError| error.to_string())
+        })
+        .collect()
+}
+
+/// What a scheduler without a store answers over `files`.
+fn fresh(files: &MemFiles) -> Vec<Result<String, String>> {
+    let scheduler = open(files, &Kept::new(false), test_config(Arc::default()), false);
+    build(&scheduler)
+}
+
+#[test]
+fn a_restarted_scheduler_answers_every_stage_from_the_store() {
+    for threads in [false, true] {
+        let files = tree();
+        let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
+        let first = Kept::new(true);
+        let scheduler = open(&files, &first, with_store(store.clone(), "1"), threads);
+        let answers = build(&scheduler);
+        assert_eq!(answers, fresh(&files));
+        assert_eq!(answers[0], Ok("a.cfg:2|c.cfg=1[b.cfg:3]".into()));
+        scheduler.flush_store();
+        let counters = scheduler.observe().counters();
+        assert_eq!((counters.from_store, counters.store_writes), (0, 9));
+        drop(scheduler);
+
+        let second = Kept::new(true);
+        let restarted = open(&files, &second, with_store(store, "1"), threads);
+        assert_eq!(build(&restarted), answers);
+        assert!(second.ran().is_empty(), "nothing ran: {:?}", second.ran());
+        let counters = restarted.observe().counters();
+        assert_eq!(counters.from_store, 9, "3 files × 3 stages");
+        assert_eq!(
+            (counters.source_runs, counters.analysis_runs, counters.artifact_runs),
+            (0, 0, 0)
+        );
+        assert_eq!(counters.store_errors, 0);
+        assert_quiescent(&restarted, &[]);
+    }
+}
+
+#[test]
+fn an_edit_before_the_restart_runs_that_file_and_what_reads_it() {
+    let files = tree();
+    let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
+    let first = Kept::new(true);
+    drop(build(&open(&files, &first, with_store(store.clone(), "1"), false)));
+    // `b` changes while no scheduler runs.
+    files.write("b.cfg", "three four five six");
+    let second = Kept::new(true);
+    let restarted = open(&files, &second, with_store(store.clone(), "1"), false);
+    let answers = build(&restarted);
+    assert_eq!(answers, fresh(&files));
+    assert_eq!(
+        second.ran(),
+        [
+            ("a.cfg".into(), "Artifact"),
+            ("b.cfg".into(), "Analysis"),
+            ("b.cfg".into(), "Artifact"),
+            ("b.cfg".into(), "Source"),
+        ],
+        "b's stages, and a's Artifact, which reads b's"
+    );
+    drop(restarted);
+    // And the edit back is in the store too: both versions answer from it.
+    files.write("b.cfg", "three four five");
+    let third = Kept::new(true);
+    let again = open(&files, &third, with_store(store, "1"), false);
+    assert_eq!(build(&again), fresh(&files));
+    assert!(third.ran().is_empty());
+}
+
+#[test]
+fn outputs_of_another_executor_version_are_never_read() {
+    let files = tree();
+    let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
+    drop(build(&open(&files, &Kept::new(true), with_store(store.clone(), "1"), false)));
+    let second = Kept::new(true);
+    let other = open(&files, &second, with_store(store, "2"), false);
+    assert_eq!(build(&other), fresh(&files));
+    assert_eq!(other.observe().counters().from_store, 0);
+    assert_eq!(second.runs().values().sum::<usize>(), 9);
+}
+
+#[test]
+fn a_damaged_entry_is_recomputed_and_reported_once() {
+    let files = tree();
+    let memory = Arc::new(MemoryStore::new(1 << 20));
+    let store: Arc<dyn OutputStore> = memory.clone();
+    drop(build(&open(&files, &Kept::new(true), with_store(store.clone(), "1"), false)));
+    // Every value loses its first bytes. Some would still decode (an
+    // artifact `2|c.cfg=1[b.cfg:3]` has lost only its file's name): the
+    // digest each entry was stored with refuses them all.
+    memory.damage(|_, value| {
+        value.drain(..value.len().min(6));
+    });
+    let second = Kept::new(true);
+    let restarted = open(&files, &second, with_store(store, "1"), false);
+    assert_eq!(build(&restarted), fresh(&files));
+    let counters = restarted.observe().counters();
+    assert_eq!(counters.from_store, 0);
+    assert_eq!(counters.store_errors, 9, "each damaged entry, once");
+    assert_eq!(second.runs().values().sum::<usize>(), 9);
+    assert_quiescent(&restarted, &[]);
+}
+
+/// A store whose every operation fails.
+struct Broken;
+
+impl OutputStore for Broken {
+    fn get(&self, key: &StoreKey) -> Result<Option<Entry>, StoreError> {
+        Err(StoreError::DamagedEntry {
+            key: *key,
+            detail: "the disk is gone".into(),
+        })
+    }
+    fn put_batch(&self, _: &[(StoreKey, Entry)]) -> Result<PutReport, StoreError> {
+        Err(StoreError::Io {
+            operation: "write",
+            path: "gone".into(),
+            source: std::io::Error::other("the disk is gone"),
+        })
+    }
+    fn remove(&self, _: &[StoreKey]) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+    fn retain_paths(&self, _: &dyn Fn(&str) -> bool) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+    fn gc(&self) -> Result<Eviction, StoreError> {
+        Ok(Eviction::default())
+    }
+    fn stats(&self) -> Result<StoreStats, StoreError> {
+        Ok(StoreStats::default())
+    }
+    fn clear(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_store_never_fails_a_request() {
+    let files = tree();
+    let executor = Kept::new(true);
+    let scheduler = open(&files, &executor, with_store(Arc::new(Broken), "1"), true);
+    assert_eq!(build(&scheduler), fresh(&files));
+    scheduler.flush_store();
+    let counters = scheduler.observe().counters();
+    assert_eq!((counters.from_store, counters.store_writes), (0, 0));
+    // Three reads of the parses, three of the analyses; the artifacts have
+    // no stored inputs to key them by, and the one batch of writes failed
+    // (one batch, or more if the writer woke between the stages).
+    assert!(counters.store_errors >= 7, "{counters:?}");
+    assert_quiescent(&scheduler, &[]);
+}
+
+#[test]
+fn an_executor_that_stores_nothing_runs_as_without_a_store() {
+    let files = tree();
+    let store = Arc::new(MemoryStore::new(1 << 20));
+    for _ in 0..2 {
+        let executor = Kept::new(false);
+        let scheduler = open(&files, &executor, with_store(store.clone(), "1"), false);
+        assert_eq!(build(&scheduler), fresh(&files));
+        assert_eq!(executor.runs().values().sum::<usize>(), 9);
+        assert_eq!(scheduler.observe().counters().from_store, 0);
+    }
+    assert_eq!(store.stats().unwrap().entries, 0);
+}
+
+#[test]
+fn a_store_file_outlives_the_process_that_wrote_it() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let files = tree();
+    let options = || StoreOptions::new("kept", 1 << 20);
+    let answers = {
+        let opened = RedbStore::open(dir.path(), options()).expect("opens");
+        let store: Arc<dyn OutputStore> = Arc::new(opened.store);
+        let scheduler = open(&files, &Kept::new(true), with_store(store, "1"), true);
+        let answers = build(&scheduler);
+        // Its writes are flushed and the store let go: the file and its
+        // lock close with the last handle, this one.
+        scheduler.shutdown();
+        answers
+    };
+    let opened = RedbStore::open(dir.path(), options()).expect("opens again");
+    assert!(opened.warning.is_none());
+    let executor = Kept::new(true);
+    let restarted = open(&files, &executor, with_store(Arc::new(opened.store), "1"), true);
+    assert_eq!(build(&restarted), answers);
+    assert!(executor.ran().is_empty());
+}
