@@ -374,6 +374,7 @@ impl<'a> CausalIndex<'a> {
                 steps.push(Step::Ran {
                     work: run.work,
                     because: run.because,
+                    from_store: run.from_store,
                 });
                 match (run.because, run.work) {
                     (RunReason::InputChanged(input), _) => {

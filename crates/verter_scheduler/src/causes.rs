@@ -230,6 +230,10 @@ pub struct Run {
     pub queue_wait: Option<Duration>,
     /// How long the executor (or loader) ran.
     pub run_time: Duration,
+    /// Whether the output came from the output store instead of the
+    /// executor (docs/design.md, "Persistent outputs"): then the executor
+    /// was not called, and `run_time` is the store's read.
+    pub from_store: bool,
 }
 
 /// What was refused admission because a bound was reached.
@@ -258,6 +262,9 @@ pub enum Step {
         work: WorkNodeIdentity,
         /// Why it ran.
         because: RunReason,
+        /// Whether its output came from the output store instead of the
+        /// executor ([`Run::from_store`]).
+        from_store: bool,
     },
     /// `work` was verified, not run: none of its inputs changed. The steps
     /// after it say what asked for it.
@@ -353,8 +360,19 @@ fn stage_label(stage: TargetStage) -> String {
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Ran { work, because } => {
-                write!(f, "{} ran: ", Self::work_label(work))?;
+            Self::Ran {
+                work,
+                because,
+                from_store,
+            } => {
+                match from_store {
+                    true => write!(
+                        f,
+                        "{} was answered from the output store (an output computed from the same inputs was stored): ",
+                        Self::work_label(work)
+                    )?,
+                    false => write!(f, "{} ran: ", Self::work_label(work))?,
+                }
                 match because {
                     RunReason::NewVersion => f.write_str("its version is new"),
                     RunReason::NoPrior => f.write_str("no earlier output to verify against"),

@@ -164,6 +164,7 @@ impl SchedulerEvent {
                 Step::Ran {
                     work: run.work,
                     because: run.because,
+                    from_store: run.from_store,
                 }
                 .to_string(),
             ),

@@ -102,6 +102,9 @@ pub struct CauseStats {
     /// `Ran` records of remote work (on the `Remote` budget) counted
     /// against the executor's starts (whole logs only).
     pub remote_runs: u64,
+    /// `Ran` records whose output came from the output store (no executor
+    /// call; kept out of the run counts judged against the executor's).
+    pub from_store: u64,
 }
 
 impl CauseStats {
@@ -120,6 +123,7 @@ impl CauseStats {
         self.skipped += other.skipped;
         self.dropped += other.dropped;
         self.remote_runs += other.remote_runs;
+        self.from_store += other.from_store;
     }
 
     /// Chains judged to end at a host action.
@@ -320,6 +324,7 @@ pub fn judge_log(records: &[LogRecord], executed: Option<&Executed>) -> CauseVer
     let index = CausalIndex::new(records);
     judge_chains(&index, 0, 0, &mut verdict);
     let tally = walk_holds(records, &mut verdict);
+    verdict.stats.from_store = tally.from_store;
     if let Some(executed) = executed {
         judge_counts(&tally, executed, &mut verdict);
     }
@@ -498,10 +503,17 @@ struct Tally {
     remote: HashMap<WorkNodeIdentity, u64>,
     /// Per file: its Sources' runs on the `Io` budget (the loader's).
     loads: BTreeMap<String, u64>,
+    /// Runs whose output came from the output store.
+    from_store: u64,
 }
 
 impl Tally {
     fn ran(&mut self, run: &Run) {
+        // An output read from the store called no executor: counted apart.
+        if run.from_store {
+            self.from_store += 1;
+            return;
+        }
         match (run.class, run.work) {
             (ResourceClass::Io, WorkNodeIdentity::File(key)) => {
                 *self

@@ -36,6 +36,7 @@ fn ran(work: WorkNodeIdentity, because: RunReason) -> SchedulerEvent {
         started: Duration::ZERO,
         queue_wait: None,
         run_time: Duration::from_micros(10),
+        from_store: false,
     }))
 }
 

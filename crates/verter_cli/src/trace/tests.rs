@@ -50,6 +50,7 @@ fn ran(
         started: Duration::ZERO,
         queue_wait,
         run_time,
+        from_store: false,
     }))
 }
 

@@ -183,9 +183,14 @@ impl<E: StageExecutor> Scheduler<E> {
         let started = self.timed.then(Instant::now);
         let span = tracing::debug_span!("stage", stage = stage_name(&identity), path = %file.canonical, generation = file.generation.get());
         let _span = span.enter();
+        let mut from_store = false;
         let outcome = match work {
             Work::Load => self.run_load(&file),
-            Work::Parse { text, prior } => self.run_parse(&dispatch, node, text, prior),
+            Work::Parse { text, prior } => {
+                let outcome;
+                (outcome, from_store) = self.run_parse(&dispatch, node, text, prior);
+                outcome
+            }
             Work::Analysis { source, prior } => {
                 // With a store and a stored parse: the analysis built from
                 // that parse, if one is stored (docs/design.md,
@@ -197,6 +202,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 let stored = persist.as_ref().and_then(|(persist, key)| {
                     self.from_store(persist, key, |bytes| self.executor.decode_analysis(bytes))
                 });
+                from_store = stored.is_some();
                 let (result, stored_digest) = match stored {
                     Some((data, digest)) => (Ok(Ok(data)), Some(digest)),
                     None => {
@@ -271,6 +277,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 let stored = persist.as_ref().and_then(|(persist, key)| {
                     self.from_store(persist, key, |bytes| self.executor.decode_artifact(bytes))
                 });
+                from_store = stored.is_some();
                 let (result, stored_digest) = match stored {
                     Some((data, digest)) => (Ok(Ok(data)), Some(digest)),
                     None => {
@@ -319,7 +326,8 @@ impl<E: StageExecutor> Scheduler<E> {
         };
         // The host calls returned: the run ends (a reset may wait for it).
         drop(running);
-        let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
+        let ran = started
+            .and_then(|started| self.ran(&dispatch, because, ready_at, started, from_store));
         self.finished_ran(dispatch, outcome, ran)
     }
 
@@ -472,6 +480,7 @@ impl<E: StageExecutor> Scheduler<E> {
         because: Option<RunReason>,
         ready_at: Option<Instant>,
         started: Instant,
+        from_store: bool,
     ) -> Option<Box<Run>> {
         let run_time = started.elapsed();
         let queue_wait = ready_at.map(|ready| started.saturating_duration_since(ready));
@@ -487,6 +496,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 started: started.saturating_duration_since(self.created),
                 queue_wait,
                 run_time,
+                from_store,
             })
         })
     }
@@ -523,7 +533,7 @@ impl<E: StageExecutor> Scheduler<E> {
         drop(running);
         let outcome = self.cached(&identity, result, run.previous.as_deref());
         let because = self.observes_events.then_some(RunReason::CacheNode);
-        let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started));
+        let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started, false));
         self.finished_ran(dispatch, outcome, ran)
     }
 

@@ -82,7 +82,7 @@ impl<E: StageExecutor> Scheduler<E> {
         node: Arc<FileNode<E>>,
         text: SourceText,
         prior: Option<Arc<SourceSnapshot<E::Source>>>,
-    ) -> Outcome<E> {
+    ) -> (Outcome<E>, bool) {
         let file = dispatch.identity.file().cloned().expect("file work");
         // With a store: the parse of this text, if one is stored; else the
         // executor's, stored for the next scheduler (docs/design.md,
@@ -97,6 +97,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 Some((self.executor.decode_source(host)?, declared))
             })
         });
+        let from_store = stored.is_some();
         let (parsed, declared, stored_digest) = match stored {
             Some(((parsed, declared), digest)) => (Ok(parsed), declared, Some(digest)),
             None => {
@@ -167,7 +168,7 @@ impl<E: StageExecutor> Scheduler<E> {
         };
         drop(prior);
         drop(node);
-        Outcome::Parsed { result, cut }
+        (Outcome::Parsed { result, cut }, from_store)
     }
 
     /// A new parse's revisions (docs/design.md, "Early cutoff"): the

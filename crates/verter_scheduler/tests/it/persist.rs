@@ -53,10 +53,6 @@ impl Kept {
         ran
     }
 
-    fn forget_runs(&self) {
-        self.runs.lock().clear();
-    }
-
     fn record(&self, path: &Canonical, stage: &'static str) {
         self.runs.lock().push((path.to_string(), stage));
     }
@@ -226,6 +222,26 @@ fn a_restarted_scheduler_answers_every_stage_from_the_store() {
         assert_eq!(counters.store_errors, 0);
         assert_quiescent(&restarted, &[]);
     }
+}
+
+#[test]
+fn explain_names_the_store_as_where_an_output_came_from() {
+    let files = tree();
+    let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
+    drop(build(&open(&files, &Kept::new(true), with_store(store.clone(), "1"), false)));
+    let mut config = with_store(store, "1");
+    config.causal_log = verter_scheduler::DEFAULT_CAUSAL_LOG;
+    let restarted = open(&files, &Kept::new(true), config, false);
+    build(&restarted);
+    let explanation = restarted
+        .observe()
+        .explain("b.cfg", verter_dag::TargetStage::Artifact(BUILD.0))
+        .expect("the log holds b's Artifact")
+        .to_string();
+    assert!(
+        explanation.contains("was answered from the output store"),
+        "{explanation}"
+    );
 }
 
 #[test]

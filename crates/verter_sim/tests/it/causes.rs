@@ -276,6 +276,7 @@ fn a_verification_after_a_run_of_the_same_work_is_caught() {
             started: broken[at].at,
             queue_wait: None,
             run_time: Duration::ZERO,
+            from_store: false,
         })),
     };
     broken.insert(at, ran);
