@@ -277,8 +277,8 @@ pub use verter_dag::{
     SchedulerCacheId, SourceVersion, SubmissionLifetime, TargetStage, WaitPolicy, WorkNodeIdentity,
 };
 pub use verter_pools::{PoolError, SchedulerCpuPool, SchedulerIoPool};
-pub use verter_store::{Digest, OutputStore};
 pub use verter_source_root::{
     ContentHash, GcReport, SchedulerSourceRoot, SourceRootStats, SourceState,
 };
+pub use verter_store::{Digest, OutputStore};
 pub use witness::{SourceWitness, WaitGraphOccupancy, WitnessError};

@@ -181,7 +181,12 @@ impl Persist {
     }
 
     /// The key of a parse of `text` as `canonical` in `language`.
-    pub(crate) fn source_key(&self, canonical: &Canonical, language: &Language, text: &str) -> StoreKey {
+    pub(crate) fn source_key(
+        &self,
+        canonical: &Canonical,
+        language: &Language,
+        text: &str,
+    ) -> StoreKey {
         self.key(b"source", |hasher| {
             field(hasher, canonical.as_str().as_bytes());
             field(hasher, language.as_str().as_bytes());
@@ -189,8 +194,33 @@ impl Persist {
         })
     }
 
+    /// What an Analysis can read of a Source, as one digest: the parse's
+    /// key (so its path, language and text), the digest of its stored
+    /// bytes (the parse and the dependencies it declared) and the files
+    /// those resolved to. Two Sources with equal digests are the same
+    /// input to an Analysis: a parse of equal bytes in another language,
+    /// or whose declared paths resolve elsewhere now, is not.
+    pub(crate) fn source_input_digest(
+        &self,
+        key: &StoreKey,
+        stored: &Digest,
+        resolved: [&[Canonical]; 3],
+    ) -> Digest {
+        let mut hasher = Sha256::new();
+        hasher.update(key.as_bytes());
+        hasher.update(stored.as_bytes());
+        for list in resolved {
+            hasher.update((list.len() as u64).to_le_bytes());
+            for canonical in list {
+                field(&mut hasher, canonical.as_str().as_bytes());
+            }
+        }
+        let bytes: [u8; 32] = hasher.finalize().into();
+        Digest::from(bytes)
+    }
+
     /// The key of the Analysis of `canonical` built from the Source whose
-    /// stored bytes have digest `source`.
+    /// input digest ([`Self::source_input_digest`]) is `source`.
     pub(crate) fn analysis_key(&self, canonical: &Canonical, source: &Digest) -> StoreKey {
         self.key(b"analysis", |hasher| {
             field(hasher, canonical.as_str().as_bytes());
@@ -214,7 +244,10 @@ impl Persist {
             field(hasher, canonical.as_str().as_bytes());
             hasher.update(profile.0.to_le_bytes());
             field(hasher, analysis.as_bytes());
-            for (tag, inputs) in [(b"b", blockers.collect::<Vec<_>>()), (b"d", dependencies.collect())] {
+            for (tag, inputs) in [
+                (b"b", blockers.collect::<Vec<_>>()),
+                (b"d", dependencies.collect()),
+            ] {
                 hasher.update(tag);
                 hasher.update((inputs.len() as u64).to_le_bytes());
                 for (path, digest) in inputs {
@@ -302,7 +335,9 @@ fn write_loop(
         if !batch.is_empty() {
             match store.put_batch(&batch) {
                 Ok(report) => {
-                    counters.written.fetch_add(report.written, Ordering::Relaxed);
+                    counters
+                        .written
+                        .fetch_add(report.written, Ordering::Relaxed);
                 }
                 Err(error) => failed(counters, warned, &format_args!("a write failed: {error}")),
             }
@@ -319,7 +354,11 @@ fn write_loop(
 /// fresh parse's are).
 pub(crate) fn encode_source_envelope(declared: &SourceDeps, host: &[u8]) -> Vec<u8> {
     let lists = [&declared.forward, &declared.blockers, &declared.artifacts];
-    let named: usize = lists.iter().flat_map(|list| list.iter()).map(|dep| dep_len(dep) + 5).sum();
+    let named: usize = lists
+        .iter()
+        .flat_map(|list| list.iter())
+        .map(|dep| dep_len(dep) + 5)
+        .sum();
     let mut out = Vec::with_capacity(named + 12 + host.len());
     for list in lists {
         out.extend_from_slice(&(list.len() as u32).to_le_bytes());

@@ -414,7 +414,9 @@ impl<E: StageExecutor> Scheduler<E> {
         let persist = config.store.as_ref().and_then(|store| {
             crate::persist::Persist::start(store)
                 .inspect_err(|error| {
-                    tracing::warn!("output store: the writer did not start ({error}); running without it");
+                    tracing::warn!(
+                        "output store: the writer did not start ({error}); running without it"
+                    );
                 })
                 .ok()
         });

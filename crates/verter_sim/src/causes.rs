@@ -161,6 +161,13 @@ impl fmt::Display for CauseStats {
                 self.remote_runs
             )?;
         }
+        if self.from_store > 0 {
+            write!(
+                f,
+                "; {} runs answered from the output store",
+                self.from_store
+            )?;
+        }
         if self.skipped > 0 || self.dropped > 0 {
             write!(
                 f,

@@ -420,7 +420,16 @@ pub(crate) struct Shared {
     /// The fake remote executor's desk and how the run routes work to it,
     /// when the trace names [`Op::Remote`].
     remote: Option<(Arc<RemoteDesk>, RemoteSpec)>,
+    /// The scheduler's output store (docs/design.md, "Persistent
+    /// outputs"): a text seen before is answered from it, and so is
+    /// everything after a reset (which forgets every file, as a restart
+    /// does); each reset also damages some of it (`damage_store`).
+    store: Arc<verter_store::MemoryStore>,
 }
+
+/// The cap of an inline run's output store: small enough that long runs
+/// evict.
+const STORE_BYTES: u64 = 64 * 1024;
 
 /// The permits of an inline run's DAG concurrency limit.
 const DAG_PERMITS: usize = 2;
@@ -521,6 +530,7 @@ impl Shared {
             scheduler: OnceLock::new(),
             limit: OnceLock::new(),
             remote,
+            store: Arc::new(verter_store::MemoryStore::new(STORE_BYTES)),
         });
         let hooks = Arc::new(InlineHooks {
             shared: Arc::downgrade(&shared),
@@ -542,6 +552,10 @@ impl Shared {
             config = config.with_remote(routes, spec.budget.max(1));
             executor = executor.with_remote(Arc::clone(desk));
         }
+        config.store = Some(verter_scheduler::OutputStoreConfig::new(
+            Arc::clone(&shared.store) as Arc<dyn verter_scheduler::OutputStore>,
+            "sim",
+        ));
         let scheduler = Scheduler::new_inline(config, shared.fs.loader(), executor)
             .expect("a valid scheduler configuration");
         let _ = shared

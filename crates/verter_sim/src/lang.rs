@@ -619,6 +619,58 @@ impl StageExecutor for SimExecutor {
         previous == next
     }
 
+    // The output store's codecs: every output without a fault (one with a
+    // fault must misbehave when its next stage runs, so it is not kept).
+
+    fn encode_source(&self, output: &Parsed, into: &mut Vec<u8>) -> bool {
+        if output.analysis_fault.is_some() || output.artifact_fault.is_some() {
+            return false;
+        }
+        for list in [
+            &output.words,
+            &output.forward,
+            &output.blockers,
+            &output.artifacts,
+        ] {
+            put_strings(into, list);
+        }
+        true
+    }
+
+    fn decode_source(&self, bytes: &[u8]) -> Option<Parsed> {
+        let mut rest = bytes;
+        let parsed = Parsed {
+            words: take_strings(&mut rest)?,
+            forward: take_strings(&mut rest)?,
+            blockers: take_strings(&mut rest)?,
+            artifacts: take_strings(&mut rest)?,
+            analysis_fault: None,
+            artifact_fault: None,
+        };
+        rest.is_empty().then_some(parsed)
+    }
+
+    fn encode_analysis(&self, output: &SimAnalysis, into: &mut Vec<u8>) -> bool {
+        into.extend_from_slice(output.summary.as_bytes());
+        output.artifact_fault.is_none()
+    }
+
+    fn decode_analysis(&self, bytes: &[u8]) -> Option<SimAnalysis> {
+        Some(SimAnalysis {
+            summary: String::from_utf8(bytes.to_vec()).ok()?,
+            artifact_fault: None,
+        })
+    }
+
+    fn encode_artifact(&self, output: &String, into: &mut Vec<u8>) -> bool {
+        into.extend_from_slice(output.as_bytes());
+        true
+    }
+
+    fn decode_artifact(&self, bytes: &[u8]) -> Option<String> {
+        String::from_utf8(bytes.to_vec()).ok()
+    }
+
     fn same_analysis(&self, previous: &SimAnalysis, next: &SimAnalysis) -> bool {
         previous == next
     }
@@ -630,6 +682,31 @@ impl StageExecutor for SimExecutor {
     fn same_cache_output(&self, _: &WorkNodeIdentity, previous: &u64, next: &u64) -> bool {
         previous == next
     }
+}
+
+/// Appends `list`, each string length-prefixed, after its length.
+fn put_strings(into: &mut Vec<u8>, list: &[String]) {
+    into.extend_from_slice(&(list.len() as u32).to_le_bytes());
+    for item in list {
+        into.extend_from_slice(&(item.len() as u32).to_le_bytes());
+        into.extend_from_slice(item.as_bytes());
+    }
+}
+
+/// [`put_strings`]'s inverse, taking what it reads off `rest`.
+fn take_strings(rest: &mut &[u8]) -> Option<Vec<String>> {
+    fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (head, tail) = (rest.get(..n)?, rest.get(n..)?);
+        *rest = tail;
+        Some(head)
+    }
+    let count = u32::from_le_bytes(take(rest, 4)?.try_into().ok()?) as usize;
+    let mut list = Vec::with_capacity(count.min(1024));
+    for _ in 0..count {
+        let len = u32::from_le_bytes(take(rest, 4)?.try_into().ok()?) as usize;
+        list.push(String::from_utf8(take(rest, len)?.to_vec()).ok()?);
+    }
+    Some(list)
 }
 
 #[cfg(test)]

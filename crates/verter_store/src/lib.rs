@@ -34,8 +34,8 @@ mod store;
 
 pub use digest::{Digest, StoreKey};
 pub use error::{StoreError, StoreWarning};
+pub use memory_store::MemoryStore;
 pub use redb_store::{
     FORMAT_VERSION, LOCK_FILE_NAME, Opened, RedbStore, STORE_FILE_NAME, StoreOptions,
 };
-pub use memory_store::MemoryStore;
 pub use store::{Entry, Eviction, OutputStore, PutReport, StoreStats};

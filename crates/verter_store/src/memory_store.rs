@@ -93,7 +93,9 @@ impl MemoryStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panic under this mutex leaves a consistent map (each step is
         // whole before it can panic): the poison is ignored.
-        self.inner.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 }
 
@@ -186,15 +188,26 @@ mod tests {
     #[test]
     fn the_least_recently_used_entry_goes_past_the_cap() {
         let store = MemoryStore::new(10);
-        store.put_batch(&[(key(1), entry(4)), (key(2), entry(4))]).unwrap();
+        store
+            .put_batch(&[(key(1), entry(4)), (key(2), entry(4))])
+            .unwrap();
         // Reading 1 makes 2 the least recently used.
         assert!(store.get(&key(1)).unwrap().is_some());
         let report = store.put_batch(&[(key(3), entry(4))]).unwrap();
-        assert_eq!(report.evicted, Eviction { entries: 1, bytes: 4 });
+        assert_eq!(
+            report.evicted,
+            Eviction {
+                entries: 1,
+                bytes: 4
+            }
+        );
         assert!(store.get(&key(2)).unwrap().is_none());
         assert!(store.get(&key(1)).unwrap().is_some());
         assert_eq!(store.stats().unwrap().bytes, 8);
-        assert_eq!(store.put_batch(&[(key(4), entry(11))]).unwrap().too_large, 1);
+        assert_eq!(
+            store.put_batch(&[(key(4), entry(11))]).unwrap().too_large,
+            1
+        );
     }
 
     #[test]

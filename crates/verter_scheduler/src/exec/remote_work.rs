@@ -265,7 +265,8 @@ impl<E: StageExecutor> Scheduler<E> {
             ready_at,
             started,
         } = started;
-        let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started, false));
+        let ran =
+            started.and_then(|started| self.ran(&dispatch, because, ready_at, started, false));
         let mut finished = self.finished(dispatch, outcome);
         finished.ran = ran;
         self.complete_remote(finished, &notice);

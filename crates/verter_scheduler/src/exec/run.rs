@@ -200,7 +200,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     Some((persist, persist.analysis_key(&file.canonical, parse)))
                 });
                 let stored = persist.as_ref().and_then(|(persist, key)| {
-                    self.from_store(persist, key, |bytes| self.executor.decode_analysis(bytes))
+                    self.read_stored(persist, key, |bytes| self.executor.decode_analysis(bytes))
                 });
                 from_store = stored.is_some();
                 let (result, stored_digest) = match stored {
@@ -215,11 +215,13 @@ impl<E: StageExecutor> Scheduler<E> {
                             self.executor.execute_analysis(&input)
                         }));
                         let digest = match (&result, persist) {
-                            (Ok(Ok(data)), Some((persist, key))) => {
-                                self.into_store(persist, key, &file.canonical, data, |data, into| {
-                                    self.executor.encode_analysis(data, into)
-                                })
-                            }
+                            (Ok(Ok(data)), Some((persist, key))) => self.write_stored(
+                                persist,
+                                key,
+                                &file.canonical,
+                                data,
+                                |data, into| self.executor.encode_analysis(data, into),
+                            ),
                             _ => None,
                         };
                         (result, digest)
@@ -275,7 +277,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     Some((persist, key))
                 });
                 let stored = persist.as_ref().and_then(|(persist, key)| {
-                    self.from_store(persist, key, |bytes| self.executor.decode_artifact(bytes))
+                    self.read_stored(persist, key, |bytes| self.executor.decode_artifact(bytes))
                 });
                 from_store = stored.is_some();
                 let (result, stored_digest) = match stored {
@@ -293,11 +295,13 @@ impl<E: StageExecutor> Scheduler<E> {
                             self.executor.execute_artifact(&input)
                         }));
                         let digest = match (&result, persist) {
-                            (Ok(Ok(data)), Some((persist, key))) => {
-                                self.into_store(persist, key, &file.canonical, data, |data, into| {
-                                    self.executor.encode_artifact(data, into)
-                                })
-                            }
+                            (Ok(Ok(data)), Some((persist, key))) => self.write_stored(
+                                persist,
+                                key,
+                                &file.canonical,
+                                data,
+                                |data, into| self.executor.encode_artifact(data, into),
+                            ),
                             _ => None,
                         };
                         (result, digest)
@@ -326,8 +330,8 @@ impl<E: StageExecutor> Scheduler<E> {
         };
         // The host calls returned: the run ends (a reset may wait for it).
         drop(running);
-        let ran = started
-            .and_then(|started| self.ran(&dispatch, because, ready_at, started, from_store));
+        let ran =
+            started.and_then(|started| self.ran(&dispatch, because, ready_at, started, from_store));
         self.finished_ran(dispatch, outcome, ran)
     }
 
@@ -533,7 +537,8 @@ impl<E: StageExecutor> Scheduler<E> {
         drop(running);
         let outcome = self.cached(&identity, result, run.previous.as_deref());
         let because = self.observes_events.then_some(RunReason::CacheNode);
-        let ran = started.and_then(|started| self.ran(&dispatch, because, ready_at, started, false));
+        let ran =
+            started.and_then(|started| self.ran(&dispatch, because, ready_at, started, false));
         self.finished_ran(dispatch, outcome, ran)
     }
 

@@ -92,7 +92,7 @@ impl<E: StageExecutor> Scheduler<E> {
             (persist, key)
         });
         let stored = persist.as_ref().and_then(|(persist, key)| {
-            self.from_store(persist, key, |bytes| {
+            self.read_stored(persist, key, |bytes| {
                 let (declared, host) = crate::persist::decode_source_envelope(bytes)?;
                 Some((self.executor.decode_source(host)?, declared))
             })
@@ -117,7 +117,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 let parsed = self.stage_result(&file, "Source", parsed);
                 let digest = match (&parsed, persist) {
                     (Ok(output), Some((persist, key))) => {
-                        self.into_store(persist, key, &file.canonical, output, |output, into| {
+                        self.write_stored(persist, key, &file.canonical, output, |output, into| {
                             let mut host = Vec::new();
                             let stored = self.executor.encode_source(output, &mut host);
                             if stored {
@@ -139,6 +139,16 @@ impl<E: StageExecutor> Scheduler<E> {
         let mut cut = Cut::new(prior.as_ref());
         let result = match (parsed, deps) {
             (Ok(parsed), Some(Ok(deps))) => {
+                // What the Analysis reads of this Source, as the digest its
+                // key covers.
+                let stored_digest = match (persist, stored_digest) {
+                    (Some((persist, key)), Some(stored)) => Some(persist.source_input_digest(
+                        &key,
+                        &stored,
+                        [&deps.forward, &deps.blockers, &deps.artifacts],
+                    )),
+                    _ => None,
+                };
                 let (changed_at, blockers_changed_at) =
                     self.source_revisions(prior.as_deref(), node.language(), &parsed, &deps);
                 if prior

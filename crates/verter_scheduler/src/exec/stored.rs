@@ -17,7 +17,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// panic boundary), with the digest of its bytes; `None` when the
     /// store has nothing there, fails, or holds bytes that do not decode.
     /// A hit counts in `SchedulerCounters::from_store`.
-    pub(super) fn from_store<T>(
+    pub(super) fn read_stored<T>(
         &self,
         persist: &Persist,
         key: &StoreKey,
@@ -39,7 +39,7 @@ impl<E: StageExecutor> Scheduler<E> {
     /// Encodes `output` with `encode` (host code, in a panic boundary) and
     /// queues it for the store under `key`; the digest of its bytes, or
     /// `None` when the executor keeps this output out of the store.
-    pub(super) fn into_store<T>(
+    pub(super) fn write_stored<T>(
         &self,
         persist: &Persist,
         key: StoreKey,
@@ -67,17 +67,25 @@ impl<E: StageExecutor> Scheduler<E> {
         dependencies: &DependencyInputs<E::Artifact>,
     ) -> Option<StoreKey> {
         let analysis = analysis.stored_digest()?;
-        let all_stored = blockers.iter().all(|blocker| blocker.stored_digest().is_some())
+        let all_stored = blockers
+            .iter()
+            .all(|blocker| blocker.stored_digest().is_some())
             && dependencies.iter().all(|dep| dep.stored_digest().is_some());
         if !all_stored {
             return None;
         }
-        Some(persist.artifact_key(
-            canonical,
-            profile,
-            analysis,
-            blockers.iter().filter_map(|b| Some((&b.canonical, b.stored_digest()?))),
-            dependencies.iter().filter_map(|d| Some((&d.canonical, d.stored_digest()?))),
-        ))
+        Some(
+            persist.artifact_key(
+                canonical,
+                profile,
+                analysis,
+                blockers
+                    .iter()
+                    .filter_map(|b| Some((&b.canonical, b.stored_digest()?))),
+                dependencies
+                    .iter()
+                    .filter_map(|d| Some((&d.canonical, d.stored_digest()?))),
+            ),
+        )
     }
 }

@@ -27,7 +27,10 @@ fn a_truncated_or_foreign_envelope_does_not_decode() {
     let bytes = encode_source_envelope(&deps(), b"");
     for len in 0..bytes.len() {
         // Every cut inside the lists is refused; the host's part is empty.
-        assert!(decode_source_envelope(&bytes[..len]).is_none(), "cut at {len}");
+        assert!(
+            decode_source_envelope(&bytes[..len]).is_none(),
+            "cut at {len}"
+        );
     }
     let mut bad_tag = bytes.clone();
     bad_tag[4] = 9;
@@ -47,7 +50,11 @@ fn keys_cover_every_input_and_the_version() {
     assert_eq!(key, one.source_key(&a, &rust, "fn f() {}"));
     assert_ne!(key, two.source_key(&a, &rust, "fn f() {}"), "the version");
     assert_ne!(key, one.source_key(&b, &rust, "fn f() {}"), "the path");
-    assert_ne!(key, one.source_key(&a, &Language::new("c"), "fn f() {}"), "the language");
+    assert_ne!(
+        key,
+        one.source_key(&a, &Language::new("c"), "fn f() {}"),
+        "the language"
+    );
     assert_ne!(key, one.source_key(&a, &rust, "fn g() {}"), "the text");
     let (d1, d2) = (digest_of(b"one"), digest_of(b"two"));
     assert_ne!(one.analysis_key(&a, &d1), one.analysis_key(&a, &d2));
@@ -63,7 +70,11 @@ fn keys_cover_every_input_and_the_version() {
     let base = artifact(1, &[(&b, &d1)], &[]);
     assert_ne!(base, artifact(2, &[(&b, &d1)], &[]), "the profile");
     assert_ne!(base, artifact(1, &[(&b, &d2)], &[]), "a blocker's analysis");
-    assert_ne!(base, artifact(1, &[], &[(&b, &d1)]), "a blocker is not a dependency");
+    assert_ne!(
+        base,
+        artifact(1, &[], &[(&b, &d1)]),
+        "a blocker is not a dependency"
+    );
     assert_ne!(base, artifact(1, &[], &[]), "the blocker list");
 }
 
@@ -76,7 +87,10 @@ fn a_flush_returns_once_the_writes_before_it_are_in_the_store() {
     let digest = persist.put(key, b"value".to_vec(), &a);
     persist.flush();
     let entry = store.get(&key).unwrap().expect("written");
-    assert_eq!((entry.value.as_slice(), entry.digest), (&b"value"[..], digest));
+    assert_eq!(
+        (entry.value.as_slice(), entry.digest),
+        (&b"value"[..], digest)
+    );
     assert_eq!(entry.path.as_deref(), Some("a.rs"));
     assert_eq!(persist.counters.written.load(Ordering::Relaxed), 1);
 }

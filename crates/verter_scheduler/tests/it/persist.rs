@@ -216,7 +216,11 @@ fn a_restarted_scheduler_answers_every_stage_from_the_store() {
         let counters = restarted.observe().counters();
         assert_eq!(counters.from_store, 9, "3 files × 3 stages");
         assert_eq!(
-            (counters.source_runs, counters.analysis_runs, counters.artifact_runs),
+            (
+                counters.source_runs,
+                counters.analysis_runs,
+                counters.artifact_runs
+            ),
             (0, 0, 0)
         );
         assert_eq!(counters.store_errors, 0);
@@ -228,7 +232,12 @@ fn a_restarted_scheduler_answers_every_stage_from_the_store() {
 fn explain_names_the_store_as_where_an_output_came_from() {
     let files = tree();
     let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
-    drop(build(&open(&files, &Kept::new(true), with_store(store.clone(), "1"), false)));
+    drop(build(&open(
+        &files,
+        &Kept::new(true),
+        with_store(store.clone(), "1"),
+        false,
+    )));
     let mut config = with_store(store, "1");
     config.causal_log = verter_scheduler::DEFAULT_CAUSAL_LOG;
     let restarted = open(&files, &Kept::new(true), config, false);
@@ -249,7 +258,12 @@ fn an_edit_before_the_restart_runs_that_file_and_what_reads_it() {
     let files = tree();
     let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
     let first = Kept::new(true);
-    drop(build(&open(&files, &first, with_store(store.clone(), "1"), false)));
+    drop(build(&open(
+        &files,
+        &first,
+        with_store(store.clone(), "1"),
+        false,
+    )));
     // `b` changes while no scheduler runs.
     files.write("b.cfg", "three four five six");
     let second = Kept::new(true);
@@ -279,7 +293,12 @@ fn an_edit_before_the_restart_runs_that_file_and_what_reads_it() {
 fn outputs_of_another_executor_version_are_never_read() {
     let files = tree();
     let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
-    drop(build(&open(&files, &Kept::new(true), with_store(store.clone(), "1"), false)));
+    drop(build(&open(
+        &files,
+        &Kept::new(true),
+        with_store(store.clone(), "1"),
+        false,
+    )));
     let second = Kept::new(true);
     let other = open(&files, &second, with_store(store, "2"), false);
     assert_eq!(build(&other), fresh(&files));
@@ -292,7 +311,12 @@ fn a_damaged_entry_is_recomputed_and_reported_once() {
     let files = tree();
     let memory = Arc::new(MemoryStore::new(1 << 20));
     let store: Arc<dyn OutputStore> = memory.clone();
-    drop(build(&open(&files, &Kept::new(true), with_store(store.clone(), "1"), false)));
+    drop(build(&open(
+        &files,
+        &Kept::new(true),
+        with_store(store.clone(), "1"),
+        false,
+    )));
     // Every value loses its first bytes. Some would still decode (an
     // artifact `2|c.cfg=1[b.cfg:3]` has lost only its file's name): the
     // digest each entry was stored with refuses them all.
@@ -391,7 +415,12 @@ fn a_store_file_outlives_the_process_that_wrote_it() {
     let opened = RedbStore::open(dir.path(), options()).expect("opens again");
     assert!(opened.warning.is_none());
     let executor = Kept::new(true);
-    let restarted = open(&files, &executor, with_store(Arc::new(opened.store), "1"), true);
+    let restarted = open(
+        &files,
+        &executor,
+        with_store(Arc::new(opened.store), "1"),
+        true,
+    );
     assert_eq!(build(&restarted), answers);
     assert!(executor.ran().is_empty());
 }

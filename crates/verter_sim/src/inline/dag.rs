@@ -102,11 +102,15 @@ impl Shared {
         // Inside a hook nothing may pump: a blocking submission could.
         let nonblocking = nonblocking || in_hook;
         // The time the DAG lock was held is left out: every read takes the
-        // lock, so it grows with the snapshot itself.
+        // lock, so it grows with the snapshot itself. So are the output
+        // store's writes and errors: its writer thread counts them when it
+        // gets to them, whatever the host does meanwhile.
         let snapshot = || {
             (
                 SchedulerCounters {
                     lock_held_ns: 0,
+                    store_writes: 0,
+                    store_errors: 0,
                     ..scheduler.observe().counters()
                 },
                 scheduler.observe().ready_queue_depth(),

@@ -163,3 +163,31 @@ fn two_hundred_seeds_that_break_lock_holds_agree_with_the_oracle() {
     }
     assert!(recovered >= 200, "most breaks find a hold: {recovered}");
 }
+
+/// Seed 7 (and 2, 11, 19, 22), by hand: a file's text parsed as `rust`,
+/// then the same text named `text`. Both parses store equal bytes, so an
+/// Analysis keyed by the parse's bytes alone was answered from the store
+/// with the `rust` summary. The key of an Analysis now covers the parse's
+/// own key (path, language, text) and the files its dependencies resolved
+/// to, everything an Analysis can read of its Source.
+#[test]
+fn seed_0007_an_analysis_of_the_same_text_in_another_language_is_not_read_from_the_store() {
+    let mut named = request("f3.rs", TargetStage::Analysis, None);
+    if let Op::Request { req, .. } = &mut named {
+        req.language = Some("text".into());
+    }
+    let trace = vec![
+        Op::Write {
+            path: "f3.rs".into(),
+            entry: text("gamma\nimport f0.rs"),
+        },
+        request("f3.rs", TargetStage::Analysis, None),
+        Op::Pump,
+        named,
+        Op::Pump,
+        Op::Check,
+    ];
+    if let Err(violation) = run_trace(&trace) {
+        panic!("{violation}");
+    }
+}
