@@ -199,34 +199,21 @@ impl<E: StageExecutor> Scheduler<E> {
                     let parse = source.stored_digest.as_deref()?;
                     Some((persist, persist.analysis_key(&file.canonical, parse)))
                 });
-                let stored = persist.as_ref().and_then(|(persist, key)| {
-                    self.read_stored(persist, key, |bytes| self.executor.decode_analysis(bytes))
-                });
-                from_store = stored.is_some();
-                let (result, stored_digest) = match stored {
-                    Some((data, digest)) => (Ok(Ok(data)), Some(digest)),
-                    None => {
+                let (result, stored_digest);
+                (result, stored_digest, from_store) = self.stored_or_run(
+                    &file.canonical,
+                    persist,
+                    |bytes| self.executor.decode_analysis(bytes),
+                    || {
                         self.counters.analysis_runs.fetch_add(1, Ordering::Relaxed);
                         let input = AnalysisInput {
                             source: &source,
                             cancel: &dispatch.cancel,
                         };
-                        let result = catch_unwind(AssertUnwindSafe(|| {
-                            self.executor.execute_analysis(&input)
-                        }));
-                        let digest = match (&result, persist) {
-                            (Ok(Ok(data)), Some((persist, key))) => self.write_stored(
-                                persist,
-                                key,
-                                &file.canonical,
-                                data,
-                                |data, into| self.executor.encode_analysis(data, into),
-                            ),
-                            _ => None,
-                        };
-                        (result, digest)
-                    }
-                };
+                        catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&input)))
+                    },
+                    |data, into| self.executor.encode_analysis(data, into),
+                );
                 let mut cut = Cut::new(prior.as_ref());
                 let result = self.stage_result(&file, "Analysis", result).map(|data| {
                     let previous = prior.as_deref().map(|p| (p.data(), p.changed_at()));
@@ -276,13 +263,12 @@ impl<E: StageExecutor> Scheduler<E> {
                     )?;
                     Some((persist, key))
                 });
-                let stored = persist.as_ref().and_then(|(persist, key)| {
-                    self.read_stored(persist, key, |bytes| self.executor.decode_artifact(bytes))
-                });
-                from_store = stored.is_some();
-                let (result, stored_digest) = match stored {
-                    Some((data, digest)) => (Ok(Ok(data)), Some(digest)),
-                    None => {
+                let (result, stored_digest);
+                (result, stored_digest, from_store) = self.stored_or_run(
+                    &file.canonical,
+                    persist,
+                    |bytes| self.executor.decode_artifact(bytes),
+                    || {
                         self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
                         let input = ArtifactInput {
                             profile,
@@ -291,22 +277,10 @@ impl<E: StageExecutor> Scheduler<E> {
                             dependencies: &dependencies,
                             cancel: &dispatch.cancel,
                         };
-                        let result = catch_unwind(AssertUnwindSafe(|| {
-                            self.executor.execute_artifact(&input)
-                        }));
-                        let digest = match (&result, persist) {
-                            (Ok(Ok(data)), Some((persist, key))) => self.write_stored(
-                                persist,
-                                key,
-                                &file.canonical,
-                                data,
-                                |data, into| self.executor.encode_artifact(data, into),
-                            ),
-                            _ => None,
-                        };
-                        (result, digest)
-                    }
-                };
+                        catch_unwind(AssertUnwindSafe(|| self.executor.execute_artifact(&input)))
+                    },
+                    |data, into| self.executor.encode_artifact(data, into),
+                );
                 let (mut result, cut) = self.built(
                     &file,
                     profile,

@@ -91,16 +91,14 @@ impl<E: StageExecutor> Scheduler<E> {
             let key = persist.source_key(&file.canonical, node.language(), &text.text);
             (persist, key)
         });
-        let stored = persist.as_ref().and_then(|(persist, key)| {
-            self.read_stored(persist, key, |bytes| {
+        let (parsed, stored_digest, from_store) = self.stored_or_run(
+            &file.canonical,
+            persist,
+            |bytes| {
                 let (declared, host) = crate::persist::decode_source_envelope(bytes)?;
                 Some((self.executor.decode_source(host)?, declared))
-            })
-        });
-        let from_store = stored.is_some();
-        let (parsed, declared, stored_digest) = match stored {
-            Some(((parsed, declared), digest)) => (Ok(parsed), declared, Some(digest)),
-            None => {
+            },
+            || {
                 self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
                 let input = SourceInput {
                     canonical: &file.canonical,
@@ -111,31 +109,26 @@ impl<E: StageExecutor> Scheduler<E> {
                     cancel: &dispatch.cancel,
                 };
                 let mut declared = SourceDeps::default();
-                let parsed = catch_unwind(AssertUnwindSafe(|| {
+                catch_unwind(AssertUnwindSafe(|| {
                     self.executor.execute_source(&input, &mut declared)
-                }));
-                let parsed = self.stage_result(&file, "Source", parsed);
-                let digest = match (&parsed, persist) {
-                    (Ok(output), Some((persist, key))) => {
-                        self.write_stored(persist, key, &file.canonical, output, |output, into| {
-                            let mut host = Vec::new();
-                            let stored = self.executor.encode_source(output, &mut host);
-                            if stored {
-                                *into = crate::persist::encode_source_envelope(&declared, &host);
-                            }
-                            stored
-                        })
-                    }
-                    _ => None,
-                };
-                (parsed, declared, digest)
-            }
-        };
+                }))
+                .map(|parsed| parsed.map(|parsed| (parsed, declared)))
+            },
+            |(parsed, declared), into| {
+                let mut host = Vec::new();
+                let stored = self.executor.encode_source(parsed, &mut host);
+                if stored {
+                    *into = crate::persist::encode_source_envelope(declared, &host);
+                }
+                stored
+            },
+        );
+        let parsed = self.stage_result(&file, "Source", parsed);
         // What a failed parse declared is ignored.
-        let deps = parsed
-            .as_ref()
-            .ok()
-            .map(|_| self.resolve_deps(&file, declared));
+        let (parsed, deps) = match parsed {
+            Ok((parsed, declared)) => (Ok(parsed), Some(self.resolve_deps(&file, declared))),
+            Err(error) => (Err(error), None),
+        };
         let mut cut = Cut::new(prior.as_ref());
         let result = match (parsed, deps) {
             (Ok(parsed), Some(Ok(deps))) => {

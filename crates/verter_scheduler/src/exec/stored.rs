@@ -10,9 +10,36 @@
 
 use super::*;
 use crate::persist::Persist;
+use crate::remote_work::Answer;
 use verter_store::{Digest, StoreKey};
 
 impl<E: StageExecutor> Scheduler<E> {
+    /// A stage's answer: the output stored under `persist`'s key, if one
+    /// decodes; else `run`'s (which calls the executor), stored under that
+    /// key when it is an output the executor encodes. Also the digest of
+    /// the output's stored bytes, and whether it came from the store.
+    pub(super) fn stored_or_run<T>(
+        &self,
+        path: &Canonical,
+        persist: Option<(&Persist, StoreKey)>,
+        decode: impl FnOnce(&[u8]) -> Option<T>,
+        run: impl FnOnce() -> Answer<T>,
+        encode: impl FnOnce(&T, &mut Vec<u8>) -> bool,
+    ) -> (Answer<T>, Option<Digest>, bool) {
+        let stored = persist.and_then(|(persist, key)| self.read_stored(persist, &key, decode));
+        if let Some((output, digest)) = stored {
+            return (Ok(Ok(output)), Some(digest), true);
+        }
+        let answer = run();
+        let digest = match (&answer, persist) {
+            (Ok(Ok(output)), Some((persist, key))) => {
+                self.write_stored(persist, key, path, output, encode)
+            }
+            _ => None,
+        };
+        (answer, digest, false)
+    }
+
     /// The output stored under `key`, decoded by `decode` (host code, in a
     /// panic boundary), with the digest of its bytes; `None` when the
     /// store has nothing there, fails, or holds bytes that do not decode.
