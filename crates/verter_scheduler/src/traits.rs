@@ -679,10 +679,15 @@ pub trait StageExecutor: Send + Sync + 'static {
         false
     }
 
-    /// A parse from the bytes [`Self::encode_source`] wrote, or `None` for
-    /// bytes it cannot read (then the parse runs). Default: `None`.
-    fn decode_source(&self, bytes: &[u8]) -> Option<Self::Source> {
-        let _ = bytes;
+    /// A parse of `input` from the bytes [`Self::encode_source`] wrote for
+    /// the same path, language and text, or `None` to run the parse
+    /// instead: for bytes it cannot read, or when the parse would come out
+    /// otherwise now. A host whose parse reads more than its text (the file
+    /// system, a table other parses fill) checks those reads here, and
+    /// records again whatever the parse would have recorded. Same thread
+    /// and boundary as the parse. Default: `None`.
+    fn decode_source(&self, input: &SourceInput<'_>, bytes: &[u8]) -> Option<Self::Source> {
+        let _ = (input, bytes);
         None
     }
 
@@ -693,9 +698,15 @@ pub trait StageExecutor: Send + Sync + 'static {
         false
     }
 
-    /// [`Self::decode_source`] for an analysis.
-    fn decode_analysis(&self, bytes: &[u8]) -> Option<Self::Analysis> {
-        let _ = bytes;
+    /// [`Self::decode_source`] for an analysis: it receives the input the
+    /// stage would, so an analysis that shares its parse's data need not
+    /// store it again.
+    fn decode_analysis(
+        &self,
+        input: &AnalysisInput<'_, Self::Source>,
+        bytes: &[u8],
+    ) -> Option<Self::Analysis> {
+        let _ = (input, bytes);
         None
     }
 
@@ -707,9 +718,14 @@ pub trait StageExecutor: Send + Sync + 'static {
         false
     }
 
-    /// [`Self::decode_source`] for an artifact.
-    fn decode_artifact(&self, bytes: &[u8]) -> Option<Self::Artifact> {
-        let _ = bytes;
+    /// [`Self::decode_source`] for an artifact, with the input the stage
+    /// would receive.
+    fn decode_artifact(
+        &self,
+        input: &ArtifactInput<'_, Self::Analysis, Self::Artifact>,
+        bytes: &[u8],
+    ) -> Option<Self::Artifact> {
+        let _ = (input, bytes);
         None
     }
 }

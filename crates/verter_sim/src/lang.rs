@@ -637,7 +637,7 @@ impl StageExecutor for SimExecutor {
         true
     }
 
-    fn decode_source(&self, bytes: &[u8]) -> Option<Parsed> {
+    fn decode_source(&self, _: &SourceInput<'_>, bytes: &[u8]) -> Option<Parsed> {
         let mut rest = bytes;
         let parsed = Parsed {
             words: take_strings(&mut rest)?,
@@ -655,7 +655,7 @@ impl StageExecutor for SimExecutor {
         output.artifact_fault.is_none()
     }
 
-    fn decode_analysis(&self, bytes: &[u8]) -> Option<SimAnalysis> {
+    fn decode_analysis(&self, _: &AnalysisInput<'_, Parsed>, bytes: &[u8]) -> Option<SimAnalysis> {
         Some(SimAnalysis {
             summary: String::from_utf8(bytes.to_vec()).ok()?,
             artifact_fault: None,
@@ -667,7 +667,11 @@ impl StageExecutor for SimExecutor {
         true
     }
 
-    fn decode_artifact(&self, bytes: &[u8]) -> Option<String> {
+    fn decode_artifact(
+        &self,
+        _: &ArtifactInput<'_, SimAnalysis, String>,
+        bytes: &[u8],
+    ) -> Option<String> {
         String::from_utf8(bytes.to_vec()).ok()
     }
 

@@ -199,17 +199,17 @@ impl<E: StageExecutor> Scheduler<E> {
                     let parse = source.stored_digest.as_deref()?;
                     Some((persist, persist.analysis_key(&file.canonical, parse)))
                 });
+                let input = AnalysisInput {
+                    source: &source,
+                    cancel: &dispatch.cancel,
+                };
                 let (result, stored_digest);
                 (result, stored_digest, from_store) = self.stored_or_run(
                     &file.canonical,
                     persist,
-                    |bytes| self.executor.decode_analysis(bytes),
+                    |bytes| self.executor.decode_analysis(&input, bytes),
                     || {
                         self.counters.analysis_runs.fetch_add(1, Ordering::Relaxed);
-                        let input = AnalysisInput {
-                            source: &source,
-                            cancel: &dispatch.cancel,
-                        };
                         catch_unwind(AssertUnwindSafe(|| self.executor.execute_analysis(&input)))
                     },
                     |data, into| self.executor.encode_analysis(data, into),
@@ -263,20 +263,20 @@ impl<E: StageExecutor> Scheduler<E> {
                     )?;
                     Some((persist, key))
                 });
+                let input = ArtifactInput {
+                    profile,
+                    analysis: &analysis,
+                    blockers: &blockers,
+                    dependencies: &dependencies,
+                    cancel: &dispatch.cancel,
+                };
                 let (result, stored_digest);
                 (result, stored_digest, from_store) = self.stored_or_run(
                     &file.canonical,
                     persist,
-                    |bytes| self.executor.decode_artifact(bytes),
+                    |bytes| self.executor.decode_artifact(&input, bytes),
                     || {
                         self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
-                        let input = ArtifactInput {
-                            profile,
-                            analysis: &analysis,
-                            blockers: &blockers,
-                            dependencies: &dependencies,
-                            cancel: &dispatch.cancel,
-                        };
                         catch_unwind(AssertUnwindSafe(|| self.executor.execute_artifact(&input)))
                     },
                     |data, into| self.executor.encode_artifact(data, into),

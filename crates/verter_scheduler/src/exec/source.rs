@@ -91,23 +91,23 @@ impl<E: StageExecutor> Scheduler<E> {
             let key = persist.source_key(&file.canonical, node.language(), &text.text);
             (persist, key)
         });
+        let input = SourceInput {
+            canonical: &file.canonical,
+            incarnation: file.incarnation,
+            generation: file.generation,
+            language: node.language(),
+            text: &text.text,
+            cancel: &dispatch.cancel,
+        };
         let (parsed, stored_digest, from_store) = self.stored_or_run(
             &file.canonical,
             persist,
             |bytes| {
                 let (declared, host) = crate::persist::decode_source_envelope(bytes)?;
-                Some((self.executor.decode_source(host)?, declared))
+                Some((self.executor.decode_source(&input, host)?, declared))
             },
             || {
                 self.counters.source_runs.fetch_add(1, Ordering::Relaxed);
-                let input = SourceInput {
-                    canonical: &file.canonical,
-                    incarnation: file.incarnation,
-                    generation: file.generation,
-                    language: node.language(),
-                    text: &text.text,
-                    cancel: &dispatch.cancel,
-                };
                 let mut declared = SourceDeps::default();
                 catch_unwind(AssertUnwindSafe(|| {
                     self.executor.execute_source(&input, &mut declared)

@@ -119,7 +119,7 @@ impl StageExecutor for Kept {
         self.encode(&output.join("\n"), into)
     }
 
-    fn decode_source(&self, bytes: &[u8]) -> Option<Vec<String>> {
+    fn decode_source(&self, _: &SourceInput<'_>, bytes: &[u8]) -> Option<Vec<String>> {
         let text = std::str::from_utf8(bytes).ok()?;
         Some(text.lines().map(str::to_owned).collect())
     }
@@ -128,7 +128,7 @@ impl StageExecutor for Kept {
         self.encode(&output.to_string(), into)
     }
 
-    fn decode_analysis(&self, bytes: &[u8]) -> Option<usize> {
+    fn decode_analysis(&self, _: &AnalysisInput<'_, Vec<String>>, bytes: &[u8]) -> Option<usize> {
         std::str::from_utf8(bytes).ok()?.parse().ok()
     }
 
@@ -136,7 +136,11 @@ impl StageExecutor for Kept {
         self.encode(output, into)
     }
 
-    fn decode_artifact(&self, bytes: &[u8]) -> Option<String> {
+    fn decode_artifact(
+        &self,
+        _: &ArtifactInput<'_, usize, String>,
+        bytes: &[u8],
+    ) -> Option<String> {
         // Every artifact names its file first: anything else is damage.
         let text = String::from_utf8(bytes.to_vec()).ok()?;
         text.contains(':').then_some(text)
