@@ -42,6 +42,7 @@ use crate::loader::path_text;
 use crate::model::{CratePath, FileArtifact, FileIndex, IncludeDecl, Item, ModDecl, UseDecl};
 use crate::probe::{self, canonical, is_file};
 use crate::resolve::{self, BlockerContext};
+use crate::stored;
 use crate::summary;
 use crate::summary::RawMod;
 
@@ -67,6 +68,10 @@ pub struct RustSource {
     pub parse_error: Option<ParseError>,
     /// What the parse read besides the text (see the module docs).
     pub reads: DerivedReads,
+    /// The children it declared (`mod`s and `include!`s) with where each
+    /// declaration puts its file: what it recorded in the declarations
+    /// table, recorded again when the parse is read from an output store.
+    pub(crate) declared: Arc<[Declared]>,
 }
 
 /// What one Source read besides its own text, each with the answer it got:
@@ -227,6 +232,17 @@ impl RustIndexer {
     /// files it drops.
     pub fn forget(&self, file: &Path) {
         self.declarations.forget(file);
+    }
+}
+
+/// A parse's Analysis: its module path, and its item and `use` tables,
+/// shared with it.
+pub(crate) fn analysis_of(source: &RustSource) -> FileIndex {
+    FileIndex {
+        module_path: source.location.module_path.clone(),
+        items: Arc::clone(&source.items),
+        uses: Arc::clone(&source.uses),
+        parse_error: source.parse_error.clone(),
     }
 }
 
@@ -404,8 +420,9 @@ impl StageExecutor for RustIndexer {
                 exists: include.exists,
                 defines_module: false,
             }))
-            .collect();
-        self.declarations.record(file, &location, declared_children);
+            .collect::<Vec<_>>();
+        self.declarations
+            .record(file, &location, declared_children.clone());
 
         let uses: Vec<UseDecl> = summary
             .uses
@@ -480,6 +497,7 @@ impl StageExecutor for RustIndexer {
             blockers,
             parse_error,
             reads: reads.finish(),
+            declared: declared_children.into(),
         };
         declare_deps(&source, deps);
         Ok(source)
@@ -489,13 +507,7 @@ impl StageExecutor for RustIndexer {
         &self,
         input: &AnalysisInput<'_, RustSource>,
     ) -> Result<FileIndex, ExecutorError> {
-        let source = input.source;
-        Ok(FileIndex {
-            module_path: source.parsed.location.module_path.clone(),
-            items: Arc::clone(&source.parsed.items),
-            uses: Arc::clone(&source.parsed.uses),
-            parse_error: source.parsed.parse_error.clone(),
-        })
+        Ok(analysis_of(&input.source.parsed))
     }
 
     fn execute_artifact(
@@ -516,6 +528,42 @@ impl StageExecutor for RustIndexer {
     // same, and nothing after this file's Source runs again.
     fn same_source(&self, previous: &RustSource, next: &RustSource) -> bool {
         previous == next
+    }
+
+    // The output store (crate::stored): a parse while what it read besides
+    // its text answers the same, an analysis rebuilt from its parse, an
+    // artifact's resolved uses.
+    fn encode_source(&self, output: &RustSource, into: &mut Vec<u8>) -> bool {
+        stored::encode_source(output, into).is_some()
+    }
+
+    fn decode_source(&self, input: &SourceInput<'_>, bytes: &[u8]) -> Option<RustSource> {
+        self.decode_stored_source(input, bytes)
+    }
+
+    fn encode_analysis(&self, _: &FileIndex, into: &mut Vec<u8>) -> bool {
+        stored::encode_analysis(into);
+        true
+    }
+
+    fn decode_analysis(
+        &self,
+        input: &AnalysisInput<'_, RustSource>,
+        bytes: &[u8],
+    ) -> Option<FileIndex> {
+        stored::decode_analysis(input, bytes)
+    }
+
+    fn encode_artifact(&self, output: &FileArtifact, into: &mut Vec<u8>) -> bool {
+        stored::encode_artifact(output, into).is_some()
+    }
+
+    fn decode_artifact(
+        &self,
+        input: &ArtifactInput<'_, FileIndex, FileArtifact>,
+        bytes: &[u8],
+    ) -> Option<FileArtifact> {
+        stored::decode_artifact(input, bytes)
     }
 
     fn same_analysis(&self, previous: &FileIndex, next: &FileIndex) -> bool {

@@ -107,6 +107,7 @@ mod model;
 mod probe;
 mod resolve;
 mod session;
+mod stored;
 mod summary;
 mod sync;
 mod walk;

@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::ParseError;
 
@@ -93,8 +93,22 @@ impl Serialize for CratePath {
     }
 }
 
+/// The inverse of the `Display` form `crate::a::b` (an output store reads
+/// it back).
+impl<'de> Deserialize<'de> for CratePath {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let Some(rest) = text.strip_prefix("crate") else {
+            return Err(serde::de::Error::custom(format!(
+                "not a crate path: {text}"
+            )));
+        };
+        Ok(Self::from_segments(rest.split("::").skip(1)))
+    }
+}
+
 /// What kind of item an [`Item`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemKind {
     /// `fn` (also a function in an `extern` block).
@@ -187,8 +201,32 @@ impl Serialize for Visibility {
     }
 }
 
+/// The inverse of the `Display` form (an output store reads it back).
+impl<'de> Deserialize<'de> for Visibility {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(match text.as_str() {
+            "pub" => Self::Public,
+            "pub(crate)" => Self::Crate,
+            "pub(super)" => Self::Super,
+            "private" => Self::Private,
+            other => match other
+                .strip_prefix("pub(in ")
+                .and_then(|p| p.strip_suffix(')'))
+            {
+                Some(path) => Self::InPath(path.to_owned()),
+                None => {
+                    return Err(serde::de::Error::custom(format!(
+                        "not a visibility: {other}"
+                    )));
+                }
+            },
+        })
+    }
+}
+
 /// One item of a file's item table.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Item {
     /// Its name (see [`ItemKind`] for impls and re-exports).
     pub name: String,
@@ -212,7 +250,7 @@ impl Item {
 }
 
 /// One leaf of a flattened `use` tree: `use a::{b, c::d as e};` gives two.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct UseDecl {
     /// The segments as written, `crate`, `self` and `super` included. A glob
     /// ends in `"*"`; a path with a leading `::` starts with `""`; a `self`
@@ -246,7 +284,7 @@ impl UseDecl {
 }
 
 /// One `mod name;` declaration and the file it names.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ModDecl {
     /// The module's name.
     pub name: String,
@@ -272,7 +310,7 @@ pub struct ModDecl {
 /// One item-position `include!("…")` of a Rust file. The included file is
 /// indexed as its own entry, with the module path of the scope that
 /// includes it; its items are not merged into the including file's.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct IncludeDecl {
     /// The path as written, relative to the including file's directory.
     pub path: String,
@@ -290,7 +328,7 @@ pub struct IncludeDecl {
 }
 
 /// Where a `use` leads: a file and a 1-based line.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Target {
     /// The defining file, canonical.
     pub file: String,
@@ -299,7 +337,7 @@ pub struct Target {
 }
 
 /// One `use` of a file and, when the indexer could resolve it, where it leads.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ResolvedUse {
     /// The path as written (see [`UseDecl::path`]), joined with `::`.
     pub path: String,

@@ -135,7 +135,9 @@ impl Persist {
         let store = self.store.read();
         match store.as_ref()?.get(key) {
             Ok(Some(entry)) if digest_of(&entry.value) != entry.digest => {
-                self.undecodable(key);
+                self.failed(&format_args!(
+                    "the entry under {key} changed since it was stored"
+                ));
                 None
             }
             Ok(entry) => entry,
@@ -144,11 +146,6 @@ impl Persist {
                 None
             }
         }
-    }
-
-    /// A stored entry that did not decode: a miss (reported once).
-    pub(crate) fn undecodable(&self, key: &StoreKey) {
-        self.failed(&format_args!("the entry under {key} did not decode"));
     }
 
     /// Queues `value` to be stored under `key` (its digest computed here),

@@ -133,9 +133,10 @@ pub struct SchedulerCounters {
     pub from_store: u64,
     /// Outputs written to the output store.
     pub store_writes: u64,
-    /// Output store reads and writes that failed, and stored entries that
-    /// did not decode: each a recomputation or an output not kept, never a
-    /// failed request (the first one is also a warning).
+    /// Output store reads and writes that failed, and stored entries whose
+    /// bytes changed since they were stored: each a recomputation or an
+    /// output not kept, never a failed request (the first one is also a
+    /// warning). An entry the host's decoder refuses is a plain miss.
     pub store_errors: u64,
     /// Analyses and Artifacts cut off without running: verified at a new
     /// version because none of their inputs changed (docs/design.md,

@@ -15,6 +15,7 @@ mod json;
 mod macros;
 mod own_repository;
 mod scale;
+mod stored;
 mod targets;
 mod threaded;
 mod tree;

@@ -42,7 +42,8 @@ impl<E: StageExecutor> Scheduler<E> {
 
     /// The output stored under `key`, decoded by `decode` (host code, in a
     /// panic boundary), with the digest of its bytes; `None` when the
-    /// store has nothing there, fails, or holds bytes that do not decode.
+    /// store has nothing there, fails, holds bytes changed since they were
+    /// stored, or the host refuses them.
     /// A hit counts in `SchedulerCounters::from_store`.
     pub(super) fn read_stored<T>(
         &self,
@@ -56,10 +57,10 @@ impl<E: StageExecutor> Scheduler<E> {
                 persist.counters.hits.fetch_add(1, Ordering::Relaxed);
                 Some((value, entry.digest))
             }
-            _ => {
-                persist.undecodable(key);
-                None
-            }
+            // The host refused the bytes (they do not decode, or its
+            // parse would come out otherwise now): a miss like any other.
+            // A panic in its decoder is one too.
+            _ => None,
         }
     }
 
