@@ -27,6 +27,7 @@ pub(crate) struct Options<'a> {
     pub(crate) threads: Option<usize>,
     pub(crate) progress: ProgressMode,
     pub(crate) reads: &'a host::ReadPolicy,
+    pub(crate) cache: &'a crate::cache::CachePolicy,
     /// Print what the stages did (`stats.rs`) after the summary.
     pub(crate) stats: bool,
 }
@@ -61,7 +62,14 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
             0
         },
     };
-    let host = host::start(options.threads, &recorder, loader.clone(), insight)?;
+    let cache = options.cache.open(&base);
+    let host = host::start(
+        options.threads,
+        &recorder,
+        loader.clone(),
+        insight,
+        cache.as_ref(),
+    )?;
     let host_started = Instant::now();
     let scheduler = host.scheduler();
     let walk = Arc::new(WalkProgress::default());
@@ -89,10 +97,11 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     terminal::line(
         human,
         format_args!(
-            "stages run: {} parsed, {} analysed, {} resolved; {} dedupe joins; {:.1?} ({:.0} files/s)",
+            "stages run: {} parsed, {} analysed, {} resolved; {} from the cache; {} dedupe joins; {:.1?} ({:.0} files/s)",
             counters.source_runs,
             counters.analysis_runs,
             counters.artifact_runs,
+            counters.from_store,
             counters.dedupe_joins,
             elapsed,
             files as f64 / elapsed.as_secs_f64().max(f64::EPSILON),

@@ -8,6 +8,9 @@ use verter_scheduler::ExplainError;
 /// Why a command could not do its job.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CliError {
+    /// `verter cache` could not open or change the cache.
+    #[error("cannot use the cache: {message}")]
+    Cache { message: String },
     /// The path does not exist.
     #[error("{} does not exist", path.display())]
     Missing { path: PathBuf },

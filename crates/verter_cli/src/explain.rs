@@ -42,6 +42,7 @@ pub(crate) struct Options<'a> {
     pub(crate) path: &'a Path,
     pub(crate) threads: Option<usize>,
     pub(crate) reads: &'a host::ReadPolicy,
+    pub(crate) cache: &'a crate::cache::CachePolicy,
 }
 
 /// Runs `verter explain`: builds the tree at PATH as `verter build` does,
@@ -56,7 +57,8 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
     let insight = Insight {
         causal_log: host::causal_log_for(&base),
     };
-    let host = host::start(options.threads, &recorder, loader, insight)?;
+    let cache = options.cache.open(&base);
+    let host = host::start(options.threads, &recorder, loader, insight, cache.as_ref())?;
     let scheduler = host.scheduler();
     let mut index = index_roots(scheduler, &roots)?;
     index.relative_to(&base);

@@ -259,6 +259,7 @@ pub(crate) fn start(
     recorder: &Arc<Recorder>,
     loader: FsLoader,
     insight: Insight,
+    cache: Option<&crate::cache::Cache>,
 ) -> Result<VerterHost<RustIndexer>, CliError> {
     let threads = threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
@@ -266,6 +267,7 @@ pub(crate) fn start(
     let mut scheduler = SchedulerConfig::with_threads(threads, 2);
     scheduler.hooks = Arc::clone(recorder) as Arc<dyn Hooks>;
     scheduler.causal_log = insight.causal_log;
+    scheduler.store = cache.map(crate::cache::Cache::config);
     let config = HostConfig::new(1, scheduler);
     Ok(VerterHost::new(config, loader, RustIndexer::new())?)
 }

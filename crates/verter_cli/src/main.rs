@@ -59,6 +59,7 @@
 //! before what they send next (`tests/it/watch.rs`).
 
 mod build;
+mod cache;
 mod error;
 mod explain;
 mod host;
@@ -117,6 +118,21 @@ enum Command {
     /// Index PATH as `build` does and print why FILE's entry was built: the
     /// chain of causes from its run back to what started it.
     Explain(ExplainArgs),
+    /// Show, prune or clear the output cache of the tree at PATH.
+    Cache(CacheArgs),
+}
+
+/// Arguments of `verter cache`.
+#[derive(Debug, clap::Args)]
+struct CacheArgs {
+    /// `stats`, `gc` (drop outputs of files gone, and the least recently
+    /// used past the size cap) or `clear`.
+    action: cache::Action,
+    /// The indexed tree whose cache to use.
+    #[arg(default_value = ".")]
+    path: PathBuf,
+    #[command(flatten)]
+    cache: cache::CachePolicy,
 }
 
 /// Arguments of `verter build`.
@@ -149,6 +165,8 @@ struct BuildArgs {
     progress: host::ProgressMode,
     #[command(flatten)]
     reads: host::ReadPolicy,
+    #[command(flatten)]
+    cache: cache::CachePolicy,
 }
 
 /// Arguments of `verter watch`.
@@ -195,6 +213,8 @@ struct WatchArgs {
     empty_wait: u64,
     #[command(flatten)]
     reads: host::ReadPolicy,
+    #[command(flatten)]
+    cache: cache::CachePolicy,
 }
 
 /// Arguments of `verter explain`.
@@ -213,6 +233,8 @@ struct ExplainArgs {
     threads: Option<usize>,
     #[command(flatten)]
     reads: host::ReadPolicy,
+    #[command(flatten)]
+    cache: cache::CachePolicy,
 }
 
 /// The most stage threads `--threads` takes per available core. Stage work
@@ -269,6 +291,7 @@ fn main() -> ExitCode {
             threads: args.threads,
             progress: args.progress,
             reads: &args.reads,
+            cache: &args.cache,
             stats: args.stats,
         }),
         Command::Watch(args) => watch::run(&watch::Options {
@@ -277,6 +300,7 @@ fn main() -> ExitCode {
             out_dir: args.out_dir.as_deref(),
             threads: args.threads,
             reads: &args.reads,
+            cache: &args.cache,
             explain: args.explain,
             trace: args.trace.as_deref(),
             debounce: std::time::Duration::from_millis(args.debounce),
@@ -287,7 +311,9 @@ fn main() -> ExitCode {
             path: &args.path,
             threads: args.threads,
             reads: &args.reads,
+            cache: &args.cache,
         }),
+        Command::Cache(args) => cache::run(args.action, &args.path, &args.cache),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -108,6 +108,7 @@ pub(crate) struct Options<'a> {
     pub(crate) out_dir: Option<&'a Path>,
     pub(crate) threads: Option<usize>,
     pub(crate) reads: &'a host::ReadPolicy,
+    pub(crate) cache: &'a crate::cache::CachePolicy,
     /// Print why each file a change reached was rebuilt, or that it was
     /// not (`explain::describe_change`).
     pub(crate) explain: bool,
@@ -368,7 +369,14 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
             0
         },
     };
-    let host = host::start(options.threads, &recorder, loader.clone(), insight)?;
+    let cache = options.cache.open(&base);
+    let host = host::start(
+        options.threads,
+        &recorder,
+        loader.clone(),
+        insight,
+        cache.as_ref(),
+    )?;
     let host_started = Instant::now();
     let scheduler = host.scheduler();
 
@@ -416,6 +424,7 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         host_started,
         loader,
         insight,
+        cache,
         options,
         human,
         base,
@@ -503,6 +512,10 @@ struct Watch<'a> {
     loader: FsLoader,
     /// What `host` records beyond its counters.
     insight: Insight,
+    /// The output cache, opened once for the session: a scheduler made
+    /// when the tree comes back shares it (if the tree went with it, it
+    /// writes to the file it still holds open, which no one will read).
+    cache: Option<crate::cache::Cache>,
     options: &'a Options<'a>,
     /// Where every line for a person goes.
     human: Stream,
@@ -977,6 +990,7 @@ impl Watch<'_> {
             &self.recorder,
             loader.clone(),
             self.insight,
+            self.cache.as_ref(),
         )?;
         self.host_started = Instant::now();
         self.loader = loader;
