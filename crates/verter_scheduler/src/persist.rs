@@ -216,6 +216,20 @@ impl Persist {
         Digest::from(bytes)
     }
 
+    /// What names an Analysis' or an Artifact's value to the keys of the
+    /// stages built on it: its key (everything it was computed from) with
+    /// the digest of its stored bytes. The bytes alone do not name it: a
+    /// host may store an output relative to its input (an analysis that is
+    /// a view of its parse stores nothing of it), so equal bytes can stand
+    /// for different values.
+    pub(crate) fn output_digest(&self, key: &StoreKey, stored: &Digest) -> Digest {
+        let mut hasher = Sha256::new();
+        hasher.update(key.as_bytes());
+        hasher.update(stored.as_bytes());
+        let bytes: [u8; 32] = hasher.finalize().into();
+        Digest::from(bytes)
+    }
+
     /// The key of the Analysis of `canonical` built from the Source whose
     /// input digest ([`Self::source_input_digest`]) is `source`.
     pub(crate) fn analysis_key(&self, canonical: &Canonical, source: &Digest) -> StoreKey {

@@ -91,6 +91,11 @@ fn edits_while_no_indexer_ran_give_what_a_fresh_build_gives() {
         "pub fn added() {}\npub use crate::util::*;\n",
     )
     .expect("write");
+    // Lines added above `shout`: `lib.rs`, unchanged, resolves its
+    // `use crate::util::strings::shout` to another line now.
+    let strings = dir.join("src/util/strings.rs");
+    let text = std::fs::read_to_string(&strings).expect("strings.rs");
+    std::fs::write(&strings, format!("// moved\n// down\n{text}")).expect("write");
     let util = dir.join("src/util.rs");
     let text = std::fs::read_to_string(&util).expect("util.rs");
     std::fs::write(&util, format!("{text}\npub fn also() {{}}\n")).expect("write");

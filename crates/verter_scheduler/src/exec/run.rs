@@ -203,8 +203,8 @@ impl<E: StageExecutor> Scheduler<E> {
                     source: &source,
                     cancel: &dispatch.cancel,
                 };
-                let (result, stored_digest);
-                (result, stored_digest, from_store) = self.stored_or_run(
+                let (result, stored_bytes);
+                (result, stored_bytes, from_store) = self.stored_or_run(
                     &file.canonical,
                     persist,
                     |bytes| self.executor.decode_analysis(&input, bytes),
@@ -214,6 +214,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     },
                     |data, into| self.executor.encode_analysis(data, into),
                 );
+                let stored_digest = Self::output_digest(persist, stored_bytes);
                 let mut cut = Cut::new(prior.as_ref());
                 let result = self.stage_result(&file, "Analysis", result).map(|data| {
                     let previous = prior.as_deref().map(|p| (p.data(), p.changed_at()));
@@ -270,8 +271,8 @@ impl<E: StageExecutor> Scheduler<E> {
                     dependencies: &dependencies,
                     cancel: &dispatch.cancel,
                 };
-                let (result, stored_digest);
-                (result, stored_digest, from_store) = self.stored_or_run(
+                let (result, stored_bytes);
+                (result, stored_bytes, from_store) = self.stored_or_run(
                     &file.canonical,
                     persist,
                     |bytes| self.executor.decode_artifact(&input, bytes),
@@ -281,6 +282,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     },
                     |data, into| self.executor.encode_artifact(data, into),
                 );
+                let stored_digest = Self::output_digest(persist, stored_bytes);
                 let (mut result, cut) = self.built(
                     &file,
                     profile,

@@ -17,7 +17,9 @@ impl<E: StageExecutor> Scheduler<E> {
     /// A stage's answer: the output stored under `persist`'s key, if one
     /// decodes; else `run`'s (which calls the executor), stored under that
     /// key when it is an output the executor encodes. Also the digest of
-    /// the output's stored bytes, and whether it came from the store.
+    /// the output's stored bytes, and whether it came from the store. (A
+    /// caller names the output to later keys by that digest with its key:
+    /// `Persist::output_digest`, `Persist::source_input_digest`.)
     pub(super) fn stored_or_run<T>(
         &self,
         path: &Canonical,
@@ -115,5 +117,15 @@ impl<E: StageExecutor> Scheduler<E> {
                     .filter_map(|d| Some((&d.canonical, d.stored_digest()?))),
             ),
         )
+    }
+
+    /// What names a stored output to the keys built on it
+    /// ([`Persist::output_digest`]), for the stage keyed by `persist`.
+    pub(super) fn output_digest(
+        persist: Option<(&Persist, StoreKey)>,
+        stored: Option<Digest>,
+    ) -> Option<Digest> {
+        let (persist, key) = persist?;
+        Some(persist.output_digest(&key, &stored?))
     }
 }
