@@ -209,6 +209,7 @@ fn verter_files(verter: &Path, package: &Path, probe: &Path) -> Result<BTreeSet<
     let output = Command::new(verter)
         .arg("build")
         .arg(package)
+        .arg("--no-cache")
         .arg("--out")
         .arg(&out)
         .output()

@@ -40,8 +40,9 @@ pub(crate) struct CachePolicy {
     /// PATH): a later run answers what did not change from it.
     #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
     pub(crate) cache: Option<PathBuf>,
-    /// Use no output cache: compute everything, keep nothing.
-    #[arg(long)]
+    /// Use no output cache: compute everything, keep nothing (also when
+    /// the environment sets `VERTER_NO_CACHE=1`).
+    #[arg(long, env = "VERTER_NO_CACHE", value_parser = clap::builder::BoolishValueParser::new())]
     pub(crate) no_cache: bool,
 }
 

@@ -191,6 +191,7 @@ fn verter_bound_by_modes() -> Option<Command> {
     let as_nobody = || {
         let mut command = Command::new("setpriv");
         command
+            .env("VERTER_NO_CACHE", "1")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(env!("CARGO_BIN_EXE_verter"));
         command

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+mod cache;
 mod causes;
 mod depth;
 #[cfg(unix)]
@@ -19,8 +20,13 @@ mod safety;
 mod ux;
 mod watch;
 
+/// The binary, without the output cache: a test reads what one run
+/// computes, and never writes a cache into the fixtures (`cache.rs` tests
+/// the cache).
 fn verter() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_verter"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_verter"));
+    command.env("VERTER_NO_CACHE", "1");
+    command
 }
 
 fn fixture() -> PathBuf {

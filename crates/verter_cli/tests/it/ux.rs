@@ -207,6 +207,7 @@ fn progress_on_a_terminal_is_a_bar_with_total_and_eta() {
     );
     let output = Command::new("script")
         .args(["-qec", &command, "/dev/null"])
+        .env("VERTER_NO_CACHE", "1")
         .stdin(Stdio::null())
         .output()
         .expect("util-linux `script` runs the CLI on a pseudo-terminal");
