@@ -60,7 +60,9 @@ impl CachePolicy {
     pub(crate) fn open(&self, base: &Path) -> Option<Cache> {
         let dir = self.dir(base)?;
         match open(&dir) {
-            Ok(store) => Some(Cache { store }),
+            Ok(store) => Some(Cache {
+                store: with_seam(store),
+            }),
             Err(error) => {
                 terminal::tell(format_args!(
                     "warning: running without the cache: {}",
@@ -75,13 +77,79 @@ impl CachePolicy {
 /// An open cache, shared by every scheduler of one command.
 #[derive(Clone)]
 pub(crate) struct Cache {
-    store: Arc<RedbStore>,
+    store: Arc<dyn OutputStore>,
 }
 
 impl Cache {
     /// The scheduler's view of it.
     pub(crate) fn config(&self) -> OutputStoreConfig {
-        OutputStoreConfig::new(Arc::clone(&self.store) as Arc<dyn OutputStore>, namespace())
+        OutputStoreConfig::new(Arc::clone(&self.store), namespace())
+    }
+}
+
+/// The test seam of the crash test: with `VERTER_TEST_ABORT_AT_STORE_OP=N`,
+/// the process aborts (no destructor runs, nothing is flushed: as `kill -9`
+/// does) as it begins its `N`th read or write of the cache, counted from
+/// 0. Read once, at open.
+const ABORT_AT_STORE_OP: &str = "VERTER_TEST_ABORT_AT_STORE_OP";
+
+/// A store that aborts the process at one of its operations
+/// ([`ABORT_AT_STORE_OP`]).
+struct AbortAt {
+    inner: Arc<RedbStore>,
+    /// Operations left before the abort.
+    left: std::sync::atomic::AtomicU64,
+}
+
+impl AbortAt {
+    fn tick(&self) {
+        use std::sync::atomic::Ordering;
+        if self.left.fetch_sub(1, Ordering::SeqCst) == 0 {
+            std::process::abort();
+        }
+    }
+}
+
+impl OutputStore for AbortAt {
+    fn get(&self, key: &verter_store::StoreKey) -> Result<Option<verter_store::Entry>, StoreError> {
+        self.tick();
+        self.inner.get(key)
+    }
+    fn put_batch(
+        &self,
+        entries: &[(verter_store::StoreKey, verter_store::Entry)],
+    ) -> Result<verter_store::PutReport, StoreError> {
+        self.tick();
+        self.inner.put_batch(entries)
+    }
+    fn remove(&self, keys: &[verter_store::StoreKey]) -> Result<u64, StoreError> {
+        self.inner.remove(keys)
+    }
+    fn retain_paths(&self, keep: &dyn Fn(&str) -> bool) -> Result<u64, StoreError> {
+        self.inner.retain_paths(keep)
+    }
+    fn gc(&self) -> Result<verter_store::Eviction, StoreError> {
+        self.inner.gc()
+    }
+    fn stats(&self) -> Result<verter_store::StoreStats, StoreError> {
+        self.inner.stats()
+    }
+    fn clear(&self) -> Result<(), StoreError> {
+        self.inner.clear()
+    }
+}
+
+/// `store`, wrapped by the crash test's seam when the environment asks.
+fn with_seam(store: Arc<RedbStore>) -> Arc<dyn OutputStore> {
+    match std::env::var(ABORT_AT_STORE_OP)
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        Some(at) => Arc::new(AbortAt {
+            inner: store,
+            left: std::sync::atomic::AtomicU64::new(at),
+        }),
+        None => store,
     }
 }
 
@@ -117,10 +185,9 @@ pub(crate) enum Action {
     Clear,
 }
 
-/// Runs `verter cache ACTION` on the cache of the tree at `path`.
-pub(crate) fn run(action: Action, path: &Path, policy: &CachePolicy) -> Result<(), CliError> {
-    let base = crate::build::tree_base(path)?;
-    let Some(dir) = policy.dir(&base) else {
+/// Runs `verter cache ACTION` on the cache of the tree based at `base`.
+pub(crate) fn run(action: Action, base: &Path, policy: &CachePolicy) -> Result<(), CliError> {
+    let Some(dir) = policy.dir(base) else {
         terminal::line(terminal::Stream::Out, "no cache (--no-cache)");
         return Ok(());
     };

@@ -313,7 +313,8 @@ fn main() -> ExitCode {
             reads: &args.reads,
             cache: &args.cache,
         }),
-        Command::Cache(args) => cache::run(args.action, &args.path, &args.cache),
+        Command::Cache(args) => build::tree_base(&args.path)
+            .and_then(|base| cache::run(args.action, &base, &args.cache)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

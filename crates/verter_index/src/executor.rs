@@ -42,7 +42,6 @@ use crate::loader::path_text;
 use crate::model::{CratePath, FileArtifact, FileIndex, IncludeDecl, Item, ModDecl, UseDecl};
 use crate::probe::{self, canonical, is_file};
 use crate::resolve::{self, BlockerContext};
-use crate::stored;
 use crate::summary;
 use crate::summary::RawMod;
 
@@ -574,6 +573,8 @@ impl StageExecutor for RustIndexer {
         previous == next
     }
 }
+
+mod stored;
 
 #[cfg(test)]
 mod tests;

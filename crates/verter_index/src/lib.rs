@@ -107,7 +107,6 @@ mod model;
 mod probe;
 mod resolve;
 mod session;
-mod stored;
 mod summary;
 mod sync;
 mod walk;

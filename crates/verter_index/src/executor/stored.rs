@@ -12,7 +12,8 @@
 //!   parse, whose item and `use` tables it shares (as a run's does).
 //! - **Artifact**: the resolved `use`s; its item table is its Analysis'.
 //!
-//! This module owns the encodings and never touches the store itself.
+//! Part of the `executor` module. It owns the encodings and never touches
+//! the store itself.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,8 +21,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use verter_scheduler::{AnalysisInput, ArtifactInput, SourceInput};
 
+use super::{DerivedReads, RustIndexer, RustSource};
 use crate::declarations::{Declared, ModuleRead};
-use crate::executor::{DerivedReads, RustIndexer, RustSource};
 use crate::layout::ModuleLocation;
 use crate::model::{
     CratePath, FileArtifact, FileIndex, IncludeDecl, Item, ModDecl, ResolvedUse, UseDecl,
@@ -235,7 +236,7 @@ pub(crate) fn decode_analysis(
     input: &AnalysisInput<'_, RustSource>,
     bytes: &[u8],
 ) -> Option<FileIndex> {
-    (bytes == ANALYSIS_MARKER).then(|| crate::executor::analysis_of(&input.source.parsed))
+    (bytes == ANALYSIS_MARKER).then(|| super::analysis_of(&input.source.parsed))
 }
 
 /// An artifact's stored bytes: its resolved uses and counts (its item
