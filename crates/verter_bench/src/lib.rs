@@ -28,6 +28,7 @@ pub mod overload;
 pub mod quick;
 pub mod rayon_runner;
 pub mod report;
+pub mod restart;
 pub mod rng;
 pub mod salsa_runner;
 pub mod storm;

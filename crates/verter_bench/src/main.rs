@@ -64,6 +64,7 @@ use verter_bench::chains::{ChainShape, w5, w5_only};
 use verter_bench::dag::{DagShape, dag};
 use verter_bench::overload::{OverloadShape, Retry, Submission, w4};
 use verter_bench::quick;
+use verter_bench::restart::{RestartShape, w6};
 use verter_bench::storm::{StormShape, w3};
 use verter_bench::verter_runner::Observability;
 use verter_bench::workloads::{Shape, SystemKind, only_build, only_generate, w1, w2};
@@ -78,6 +79,7 @@ const USAGE: &str = "usage: verter_bench (w1|w2|w3|w4) --system (verter|salsa|ra
 [--submit (request|try-dag)] [--retry (answer|yield)] [--causal-log (N|default)] [--stage-stats]
        verter_bench w1 --system (verter|salsa|rayon|tokio) [--threads 2] [--n 1000] [--c 0] (--only-build|--only-generate)
        verter_bench w5 [--system (verter|salsa)] [--threads 1] [--n 10000] [--chain 100] [--c 0] [--iterations 5] [--only-build|--only-generate]
+       verter_bench w6 [--threads 2] [--n 100000] [--c 0] [--iterations 3]
        verter_bench dag [--threads 2] [--n 10000] [--c 0] [--iterations 3] [--files 0] [--ready-depth 64]
        verter_bench quick [--n 1000] [--edits 200]
 --no-cutoff: verter only, w1 to w3: early cutoff off (the `before` measurement)
@@ -254,6 +256,12 @@ fn run() -> ExitCode {
                 w5(chain_shape, system)
             }
         }
+        ("w6", None) => w6(RestartShape {
+            threads: number("threads", 2),
+            files: number("n", 100_000),
+            spin_us: number("c", 0) as u64,
+            iterations: number("iterations", 3),
+        }),
         ("dag", None) => dag(DagShape {
             files: number("files", 0),
             ready_depth: number("ready-depth", verter_scheduler::MAX_READY_QUEUE_DEPTH),

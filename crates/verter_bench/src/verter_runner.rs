@@ -29,7 +29,7 @@ use parking_lot::RwLock;
 use verter_dag::{Canonical, Priority, ProfileHash, TargetStage};
 use verter_scheduler::{
     AnalysisInput, ArtifactInput, CacheNodeInput, DepPath, ExecutorError, Language, LoadError,
-    Request, RequestResult, Scheduler, SchedulerConfig, SchedulerCounters, SourceDeps, SourceInput,
+    OutputStore, OutputStoreConfig, Request, RequestResult, Scheduler, SchedulerConfig, SchedulerCounters, SourceDeps, SourceInput,
     SourceLoader, StageExecutor, WorkNodeIdentity,
 };
 
@@ -128,6 +128,51 @@ impl StageExecutor for BenchExecutor {
         self.cutoff && previous == next
     }
 
+    // The output store (W6): a scan as its imports and digest, an analysis
+    // and an artifact as their 8 bytes.
+    fn encode_source(&self, output: &Scan, into: &mut Vec<u8>) -> bool {
+        into.extend_from_slice(&output.visible.to_le_bytes());
+        for import in &output.imports {
+            into.extend_from_slice(&(import.len() as u32).to_le_bytes());
+            into.extend_from_slice(import.as_bytes());
+        }
+        true
+    }
+
+    fn decode_source(&self, _: &SourceInput<'_>, bytes: &[u8]) -> Option<Scan> {
+        let (visible, mut rest) = bytes.split_first_chunk::<8>()?;
+        let mut imports = Vec::new();
+        while !rest.is_empty() {
+            let (len, tail) = rest.split_first_chunk::<4>()?;
+            let len = u32::from_le_bytes(*len) as usize;
+            let (path, tail) = (tail.get(..len)?, tail.get(len..)?);
+            imports.push(Arc::from(std::str::from_utf8(path).ok()?));
+            rest = tail;
+        }
+        Some(Scan {
+            imports,
+            visible: u64::from_le_bytes(*visible),
+        })
+    }
+
+    fn encode_analysis(&self, output: &u64, into: &mut Vec<u8>) -> bool {
+        into.extend_from_slice(&output.to_le_bytes());
+        true
+    }
+
+    fn decode_analysis(&self, _: &AnalysisInput<'_, Scan>, bytes: &[u8]) -> Option<u64> {
+        Some(u64::from_le_bytes(bytes.try_into().ok()?))
+    }
+
+    fn encode_artifact(&self, output: &u64, into: &mut Vec<u8>) -> bool {
+        into.extend_from_slice(&output.to_le_bytes());
+        true
+    }
+
+    fn decode_artifact(&self, _: &ArtifactInput<'_, u64, u64>, bytes: &[u8]) -> Option<u64> {
+        Some(u64::from_le_bytes(bytes.try_into().ok()?))
+    }
+
     fn same_analysis(&self, previous: &u64, next: &u64) -> bool {
         self.cutoff && previous == next
     }
@@ -197,6 +242,17 @@ impl VerterSystem {
     pub fn with_ready_queue_depth(threads: usize, spin_us: u64, depth: usize) -> Self {
         Self::configured(threads, spin_us, true, |config| {
             config.max_ready_queue_depth = depth;
+        })
+    }
+
+    /// [`Self::new`] persisting its outputs to `store` (W6: a restarted
+    /// scheduler answers from it).
+    ///
+    /// # Panics
+    /// If the pools cannot be built (the machine refuses threads).
+    pub fn with_store(threads: usize, spin_us: u64, store: Arc<dyn OutputStore>) -> Self {
+        Self::configured(threads, spin_us, true, |config| {
+            config.store = Some(OutputStoreConfig::new(store, "verter_bench w6"));
         })
     }
 
