@@ -31,12 +31,13 @@
 //! # Causes, at the end of the run
 //! The scheduler keeps a causal log large enough for the whole run (its
 //! size drawn from the trace; the end checks it dropped nothing), and the
-//! end of the run judges it by every rule of [`crate::causes`]: every run
-//! and dispatch traced to a host action, every run recorded by the hold
-//! that commits it (completions after their runs, verifications without
-//! one), one `Ran` per executor or loader call the run made (the executor
-//! counts its calls per piece of work, the loader per file), and
-//! cancellations naming actions the log holds before them.
+//! end of the run (or the restart that shuts it down) judges it by every
+//! rule of [`crate::causes`]: every run and dispatch traced to a host
+//! action, every run recorded by the hold that commits it (completions
+//! after their runs, verifications without one), one `Ran` per executor or
+//! loader call the run made (the executor counts its calls per piece of
+//! work, the loader per file), and cancellations naming actions the log
+//! holds before them.
 //!
 //! # Host DAGs
 //! [`Op::Dag`] submits a DAG of file reads and cache nodes; its answer is
@@ -155,7 +156,8 @@ pub use shrink::shrink;
 /// The scheduler the simulator drives.
 pub type SimScheduler = Scheduler<SimExecutor>;
 
-/// What a passing run did.
+/// What a passing run did. What it takes from the scheduler's counters
+/// and causal log is summed over every scheduler the run opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunReport {
     /// Operations run, hook windows included.
