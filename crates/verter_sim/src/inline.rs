@@ -31,12 +31,13 @@
 //! # Causes, at the end of the run
 //! The scheduler keeps a causal log large enough for the whole run (its
 //! size drawn from the trace; the end checks it dropped nothing), and the
-//! end of the run judges it by every rule of [`crate::causes`]: every run
-//! and dispatch traced to a host action, every run recorded by the hold
-//! that commits it (completions after their runs, verifications without
-//! one), one `Ran` per executor or loader call the run made (the executor
-//! counts its calls per piece of work, the loader per file), and
-//! cancellations naming actions the log holds before them.
+//! end of the run (or the restart that shuts it down) judges it by every
+//! rule of [`crate::causes`]: every run and dispatch traced to a host
+//! action, every run recorded by the hold that commits it (completions
+//! after their runs, verifications without one), one `Ran` per executor or
+//! loader call the run made (the executor counts its calls per piece of
+//! work, the loader per file), and cancellations naming actions the log
+//! holds before them.
 //!
 //! # Host DAGs
 //! [`Op::Dag`] submits a DAG of file reads and cache nodes; its answer is
@@ -89,6 +90,19 @@
 //! quiescence report and the ledger are clean (`check.rs`,
 //! `check_shut_down`).
 //!
+//! # Restarts
+//! Half the default mix's seeds restart their scheduler once or twice
+//! ([`Op::Restart`]): the old one is shut down with whatever is in flight
+//! and judged as a run's [`Op::Shutdown`] is, its causal log as at the end
+//! of a run; then now and then the output store is damaged, and a new
+//! scheduler opened over the same loader tree and store, of the same
+//! executor version or (a quarter of them) another. The oracle sees every
+//! file removed over the restart, as for a reset: the new scheduler knows
+//! no file and no upserted text, and answers from the store what the old
+//! one stored. Every store read is checked against the writes of its
+//! version: a scheduler never reads an entry that no scheduler of its
+//! executor's version wrote (`restart.rs`).
+//!
 //! # Parts
 //! - this file: the run, its shared state and its hooks;
 //! - `exec.rs`: one operation, and the judgement of each answer;
@@ -97,19 +111,20 @@
 //! - `check.rs`: the quiescent checks and the comparison with a fresh
 //!   scheduler;
 //! - `dag.rs`: host DAG submissions, their handles and their judgement;
+//! - `restart.rs`: restarting the scheduler, and the store's version check;
 //! - `shrink.rs`: shrinking a failing trace;
 //! - `host.rs`: the scheduler calls the threaded simulator makes too.
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use verter_dag::{ResourceClass, TargetStage, WorkNodeIdentity};
 use verter_scheduler::{
     CompletionHandle, ConcurrencyLimit, HookPoint, Hooks, LogRecord, RemoteRoutes, Scheduler,
-    SchedulerEvent, SourceWitness,
+    SchedulerCounters, SchedulerEvent, SourceWitness,
 };
 use verter_source_root::SchedulerSourceRoot;
 
@@ -127,9 +142,11 @@ mod exec;
 mod hold;
 mod host;
 mod remote;
+mod restart;
 mod shrink;
 
 pub use dag::DagStats;
+pub use restart::RestartStats;
 
 pub(crate) use check::fresh_disagreement;
 pub use host::sim_config;
@@ -139,7 +156,8 @@ pub use shrink::shrink;
 /// The scheduler the simulator drives.
 pub type SimScheduler = Scheduler<SimExecutor>;
 
-/// What a passing run did.
+/// What a passing run did. What it takes from the scheduler's counters
+/// and causal log is summed over every scheduler the run opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunReport {
     /// Operations run, hook windows included.
@@ -175,6 +193,8 @@ pub struct RunReport {
     /// When the run ended with [`Op::Shutdown`]: how many kept requests
     /// and DAGs were still unanswered when it was called (answered by it).
     pub shutdown: Option<u64>,
+    /// What the run's [`Op::Restart`]s came to.
+    pub restarts: RestartStats,
 }
 
 /// A run that found a violation: the trace (shrunk when it could be) and
@@ -253,7 +273,8 @@ pub struct LoggedRun {
     pub executed: Executed,
 }
 
-/// Runs one trace as [`run_trace`] does, and keeps its causal log.
+/// Runs one trace as [`run_trace`] does, and keeps its causal log (the
+/// last scheduler's, when the trace restarts it).
 pub fn logged_run(trace: &[Op]) -> LoggedRun {
     let (shared, result) = run(trace);
     LoggedRun {
@@ -270,6 +291,7 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
         for op in trace {
             shared.exec(op, false);
             shared.check_remote_bounds();
+            shared.check_store();
             let mut state = shared.state.lock();
             if let Some(violation) = state.violation.take() {
                 return Err(format!("at `{op}`: {violation}"));
@@ -292,17 +314,23 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
         Ok(outcome) => outcome,
         Err(payload) => Err(format!("panicked: {}", panic_text(&*payload))),
     };
-    let outcome = outcome.and_then(|()| shared.judge_causes());
-    let counters = shared
-        .scheduler
-        .get()
-        .map(|scheduler| scheduler.observe().counters());
-    let queued_registrations = counters.map_or(0, |c| c.queued_registrations);
-    let cut_off = counters.map_or([0; 3], |c| {
-        [c.stages_verified, c.outputs_unchanged, c.unchanged_texts]
-    });
-    let recovered = counters.map_or(0, |c| c.holds_recovered);
-    let memo = counters.map_or([0; 2], |c| [c.cache_memo_hits, c.cache_memo_cutoffs]);
+    // The schedulers a restart shut down were judged then: their counts
+    // join the last one's.
+    let outcome = outcome
+        .and_then(|()| shared.judge_causes())
+        .map(|mut causes| {
+            causes.add(&shared.state.lock().retired.causes);
+            causes
+        });
+    let mut tally = shared.state.lock().retired.tally;
+    tally.add(&shared.scheduler().observe().counters());
+    let Tally {
+        queued_registrations,
+        cut_off,
+        recovered,
+        memo,
+    } = tally;
+    let restarts = shared.restart_stats();
     let report = {
         let state = shared.state.lock();
         outcome.map(|causes| RunReport {
@@ -321,6 +349,7 @@ fn run(trace: &[Op]) -> (Arc<Shared>, Result<RunReport, String>) {
             remote: shared.remote_stats(),
             breaks: [state.breaks, recovered],
             shutdown: state.shutdown,
+            restarts,
         })
     };
     (shared, report)
@@ -359,15 +388,54 @@ struct Armed {
     ops: Vec<Op>,
 }
 
+/// What the counters of the schedulers a run drove came to: the report's
+/// sums over every scheduler, the ones restarts shut down included.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    queued_registrations: u64,
+    /// `stages_verified`, `outputs_unchanged`, `unchanged_texts`.
+    cut_off: [u64; 3],
+    recovered: u64,
+    /// `cache_memo_hits`, `cache_memo_cutoffs`.
+    memo: [u64; 2],
+}
+
+impl Tally {
+    fn add(&mut self, c: &SchedulerCounters) {
+        self.queued_registrations += c.queued_registrations;
+        for (sum, n) in
+            self.cut_off
+                .iter_mut()
+                .zip([c.stages_verified, c.outputs_unchanged, c.unchanged_texts])
+        {
+            *sum += n;
+        }
+        self.recovered += c.holds_recovered;
+        self.memo[0] += c.cache_memo_hits;
+        self.memo[1] += c.cache_memo_cutoffs;
+    }
+}
+
+/// What the schedulers a restart shut down came to, judged when they went.
+#[derive(Debug, Clone, Copy, Default)]
+struct Retired {
+    tally: Tally,
+    causes: CauseStats,
+}
+
+/// The host's view of one run. The fields marked *per scheduler* describe
+/// the scheduler the run drives now; a restart starts them again
+/// (`restart.rs`).
 #[derive(Default)]
 struct State {
     tracked: Vec<Tracked>,
     /// A clone of every handle the host kept (a dropped one's request is
     /// withdrawn: its answer is the scheduler's to account, which the
-    /// ledger and quiescence checks see).
+    /// ledger and quiescence checks see). Per scheduler.
     every_handle: Vec<CompletionHandle<SimExecutor>>,
-    /// Requests submitted, kept or dropped.
+    /// Requests submitted, kept or dropped. Per scheduler.
     submitted: u64,
+    /// Per scheduler: a root or a witness names its own scheduler's state.
     roots: Vec<TrackedRoot>,
     witnesses: Vec<SourceWitness>,
     armed: Vec<Armed>,
@@ -379,14 +447,17 @@ struct State {
     /// When each reset ran (a reset cancels every DAG).
     resets: Vec<(Tick, Tick)>,
     /// `committed_outputs` reads that found an output (the scheduler counts
-    /// them as answered without admission).
+    /// them as answered without admission). Per scheduler.
     committed_hits: u64,
     /// Events the hooks saw but the announcements of a run (`WillLoad`,
-    /// `WillExecute`): what the causal log must hold.
+    /// `WillExecute`): what the causal log must hold. Per scheduler.
     events: u64,
     /// Loader calls the host's own `invalidate` calls made (on
-    /// its thread, not in a Source's load), per file.
+    /// its thread, not in a Source's load), per file. Per scheduler.
     host_loads: BTreeMap<String, u64>,
+    /// Loader calls made, per file, before the scheduler the run drives
+    /// now was opened (none of them its Sources' loads).
+    loads_before: BTreeMap<String, u64>,
     /// While an [`Op::Break`] pumps: armed windows wait (no host operation
     /// runs inside it, so nothing is sent across the recovery).
     breaking: bool,
@@ -397,8 +468,13 @@ struct State {
     shutdown: Option<u64>,
     /// Remote jobs parked when the last recovery happened: started by the
     /// DAG the recovery replaced, so the new ledger holds no reservation
-    /// for them (they come back, are refused and count nowhere).
+    /// for them (they come back, are refused and count nowhere). Per
+    /// scheduler.
     stale_remote: usize,
+    /// What the schedulers restarts shut down came to.
+    retired: Retired,
+    /// The run's restarts so far.
+    restarts: RestartStats,
     seq: u64,
     violation: Option<String>,
     ops: u64,
@@ -408,22 +484,47 @@ struct State {
     digest: u64,
 }
 
+/// The scheduler a run drives now, and what belongs to it alone: a
+/// restart replaces all of it at once (`restart.rs`).
+struct Opened {
+    scheduler: Arc<SimScheduler>,
+    /// The concurrency limit `limited` DAG nodes count against.
+    limit: ConcurrencyLimit,
+    /// Which of the run's schedulers it is (0 the first, one more at each
+    /// restart): the hooks of an earlier one do nothing.
+    generation: u64,
+    /// The output store as the schedulers of its executor's version see
+    /// it.
+    store: Arc<restart::VersionStore>,
+}
+
+/// What the trace decides of every scheduler the run opens.
+struct Setup {
+    causal_log: usize,
+    max_ready_queue_depth: Option<usize>,
+}
+
 /// Everything a run shares with the hooks the scheduler calls.
 pub(crate) struct Shared {
     fs: SimFs,
     oracle: Oracle,
     clock: AtomicU64,
     state: Mutex<State>,
-    scheduler: OnceLock<Arc<SimScheduler>>,
-    /// The concurrency limit `limited` DAG nodes count against.
-    limit: OnceLock<ConcurrencyLimit>,
+    /// `None` only while [`Shared::new`] builds the first one.
+    opened: RwLock<Option<Opened>>,
+    /// The generation of the scheduler the run drives now (the hooks'
+    /// check, without the lock of `opened`).
+    generation: AtomicU64,
+    /// This run's own reference, for the hooks of the schedulers it opens.
+    me: Weak<Shared>,
+    setup: Setup,
     /// The fake remote executor's desk and how the run routes work to it,
     /// when the trace names [`Op::Remote`].
     remote: Option<(Arc<RemoteDesk>, RemoteSpec)>,
-    /// The scheduler's output store (docs/design.md, "Persistent
+    /// The schedulers' output store (docs/design.md, "Persistent
     /// outputs"): a text seen before is answered from it, and so is
-    /// everything after a reset (which forgets every file, as a restart
-    /// does); each reset also damages some of it (`damage_store`).
+    /// everything after a reset (which forgets every file) or a restart;
+    /// each reset, and some restarts, damage some of it (`damage_store`).
     store: Arc<verter_store::MemoryStore>,
 }
 
@@ -434,18 +535,32 @@ const STORE_BYTES: u64 = 64 * 1024;
 /// The permits of an inline run's DAG concurrency limit.
 const DAG_PERMITS: usize = 2;
 
+/// The executor version the run's first scheduler declares.
+const FIRST_VERSION: &str = "sim";
+
 /// The simulated host is one thread in inline mode.
 const HOST: usize = 0;
 
 /// The hooks of an inline run: run armed operations at their window, fold
-/// every event into the run's digest.
+/// every event into the run's digest. The hooks of a scheduler a restart
+/// replaced do nothing.
 struct InlineHooks {
     shared: Weak<Shared>,
+    generation: u64,
+}
+
+impl InlineHooks {
+    /// The run, while this hook's scheduler is the one it drives.
+    fn current(&self) -> Option<Arc<Shared>> {
+        self.shared
+            .upgrade()
+            .filter(|shared| shared.generation.load(Ordering::SeqCst) == self.generation)
+    }
 }
 
 impl Hooks for InlineHooks {
     fn pause(&self, point: HookPoint, work: &WorkNodeIdentity, class: ResourceClass) {
-        let Some(shared) = self.shared.upgrade() else {
+        let Some(shared) = self.current() else {
             return;
         };
         // A completion dropped by a panic's unwind commits on this thread
@@ -491,7 +606,7 @@ impl Hooks for InlineHooks {
     }
 
     fn on_event(&self, event: &SchedulerEvent) {
-        let Some(shared) = self.shared.upgrade() else {
+        let Some(shared) = self.current() else {
             return;
         };
         // Incarnations come from a process-wide counter: leave them out, so
@@ -522,29 +637,48 @@ impl Shared {
             )),
             _ => None,
         });
-        let shared = Arc::new(Self {
+        let setup = Setup {
+            causal_log: causal_log_size(trace),
+            max_ready_queue_depth: trace.iter().find_map(|op| match op {
+                Op::ReadyQueueBound(bound) => Some(*bound),
+                _ => None,
+            }),
+        };
+        let store = Arc::new(verter_store::MemoryStore::new(STORE_BYTES));
+        let shared = Arc::new_cyclic(|me| Self {
             fs: SimFs::default(),
             oracle: Oracle::new(&universe),
             clock: AtomicU64::new(1),
             state: Mutex::new(State::default()),
-            scheduler: OnceLock::new(),
-            limit: OnceLock::new(),
+            opened: RwLock::new(None),
+            generation: AtomicU64::new(0),
+            me: me.clone(),
+            setup,
             remote,
-            store: Arc::new(verter_store::MemoryStore::new(STORE_BYTES)),
+            store: Arc::clone(&store),
         });
+        shared.open(0, restart::VersionStore::new(store, FIRST_VERSION));
+        shared
+    }
+
+    /// Opens a scheduler of `generation` over the run's loader tree,
+    /// persisting to `store`, and makes it the one the run drives; returns
+    /// the one it replaces (to drop once nothing of the run names it).
+    fn open(&self, generation: u64, store: Arc<restart::VersionStore>) -> Option<Opened> {
+        // Before the scheduler exists: from here the hooks of an earlier
+        // one do nothing.
+        self.generation.store(generation, Ordering::SeqCst);
         let hooks = Arc::new(InlineHooks {
-            shared: Arc::downgrade(&shared),
+            shared: self.me.clone(),
+            generation,
         });
         let mut config = sim_config(hooks);
-        config.causal_log = causal_log_size(trace);
-        if let Some(bound) = trace.iter().find_map(|op| match op {
-            Op::ReadyQueueBound(bound) => Some(*bound),
-            _ => None,
-        }) {
+        config.causal_log = self.setup.causal_log;
+        if let Some(bound) = self.setup.max_ready_queue_depth {
             config.max_ready_queue_depth = bound.max(1);
         }
         let mut executor = SimExecutor::recording_calls();
-        if let Some((desk, spec)) = &shared.remote {
+        if let Some((desk, spec)) = &self.remote {
             let routes = RemoteRoutes {
                 artifacts: true,
                 cache_nodes: spec.cache_nodes,
@@ -553,24 +687,32 @@ impl Shared {
             executor = executor.with_remote(Arc::clone(desk));
         }
         config.store = Some(verter_scheduler::OutputStoreConfig::new(
-            Arc::clone(&shared.store) as Arc<dyn verter_scheduler::OutputStore>,
-            "sim",
+            Arc::clone(&store) as Arc<dyn verter_scheduler::OutputStore>,
+            store.version(),
         ));
-        let scheduler = Scheduler::new_inline(config, shared.fs.loader(), executor)
+        let scheduler = Scheduler::new_inline(config, self.fs.loader(), executor)
             .expect("a valid scheduler configuration");
-        let _ = shared
-            .limit
-            .set(verter_scheduler::ConcurrencyLimit::new(DAG_PERMITS));
-        let _ = shared.scheduler.set(scheduler);
-        shared
+        self.opened.write().replace(Opened {
+            scheduler,
+            limit: ConcurrencyLimit::new(DAG_PERMITS),
+            generation,
+            store,
+        })
     }
 
-    fn limit(&self) -> &ConcurrencyLimit {
-        self.limit.get().expect("set at construction")
+    /// Reads what belongs to the scheduler the run drives now.
+    fn opened<T>(&self, read: impl FnOnce(&Opened) -> T) -> T {
+        read(self.opened.read().as_ref().expect("opened at construction"))
     }
 
-    fn scheduler(&self) -> &SimScheduler {
-        self.scheduler.get().expect("set at construction")
+    fn limit(&self) -> ConcurrencyLimit {
+        self.opened(|opened| opened.limit.clone())
+    }
+
+    /// The scheduler the run drives now (a restart replaces it: never kept
+    /// across an operation that may restart).
+    fn scheduler(&self) -> Arc<SimScheduler> {
+        self.opened(|opened| Arc::clone(&opened.scheduler))
     }
 
     fn tick(&self) -> Tick {

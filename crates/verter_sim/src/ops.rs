@@ -86,6 +86,21 @@ pub enum Op {
     Remove(String),
     /// `reset()`.
     Reset,
+    /// The host drops its scheduler and opens another over the same loader
+    /// tree and output store (inline mode, top level only): `shutdown()`
+    /// with whatever is in flight, judged as [`Op::Shutdown`] is, and its
+    /// causal log and ledger judged as at the end of a run; then, when
+    /// `damage`, some stored entries damaged; then a new scheduler that
+    /// knows no file and answers from what the old one stored. With
+    /// `version_changed`, the new scheduler's executor declares a version
+    /// no earlier scheduler did, so it must read nothing it did not write
+    /// itself.
+    Restart {
+        /// Whether the new scheduler's executor declares another version.
+        version_changed: bool,
+        /// Whether some stored entries are damaged before it opens.
+        damage: bool,
+    },
     /// `shutdown()`, the run's last operation (in place of its last
     /// [`Op::Check`]), with work in flight: every handle must be answered
     /// at once, a request after it answered `Shutdown` at once, nothing may
@@ -258,6 +273,10 @@ pub struct SimConfig {
     /// last check: drawn from a stream of its own, so every other
     /// operation of a seed's trace is the one it drew before.
     pub shutdown_percent: u32,
+    /// Percent of seeds whose run restarts its scheduler ([`Op::Restart`],
+    /// once or twice): drawn from a stream of its own, so every other
+    /// operation of a seed's trace is the one it drew before.
+    pub restart_percent: u32,
     /// Percent of new texts that declare Artifact dependencies (`dep P`
     /// lines, one or two, at any depth and sometimes in a cycle), and of
     /// edits that add or drop one: drawn from a stream of their own, so
@@ -275,6 +294,7 @@ impl Default for SimConfig {
             remote_percent: 50,
             break_percent: 25,
             shutdown_percent: 20,
+            restart_percent: RESTART_PERCENT,
             artifact_dep_percent: 30,
         }
     }
@@ -300,6 +320,17 @@ pub fn remote_spec(seed: u64, percent: u32) -> Option<RemoteSpec> {
 /// where ([`Op::Break`]); `None` for the seeds that do not.
 fn break_stream(seed: u64, percent: u32) -> Option<SimRng> {
     let mut rng = SimRng::new(crate::rng::mix(seed ^ 0x6272_6561_6b00_0001));
+    rng.chance(percent).then_some(rng)
+}
+
+/// The default [`SimConfig::restart_percent`]: with one or two restarts
+/// each, about as many restarts as the mix draws resets.
+const RESTART_PERCENT: u32 = 50;
+
+/// The stream that decides whether a seed's run restarts its scheduler,
+/// where and how ([`Op::Restart`]); `None` for the seeds that do not.
+fn restart_stream(seed: u64, percent: u32) -> Option<SimRng> {
+    let mut rng = SimRng::new(crate::rng::mix(seed ^ 0x7265_7374_6172_0001));
     rng.chance(percent).then_some(rng)
 }
 
@@ -336,6 +367,8 @@ pub struct Generator {
     breaks: Option<SimRng>,
     /// Whether its run ends with [`Op::Shutdown`].
     shutdown: bool,
+    /// Where its run restarts its scheduler, if it does ([`Op::Restart`]).
+    restarts: Option<SimRng>,
     /// The stream that draws Artifact dependencies (`dep` lines) into
     /// texts, apart from the main one ([`SimConfig::artifact_dep_percent`]).
     deps: SimRng,
@@ -351,6 +384,7 @@ impl Generator {
         let remote = remote_spec(seed, config.remote_percent);
         let breaks = break_stream(seed, config.break_percent);
         let shutdown = ends_with_shutdown(seed, config.shutdown_percent);
+        let restarts = restart_stream(seed, config.restart_percent);
         let deps = SimRng::new(crate::rng::mix(seed ^ 0x6172_7464_6570_0001));
         Self {
             rng: SimRng::new(seed),
@@ -362,6 +396,7 @@ impl Generator {
             remote,
             breaks,
             shutdown,
+            restarts,
             deps,
         }
     }
@@ -759,6 +794,29 @@ impl Generator {
                 ops.insert(at, op);
             }
         }
+        // Restarts are drawn here, at the top level, and not by `plain_op`:
+        // a restart pumps and shuts the scheduler down, which no hook
+        // window may do (the in-window mix is `plain_op`'s), and the
+        // threaded soak (whose mix is `plain_op`'s too) has no restart.
+        if self.dags
+            && let Some(mut rng) = self.restarts.take()
+        {
+            let drawn = ops.len() - first;
+            let mut restarts: Vec<(usize, Op)> = (0..1 + rng.below(2))
+                .map(|_| {
+                    let at = first + rng.below(drawn + 1);
+                    let op = Op::Restart {
+                        version_changed: rng.chance(25),
+                        damage: rng.chance(50),
+                    };
+                    (at, op)
+                })
+                .collect();
+            restarts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+            for (at, op) in restarts {
+                ops.insert(at, op);
+            }
+        }
         // The last operation: a check, or on some seeds a shutdown with
         // whatever is in flight (inline mode).
         ops.push(if self.shutdown && self.dags {
@@ -807,6 +865,19 @@ impl fmt::Display for Op {
             Self::Remove(path) => write!(f, "remove {path}"),
             Self::Reset => f.write_str("reset"),
             Self::Shutdown => f.write_str("shutdown"),
+            Self::Restart {
+                version_changed,
+                damage,
+            } => write!(
+                f,
+                "restart: shutdown, {}a new scheduler of {} executor version",
+                if *damage { "the store damaged, " } else { "" },
+                if *version_changed {
+                    "another"
+                } else {
+                    "the same"
+                }
+            ),
             Self::Request { req, keep } => {
                 write!(
                     f,

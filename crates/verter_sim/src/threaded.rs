@@ -345,6 +345,7 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         // Inline only: the threaded host draws plain operations.
         break_percent: 0,
         shutdown_percent: 0,
+        restart_percent: 0,
         artifact_dep_percent: SimConfig::default().artifact_dep_percent,
     };
     let paths = universe(&sim);

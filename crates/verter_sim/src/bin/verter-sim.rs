@@ -8,6 +8,10 @@
 //!                                      remote executor (default 50)
 //!                [--break-percent P]   seeds breaking lock holds on
 //!                                      purpose (default 25)
+//!                [--shutdown-percent P] seeds ending with a shutdown
+//!                                      (default 20)
+//!                [--restart-percent P] seeds restarting their scheduler
+//!                                      (default 50)
 //! verter-sim soak [--ops N] [--threads T] [--seed S] the threaded simulator
 //!                [--checkpoint-every N] [--causal-log N (0: off)]
 //!                [--remote-budget B (0: off; default: by the seed)]
@@ -20,7 +24,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use verter_sim::causes::CauseStats;
-use verter_sim::inline::DagStats;
+use verter_sim::inline::{DagStats, RestartStats};
 use verter_sim::oracle::DepStats;
 use verter_sim::remote::RemoteStats;
 use verter_sim::threaded::{SoakConfig, soak};
@@ -53,6 +57,9 @@ fn main() -> ExitCode {
     if let Some(percent) = flag("--shutdown-percent") {
         config.shutdown_percent = percent.min(100) as u32;
     }
+    if let Some(percent) = flag("--restart-percent") {
+        config.restart_percent = percent.min(100) as u32;
+    }
     match args.first().map(String::as_str) {
         Some("sim") => {
             let Some(seed) = flag("--seed") else {
@@ -70,6 +77,9 @@ fn main() -> ExitCode {
                     println!("{}", report.causes);
                     if report.remote.started > 0 {
                         println!("{}", report.remote);
+                    }
+                    if report.restarts.restarts > 0 {
+                        println!("{}", report.restarts);
                     }
                     println!("0 violations");
                     ExitCode::SUCCESS
@@ -99,6 +109,7 @@ fn main() -> ExitCode {
             let mut remote_seeds = 0u64;
             let (mut break_seeds, mut breaks) = (0u64, [0u64; 2]);
             let (mut shutdown_seeds, mut in_flight) = (0u64, 0u64);
+            let (mut restart_seeds, mut restarts) = (0u64, RestartStats::default());
             for seed in from..from + count {
                 match run_seed(seed, &config) {
                     Ok(report) => {
@@ -108,6 +119,8 @@ fn main() -> ExitCode {
                             shutdown_seeds += 1;
                             in_flight += answered;
                         }
+                        restart_seeds += u64::from(report.restarts.restarts > 0);
+                        restarts.add(&report.restarts);
                         break_seeds += u64::from(report.breaks[0] > 0);
                         breaks[0] += report.breaks[0];
                         breaks[1] += report.breaks[1];
@@ -152,6 +165,10 @@ fn main() -> ExitCode {
             println!(
                 "{shutdown_seeds} seeds ended with a shutdown ({}% of seeds): {in_flight} requests and DAGs in flight answered by it",
                 config.shutdown_percent
+            );
+            println!(
+                "{restart_seeds} seeds restarted their scheduler ({}% of seeds): {restarts}",
+                config.restart_percent
             );
             println!("{failures} violations");
             if failures == 0 {

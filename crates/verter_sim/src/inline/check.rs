@@ -239,17 +239,21 @@ impl Shared {
         }
     }
 
-    /// What the executor ran, per piece of work, and what Source loads
-    /// read, per file (the loader's calls but the host's own).
+    /// What the scheduler the run drives now had its executor run, per
+    /// piece of work, and its Source loads read, per file (the loader's
+    /// calls since it opened but the host's own).
     pub(super) fn executed(&self) -> Executed {
         let mut loads = self.fs.loads();
-        for (path, made) in &self.state.lock().host_loads {
+        let state = self.state.lock();
+        for (path, made) in state.host_loads.iter().chain(&state.loads_before) {
             if let Some(count) = loads.get_mut(path) {
                 *count = count.saturating_sub(*made);
             }
         }
+        drop(state);
         loads.retain(|_, count| *count > 0);
-        let executor = self.scheduler().executor();
+        let scheduler = self.scheduler();
+        let executor = scheduler.executor();
         Executed {
             stages: executor.calls(),
             starts: executor.starts(),

@@ -98,7 +98,7 @@ impl Shared {
     ) {
         let scheduler = self.scheduler();
         let cyclic = has_cycle(nodes.len(), edges);
-        let (dag, tokens) = build_dag(nodes, edges, self.limit());
+        let (dag, tokens) = build_dag(nodes, edges, &self.limit());
         // Inside a hook nothing may pump: a blocking submission could.
         let nonblocking = nonblocking || in_hook;
         // The time the DAG lock was held is left out: every read takes the

@@ -37,7 +37,7 @@ impl Shared {
                 // `invalidate` reads the file on this thread: a load that
                 // is no Source's (the causal log's run counts leave it out).
                 let loads_before = self.fs.loads();
-                let (result, end) = lifecycle(&self.oracle, scheduler, op, HOST, seq, &self.clock)
+                let (result, end) = lifecycle(&self.oracle, &scheduler, op, HOST, seq, &self.clock)
                     .expect("a lifecycle operation");
                 self.note_host_loads(&loads_before);
                 if let Err(error) = result {
@@ -70,38 +70,18 @@ impl Shared {
                 if in_hook {
                     return;
                 }
-                // As a reset: every file removed over the call's window, so
-                // an answer in flight may be `Shutdown` or what came before.
-                let (seq, start) = (self.next_seq(), self.tick());
-                let paths: Vec<String> = self.oracle.paths().cloned().collect();
-                let records: Vec<usize> = paths
-                    .iter()
-                    .map(|path| {
-                        self.oracle
-                            .apply(path, &Change::Remove, start, OPEN, HOST, seq)
-                    })
-                    .collect();
-                let in_flight = {
-                    let state = self.state.lock();
-                    let requests = state.tracked.iter().filter(|t| !t.handle.is_answered());
-                    requests.count() as u64
-                } + self.unanswered_dags() as u64;
-                {
-                    let mut state = self.state.lock();
-                    state.shutdown = Some(in_flight);
-                    // A window still armed would run its operations on a
-                    // shut-down scheduler (a remote completion that comes
-                    // back passes its pause): none is reached any more.
-                    state.armed.clear();
+                let in_flight = self.shut_down();
+                self.state.lock().shutdown = Some(in_flight);
+            }
+            Op::Restart {
+                version_changed,
+                damage,
+            } => {
+                // Top level only: it pumps, and shuts down the scheduler
+                // whose hook would be running.
+                if !in_hook {
+                    self.restart(*version_changed, *damage);
                 }
-                scheduler.shutdown();
-                let end = self.tick();
-                self.state.lock().resets.push((start, end));
-                self.close_open_records(end);
-                for (path, index) in paths.iter().zip(records) {
-                    self.oracle.close(path, index, end);
-                }
-                self.check_shut_down();
             }
             Op::Request { req, keep } => {
                 let start = self.tick();
@@ -245,7 +225,7 @@ impl Shared {
                 };
                 let start = self.tick();
                 let judged = self.oracle.judge_committed_read(
-                    scheduler,
+                    &scheduler,
                     path,
                     *stage,
                     reader,
@@ -394,7 +374,7 @@ impl Shared {
     /// A witnessed commit (see [`witnessed_commit`]); the witness was taken
     /// just before, so a refusal is a violation.
     fn commit(&self, path: &str, profile: verter_dag::ProfileHash) {
-        let result = witnessed_commit(self.scheduler(), path, profile);
+        let result = witnessed_commit(&self.scheduler(), path, profile);
         self.close_open_records(self.tick());
         if let Err(error) = result {
             self.violate(format!(
@@ -448,11 +428,47 @@ impl Shared {
 }
 
 impl Shared {
+    /// `shutdown()` with whatever is in flight (a run's last operation, or
+    /// a restart's first step), judged as a reset: every file removed over
+    /// the call's window, so an answer in flight may be `Shutdown` or what
+    /// came before; then [`Self::check_shut_down`]. Returns how many kept
+    /// requests and DAGs were unanswered when it was called.
+    pub(super) fn shut_down(&self) -> u64 {
+        let scheduler = self.scheduler();
+        let (seq, start) = (self.next_seq(), self.tick());
+        let paths: Vec<String> = self.oracle.paths().cloned().collect();
+        let records: Vec<usize> = paths
+            .iter()
+            .map(|path| {
+                self.oracle
+                    .apply(path, &Change::Remove, start, OPEN, HOST, seq)
+            })
+            .collect();
+        let in_flight = {
+            let state = self.state.lock();
+            let requests = state.tracked.iter().filter(|t| !t.handle.is_answered());
+            requests.count() as u64
+        } + self.unanswered_dags() as u64;
+        // A window still armed would run its operations on a shut-down
+        // scheduler (a remote completion that comes back passes its
+        // pause): none is reached any more.
+        self.state.lock().armed.clear();
+        scheduler.shutdown();
+        let end = self.tick();
+        self.state.lock().resets.push((start, end));
+        self.close_open_records(end);
+        for (path, index) in paths.iter().zip(records) {
+            self.oracle.close(path, index, end);
+        }
+        self.check_shut_down();
+        in_flight
+    }
+
     /// Damages some of the output store's entries, chosen by their keys
     /// (so a trace damages the same ones every time it runs): a quarter
     /// lose their last byte, a quarter have one flipped. The scheduler must
     /// refuse each one (its digest no longer matches) and recompute.
-    fn damage_store(&self) {
+    pub(super) fn damage_store(&self) {
         self.store.damage(|key, value| match key.as_bytes()[0] % 4 {
             0 => {
                 value.pop();

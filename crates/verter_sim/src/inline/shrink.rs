@@ -1,6 +1,7 @@
 //! Shrinking a failing trace: operations are removed, in halving chunks and
 //! then one by one inside hook windows, then a host DAG's edges and nodes
-//! one by one, while the trace still fails.
+//! one by one, and a restart's store damage and version change are turned
+//! off, while the trace still fails.
 //!
 //! This module owns the search for a smaller failing trace only; it never
 //! judges an answer itself (it reruns [`run_trace`]) and never changes the
@@ -65,6 +66,20 @@ pub fn shrink(mut trace: Vec<Op>, mut violation: String) -> (Vec<Op>, String) {
             }
         }
     }
+    // A restart's flags: what fails without the damage, or with the same
+    // executor version, is the simpler report.
+    for index in 0..trace.len() {
+        for flag in [RestartFlag::Damage, RestartFlag::VersionChanged] {
+            let mut candidate = trace.clone();
+            if budget == 0 || !flag.clear(&mut candidate[index]) {
+                continue;
+            }
+            if let Some(found) = still_fails(&candidate, &mut budget) {
+                trace = candidate;
+                violation = found;
+            }
+        }
+    }
     // Inside host DAGs (top level and in windows): edges, then nodes.
     for path in dag_paths(&trace) {
         let mut part = 0;
@@ -89,6 +104,32 @@ pub fn shrink(mut trace: Vec<Op>, mut violation: String) -> (Vec<Op>, String) {
         }
     }
     (trace, violation)
+}
+
+/// A flag of [`Op::Restart`] the shrinker turns off.
+#[derive(Clone, Copy)]
+enum RestartFlag {
+    Damage,
+    VersionChanged,
+}
+
+impl RestartFlag {
+    /// Turns the flag off in `op`; `false` when `op` is no restart with it
+    /// on.
+    fn clear(self, op: &mut Op) -> bool {
+        let Op::Restart {
+            version_changed,
+            damage,
+        } = op
+        else {
+            return false;
+        };
+        let flag = match self {
+            Self::Damage => damage,
+            Self::VersionChanged => version_changed,
+        };
+        std::mem::replace(flag, false)
+    }
 }
 
 /// Where each DAG submission of `trace` is: its index, and its index in

@@ -290,9 +290,12 @@ impl HostThread {
             Op::CancelDag(which) => self.cancel_dag(world, *which),
             Op::CancelNodes(which) => self.cancel_nodes(world, *which),
             Op::WaitDag(which) => self.wait_dag(world, *which),
-            // Inline-only operations.
+            // Inline-only operations. The soak never draws a restart
+            // (`Generator::run` does, which the soak does not call): one
+            // host thread cannot swap the scheduler the others are using.
             Op::Reset
             | Op::Shutdown
+            | Op::Restart { .. }
             | Op::Pump
             | Op::Step(_)
             | Op::Within { .. }
