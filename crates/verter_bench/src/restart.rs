@@ -15,10 +15,10 @@ use verter_scheduler::OutputStore;
 use verter_store::{RedbStore, StoreOptions};
 
 use crate::generator::{GenConfig, Project, Sources};
+use crate::kernel::reference_build;
 use crate::report::Record;
 use crate::system::System;
 use crate::verter_runner::VerterSystem;
-use crate::kernel::reference_build;
 use crate::workloads::SystemKind;
 
 /// The shape of one W6 run.
@@ -129,7 +129,10 @@ pub fn w6(shape: RestartShape) -> Vec<Record> {
         record("ratio")
             .field("warm_vs_verter_cold", ratio(warm, verter_cold))
             .field("warm_vs_salsa_cold", ratio(warm, salsa_cold))
-            .field("cold_with_store_vs_without", ratio(stored_cold, verter_cold)),
+            .field(
+                "cold_with_store_vs_without",
+                ratio(stored_cold, verter_cold),
+            ),
     ]
 }
 

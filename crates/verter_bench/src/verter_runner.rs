@@ -29,8 +29,8 @@ use parking_lot::RwLock;
 use verter_dag::{Canonical, Priority, ProfileHash, TargetStage};
 use verter_scheduler::{
     AnalysisInput, ArtifactInput, CacheNodeInput, DepPath, ExecutorError, Language, LoadError,
-    OutputStore, OutputStoreConfig, Request, RequestResult, Scheduler, SchedulerConfig, SchedulerCounters, SourceDeps, SourceInput,
-    SourceLoader, StageExecutor, WorkNodeIdentity,
+    OutputStore, OutputStoreConfig, Request, RequestResult, Scheduler, SchedulerConfig,
+    SchedulerCounters, SourceDeps, SourceInput, SourceLoader, StageExecutor, WorkNodeIdentity,
 };
 
 use crate::alloc_count;
