@@ -1,58 +1,17 @@
 //! The store's public behaviour, through its public API only: entries
 //! (`entries.rs`), eviction (`eviction.rs`), discarded stores
-//! (`bad_store.rs`), locking (`locking.rs`), crash safety (`crash.rs`),
+//! (`bad_store.rs`), locking (`locking.rs`), crash safety (the `crash` target, alone in its
+//! process: the writers it spawns share the open files of every test
+//! running beside it until they exec, a store's lock file among them),
 //! and a model-based property test against an LRU map (`model.rs`).
 
 mod bad_store;
-mod crash;
 mod entries;
 mod eviction;
 mod locking;
 mod model;
 
-use std::path::Path;
+#[path = "../support/mod.rs"]
+mod support;
 
-use verter_store::{Digest, Entry, Opened, RedbStore, StoreKey, StoreOptions};
-
-/// The namespace the tests write under.
-const NAMESPACE: &str = "test-executor 1 debug";
-
-/// A cap no test reaches.
-const LARGE_CAP: u64 = 1 << 30;
-
-/// The key numbered `n`.
-fn key(n: u64) -> StoreKey {
-    let mut bytes = [0u8; 32];
-    bytes[..8].copy_from_slice(&n.to_le_bytes());
-    bytes[31] = 0x5a;
-    StoreKey::from(bytes)
-}
-
-/// A stand-in digest of `value` (the store keeps digests and never checks
-/// them, so any function of the bytes will do).
-fn digest_of(value: &[u8]) -> Digest {
-    let mut bytes = [0u8; 32];
-    for (i, byte) in value.iter().enumerate() {
-        bytes[i % 32] = bytes[i % 32].rotate_left(3) ^ byte;
-    }
-    Digest(bytes)
-}
-
-/// An entry holding `value`, belonging to `path`.
-fn entry(value: &[u8], path: Option<&str>) -> Entry {
-    Entry::new(value.to_vec(), digest_of(value), path.map(str::to_owned))
-}
-
-/// Opens the store in `dir` with the test namespace and `max_bytes`.
-#[track_caller]
-fn open(dir: &Path, max_bytes: u64) -> Opened {
-    RedbStore::open(dir, StoreOptions::new(NAMESPACE, max_bytes)).expect("the store opens")
-}
-
-/// Opens the store in `dir` and asserts that nothing was discarded.
-#[track_caller]
-fn open_clean(dir: &Path, max_bytes: u64) -> RedbStore {
-    let opened = open(dir, max_bytes);
-    assert_eq!(opened.warning, None, "no store should have been discarded");
-    opened.store
-}
+use support::*;

@@ -19,7 +19,7 @@ use std::process::{Child, Command, Stdio};
 
 use verter_store::{OutputStore, RedbStore, StoreError, StoreOptions};
 
-use crate::{LARGE_CAP, NAMESPACE, entry, key, open_clean};
+use crate::support::{LARGE_CAP, NAMESPACE, entry, key, open_clean};
 
 /// The variable that makes [`a_writer_commits_whole_batches`] the child.
 const CRASH_DIR: &str = "VERTER_STORE_CRASH_DIR";
