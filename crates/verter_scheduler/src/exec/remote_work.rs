@@ -41,6 +41,8 @@ struct Started {
     because: Option<RunReason>,
     ready_at: Option<Instant>,
     started: Option<Instant>,
+    /// Answered from the output store, never started.
+    from_store: bool,
 }
 
 impl<E: StageExecutor> Scheduler<E> {
@@ -154,28 +156,93 @@ impl<E: StageExecutor> Scheduler<E> {
         else {
             unreachable!("start_remote sends only Artifacts here");
         };
-        self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
         // Sorted by path, as `ArtifactInput` promises (see `execute`).
         blockers.sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
         dependencies.sort_unstable_by(|a, b| a.canonical.as_str().cmp(b.canonical.as_str()));
-        let started = Started {
+        let mut started = Started {
             dispatch,
             notice: Arc::clone(&notice),
             because,
             ready_at,
             started: self.timed.then(Instant::now),
+            from_store: false,
         };
+        // The output store in front of the remote tier (docs/design.md,
+        // "Persistent outputs"): an artifact stored under this work's key
+        // is the answer, with no round trip; one computed remotely is
+        // stored under it when it comes back.
+        let persist = self.persist.as_ref().and_then(|persist| {
+            let key = Self::artifact_key(
+                persist,
+                &file.canonical,
+                profile,
+                &analysis,
+                &blockers,
+                &dependencies,
+            )?;
+            Some((persist, key))
+        });
+        let input = ArtifactInput {
+            profile,
+            analysis: &analysis,
+            blockers: &blockers,
+            dependencies: &dependencies,
+            cancel: &cancel,
+        };
+        let stored = persist.and_then(|(persist, key)| {
+            self.read_stored(persist, &key, |bytes| {
+                self.executor.decode_artifact(&input, bytes)
+            })
+        });
+        if let Some((data, digest)) = stored {
+            let (mut result, cut) = self.built(
+                &file,
+                profile,
+                (&analysis, &blockers, &dependencies, blockers_changed_at),
+                prior,
+                Ok(Ok(data)),
+            );
+            if let (Ok(snapshot), Some(digest)) =
+                (&mut result, Self::output_digest(persist, Some(digest)))
+                && let Some(snapshot) = Arc::get_mut(snapshot)
+            {
+                snapshot.set_stored(digest);
+            }
+            started.from_store = true;
+            drop(running);
+            self.finish_remote(
+                started,
+                Outcome::Built {
+                    node,
+                    result,
+                    blockers,
+                    cut,
+                },
+            );
+            return;
+        }
+        self.counters.artifact_runs.fetch_add(1, Ordering::Relaxed);
         let me = self.me.clone();
         let (kept_analysis, kept_blockers, kept_dependencies) = (
             Arc::clone(&analysis),
             blockers.clone(),
             dependencies.clone(),
         );
+        let key = persist.map(|(_, key)| key);
         let commit = Box::new(move |answer: Answer<E::Artifact>| {
             let Some(me) = me.upgrade() else {
                 return;
             };
-            let (result, cut) = me.built(
+            // Stored for the next scheduler (and this one's next edit back).
+            let stored = match (&answer, me.persist.as_ref(), key) {
+                (Ok(Ok(data)), Some(persist), Some(key)) => me
+                    .write_stored(persist, key, &file.canonical, data, |data, into| {
+                        me.executor.encode_artifact(data, into)
+                    })
+                    .map(|digest| persist.output_digest(&key, &digest)),
+                _ => None,
+            };
+            let (mut result, cut) = me.built(
                 &file,
                 profile,
                 (
@@ -187,6 +254,11 @@ impl<E: StageExecutor> Scheduler<E> {
                 prior,
                 answer,
             );
+            if let (Ok(snapshot), Some(digest)) = (&mut result, stored)
+                && let Some(snapshot) = Arc::get_mut(snapshot)
+            {
+                snapshot.set_stored(digest);
+            }
             let outcome = Outcome::Built {
                 node,
                 result,
@@ -195,13 +267,6 @@ impl<E: StageExecutor> Scheduler<E> {
             };
             me.finish_remote(started, outcome);
         });
-        let input = ArtifactInput {
-            profile,
-            analysis: &analysis,
-            blockers: &blockers,
-            dependencies: &dependencies,
-            cancel: &cancel,
-        };
         let done = Completion::new(commit, notice);
         // A panic unwinds through the completion, whose drop answers the
         // work as panicked: nothing else is owed here.
@@ -238,6 +303,7 @@ impl<E: StageExecutor> Scheduler<E> {
             because: self.observes_events.then_some(RunReason::CacheNode),
             ready_at,
             started: self.timed.then(Instant::now),
+            from_store: false,
         };
         let me = self.me.clone();
         let previous = run.previous.clone();
@@ -264,9 +330,10 @@ impl<E: StageExecutor> Scheduler<E> {
             because,
             ready_at,
             started,
+            from_store,
         } = started;
         let ran =
-            started.and_then(|started| self.ran(&dispatch, because, ready_at, started, false));
+            started.and_then(|started| self.ran(&dispatch, because, ready_at, started, from_store));
         let mut finished = self.finished(dispatch, outcome);
         finished.ran = ran;
         self.complete_remote(finished, &notice);

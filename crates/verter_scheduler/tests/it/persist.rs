@@ -10,8 +10,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use verter_dag::{Canonical, ProfileHash};
 use verter_scheduler::{
-    AnalysisInput, ArtifactInput, ExecutorError, OutputStoreConfig, RequestError, Scheduler,
-    SchedulerConfig, SourceDeps, SourceInput, StageExecutor,
+    AnalysisInput, ArtifactInput, Completion, ExecutorError, OutputStoreConfig, RemoteRoutes,
+    RequestError, Scheduler, SchedulerConfig, SourceDeps, SourceInput, StageExecutor,
 };
 use verter_store::{
     Entry, Eviction, MemoryStore, OutputStore, PutReport, RedbStore, StoreError, StoreKey,
@@ -113,6 +113,14 @@ impl StageExecutor for Kept {
             out.push_str(&format!("[{}]", dep.data()));
         }
         Ok(out)
+    }
+
+    /// Routed to the remote class: computed at once and answered through
+    /// the completion, each start recorded as a run of `"Start"`.
+    fn start_artifact(&self, input: &ArtifactInput<'_, usize, String>, done: Completion<String>) {
+        self.record(&input.analysis.canonical, "Start");
+        let result = self.execute_artifact(input);
+        done.complete(result);
     }
 
     fn encode_source(&self, output: &Vec<String>, into: &mut Vec<u8>) -> bool {
@@ -427,4 +435,45 @@ fn a_store_file_outlives_the_process_that_wrote_it() {
     );
     assert_eq!(build(&restarted), answers);
     assert!(executor.ran().is_empty());
+}
+
+#[test]
+fn a_stored_artifact_spares_the_remote_round_trip() {
+    let remote = |store: &Arc<dyn OutputStore>| {
+        with_store(store.clone(), "1").with_remote(
+            RemoteRoutes {
+                artifacts: true,
+                cache_nodes: false,
+            },
+            4,
+        )
+    };
+    let files = tree();
+    let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
+    let first = Kept::new(true);
+    let scheduler = open(&files, &first, remote(&store), true);
+    let answers = build(&scheduler);
+    assert_eq!(answers, fresh(&files));
+    assert_eq!(
+        first.runs().get("Start"),
+        Some(&3),
+        "each Artifact started remotely"
+    );
+    scheduler.shutdown();
+    drop(scheduler);
+
+    let second = Kept::new(true);
+    let restarted = open(&files, &second, remote(&store), true);
+    assert_eq!(build(&restarted), answers);
+    assert!(
+        second.ran().is_empty(),
+        "no start, no run: {:?}",
+        second.ran()
+    );
+    let counters = restarted.observe().counters();
+    assert_eq!(
+        counters.from_store, 9,
+        "the Artifacts too, without a round trip"
+    );
+    assert_quiescent(&restarted, &[]);
 }
