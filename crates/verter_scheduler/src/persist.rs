@@ -102,14 +102,27 @@ enum Message {
 }
 
 impl Persist {
-    /// Opens the writer thread for `config`'s store.
-    pub(crate) fn start(config: &OutputStoreConfig) -> std::io::Result<Self> {
+    /// Opens `config`'s store with a writer thread (`threaded`), or, for an
+    /// inline scheduler, with none: every write then happens where its
+    /// stage ran, before that stage's completion, so an inline run reads
+    /// the store the same way every time it is replayed (a writer thread
+    /// would make whether a later stage finds an entry depend on timing).
+    pub(crate) fn start(config: &OutputStoreConfig, threaded: bool) -> std::io::Result<Self> {
         let mut hasher = Sha256::new();
         field(&mut hasher, SCHEME);
         field(&mut hasher, config.version.as_bytes());
         let namespace: [u8; 32] = hasher.finalize().into();
         let counters = Arc::new(PersistCounters::default());
         let warned = Arc::new(AtomicBool::new(false));
+        if !threaded {
+            return Ok(Self {
+                store: RwLock::new(Some(Arc::clone(&config.store))),
+                namespace,
+                writer: Mutex::new(None),
+                counters,
+                warned,
+            });
+        }
         let (sender, receiver) = crossbeam_channel::unbounded();
         let thread = {
             let store = Arc::clone(&config.store);
@@ -153,9 +166,17 @@ impl Persist {
     pub(crate) fn put(&self, key: StoreKey, value: Vec<u8>, path: &Canonical) -> Digest {
         let digest = digest_of(&value);
         let entry = Entry::new(value, digest, Some(path.as_str().to_owned()));
-        if let Some(writer) = &*self.writer.lock() {
+        match &*self.writer.lock() {
             // The writer lives as long as its sender: a send cannot fail.
-            let _ = writer.sender.send(Message::Put(key, entry));
+            Some(writer) => {
+                let _ = writer.sender.send(Message::Put(key, entry));
+            }
+            // Inline: written here and now (see `start`).
+            None => {
+                if let Some(store) = &*self.store.read() {
+                    write_batch(&**store, &[(key, entry)], &self.counters, &self.warned);
+                }
+            }
         }
         digest
     }
@@ -321,6 +342,24 @@ fn failed(counters: &PersistCounters, warned: &AtomicBool, what: &dyn std::fmt::
     }
 }
 
+/// Writes `batch` in one transaction, counting what was written or the
+/// failure.
+fn write_batch(
+    store: &dyn OutputStore,
+    batch: &[(StoreKey, Entry)],
+    counters: &PersistCounters,
+    warned: &AtomicBool,
+) {
+    match store.put_batch(batch) {
+        Ok(report) => {
+            counters
+                .written
+                .fetch_add(report.written, Ordering::Relaxed);
+        }
+        Err(error) => failed(counters, warned, &format_args!("a write failed: {error}")),
+    }
+}
+
 /// The writer thread: takes what is queued, up to [`MAX_BATCH`] entries per
 /// transaction, until its sender drops.
 fn write_loop(
@@ -344,14 +383,7 @@ fn write_loop(
             };
         }
         if !batch.is_empty() {
-            match store.put_batch(&batch) {
-                Ok(report) => {
-                    counters
-                        .written
-                        .fetch_add(report.written, Ordering::Relaxed);
-                }
-                Err(error) => failed(counters, warned, &format_args!("a write failed: {error}")),
-            }
+            write_batch(store, &batch, counters, warned);
             batch.clear();
         }
         for done in flushes.drain(..) {

@@ -412,7 +412,7 @@ impl<E: StageExecutor> Scheduler<E> {
         // A store whose writer cannot start degrades to none: persistence
         // never fails a scheduler.
         let persist = config.store.as_ref().and_then(|store| {
-            crate::persist::Persist::start(store)
+            crate::persist::Persist::start(store, matches!(mode, Mode::Threaded { .. }))
                 .inspect_err(|error| {
                     tracing::warn!(
                         "output store: the writer did not start ({error}); running without it"

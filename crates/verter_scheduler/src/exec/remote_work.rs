@@ -229,13 +229,16 @@ impl<E: StageExecutor> Scheduler<E> {
             dependencies.clone(),
         );
         let key = persist.map(|(_, key)| key);
+        let token = cancel.clone();
         let commit = Box::new(move |answer: Answer<E::Artifact>| {
             let Some(me) = me.upgrade() else {
                 return;
             };
-            // Stored for the next scheduler (and this one's next edit back).
+            // Stored for the next scheduler (and this one's next edit back),
+            // unless the work was abandoned by then: an answer to it may be
+            // anything (its commit refuses it too).
             let stored = match (&answer, me.persist.as_ref(), key) {
-                (Ok(Ok(data)), Some(persist), Some(key)) => me
+                (Ok(Ok(data)), Some(persist), Some(key)) if !token.is_cancelled() => me
                     .write_stored(persist, key, &file.canonical, data, |data, into| {
                         me.executor.encode_artifact(data, into)
                     })

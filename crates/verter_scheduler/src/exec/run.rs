@@ -206,6 +206,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 let (result, stored_bytes);
                 (result, stored_bytes, from_store) = self.stored_or_run(
                     &file.canonical,
+                    &dispatch.cancel,
                     persist,
                     |bytes| self.executor.decode_analysis(&input, bytes),
                     || {
@@ -274,6 +275,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 let (result, stored_bytes);
                 (result, stored_bytes, from_store) = self.stored_or_run(
                     &file.canonical,
+                    &dispatch.cancel,
                     persist,
                     |bytes| self.executor.decode_artifact(&input, bytes),
                     || {

@@ -101,6 +101,7 @@ impl<E: StageExecutor> Scheduler<E> {
         };
         let (parsed, stored_digest, from_store) = self.stored_or_run(
             &file.canonical,
+            &dispatch.cancel,
             persist,
             |bytes| {
                 let (declared, host) = crate::persist::decode_source_envelope(bytes)?;

@@ -20,9 +20,15 @@ impl<E: StageExecutor> Scheduler<E> {
     /// the output's stored bytes, and whether it came from the store. (A
     /// caller names the output to later keys by that digest with its key:
     /// `Persist::output_digest`, `Persist::source_input_digest`.)
+    ///
+    /// An output of work cancelled by the time its run returned is not
+    /// stored: the executor may have stopped early and answered what it
+    /// had (cancellation only ever goes one way, so a run that saw its
+    /// token cancelled returns with it cancelled).
     pub(super) fn stored_or_run<T>(
         &self,
         path: &Canonical,
+        cancel: &CancellationToken,
         persist: Option<(&Persist, StoreKey)>,
         decode: impl FnOnce(&[u8]) -> Option<T>,
         run: impl FnOnce() -> Answer<T>,
@@ -34,7 +40,7 @@ impl<E: StageExecutor> Scheduler<E> {
         }
         let answer = run();
         let digest = match (&answer, persist) {
-            (Ok(Ok(output)), Some((persist, key))) => {
+            (Ok(Ok(output)), Some((persist, key))) if !cancel.is_cancelled() => {
                 self.write_stored(persist, key, path, output, encode)
             }
             _ => None,

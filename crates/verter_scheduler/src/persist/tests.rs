@@ -42,8 +42,8 @@ fn keys_cover_every_input_and_the_version() {
     let config = |version: &str| {
         OutputStoreConfig::new(Arc::new(verter_store::MemoryStore::new(1 << 20)), version)
     };
-    let one = Persist::start(&config("1")).unwrap();
-    let two = Persist::start(&config("2")).unwrap();
+    let one = Persist::start(&config("1"), true).unwrap();
+    let two = Persist::start(&config("2"), true).unwrap();
     let (a, b) = (Canonical::from("a.rs"), Canonical::from("b.rs"));
     let rust = Language::new("rust");
     let key = one.source_key(&a, &rust, "fn f() {}");
@@ -81,7 +81,7 @@ fn keys_cover_every_input_and_the_version() {
 #[test]
 fn a_flush_returns_once_the_writes_before_it_are_in_the_store() {
     let store = Arc::new(verter_store::MemoryStore::new(1 << 20));
-    let persist = Persist::start(&OutputStoreConfig::new(store.clone(), "1")).unwrap();
+    let persist = Persist::start(&OutputStoreConfig::new(store.clone(), "1"), true).unwrap();
     let a = Canonical::from("a.rs");
     let key = persist.analysis_key(&a, &digest_of(b""));
     let digest = persist.put(key, b"value".to_vec(), &a);

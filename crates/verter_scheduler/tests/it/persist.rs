@@ -29,6 +29,9 @@ const BUILD: Artifact = Artifact(ProfileHash(7));
 struct Kept {
     stores: bool,
     runs: Arc<Mutex<Vec<(String, &'static str)>>>,
+    /// When set, a remote start hands its completion and the artifact it
+    /// computed here instead of completing (the test completes it).
+    held: Option<crossbeam_channel::Sender<(Completion<String>, String)>>,
 }
 
 impl Kept {
@@ -36,6 +39,7 @@ impl Kept {
         Self {
             stores,
             runs: Arc::default(),
+            held: None,
         }
     }
 
@@ -120,7 +124,12 @@ impl StageExecutor for Kept {
     fn start_artifact(&self, input: &ArtifactInput<'_, usize, String>, done: Completion<String>) {
         self.record(&input.analysis.canonical, "Start");
         let result = self.execute_artifact(input);
-        done.complete(result);
+        match (&self.held, result) {
+            (Some(held), Ok(artifact)) => {
+                let _ = held.send((done, artifact));
+            }
+            (_, result) => done.complete(result),
+        }
     }
 
     fn encode_source(&self, output: &Vec<String>, into: &mut Vec<u8>) -> bool {
@@ -476,4 +485,57 @@ fn a_stored_artifact_spares_the_remote_round_trip() {
         "the Artifacts too, without a round trip"
     );
     assert_quiescent(&restarted, &[]);
+}
+
+/// A remote answer to work abandoned by then (superseded by an edit) may be
+/// anything; it is refused, and it must not be stored either: found by the
+/// simulator's remote desk, which answers abandoned work with garbage (seed
+/// 38 of `remote_routed_seeds_reproduce_their_runs_exactly`).
+#[test]
+fn a_remote_answer_to_abandoned_work_is_never_stored() {
+    let files = MemFiles::with(&[("a.cfg", "one two")]);
+    let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
+    let config = || {
+        with_store(store.clone(), "1").with_remote(
+            RemoteRoutes {
+                artifacts: true,
+                cache_nodes: false,
+            },
+            4,
+        )
+    };
+    let (held_tx, held) = crossbeam_channel::unbounded();
+    let mut first = Kept::new(true);
+    first.held = Some(held_tx);
+    let scheduler = open(&files, &first, config(), true);
+    let old = scheduler.ask(BUILD.of("a.cfg"));
+    let (abandoned, _) = held.recv().expect("the first Artifact started");
+    // An edit supersedes it; its answer comes back wrong, after.
+    files.write("a.cfg", "one two three");
+    scheduler.invalidate("a.cfg").expect("invalidated");
+    abandoned.complete(Ok("a.cfg:garbage".into()));
+    let new = scheduler.ask(BUILD.of("a.cfg"));
+    let (current, artifact) = held.recv().expect("the Artifact of the edit started");
+    current.complete(Ok(artifact));
+    let answer = scheduler.wait(&new).expect("built");
+    assert_eq!(answer.data(), "a.cfg:3");
+    let _ = scheduler.wait(&old);
+    scheduler.shutdown();
+    drop(scheduler);
+
+    // The first text again, on a new scheduler: its Artifact is computed,
+    // never read back as the garbage.
+    files.write("a.cfg", "one two");
+    let second = Kept::new(true);
+    let restarted = open(&files, &second, config(), true);
+    assert_eq!(build_one(&restarted, "a.cfg"), Ok("a.cfg:2".into()));
+    assert_eq!(second.runs().get("Start"), Some(&1), "{:?}", second.ran());
+}
+
+fn build_one(scheduler: &Scheduler<Kept>, path: &str) -> Result<String, String> {
+    let handle = scheduler.ask(BUILD.of(path));
+    scheduler
+        .wait(&handle)
+        .map(|artifact| artifact.data().clone())
+        .map_err(|error| error.to_string())
 }
