@@ -32,6 +32,12 @@ struct Kept {
     /// When set, a remote start hands its completion and the artifact it
     /// computed here instead of completing (the test completes it).
     held: Option<crossbeam_channel::Sender<(Completion<String>, String)>>,
+    /// When set, `b.cfg`'s Artifact says it arrived, waits to be let go,
+    /// and then, its token cancelled, stops early with a partial answer.
+    stops_early: Option<(
+        crossbeam_channel::Sender<()>,
+        crossbeam_channel::Receiver<()>,
+    )>,
 }
 
 impl Kept {
@@ -40,6 +46,7 @@ impl Kept {
             stores,
             runs: Arc::default(),
             held: None,
+            stops_early: None,
         }
     }
 
@@ -109,6 +116,15 @@ impl StageExecutor for Kept {
         input: &ArtifactInput<'_, usize, String>,
     ) -> Result<String, ExecutorError> {
         self.record(&input.analysis.canonical, "Artifact");
+        if let Some((arrived, go)) = &self.stops_early
+            && input.analysis.canonical.as_str() == "b.cfg"
+        {
+            let _ = arrived.send(());
+            go.recv().expect("the test lets the Artifact go on");
+            if input.cancel.is_cancelled() {
+                return Ok("b.cfg:partial".into());
+            }
+        }
         let mut out = format!("{}:{}", input.analysis.canonical, input.analysis.data());
         for blocker in input.blockers {
             out.push_str(&format!("|{}={}", blocker.canonical, blocker.data()));
@@ -538,4 +554,48 @@ fn build_one(scheduler: &Scheduler<Kept>, path: &str) -> Result<String, String> 
         .wait(&handle)
         .map(|artifact| artifact.data().clone())
         .map_err(|error| error.to_string())
+}
+
+/// A run that stops early when its token is cancelled may answer what it
+/// had: such an output is refused, and never stored.
+#[test]
+fn an_output_of_work_cancelled_while_it_ran_is_never_stored() {
+    watchdog("cancelled output", || {
+        let files = tree();
+        let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
+        let hooks = Arc::new(GateHooks::default());
+        let events = hooks.subscribe();
+        let mut config = with_store(store.clone(), "1");
+        config.hooks = hooks;
+        let (arrived_tx, arrived) = crossbeam_channel::bounded(1);
+        let (go, go_rx) = crossbeam_channel::bounded(1);
+        let mut first = Kept::new(true);
+        first.stops_early = Some((arrived_tx, go_rx));
+        let scheduler = open(&files, &first, config, true);
+        let handle = scheduler.ask(BUILD.of("b.cfg"));
+        arrived.recv().expect("b's Artifact runs");
+        // Its only asker withdraws: the running Artifact's token is
+        // cancelled; then it stops early with a partial answer.
+        drop(handle);
+        loop {
+            let event = events
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("the cancellation is reported");
+            if matches!(event, verter_scheduler::SchedulerEvent::Cancelled(..)) {
+                break;
+            }
+        }
+        go.send(()).expect("the Artifact waits");
+        scheduler.shutdown();
+        drop(scheduler);
+
+        let second = Kept::new(true);
+        let restarted = open(&files, &second, with_store(store, "1"), true);
+        assert_eq!(build_one(&restarted, "b.cfg"), Ok("b.cfg:3".into()));
+        assert_eq!(
+            second.runs().get("Artifact"),
+            Some(&1),
+            "computed, not read back"
+        );
+    });
 }
