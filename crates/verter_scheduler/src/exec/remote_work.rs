@@ -171,17 +171,6 @@ impl<E: StageExecutor> Scheduler<E> {
         // "Persistent outputs"): an artifact stored under this work's key
         // is the answer, with no round trip; one computed remotely is
         // stored under it when it comes back.
-        let persist = self.persist.as_ref().and_then(|persist| {
-            let key = Self::artifact_key(
-                persist,
-                &file.canonical,
-                profile,
-                &analysis,
-                &blockers,
-                &dependencies,
-            )?;
-            Some((persist, key))
-        });
         let input = ArtifactInput {
             profile,
             analysis: &analysis,
@@ -189,6 +178,7 @@ impl<E: StageExecutor> Scheduler<E> {
             dependencies: &dependencies,
             cancel: &cancel,
         };
+        let persist = self.artifact_store(&input);
         let stored = persist.and_then(|(persist, key)| {
             self.read_stored(persist, &key, |bytes| {
                 self.executor.decode_artifact(&input, bytes)

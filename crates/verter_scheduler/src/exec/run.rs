@@ -254,17 +254,6 @@ impl<E: StageExecutor> Scheduler<E> {
                 }
                 // With a store and every input stored: the artifact built
                 // from those inputs, if one is stored.
-                let persist = self.persist.as_ref().and_then(|persist| {
-                    let key = Self::artifact_key(
-                        persist,
-                        &file.canonical,
-                        profile,
-                        &analysis,
-                        &blockers,
-                        &dependencies,
-                    )?;
-                    Some((persist, key))
-                });
                 let input = ArtifactInput {
                     profile,
                     analysis: &analysis,
@@ -272,6 +261,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     dependencies: &dependencies,
                     cancel: &dispatch.cancel,
                 };
+                let persist = self.artifact_store(&input);
                 let (result, stored_bytes);
                 (result, stored_bytes, from_store) = self.stored_or_run(
                     &file.canonical,

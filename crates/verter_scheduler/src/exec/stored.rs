@@ -90,39 +90,37 @@ impl<E: StageExecutor> Scheduler<E> {
         }
     }
 
-    /// The key of an Artifact built from `analysis`, `blockers` and
-    /// `dependencies` (sorted by path), or `None` when one of them has no
-    /// stored digest (then neither does the artifact: it is run, and not
-    /// stored).
-    pub(super) fn artifact_key(
-        persist: &Persist,
-        canonical: &Canonical,
-        profile: verter_dag::ProfileHash,
-        analysis: &AnalysisSnapshot<E::Analysis>,
-        blockers: &BlockerInputs<E::Analysis>,
-        dependencies: &DependencyInputs<E::Artifact>,
-    ) -> Option<StoreKey> {
-        let analysis = analysis.stored_digest()?;
-        let all_stored = blockers
-            .iter()
-            .all(|blocker| blocker.stored_digest().is_some())
-            && dependencies.iter().all(|dep| dep.stored_digest().is_some());
+    /// The store and the key of the Artifact `input` describes, or `None`
+    /// without a store or when one of its inputs has no stored digest
+    /// (then neither does the artifact: it is run, and not stored).
+    pub(super) fn artifact_store(
+        &self,
+        input: &ArtifactInput<'_, E::Analysis, E::Artifact>,
+    ) -> Option<(&Persist, StoreKey)> {
+        let persist = self.persist.as_ref()?;
+        let analysis = input.analysis.stored_digest()?;
+        let all_stored = input.blockers.iter().all(|b| b.stored_digest().is_some())
+            && input
+                .dependencies
+                .iter()
+                .all(|d| d.stored_digest().is_some());
         if !all_stored {
             return None;
         }
-        Some(
-            persist.artifact_key(
-                canonical,
-                profile,
-                analysis,
-                blockers
-                    .iter()
-                    .filter_map(|b| Some((&b.canonical, b.stored_digest()?))),
-                dependencies
-                    .iter()
-                    .filter_map(|d| Some((&d.canonical, d.stored_digest()?))),
-            ),
-        )
+        let key = persist.artifact_key(
+            &input.analysis.canonical,
+            input.profile,
+            analysis,
+            input
+                .blockers
+                .iter()
+                .filter_map(|b| Some((&b.canonical, b.stored_digest()?))),
+            input
+                .dependencies
+                .iter()
+                .filter_map(|d| Some((&d.canonical, d.stored_digest()?))),
+        );
+        Some((persist, key))
     }
 
     /// What names a stored output to the keys built on it
