@@ -225,6 +225,17 @@ fn build(scheduler: &Scheduler<Kept>) -> Vec<Result<String, String>> {
         .collect()
 }
 
+/// One inline build of `files` by `executor`, into `store` (version "1"),
+/// its scheduler then dropped: what the tests restart from.
+fn fill(files: &MemFiles, executor: &Kept, store: &Arc<dyn OutputStore>) {
+    drop(build(&open(
+        files,
+        executor,
+        with_store(store.clone(), "1"),
+        false,
+    )));
+}
+
 /// What a scheduler without a store answers over `files`.
 fn fresh(files: &MemFiles) -> Vec<Result<String, String>> {
     let scheduler = open(files, &Kept::new(false), test_config(Arc::default()), false);
@@ -269,12 +280,7 @@ fn a_restarted_scheduler_answers_every_stage_from_the_store() {
 fn explain_names_the_store_as_where_an_output_came_from() {
     let files = tree();
     let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
-    drop(build(&open(
-        &files,
-        &Kept::new(true),
-        with_store(store.clone(), "1"),
-        false,
-    )));
+    fill(&files, &Kept::new(true), &store);
     let mut config = with_store(store, "1");
     config.causal_log = verter_scheduler::DEFAULT_CAUSAL_LOG;
     let restarted = open(&files, &Kept::new(true), config, false);
@@ -295,12 +301,7 @@ fn an_edit_before_the_restart_runs_that_file_and_what_reads_it() {
     let files = tree();
     let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
     let first = Kept::new(true);
-    drop(build(&open(
-        &files,
-        &first,
-        with_store(store.clone(), "1"),
-        false,
-    )));
+    fill(&files, &first, &store);
     // `b` changes while no scheduler runs.
     files.write("b.cfg", "three four five six");
     let second = Kept::new(true);
@@ -330,12 +331,7 @@ fn an_edit_before_the_restart_runs_that_file_and_what_reads_it() {
 fn outputs_of_another_executor_version_are_never_read() {
     let files = tree();
     let store: Arc<dyn OutputStore> = Arc::new(MemoryStore::new(1 << 20));
-    drop(build(&open(
-        &files,
-        &Kept::new(true),
-        with_store(store.clone(), "1"),
-        false,
-    )));
+    fill(&files, &Kept::new(true), &store);
     let second = Kept::new(true);
     let other = open(&files, &second, with_store(store, "2"), false);
     assert_eq!(build(&other), fresh(&files));
@@ -348,12 +344,7 @@ fn a_damaged_entry_is_recomputed_and_reported_once() {
     let files = tree();
     let memory = Arc::new(MemoryStore::new(1 << 20));
     let store: Arc<dyn OutputStore> = memory.clone();
-    drop(build(&open(
-        &files,
-        &Kept::new(true),
-        with_store(store.clone(), "1"),
-        false,
-    )));
+    fill(&files, &Kept::new(true), &store);
     // Every value loses its first bytes. Some would still decode (an
     // artifact `2|c.cfg=1[b.cfg:3]` has lost only its file's name): the
     // digest each entry was stored with refuses them all.

@@ -46,25 +46,12 @@ impl Shared {
                 self.close_open_records(end);
             }
             Op::Reset => {
-                let (seq, start) = (self.next_seq(), self.tick());
-                let paths: Vec<String> = self.oracle.paths().cloned().collect();
-                let records: Vec<usize> = paths
-                    .iter()
-                    .map(|path| {
-                        self.oracle
-                            .apply(path, &Change::Remove, start, OPEN, HOST, seq)
-                    })
-                    .collect();
+                let removal = self.remove_every_file();
                 scheduler.reset();
                 // What follows is answered from the store as by a
                 // restarted scheduler, from a store the disk damaged.
                 self.damage_store();
-                let end = self.tick();
-                self.state.lock().resets.push((start, end));
-                self.close_open_records(end);
-                for (path, index) in paths.iter().zip(records) {
-                    self.oracle.close(path, index, end);
-                }
+                self.end_removal(removal);
             }
             Op::Shutdown => {
                 if in_hook {
@@ -435,15 +422,7 @@ impl Shared {
     /// requests and DAGs were unanswered when it was called.
     pub(super) fn shut_down(&self) -> u64 {
         let scheduler = self.scheduler();
-        let (seq, start) = (self.next_seq(), self.tick());
-        let paths: Vec<String> = self.oracle.paths().cloned().collect();
-        let records: Vec<usize> = paths
-            .iter()
-            .map(|path| {
-                self.oracle
-                    .apply(path, &Change::Remove, start, OPEN, HOST, seq)
-            })
-            .collect();
+        let removal = self.remove_every_file();
         let in_flight = {
             let state = self.state.lock();
             let requests = state.tracked.iter().filter(|t| !t.handle.is_answered());
@@ -454,12 +433,7 @@ impl Shared {
         // pause): none is reached any more.
         self.state.lock().armed.clear();
         scheduler.shutdown();
-        let end = self.tick();
-        self.state.lock().resets.push((start, end));
-        self.close_open_records(end);
-        for (path, index) in paths.iter().zip(records) {
-            self.oracle.close(path, index, end);
-        }
+        self.end_removal(removal);
         self.check_shut_down();
         in_flight
     }
@@ -480,5 +454,37 @@ impl Shared {
             }
             _ => {}
         });
+    }
+}
+
+/// Every file the oracle knows, removed from the start of a reset-like call
+/// (reset, shutdown, restart) until its end: `(start, paths, their open
+/// records)`.
+type Removal = (Tick, Vec<String>, Vec<usize>);
+
+impl Shared {
+    /// Opens the oracle's removal of every file at the start of a call
+    /// that forgets them all ([`Self::end_removal`] closes it).
+    fn remove_every_file(&self) -> Removal {
+        let (seq, start) = (self.next_seq(), self.tick());
+        let paths: Vec<String> = self.oracle.paths().cloned().collect();
+        let records = paths
+            .iter()
+            .map(|path| {
+                self.oracle
+                    .apply(path, &Change::Remove, start, OPEN, HOST, seq)
+            })
+            .collect();
+        (start, paths, records)
+    }
+
+    /// Closes `removal` now, with the records still open: the call ended.
+    fn end_removal(&self, (start, paths, records): Removal) {
+        let end = self.tick();
+        self.state.lock().resets.push((start, end));
+        self.close_open_records(end);
+        for (path, index) in paths.iter().zip(records) {
+            self.oracle.close(path, index, end);
+        }
     }
 }
