@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use verter_index::{WalkProgress, discover_crate_roots_with, index_roots_observed, realpath};
+use verter_scheduler::TextRetention;
 
 use crate::error::CliError;
 use crate::host::{self, Insight, Progress, ProgressMode, Recorder};
@@ -69,6 +70,9 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         loader.clone(),
         insight,
         cache.as_ref(),
+        // Built once: the parses are all the later stages read, so no
+        // tree's texts are all held at once (docs/design.md, "Texts").
+        TextRetention::UntilParsed,
     )?;
     let host_started = Instant::now();
     let scheduler = host.scheduler();

@@ -24,7 +24,9 @@ use std::sync::Arc;
 
 use verter_dag::{Canonical, TargetStage, WorkNodeIdentity};
 use verter_index::{INDEX_PROFILE, discover_crate_roots_with, index_roots, realpath};
-use verter_scheduler::{CausalIndex, CutOff, ExplainError, Explanation, LogRecord, SchedulerEvent};
+use verter_scheduler::{
+    CausalIndex, CutOff, ExplainError, Explanation, LogRecord, SchedulerEvent, TextRetention,
+};
 
 use crate::build::tree_base;
 use crate::error::CliError;
@@ -58,7 +60,14 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         causal_log: host::causal_log_for(&base),
     };
     let cache = options.cache.open(&base);
-    let host = host::start(options.threads, &recorder, loader, insight, cache.as_ref())?;
+    let host = host::start(
+        options.threads,
+        &recorder,
+        loader,
+        insight,
+        cache.as_ref(),
+        TextRetention::Kept,
+    )?;
     let scheduler = host.scheduler();
     let mut index = index_roots(scheduler, &roots)?;
     index.relative_to(&base);

@@ -23,6 +23,7 @@ use verter_host::{HostConfig, VerterHost};
 use verter_index::{FsLoader, RustIndexer, WalkProgress};
 use verter_scheduler::{
     CutOff, DEFAULT_CAUSAL_LOG, Hooks, HostAction, LogRecord, SchedulerConfig, SchedulerEvent,
+    TextRetention,
 };
 
 use crate::error::CliError;
@@ -260,6 +261,7 @@ pub(crate) fn start(
     loader: FsLoader,
     insight: Insight,
     cache: Option<&crate::cache::Cache>,
+    texts: TextRetention,
 ) -> Result<VerterHost<RustIndexer>, CliError> {
     let threads = threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
@@ -268,6 +270,7 @@ pub(crate) fn start(
     scheduler.hooks = Arc::clone(recorder) as Arc<dyn Hooks>;
     scheduler.causal_log = insight.causal_log;
     scheduler.store = cache.map(crate::cache::Cache::config);
+    scheduler.texts = texts;
     let config = HostConfig::new(1, scheduler);
     Ok(VerterHost::new(config, loader, RustIndexer::new())?)
 }

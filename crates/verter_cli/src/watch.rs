@@ -58,7 +58,7 @@ use verter_index::{
     FsLoader, Index, IndexError, IndexSession, Refresh, RustIndexer, WalkProgress,
     discover_crate_roots_with, is_package_target, realpath,
 };
-use verter_scheduler::Invalidation;
+use verter_scheduler::{Invalidation, TextRetention};
 
 use crate::build::{tree_base, write_trace};
 use crate::error::CliError;
@@ -376,6 +376,8 @@ pub(crate) fn run(options: &Options<'_>) -> Result<(), CliError> {
         loader.clone(),
         insight,
         cache.as_ref(),
+        // Kept: an unchanged save is then cut off at the door.
+        TextRetention::Kept,
     )?;
     let host_started = Instant::now();
     let scheduler = host.scheduler();
@@ -991,6 +993,7 @@ impl Watch<'_> {
             loader.clone(),
             self.insight,
             self.cache.as_ref(),
+            TextRetention::Kept,
         )?;
         self.host_started = Instant::now();
         self.loader = loader;

@@ -106,8 +106,34 @@ pub struct SchedulerConfig {
     /// queue wait and run time (two clock reads and a short lock per
     /// stage). Its counters are kept either way. Default: `false`.
     pub stage_stats: bool,
+    /// How long the scheduler keeps a file's text (docs/design.md,
+    /// "Texts"). Default: [`TextRetention::Kept`].
+    pub texts: TextRetention,
     /// Pause points and events for tests; a no-op by default.
     pub hooks: Arc<dyn Hooks>,
+}
+
+/// How long a scheduler keeps the texts its loader read
+/// ([`SchedulerConfig::texts`]; docs/design.md, "Texts").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TextRetention {
+    /// Every text stays while its version is live: in the Source snapshot,
+    /// in the source root, and for [`crate::Scheduler::invalidate`]'s
+    /// cutoff at the door, which answers `Unchanged` for a file whose
+    /// bytes did not change. For a host that edits and re-asks (a
+    /// language server, `verter watch`).
+    #[default]
+    Kept,
+    /// A text the loader read is let go once the parse of it commits: the
+    /// Source snapshot and the source root then hold it released
+    /// ([`crate::SourceText::is_released`]: version and hash kept, no
+    /// bytes), and `invalidate` of such a file always makes a new
+    /// generation (its parse, if the bytes are the same, is cut off
+    /// instead). A Source that must run again at the same version reads
+    /// the file again. Texts a host gave (upserts) are kept. For a host
+    /// that builds once and whose Analysis and Artifacts read only the
+    /// parse: a tree's texts are then never all in memory at once.
+    UntilParsed,
 }
 
 /// How many ready stages the scheduler holds before a DAG submission is
@@ -133,6 +159,7 @@ impl std::fmt::Debug for SchedulerConfig {
             .field("store", &self.store)
             .field("causal_log", &self.causal_log)
             .field("stage_stats", &self.stage_stats)
+            .field("texts", &self.texts)
             .finish_non_exhaustive()
     }
 }
@@ -183,6 +210,7 @@ impl SchedulerConfig {
             store: None,
             causal_log: 0,
             stage_stats: false,
+            texts: TextRetention::Kept,
             hooks: Arc::new(NoHooks),
         }
     }

@@ -39,6 +39,7 @@ use verter_dag::{
 use verter_pools::{CallerKind, OwnerCommand, PumpDriver, PumpOutcome};
 
 use crate::causes::{Demand, DemandRoot, Run, RunReason};
+use crate::config::TextRetention;
 use crate::cutoff::Priors;
 use crate::error::RequestError;
 use crate::error::panic_message;
@@ -520,6 +521,9 @@ impl<E: StageExecutor> Scheduler<E> {
                 Some(known) if known.text.version == key.file.version() => Work::Parse {
                     text: known.text.clone(),
                     prior: Priors::source(&slot.priors, incarnation),
+                    // Only a loaded text: the loader can read it again,
+                    // an upsert's only the host holds.
+                    release: self.config.texts == TextRetention::UntilParsed && known.from_loader,
                 },
                 _ => {
                     return Err(internal(

@@ -77,6 +77,9 @@ pub(crate) enum Work<E: StageExecutor> {
     Parse {
         text: SourceText,
         prior: Option<Arc<SourceSnapshot<E::Source>>>,
+        /// Whether the snapshot holds the text released
+        /// (`TextRetention::UntilParsed` and a loaded text).
+        release: bool,
     },
     /// Analyse the parsed source (CPU).
     Analysis {

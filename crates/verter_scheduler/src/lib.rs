@@ -231,7 +231,7 @@ mod witness;
 
 pub use causal_log::{CausalIndex, DEFAULT_CAUSAL_LOG, ExplainError, Explanation, LogRecord};
 pub use causes::{Backpressure, Demand, DemandRoot, HostAction, Run, RunReason, Step};
-pub use config::{ConfigError, MAX_READY_QUEUE_DEPTH, SchedulerConfig, StartError};
+pub use config::{ConfigError, MAX_READY_QUEUE_DEPTH, SchedulerConfig, StartError, TextRetention};
 // What a host names to embed the scheduler, from the layers below, so that
 // the common case depends on this crate alone.
 pub use dag_types::{

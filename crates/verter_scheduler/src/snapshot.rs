@@ -41,6 +41,33 @@ impl SourceText {
     pub fn version(&self) -> SourceVersion {
         self.version
     }
+
+    /// This text without its bytes: same file, version and hash, and an
+    /// empty `text` that [`Self::is_released`] tells apart from an empty
+    /// file's. What a scheduler configured with
+    /// [`crate::TextRetention::UntilParsed`] keeps once the parse of a
+    /// loaded text commits.
+    pub fn released(&self) -> SourceText {
+        SourceText {
+            canonical: self.canonical,
+            version: self.version,
+            text: Arc::clone(released_bytes()),
+            hash: self.hash,
+        }
+    }
+
+    /// Whether the bytes were let go ([`Self::released`]): `text` is then
+    /// empty whatever the file held.
+    pub fn is_released(&self) -> bool {
+        Arc::ptr_eq(&self.text, released_bytes())
+    }
+}
+
+/// The one empty string every released text shares: it is told apart from
+/// an empty file's text by address.
+fn released_bytes() -> &'static Arc<str> {
+    static RELEASED: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    RELEASED.get_or_init(|| Arc::from(""))
 }
 
 /// The hash the scheduler gives a text: 64-bit foldhash with a fixed seed,

@@ -164,6 +164,10 @@ pub(crate) struct KnownText {
     /// Whether it is in the source root already (upserts publish at
     /// admission; loads at the Source commit).
     pub(crate) published: bool,
+    /// Whether the loader read it (a load, or `invalidate`'s read), so it
+    /// can read it again: only such a text is let go once parsed under
+    /// `TextRetention::UntilParsed` (docs/design.md, "Texts").
+    pub(crate) from_loader: bool,
 }
 
 /// What the scheduler keeps per file in the DAG's own record of the file

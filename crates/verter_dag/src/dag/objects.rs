@@ -46,6 +46,17 @@ impl<P> SchedulerDag<P> {
         }
     }
 
+    /// Undoes [`Self::note_text_known`] for `file`: its caller let the
+    /// text go, so a Source of that version admitted from now on starts on
+    /// I/O and loads it again.
+    pub fn note_text_released(&mut self, file: &FileIdentity) {
+        if let Some(records) = self.files.get_mut(&file.canonical)
+            && records.text_known == Some(file.version())
+        {
+            records.text_known = None;
+        }
+    }
+
     /// Whether `file` names the live object at its current generation.
     #[inline]
     pub fn is_live(&self, file: &FileIdentity) -> bool {

@@ -186,9 +186,13 @@ impl<E: StageExecutor> Scheduler<E> {
         let mut from_store = false;
         let outcome = match work {
             Work::Load => self.run_load(&file),
-            Work::Parse { text, prior } => {
+            Work::Parse {
+                text,
+                prior,
+                release,
+            } => {
                 let outcome;
-                (outcome, from_store) = self.run_parse(&dispatch, node, text, prior);
+                (outcome, from_store) = self.run_parse(&dispatch, node, text, prior, release);
                 outcome
             }
             Work::Analysis { source, prior } => {

@@ -64,6 +64,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     slot.text = Some(KnownText {
                         text: source,
                         published: false,
+                        from_loader: true,
                     });
                 }
                 let effects = locked.dag.continue_on(dispatch, ResourceClass::Cpu);
@@ -82,6 +83,7 @@ impl<E: StageExecutor> Scheduler<E> {
         node: Arc<FileNode<E>>,
         text: SourceText,
         prior: Option<Arc<SourceSnapshot<E::Source>>>,
+        release: bool,
     ) -> (Outcome<E>, bool) {
         let file = dispatch.identity.file().cloned().expect("file work");
         // With a store: the parse of this text, if one is stored; else the
@@ -154,7 +156,8 @@ impl<E: StageExecutor> Scheduler<E> {
                 Ok(ParsedSource {
                     blocker_keys: Vec::with_capacity(deps.blockers.len() + deps.artifacts.len()),
                     snapshot: Arc::new(SourceSnapshot {
-                        text,
+                        // The bytes stay with the job, dropped as it ends.
+                        text: if release { text.released() } else { text },
                         language: node.language().clone(),
                         parsed,
                         forward_deps: deps.forward,
@@ -269,16 +272,22 @@ impl<E: StageExecutor> Scheduler<E> {
     ) {
         let identity = dispatch.identity;
         let file = identity.file().cloned().expect("file work");
-        // The text, if it came from the loader, enters the source root now.
-        if let Some(known) = locked
-            .dag
-            .payload_mut(&file.canonical)
-            .and_then(|slot| slot.text.as_mut())
+        // The text, if it came from the loader, enters the source root now:
+        // released, and out of the slot, when the parse let it go
+        // (docs/design.md, "Texts").
+        if let Some(slot) = locked.dag.payload_mut(&file.canonical)
+            && let Some(known) = slot.text.as_mut()
             && known.text.version == file.version()
-            && !known.published
         {
-            known.published = true;
-            self.publish_present(&known.text);
+            if known.from_loader && deps.snapshot.text.is_released() {
+                slot.text = None;
+                self.publish_present(&deps.snapshot.text);
+                // A Source of this version that had to run again loads it.
+                locked.dag.note_text_released(&file);
+            } else if !known.published {
+                known.published = true;
+                self.publish_present(&known.text);
+            }
         }
         // Forward dependencies: ensure each file the scheduler has never seen
         // (atomic ensure) and admit its Source.

@@ -464,6 +464,7 @@ impl<E: StageExecutor> Scheduler<E> {
                     slot.text = Some(KnownText {
                         text: source,
                         published: true,
+                        from_loader: false,
                     });
                 } else if let Some(replaced) = replaced {
                     post.discard_view(replaced);
@@ -485,6 +486,7 @@ impl<E: StageExecutor> Scheduler<E> {
                 // upserted it, so it reads it from now on (its Source commit
                 // will not publish it again).
                 known.published = true;
+                known.from_loader = false;
                 let source = known.text.clone();
                 publish.record(&self.source_root, |tx| present(tx, &source));
             }

@@ -161,6 +161,7 @@ impl<E: StageExecutor> Scheduler<E> {
                         slot.text = source.map(|text| KnownText {
                             text,
                             published: true,
+                            from_loader: true,
                         });
                     }
                     if let Some(replaced) = replaced {

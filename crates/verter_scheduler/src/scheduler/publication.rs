@@ -136,15 +136,18 @@ impl<E: StageExecutor> Scheduler<E> {
             .dag
             .payload_mut(&canonical)
             .and_then(|slot| slot.text.take())
-            .map(|known| SourceText {
-                version: live.version(),
-                ..known.text.clone()
+            .map(|known| {
+                let text = SourceText {
+                    version: live.version(),
+                    ..known.text.clone()
+                };
+                (text, known.from_loader)
             });
         publish.record(&self.source_root, |tx| {
             node.retire();
             self.nodes.insert(canonical, Arc::clone(&replacement));
             match &known {
-                Some(source) => present(tx, source),
+                Some((source, _)) => present(tx, source),
                 None => tx.pending(canonical, live.version()),
             }
         });
@@ -152,9 +155,10 @@ impl<E: StageExecutor> Scheduler<E> {
         if let Some(slot) = locked.dag.payload_mut(&canonical) {
             slot.view = replacement.current_view();
             slot.node = Arc::clone(&replacement);
-            slot.text = known.map(|source| KnownText {
+            slot.text = known.map(|(source, from_loader)| KnownText {
                 text: source,
                 published: true,
+                from_loader,
             });
             // Another object: nothing it built is an earlier output of the
             // replacement's stages.

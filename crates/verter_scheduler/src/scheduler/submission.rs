@@ -614,7 +614,12 @@ pub(super) fn door_text<E: StageExecutor>(
         _ => None,
     });
     match known {
-        Some(source) if source.text.hash == hash && *source.text.text == *text => {
+        // A released text has no bytes to share (docs/design.md, "Texts").
+        Some(source)
+            if source.text.hash == hash
+                && !source.text.is_released()
+                && *source.text.text == *text =>
+        {
             Arc::clone(&source.text.text)
         }
         _ => text,

@@ -28,6 +28,7 @@ mod submission;
 mod supersede;
 #[cfg(feature = "test-support")]
 mod testing;
+mod texts;
 mod typed;
 mod waiting;
 mod withdraw;

@@ -548,6 +548,35 @@ fn a_source_with_a_known_text_starts_on_cpu_and_a_later_version_on_io() {
     h.assert_quiescent();
 }
 
+/// A text noted known and then released (`note_text_released`): a Source
+/// of that version admitted after it loads first again; a release for
+/// another version leaves the note alone.
+#[test]
+fn a_source_whose_known_text_was_released_starts_on_io() {
+    let mut h = Harness::new();
+    let a = h.add("a.rs");
+    h.dag.note_text_known(&a);
+    let (next, effects) = h
+        .dag
+        .advance_generation(&a.canonical, a.incarnation)
+        .expect("live");
+    h.absorb(effects);
+    h.dag.note_text_known(&next);
+    // A stale version's release changes nothing.
+    h.dag.note_text_released(&a);
+    h.request(&next, TargetStage::Source, WaitPolicy::Follow);
+    assert_eq!(h.dag.ready_len(ResourceClass::Cpu), 1);
+    h.run();
+    let b = h.add("b.rs");
+    h.dag.note_text_known(&b);
+    h.dag.note_text_released(&b);
+    h.request(&b, TargetStage::Source, WaitPolicy::Follow);
+    assert_eq!(h.dag.ready_len(ResourceClass::Io), 1);
+    assert_eq!(h.dag.ready_len(ResourceClass::Cpu), 0);
+    h.run();
+    h.assert_quiescent();
+}
+
 /// Moving a loaded Source to the CPU budget gives its token back for reuse:
 /// its CPU dispatch carries a token again, and no token is live while it
 /// waits.
