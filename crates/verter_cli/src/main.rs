@@ -77,7 +77,10 @@ use clap::{Parser, Subcommand};
 
 /// Parsing allocates and frees millions of small blocks on every stage
 /// thread; glibc's malloc serialised them on its arena locks (a third of a
-/// two-thread build's time under perf). See `docs/benchmarks.md`.
+/// two-thread build's time under perf). Built without transparent huge
+/// pages (the workspace's `no_thp` feature): with them, each fresh 2 MiB
+/// page was zeroed whole by the kernel, 1.4-1.8 s of system time and
+/// 35-80 MB of peak RSS on the registry build. See `docs/benchmarks.md`.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
