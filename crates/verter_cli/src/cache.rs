@@ -137,6 +137,10 @@ impl OutputStore for AbortAt {
     fn clear(&self) -> Result<(), StoreError> {
         self.inner.clear()
     }
+    fn sync(&self) -> Result<(), StoreError> {
+        self.tick();
+        self.inner.sync()
+    }
 }
 
 /// `store`, wrapped by the crash test's seam when the environment asks.

@@ -182,7 +182,7 @@ impl Persist {
     }
 
     /// Waits until every write queued before the call is in the store
-    /// (or dropped after a failure).
+    /// (or dropped after a failure), durably (`OutputStore::sync`).
     pub(crate) fn flush(&self) {
         let (done, wait) = crossbeam_channel::bounded(1);
         let sent = match &*self.writer.lock() {
@@ -191,6 +191,9 @@ impl Persist {
         };
         if sent {
             let _ = wait.recv();
+        } else if let Some(store) = &*self.store.read() {
+            // Inline: every write is in the store already.
+            sync(&**store, &self.counters, &self.warned);
         }
     }
 
@@ -312,7 +315,9 @@ impl Persist {
             drop(writer.sender);
             let _ = writer.thread.join();
         }
-        self.store.write().take();
+        if let Some(store) = self.store.write().take() {
+            sync(&*store, &self.counters, &self.warned);
+        }
     }
 }
 
@@ -360,8 +365,15 @@ fn write_batch(
     }
 }
 
+/// Makes what was written durable, counting a failure.
+fn sync(store: &dyn OutputStore, counters: &PersistCounters, warned: &AtomicBool) {
+    if let Err(error) = store.sync() {
+        failed(counters, warned, &format_args!("a sync failed: {error}"));
+    }
+}
+
 /// The writer thread: takes what is queued, up to [`MAX_BATCH`] entries per
-/// transaction, until its sender drops.
+/// transaction, until its sender drops; a flush also syncs.
 fn write_loop(
     store: &dyn OutputStore,
     receiver: &Receiver<Message>,
@@ -385,6 +397,9 @@ fn write_loop(
         if !batch.is_empty() {
             write_batch(store, &batch, counters, warned);
             batch.clear();
+        }
+        if !flushes.is_empty() {
+            sync(store, counters, warned);
         }
         for done in flushes.drain(..) {
             let _ = done.send(());

@@ -36,6 +36,6 @@ pub use digest::{Digest, StoreKey};
 pub use error::{StoreError, StoreWarning};
 pub use memory_store::MemoryStore;
 pub use redb_store::{
-    FORMAT_VERSION, LOCK_FILE_NAME, Opened, RedbStore, STORE_FILE_NAME, StoreOptions,
+    DURABLE_EVERY, FORMAT_VERSION, LOCK_FILE_NAME, Opened, RedbStore, STORE_FILE_NAME, StoreOptions,
 };
 pub use store::{Entry, Eviction, OutputStore, PutReport, StoreStats};

@@ -170,6 +170,11 @@ impl OutputStore for MemoryStore {
         *self.lock() = Inner::default();
         Ok(())
     }
+
+    /// Nothing to do: a memory store keeps nothing across a crash.
+    fn sync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -68,10 +68,14 @@ pub struct PutReport {
 /// A persistent store of outputs by key, which a restarted scheduler answers
 /// from instead of running the executor again.
 ///
-/// Every method is one transaction: it happens whole or not at all, and a
-/// crash at any point leaves the store as it was after the last method that
-/// returned `Ok`. Every implementation is bounded and may evict; a caller
-/// treats a miss and an error alike, by computing the output.
+/// Every method is one transaction: it happens whole or not at all. Every
+/// method but [`Self::put_batch`] is durable when it returns `Ok`; a
+/// batch is durable once a later [`Self::sync`] (or any other write)
+/// returns, or sooner if the implementation chooses. So a crash at any
+/// point leaves the store as it was after some method that returned `Ok`:
+/// at worst without the newest batches, each lost whole, never in part.
+/// Every implementation is bounded and may evict; a caller treats a miss
+/// and an error alike, by computing the output.
 pub trait OutputStore: Send + Sync {
     /// The entry stored under `key`, if any. A hit counts as a use for
     /// least-recently-used eviction.
@@ -81,8 +85,17 @@ pub trait OutputStore: Send + Sync {
     /// same key, then evicts the least recently used entries until the values
     /// fit the size cap. All of the batch is committed or none of it is
     /// (though the eviction may then drop some of the batch's own oldest
-    /// entries, as it would any others).
+    /// entries, as it would any others). Readers see the batch at once; it
+    /// survives a crash once [`Self::sync`] returns (the cost of making
+    /// every batch durable as it is put, one `fsync` each, is the caller's
+    /// to choose).
     fn put_batch(&self, entries: &[(StoreKey, Entry)]) -> Result<PutReport, StoreError>;
+
+    /// Makes every batch put so far durable. Required, not defaulted: a
+    /// store that wraps another must pass it on. One whose batches are
+    /// durable when `put_batch` returns, or that keeps nothing across a
+    /// crash ([`crate::MemoryStore`]), does nothing.
+    fn sync(&self) -> Result<(), StoreError>;
 
     /// Removes the entries under `keys`, in one transaction; returns how many
     /// existed.

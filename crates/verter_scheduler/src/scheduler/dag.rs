@@ -500,10 +500,11 @@ impl<E: StageExecutor> Scheduler<E> {
     }
 
     /// Waits until every output this scheduler queued for its output store
-    /// is written (or dropped after a failure the counters report): a
-    /// scheduler opened on the store afterwards reads them. Does nothing
-    /// without a store. Writes happen in the background otherwise, and
-    /// the scheduler's drop flushes them too.
+    /// is written, durably (`OutputStore::sync`), or dropped after a
+    /// failure the counters report: a scheduler opened on the store
+    /// afterwards reads them, also after a crash. Does nothing without a
+    /// store. Writes happen in the background otherwise, and the
+    /// scheduler's shutdown and drop flush and sync them too.
     pub fn flush_store(&self) {
         if let Some(persist) = &self.persist {
             persist.flush();

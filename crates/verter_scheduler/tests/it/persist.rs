@@ -393,6 +393,14 @@ impl OutputStore for Broken {
     fn clear(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    fn sync(&self) -> Result<(), StoreError> {
+        Err(StoreError::Io {
+            operation: "sync",
+            path: "gone".into(),
+            source: std::io::Error::other("the disk is gone"),
+        })
+    }
 }
 
 #[test]
@@ -589,4 +597,81 @@ fn an_output_of_work_cancelled_while_it_ran_is_never_stored() {
             "computed, not read back"
         );
     });
+}
+
+/// A memory store that counts its syncs and the batches put before each.
+struct Syncs {
+    inner: MemoryStore,
+    /// Batches put so far; at each sync, how many had been put.
+    puts: std::sync::atomic::AtomicUsize,
+    synced_at: Mutex<Vec<usize>>,
+}
+
+impl OutputStore for Syncs {
+    fn get(&self, key: &StoreKey) -> Result<Option<Entry>, StoreError> {
+        self.inner.get(key)
+    }
+    fn put_batch(&self, entries: &[(StoreKey, Entry)]) -> Result<PutReport, StoreError> {
+        self.puts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.put_batch(entries)
+    }
+    fn remove(&self, keys: &[StoreKey]) -> Result<u64, StoreError> {
+        self.inner.remove(keys)
+    }
+    fn retain_paths(&self, keep: &dyn Fn(&str) -> bool) -> Result<u64, StoreError> {
+        self.inner.retain_paths(keep)
+    }
+    fn gc(&self) -> Result<Eviction, StoreError> {
+        self.inner.gc()
+    }
+    fn stats(&self) -> Result<StoreStats, StoreError> {
+        self.inner.stats()
+    }
+    fn clear(&self) -> Result<(), StoreError> {
+        self.inner.clear()
+    }
+    fn sync(&self) -> Result<(), StoreError> {
+        let puts = self.puts.load(std::sync::atomic::Ordering::SeqCst);
+        self.synced_at.lock().push(puts);
+        Ok(())
+    }
+}
+
+/// `flush_store` returns only once every write queued before it is synced,
+/// inline and threaded, and the shutdown syncs what came after.
+#[test]
+fn a_flush_syncs_every_write_before_it_and_the_shutdown_the_rest() {
+    for threaded in [false, true] {
+        let store = Arc::new(Syncs {
+            inner: MemoryStore::new(1 << 20),
+            puts: Default::default(),
+            synced_at: Mutex::default(),
+        });
+        let files = tree();
+        let scheduler = open(
+            &files,
+            &Kept::new(true),
+            with_store(store.clone(), "1"),
+            threaded,
+        );
+        assert_eq!(build(&scheduler), fresh(&files));
+        scheduler.flush_store();
+        let puts = store.puts.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(puts > 0, "the build wrote");
+        assert_eq!(
+            store.synced_at.lock().last(),
+            Some(&puts),
+            "threaded {threaded}: the flush synced every batch put before it"
+        );
+        files.write("b.cfg", "six seven");
+        scheduler.invalidate("b.cfg").expect("tracked");
+        build(&scheduler);
+        scheduler.shutdown();
+        let puts = store.puts.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            store.synced_at.lock().last(),
+            Some(&puts),
+            "threaded {threaded}: the shutdown synced the rest"
+        );
+    }
 }

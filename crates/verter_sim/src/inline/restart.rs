@@ -148,6 +148,10 @@ impl OutputStore for VersionStore {
     fn clear(&self) -> Result<(), StoreError> {
         self.inner.clear()
     }
+
+    fn sync(&self) -> Result<(), StoreError> {
+        self.inner.sync()
+    }
 }
 
 impl Shared {

@@ -81,6 +81,7 @@ pub(super) fn open(dir: &Path, options: StoreOptions) -> Result<Opened, StoreErr
             max_bytes: options.max_bytes,
             clock: AtomicU64::new(next_tick),
             touches: Mutex::default(),
+            unsynced: AtomicU64::new(0),
             _lock: lock,
         },
         warning,
