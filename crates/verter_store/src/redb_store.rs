@@ -18,7 +18,7 @@
 //! commit, which redb keeps whole. Every [`DURABLE_EVERY`]th batch, every
 //! other write, [`OutputStore::sync`] and the drop commit durably, which
 //! makes the batches before them durable too. A cold build of the registry
-//! tree (60 batches) paid 0.7–0.9 s of wall for an `fsync` per batch
+//! tree (about 60 batches) paid 0.4–0.7 s of wall for an `fsync` per batch
 //! (`docs/benchmarks.md`, "The output cache").
 //!
 //! # Invariants
