@@ -419,7 +419,9 @@ impl ProfileHash {
     /// stands for "the Artifact of whichever profile the reading Artifact
     /// builds" (an Artifact that depends on another file's Artifact reads
     /// that file's Artifact of its own profile). Linking resolves it with
-    /// [`DepKey::for_profile`]; no work is ever admitted under it.
+    /// [`DepKey::for_profile`]; no work is ever admitted under it (the
+    /// scheduler refuses a request, a DAG node or a host commit that names
+    /// it, with a typed `ReservedProfile` error).
     pub const SAME: ProfileHash = ProfileHash(u64::MAX);
 }
 

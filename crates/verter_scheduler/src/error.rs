@@ -131,6 +131,16 @@ pub enum RequestError {
         /// The file.
         path: Canonical,
     },
+    /// The request named the Artifact profile the scheduler reserves for
+    /// Artifact-on-Artifact dependency records (`ProfileHash::SAME`,
+    /// `u64::MAX`; docs/design.md, "Dependencies at any depth"). Refused
+    /// before it reaches the DAG, where it would be taken for "the
+    /// reader's own profile".
+    #[error("{path}: the Artifact profile {} is reserved", u64::MAX)]
+    ReservedProfile {
+        /// The file.
+        path: Canonical,
+    },
 }
 
 /// What a [`crate::SourceLoader`] reports when it cannot do its job.
@@ -289,7 +299,8 @@ impl RequestError {
             | Self::ExecutorFailed { path, .. }
             | Self::ExecutorPanicked { path, .. }
             | Self::Internal { path, .. }
-            | Self::GenerationExhausted { path } => Some(*path),
+            | Self::GenerationExhausted { path }
+            | Self::ReservedProfile { path } => Some(*path),
             Self::DependencyFailed { dep, .. } => Some(dep.file.canonical),
             Self::Cancelled | Self::UpstreamFailed { .. } | Self::DependencyCycle { .. } => None,
         }

@@ -72,6 +72,13 @@ pub enum WitnessError {
         /// The live generation.
         live: Generation,
     },
+    /// The profile is the one the scheduler reserves
+    /// ([`crate::RequestError::ReservedProfile`]).
+    #[error("{path}: the Artifact profile {} is reserved", u64::MAX)]
+    ReservedProfile {
+        /// The file.
+        path: Canonical,
+    },
 }
 
 /// How many waiters and wait-for relations the scheduler holds.
@@ -101,6 +108,11 @@ impl<E: StageExecutor> Scheduler<E> {
         profile: ProfileHash,
         data: E::Artifact,
     ) -> Result<Arc<ArtifactSnapshot<E::Artifact>>, WitnessError> {
+        if profile == ProfileHash::SAME {
+            return Err(WitnessError::ReservedProfile {
+                path: witness.file.canonical,
+            });
+        }
         self.transact(|locked, post| {
             self.admit_sent(locked, post);
             let node = Self::witnessed_node(&locked.dag, witness)?;

@@ -106,6 +106,12 @@ pub struct SoakConfig {
     pub remote_budget: Option<usize>,
     /// Threads answering parked remote work.
     pub remote_threads: usize,
+    /// The cap of the output store the scheduler persists to
+    /// (docs/design.md, "Persistent outputs"), a `MemoryStore` small
+    /// enough to evict; `0` runs without a store. Every answer is judged
+    /// as without one: a stage answered from the store must give what a
+    /// run would.
+    pub store_bytes: u64,
 }
 
 impl SoakConfig {
@@ -159,6 +165,7 @@ impl Default for SoakConfig {
             causal_log: Self::causal_log_for(8, 2_000),
             remote_budget: None,
             remote_threads: 2,
+            store_bytes: 64 * 1024,
         }
     }
 }
@@ -209,6 +216,9 @@ pub struct SoakReport {
     pub remote_routes: Option<(usize, bool)>,
     /// What the remote work came to.
     pub remote: RemoteStats,
+    /// Stages answered from the output store, and outputs written to it
+    /// (both zero without a store).
+    pub store: [u64; 2],
 }
 
 impl SoakReport {
@@ -390,6 +400,12 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         executor = executor.with_remote(Arc::clone(&made));
         desk = Some(made);
     }
+    if config.store_bytes > 0 {
+        scheduler_config.store = Some(verter_scheduler::OutputStoreConfig::new(
+            Arc::new(verter_store::MemoryStore::new(config.store_bytes)),
+            "sim",
+        ));
+    }
     let (cpu, io) = scheduler_config
         .build_pools()
         .expect("the simulator's pools");
@@ -477,6 +493,8 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
         }
     }
     let elapsed = started.elapsed();
+    // Writes still queued for the store count once they are written.
+    world.scheduler.flush_store();
     let counters = world.scheduler.observe().counters();
     SoakReport {
         ops: world.ops.load(Ordering::SeqCst),
@@ -508,5 +526,6 @@ pub fn soak(config: &SoakConfig) -> SoakReport {
             .unwrap_or_default(),
         remote_routes,
         remote: desk.map(|desk| desk.stats()).unwrap_or_default(),
+        store: [counters.from_store, counters.store_writes],
     }
 }

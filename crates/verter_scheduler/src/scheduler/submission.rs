@@ -341,6 +341,9 @@ impl<E: StageExecutor> Scheduler<E> {
             DepPath::Path(path) => self.canonicalize(path)?,
             DepPath::Canonical(canonical) => *canonical,
         };
+        if request.stage == TargetStage::Artifact(verter_dag::ProfileHash::SAME) {
+            return Err(RequestError::ReservedProfile { path: canonical });
+        }
         // Sample the published node; the node map guard drops before
         // anything takes the DAG lock.
         let published = self.nodes.get(&canonical).map(|node| Arc::clone(&node));

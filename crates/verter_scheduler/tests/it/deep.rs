@@ -509,3 +509,44 @@ fn a_chain_of_twenty_thousand_is_admitted_without_deep_recursion() {
     assert!(top.data().starts_with(&format!("f{}.cfg:1+", n - 1)));
     assert_eq!(nest.runs_of("Artifact").len(), n);
 }
+
+/// The profile dependency records reserve for "the reader's own"
+/// (`ProfileHash::SAME`) is refused, typed, wherever a host names it: a
+/// request, a DAG's file node, a host's commit. Nothing runs for it, and
+/// the files' own builds are untouched.
+#[test]
+fn the_reserved_profile_is_refused_wherever_a_host_names_it() {
+    let files = MemFiles::with(&[("a.cfg", "dep b.cfg\nv"), ("b.cfg", "w")]);
+    let nest = Nest::default();
+    let scheduler = inline_nest(&files, &nest);
+    let reserved = Artifact(ProfileHash::SAME);
+    let handle = scheduler.ask(reserved.of("a.cfg"));
+    match scheduler.wait(&handle) {
+        Err(RequestError::ReservedProfile { path }) => assert_eq!(path.as_str(), "a.cfg"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let mut dag = verter_scheduler::Dag::new();
+    let node = dag.add(reserved.of("b.cfg"));
+    let dag = match scheduler.submit_dag(dag, &verter_scheduler::NoDedupeHook) {
+        Ok(verter_scheduler::Admission::Admitted(dag)) => dag,
+        other => panic!("expected admission, got {other:?}"),
+    };
+    let results = scheduler.wait(&dag);
+    assert!(
+        matches!(results.get(node), Err(RequestError::ReservedProfile { .. })),
+        "{:?}",
+        results.get(node)
+    );
+    assert!(nest.runs.lock().is_empty(), "nothing ran");
+    assert_eq!(value(&built(&scheduler, "a.cfg")), "a.cfg:1[b.cfg:1]");
+    let (_, witness) = scheduler
+        .snapshot()
+        .try_get_witnessed_source("b.cfg")
+        .expect("parsed");
+    assert!(matches!(
+        scheduler.commit_artifact(&witness, ProfileHash::SAME, "host's".to_owned()),
+        Err(verter_scheduler::WitnessError::ReservedProfile { .. })
+    ));
+    assert_eq!(value(&built(&scheduler, "a.cfg")), "a.cfg:1[b.cfg:1]");
+    assert_quiescent(&scheduler, &[]);
+}

@@ -16,6 +16,7 @@
 //!                [--checkpoint-every N] [--causal-log N (0: off)]
 //!                [--remote-budget B (0: off; default: by the seed)]
 //!                [--remote-threads R (default 2)]
+//!                [--store-bytes B (0: no output store; default 64 KiB)]
 //! ```
 //! The last line of every run says how many violations it found; the exit
 //! code is 1 when it found any, 2 on wrong usage.
@@ -202,6 +203,9 @@ fn main() -> ExitCode {
             if let Some(threads) = flag("--remote-threads") {
                 soak_config.remote_threads = threads.max(1) as usize;
             }
+            if let Some(bytes) = flag("--store-bytes") {
+                soak_config.store_bytes = bytes;
+            }
             println!(
                 "soak: {} operations on {} host threads, seed {}, checkpoint every {} operations per thread, causal log of {} records",
                 soak_config.ops,
@@ -250,6 +254,12 @@ fn main() -> ExitCode {
             }
             if report.remote_routes.is_some() {
                 println!("{}", report.remote);
+            }
+            if soak_config.store_bytes > 0 {
+                println!(
+                    "output store of {} bytes: {} stages answered from it, {} outputs written",
+                    soak_config.store_bytes, report.store[0], report.store[1]
+                );
             }
             println!("{} violations", report.violations.len());
             if report.violations.is_empty() {
