@@ -19,8 +19,9 @@
 //! after each commit lets them go, so a read never misses what an earlier
 //! write of this store put). A read that took the tables just before a
 //! commit reads the state before it: at worst a miss, never a wrong value
-//! (a key names its value). In W6 (`verter_bench w6 --n 100000`), a cold
-//! build into the store, whose reads all miss, went from 1 169 ms to 880 ms.
+//! (a key names its value). In the W6 benchmark (`docs/benchmarks.md`,
+//! "The output cache"), a cold build into the store, whose reads all miss,
+//! went from 1 169 ms to 880 ms.
 //!
 //! # Durability
 //! A batch is committed without an `fsync` (redb's `Durability::None`):
