@@ -17,9 +17,10 @@
 //! write opens one read transaction and its two tables (`Reader`), and
 //! every read until the next write commits shares them (`forget_reader`
 //! after each commit lets them go, so a read never misses what an earlier
-//! write of this store put). A read that took the tables just before a
-//! commit reads the state before it: at worst a miss, never a wrong value
-//! (a key names its value). In the W6 benchmark (`docs/benchmarks.md`,
+//! write of this store put; a read whose transaction began before a commit
+//! is not kept after it, `Readers::commits`). A read that took the tables
+//! just before a commit reads the state before it: at worst a miss, never a
+//! wrong value (a key names its value). In the W6 benchmark (`docs/benchmarks.md`,
 //! "The output cache"), a cold build into the store, whose reads all miss,
 //! went from 1 169 ms to 880 ms.
 //!
@@ -137,7 +138,7 @@ pub struct RedbStore {
     unsynced: AtomicU64,
     /// The tables a read reads, opened once and kept until the next write
     /// commits (module docs, "Reads").
-    reader: RwLock<Option<Arc<Reader>>>,
+    reader: RwLock<Readers>,
     /// The directory's lock, held for the store's life.
     _lock: File,
 }
@@ -237,6 +238,15 @@ impl RedbStore {
     }
 }
 
+/// The kept read transaction, and how many commits came before it may be
+/// kept: a read that began its transaction before a commit does not keep
+/// it after (module docs, "Reads").
+#[derive(Default)]
+pub(super) struct Readers {
+    kept: Option<Arc<Reader>>,
+    commits: u64,
+}
+
 /// One read transaction's two tables (module docs, "Reads").
 struct Reader {
     values: redb::ReadOnlyTable<[u8; 32], &'static [u8]>,
@@ -247,9 +257,13 @@ impl RedbStore {
     /// The kept read transaction's tables, opened now if no read since the
     /// last write opened them.
     fn reader(&self) -> Result<Arc<Reader>, StoreError> {
-        if let Some(reader) = &*self.reader.read().unwrap_or_else(PoisonError::into_inner) {
-            return Ok(Arc::clone(reader));
-        }
+        let commits = {
+            let readers = self.reader.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(reader) = &readers.kept {
+                return Ok(Arc::clone(reader));
+            }
+            readers.commits
+        };
         let txn = self
             .db
             .begin_read()
@@ -262,14 +276,21 @@ impl RedbStore {
                 .open_table(INDEX)
                 .map_err(StoreError::database("open the index"))?,
         });
-        *self.reader.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&reader));
+        let mut readers = self.reader.write().unwrap_or_else(PoisonError::into_inner);
+        // Kept only if no write committed since this read began: a
+        // transaction begun before a commit would hide it from later reads.
+        if readers.commits == commits {
+            readers.kept = Some(Arc::clone(&reader));
+        }
         Ok(reader)
     }
 
     /// Lets the kept read transaction go: the next read sees what was just
     /// committed.
     fn forget_reader(&self) {
-        *self.reader.write().unwrap_or_else(PoisonError::into_inner) = None;
+        let mut readers = self.reader.write().unwrap_or_else(PoisonError::into_inner);
+        readers.kept = None;
+        readers.commits += 1;
     }
 }
 

@@ -70,6 +70,15 @@ impl SourceLoader for WatchedFiles {
     }
 }
 
+/// An inline scheduler over `files` that keeps texts as `texts` says.
+fn inline_watched(
+    files: &WatchedFiles,
+    texts: TextRetention,
+    executor: LineExecutor,
+) -> Arc<Scheduler<LineExecutor>> {
+    Scheduler::new_inline(config(texts), files.clone(), executor).expect("a valid configuration")
+}
+
 fn config(texts: TextRetention) -> SchedulerConfig {
     let mut config = test_config(Arc::new(GateHooks::default()));
     config.texts = texts;
@@ -143,12 +152,7 @@ fn a_loaded_text_is_let_go_once_its_parse_commits() {
 #[test]
 fn with_texts_kept_the_loaded_texts_stay() {
     let files = WatchedFiles::with(TREE);
-    let scheduler = Scheduler::new_inline(
-        config(TextRetention::Kept),
-        files.clone(),
-        LineExecutor::default(),
-    )
-    .expect("a valid configuration");
+    let scheduler = inline_watched(&files, TextRetention::Kept, LineExecutor::default());
     build(&scheduler);
     assert_eq!(files.held(), ["a.rs", "b.rs"]);
     let text = source_text(&scheduler, "b.rs");
@@ -160,12 +164,7 @@ fn with_texts_kept_the_loaded_texts_stay() {
 fn an_unchanged_released_file_invalidated_gets_a_new_generation() {
     let files = WatchedFiles::with(TREE);
     let executor = LineExecutor::default();
-    let scheduler = Scheduler::new_inline(
-        config(TextRetention::UntilParsed),
-        files.clone(),
-        executor.clone(),
-    )
-    .expect("a valid configuration");
+    let scheduler = inline_watched(&files, TextRetention::UntilParsed, executor.clone());
     assert_eq!(build(&scheduler), "p7:a.rs=4,b.rs@g0=2");
     let loads = files.loads();
     // No bytes to compare at the door: a new generation, read again (an
@@ -189,12 +188,7 @@ fn an_unchanged_released_file_invalidated_gets_a_new_generation() {
 #[test]
 fn a_text_the_host_gave_is_kept() {
     let files = WatchedFiles::with(TREE);
-    let scheduler = Scheduler::new_inline(
-        config(TextRetention::UntilParsed),
-        files.clone(),
-        LineExecutor::default(),
-    )
-    .expect("a valid configuration");
+    let scheduler = inline_watched(&files, TextRetention::UntilParsed, LineExecutor::default());
     let handle =
         scheduler.submit_request(Request::new("b.rs", TargetStage::Analysis).text("let host"));
     scheduler.wait(&handle).expect("analysed");
@@ -219,12 +213,7 @@ fn a_text_the_host_gave_is_kept() {
 #[test]
 fn an_empty_file_is_not_taken_for_a_released_text() {
     let files = WatchedFiles::with(&[("e.rs", "")]);
-    let scheduler = Scheduler::new_inline(
-        config(TextRetention::Kept),
-        files.clone(),
-        LineExecutor::default(),
-    )
-    .expect("a valid configuration");
+    let scheduler = inline_watched(&files, TextRetention::Kept, LineExecutor::default());
     let handle = scheduler.submit_request(Request::new("e.rs", TargetStage::Source));
     scheduler.wait(&handle).expect("parsed");
     let text = source_text(&scheduler, "e.rs");

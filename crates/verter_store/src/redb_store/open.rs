@@ -82,7 +82,7 @@ pub(super) fn open(dir: &Path, options: StoreOptions) -> Result<Opened, StoreErr
             clock: AtomicU64::new(next_tick),
             touches: Mutex::default(),
             unsynced: AtomicU64::new(0),
-            reader: std::sync::RwLock::new(None),
+            reader: std::sync::RwLock::default(),
             _lock: lock,
         },
         warning,
